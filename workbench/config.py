@@ -1,0 +1,160 @@
+"""One settings object, read from the environment and an optional `workbench.toml`.
+
+Precedence, highest first: arguments given in code, environment variables, `workbench.toml`
+(the file named by WORKBENCH_CONFIG, else `./workbench.toml`; WORKBENCH_CONFIG="" turns the file off),
+then the defaults below. Relative paths in the TOML file are taken relative to the file itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from workbench.errors import ConfigError
+
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+NO_RERANKER = "none"
+StoreKind = Literal["chroma", "qdrant"]
+Device = Literal["auto", "cpu", "cuda", "mps"]
+
+_PATH_KEYS = {"persist_dir", "models_dir", "reranker_model", "embedding_model"}
+
+
+def _alias(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Every setting of the workbench. Environment names are given in each field's aliases."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False)
+
+    # Reranker (PRODUCT.md contract 5)
+    reranker_model: str = Field(DEFAULT_RERANKER_MODEL, validation_alias=_alias("reranker_model", "RERANKER_MODEL"))
+    reranker_device: Device = Field("auto", validation_alias=_alias("reranker_device", "RERANKER_DEVICE"))
+    k_retrieve: int = Field(50, ge=1, le=200, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))
+    k_return: int = Field(10, ge=1, le=200, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
+    cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
+    cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
+    reranker_batch_size: int = Field(32, ge=1, validation_alias=_alias("reranker_batch_size", "RERANKER_BATCH_SIZE"))
+    reranker_max_length: int = Field(
+        256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
+    )
+
+    # Embeddings
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL, validation_alias=_alias("embedding_model", "WORKBENCH_EMBEDDING_MODEL")
+    )
+    embedding_device: Device = Field("auto", validation_alias=_alias("embedding_device", "WORKBENCH_EMBEDDING_DEVICE"))
+    embedding_batch_size: int = Field(
+        64, ge=1, validation_alias=_alias("embedding_batch_size", "WORKBENCH_EMBEDDING_BATCH_SIZE")
+    )
+
+    # Store
+    store: StoreKind = Field("chroma", validation_alias=_alias("store", "WORKBENCH_STORE"))
+    persist_dir: Path | None = Field(None, validation_alias=_alias("persist_dir", "WORKBENCH_PERSIST_DIR"))
+    chroma_url: str | None = Field(None, validation_alias=_alias("chroma_url", "WORKBENCH_CHROMA_URL"))
+    qdrant_url: str | None = Field(None, validation_alias=_alias("qdrant_url", "WORKBENCH_QDRANT_URL"))
+    collection: str = Field("demo", validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
+
+    # Models
+    models_dir: str | None = Field(None, validation_alias=_alias("models_dir", "WORKBENCH_MODELS_DIR"))
+    offline: bool = Field(False, validation_alias=_alias("offline", "WORKBENCH_OFFLINE", "HF_HUB_OFFLINE"))
+
+    # Ingest
+    chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
+    chunk_overlap: int = Field(100, ge=0, validation_alias=_alias("chunk_overlap", "WORKBENCH_CHUNK_OVERLAP"))
+
+    @field_validator("chroma_url", "qdrant_url", "models_dir", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @property
+    def reranker_enabled(self) -> bool:
+        """False when RERANKER_MODEL is 'none' (or empty): results then keep the vector order."""
+        return self.reranker_model.strip().lower() not in {NO_RERANKER, ""}
+
+    @property
+    def store_location(self) -> str:
+        """Where the configured store lives: a URL, or the persist folder for embedded stores."""
+        if self.store == "chroma" and self.chroma_url:
+            return self.chroma_url
+        if self.store == "qdrant" and self.qdrant_url:
+            return self.qdrant_url
+        return str(self.resolved_persist_dir)
+
+    @property
+    def resolved_persist_dir(self) -> Path:
+        """The embedded store's folder: persist_dir, else `.workbench/<store>` under the current folder."""
+        return Path(self.persist_dir) if self.persist_dir else Path(".workbench") / self.store
+
+    def model_dirs(self) -> list[Path]:
+        """The folders searched for models by id, from WORKBENCH_MODELS_DIR (os.pathsep separated)."""
+        if not self.models_dir:
+            return []
+        return [Path(p).expanduser() for p in self.models_dir.split(os.pathsep) if p]
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _TomlSource(settings_cls)
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads `workbench.toml`; relative paths in it are made relative to the file's folder."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._values = self._load()
+
+    @staticmethod
+    def config_path() -> Path | None:
+        named = os.environ.get("WORKBENCH_CONFIG")
+        if named is not None:
+            return Path(named) if named else None
+        default = Path("workbench.toml")
+        return default if default.exists() else None
+
+    def _load(self) -> dict[str, Any]:
+        path = self.config_path()
+        if path is None:
+            return {}
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"WORKBENCH_CONFIG names {path}, which does not exist.") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        data = data.get("workbench", data)
+        base = path.resolve().parent
+        for key in _PATH_KEYS & data.keys():
+            value = str(data[key])
+            if value.startswith(("./", "../")):
+                data[key] = str((base / value).resolve())
+        return data
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in self._values.items() if k in self.settings_cls.model_fields}
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

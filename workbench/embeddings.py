@@ -1,0 +1,136 @@
+"""Embedders: sentence-transformers by default, OpenAI through langchain-openai, or any LangChain Embeddings.
+
+Every embedder returns L2-normalised float32 vectors so that cosine similarity is a dot product and scores
+read the same on every store.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from workbench.config import Settings
+from workbench.errors import ConfigError
+from workbench.models import load_sentence_transformer, resolve_model
+
+OPENAI_PREFIX = "openai:"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. `model_id` is what collections record as their embedding model."""
+
+    model_id: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers bi-encoder, resolved through the model resolver and loaded once per process."""
+
+    def __init__(self, model_id: str, settings: Settings) -> None:
+        self.model_id = model_id
+        self.path = resolve_model(model_id, settings, setting="WORKBENCH_EMBEDDING_MODEL")
+        self._model = load_sentence_transformer(self.path, settings.embedding_device)
+        self._batch_size = settings.embedding_batch_size
+
+    @property
+    def dimension(self) -> int:
+        return int(self._model.get_embedding_dimension())
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._model.encode(
+            texts, batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+class LangChainEmbedder:
+    """Any LangChain `Embeddings` object (OpenAIEmbeddings, HuggingFaceEmbeddings, ...) as an embedder."""
+
+    def __init__(self, embeddings: Any, model_id: str | None = None) -> None:
+        if not hasattr(embeddings, "embed_documents") or not hasattr(embeddings, "embed_query"):
+            raise ConfigError(
+                f"{type(embeddings).__name__} is not a LangChain Embeddings object "
+                "(it needs embed_documents and embed_query)."
+            )
+        self.embeddings = embeddings
+        self.model_id = model_id or _langchain_model_id(embeddings)
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed_query("dimension probe"))
+        return self._dimension
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        vectors = _normalise(np.asarray(self.embeddings.embed_documents(list(texts))))
+        self._dimension = vectors.shape[1]
+        return vectors
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = _normalise(np.asarray(self.embeddings.embed_query(text)))
+        self._dimension = vector.shape[0]
+        return vector
+
+
+def _langchain_model_id(embeddings: Any) -> str:
+    name = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    prefix = "openai:" if type(embeddings).__name__.startswith(("OpenAI", "AzureOpenAI")) else "langchain:"
+    return f"{prefix}{name}" if name else f"langchain:{type(embeddings).__name__}"
+
+
+class EmbedderAsLangChain(Embeddings):
+    """A workbench embedder seen from LangChain, to hand to LangChain vector stores and tools."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.embed_documents(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embedder.embed_query(text).tolist()
+
+
+def create_embedder(model_id: str, settings: Settings) -> Embedder:
+    """The embedder a model id names: `openai:<model>` through langchain-openai, else sentence-transformers."""
+    if model_id.startswith(OPENAI_PREFIX):
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")
+        try:
+            from langchain_openai import OpenAIEmbeddings
+        except ImportError as exc:
+            raise ConfigError(
+                f"Embedding model '{model_id}' needs langchain-openai: pip install 'rerank-workbench[openai]'."
+            ) from exc
+        name = model_id.removeprefix(OPENAI_PREFIX)
+        return LangChainEmbedder(OpenAIEmbeddings(model=name), model_id=model_id)
+    if model_id.startswith("langchain:"):
+        raise ConfigError(
+            f"Collection was embedded with '{model_id}', a LangChain embeddings object the workbench cannot "
+            "recreate by name: pass the same object as `embedder=` to the engine."
+        )
+    return SentenceTransformerEmbedder(model_id, settings)

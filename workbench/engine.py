@@ -1,0 +1,314 @@
+"""The engine: query -> embed -> vector search (top k) -> cross-encoder rerank -> top n, timed per stage.
+
+Heavy objects (embedders, rerankers, store clients) are created once and shared. Results are cached by
+(collection, query, k, filters, models) so that changing top_n re-slices a stored result and runs no model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+from cachetools import TTLCache
+
+from workbench.config import Settings, get_settings
+from workbench.embeddings import Embedder, create_embedder
+from workbench.errors import ConfigError, InputError
+from workbench.ingest import ProgressCallback, ingest_path
+from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache
+from workbench.stores.registry import StoreRegistry
+from workbench.types import (
+    CacheStats,
+    Candidate,
+    Chunk,
+    CollectionInfo,
+    Hit,
+    IngestReport,
+    Metadata,
+    SearchResult,
+    StageTimings,
+)
+
+MAX_QUERY_CHARS: Final = 512
+MAX_K: Final = 200
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default()
+
+
+def validate_query(query: Any) -> str:
+    """The query trimmed; 1 to 512 characters, else InputError."""
+    if not isinstance(query, str):
+        raise InputError(f"The query must be text; got {type(query).__name__}.")
+    trimmed = query.strip()
+    if not trimmed:
+        raise InputError("The query is empty: type 1 to 512 characters.")
+    if len(trimmed) > MAX_QUERY_CHARS:
+        raise InputError(f"The query is {len(trimmed)} characters long; the limit is {MAX_QUERY_CHARS}.")
+    return trimmed
+
+
+def validate_depths(k: Any, top_n: Any, max_k: int = MAX_K) -> tuple[int, int]:
+    """k in 1..max_k and top_n in 1..k, as integers, else InputError."""
+    for name, value in (("k", k), ("top_n", top_n)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{name} must be a whole number; got {value!r}.")
+    if not 1 <= k <= max_k:
+        raise InputError(f"k must be between 1 and {max_k}; got {k}.")
+    if not 1 <= top_n <= k:
+        raise InputError(f"top_n must be between 1 and k ({k}); got {top_n}.")
+    return k, top_n
+
+
+def validate_filters(filters: Any) -> Metadata:
+    """Metadata equalities: a dict of names to str, int, float or bool values."""
+    if filters is None:
+        return {}
+    if not isinstance(filters, dict):
+        raise InputError(f"filters must be a mapping of metadata names to values; got {type(filters).__name__}.")
+    for key, value in filters.items():
+        if not isinstance(key, str) or not key:
+            raise InputError(f"Filter names must be non-empty text; got {key!r}.")
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(f"Filter '{key}' must equal a string, number or boolean; got {value!r}.")
+    return dict(filters)
+
+
+def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
+    seen: set[str] = set()
+    kept = []
+    for hit in hits:
+        key = " ".join(hit.text.split()).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(hit)
+    return kept, len(hits) - len(kept)
+
+
+class Engine:
+    """Retrieval with reranking over the collections of one store registry."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        registry: StoreRegistry | None = None,
+        embedder: Embedder | None = None,
+        reranker: Reranker | _Default | None = DEFAULT,
+    ) -> None:
+        self.settings = settings or get_settings()
+        self.registry = registry or StoreRegistry(self.settings)
+        self.score_cache = ScoreCache(self.settings.cache_ttl, self.settings.cache_max_size)
+        self._embedder_override = embedder
+        self._default_reranker = reranker
+        self._embedders: dict[str, Embedder] = {}
+        self._rerankers: dict[str, Reranker] = {}
+        self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
+        self._lock = threading.RLock()
+
+    # Models -------------------------------------------------------------------------------------------------
+    def embedder(self, model_id: str | None = None) -> Embedder:
+        """The embedder for a model id (the settings' default when None), created once."""
+        if self._embedder_override is not None:
+            return self._embedder_override
+        model_id = model_id or self.settings.embedding_model
+        with self._lock:
+            if model_id not in self._embedders:
+                self._embedders[model_id] = create_embedder(model_id, self.settings)
+            return self._embedders[model_id]
+
+    def reranker(self, model_id: str | _Default | None = DEFAULT) -> Reranker | None:
+        """The reranker for a model id; DEFAULT is the engine's own (from RERANKER_MODEL); None means none."""
+        if isinstance(model_id, _Default):
+            if not isinstance(self._default_reranker, _Default):
+                return self._default_reranker
+            if not self.settings.reranker_enabled:
+                return None
+            model_id = self.settings.reranker_model
+        if model_id is None or model_id.strip().lower() in {"", "none"}:
+            return None
+        with self._lock:
+            if model_id not in self._rerankers:
+                self._rerankers[model_id] = CrossEncoderReranker(model_id, self.settings, cache=self.score_cache)
+            return self._rerankers[model_id]
+
+    def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:
+        embedder = self.embedder(None if self._embedder_override else info.embedding_model)
+        if info.dimension and embedder.dimension != info.dimension:
+            raise ConfigError(
+                f"Collection '{name}' holds {info.dimension}-dimensional vectors ({info.embedding_model}), but the "
+                f"embedder '{embedder.model_id}' makes {embedder.dimension}-dimensional ones."
+            )
+        return embedder
+
+    # Search -------------------------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        top_n: int | None = None,
+        filters: Metadata | None = None,
+        *,
+        collection: str | None = None,
+        reranker: str | _Default | None = DEFAULT,
+        max_k: int = MAX_K,
+    ) -> SearchResult:
+        """Top k by vector similarity, reranked, top_n kept; see `SearchResult`.
+
+        `reranker` is a model id, None for no reranking, or DEFAULT for the configured one.
+        Raises InputError for bad inputs, CollectionNotFoundError, ModelNotFoundError, StoreError.
+        """
+        started = time.perf_counter()
+        query = validate_query(query)
+        k, top_n = validate_depths(
+            self.settings.k_retrieve if k is None else k,
+            min(self.settings.k_return, k or self.settings.k_retrieve) if top_n is None else top_n,
+            max_k,
+        )
+        filters = validate_filters(filters)
+        name = collection or self.settings.collection
+        rerank_model = self.reranker(reranker)
+        key = (
+            name,
+            query,
+            k,
+            json.dumps(filters, sort_keys=True),
+            rerank_model.model_id if rerank_model else None,
+        )
+        with self._lock:
+            cached = self._results.get(key)
+        if cached is not None:
+            return cached.model_copy(
+                update={"top_n": top_n, "cache": cached.cache.model_copy(update={"result_cached": True})}
+            )
+
+        store = self.registry.get(name)
+        info = store.info()
+        embedder = None if getattr(store, "embeds_queries", False) else self._collection_embedder(name, info)
+
+        t0 = time.perf_counter()
+        vector = embedder.embed_query(query) if embedder else None
+        t1 = time.perf_counter()
+        hits = store.search(vector, k + max(5, k // 5), filters, text=query)  # type: ignore[arg-type]
+        hits, duplicates = _dedupe(hits)
+        hits = hits[:k]
+        t2 = time.perf_counter()
+        hit_count = 0
+        if rerank_model and hits:
+            scores, hit_count = rerank_model.score(query, [h.text for h in hits])
+        else:
+            scores = [None] * len(hits)
+        t3 = time.perf_counter()
+
+        order = sorted(range(len(hits)), key=lambda i: (-(scores[i] if scores[i] is not None else 0.0), i))
+        rerank_rank = {index: rank for rank, index in enumerate(order, start=1)}
+        candidates = [
+            Candidate(
+                id=h.id,
+                text=h.text,
+                metadata=h.metadata,
+                vector_score=h.score,
+                vector_rank=i + 1,
+                rerank_score=scores[i],
+                rerank_rank=rerank_rank[i],
+            )
+            for i, h in enumerate(hits)
+        ]
+        result = SearchResult(
+            query=query,
+            collection=name,
+            store=info.store,
+            k=k,
+            top_n=min(top_n, max(len(candidates), 1)),
+            filters=filters,
+            embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
+            reranker_model=rerank_model.model_id if rerank_model else None,
+            candidates=candidates,
+            timings=StageTimings(
+                embed_ms=(t1 - t0) * 1000,
+                search_ms=(t2 - t1) * 1000,
+                rerank_ms=(t3 - t2) * 1000,
+                total_ms=(time.perf_counter() - started) * 1000,
+            ),
+            cache=CacheStats(score_hits=hit_count, score_misses=len(hits) - hit_count if rerank_model else 0),
+            duplicates_removed=duplicates,
+        )
+        with self._lock:
+            self._results[key] = result
+        return result
+
+    def clear_caches(self) -> None:
+        """Forget cached results and reranker scores (models stay loaded)."""
+        with self._lock:
+            self._results.clear()
+        self.score_cache.clear()
+
+    def _forget_results(self, collection: str) -> None:
+        with self._lock:
+            for key in [key for key in self._results if key[0] == collection]:
+                self._results.pop(key, None)
+
+    # Collections --------------------------------------------------------------------------------------------
+    def collections(self) -> list[CollectionInfo]:
+        """Every collection the registry knows, with store, count, embedding model and dimension."""
+        return self.registry.list()
+
+    def collection_info(self, name: str) -> CollectionInfo:
+        return self.registry.get(name).info()
+
+    def browse(self, name: str, offset: int = 0, limit: int = 20) -> list[Chunk]:
+        """A page of a collection's chunks."""
+        return self.registry.get(name).browse(offset, limit)
+
+    def delete_collection(self, name: str) -> None:
+        """Delete a collection (raises CollectionNotFoundError when there is none)."""
+        self.registry.delete(name)
+        self._forget_results(name)
+
+    def ingest(
+        self,
+        path: str | Path,
+        collection: str,
+        *,
+        chunk_size: int | _Default | None = DEFAULT,
+        chunk_overlap: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IngestReport:
+        """Load, chunk, embed and store `path` into `collection` (created with the default embedder).
+
+        `chunk_size` DEFAULT uses the settings for files and keeps BEIR passages whole; None keeps all whole.
+        """
+        size = self.settings.chunk_size if isinstance(chunk_size, _Default) else chunk_size
+        overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
+        try:
+            recorded = self.registry.get(collection).embedding_model()
+        except Exception:
+            recorded = None
+        report = ingest_path(
+            path,
+            collection,
+            registry=self.registry,
+            embedder=self.embedder(recorded),
+            chunk_size=size,
+            chunk_overlap=overlap,
+            batch_size=self.settings.embedding_batch_size,
+            progress=progress,
+        )
+        self._forget_results(collection)
+        return report
+
+
+@lru_cache(maxsize=1)
+def get_engine() -> Engine:
+    """The process-wide engine built from the process-wide settings."""
+    return Engine(get_settings())

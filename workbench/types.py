@@ -1,0 +1,185 @@
+"""The plain data types every layer shares: what a store returns, what a search returns, what ingest reports.
+
+A `SearchResult` is plain data (pydantic): it serialises to JSON, compares by value and re-slices to any
+top_n with `top(n)` without running a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+Metadata = dict[str, Any]
+Movement = Literal["up", "down", "same", "new"]
+
+
+class Chunk(BaseModel):
+    """One piece of a document as stored: a stable id, its text and metadata."""
+
+    id: str
+    text: str
+    metadata: Metadata = Field(default_factory=dict)
+
+    @property
+    def content(self) -> str:
+        """The text, under the name LangChain-style callers use."""
+        return self.text
+
+
+class Hit(Chunk):
+    """A chunk returned by vector search, with its cosine similarity (higher is better)."""
+
+    score: float
+
+
+class Candidate(Chunk):
+    """One vector-search candidate, with its place before and after reranking (ranks start at 1)."""
+
+    vector_score: float
+    vector_rank: int
+    rerank_score: float | None = None
+    rerank_rank: int
+
+
+class RankedHit(Chunk):
+    """One row of the reranked top n: both scores, both ranks and how far the document moved."""
+
+    vector_score: float
+    rerank_score: float | None
+    rank_before: int
+    rank_after: int
+    movement: Movement
+    shift: int = Field(description="rank_before - rank_after: positive means it moved up")
+
+    @property
+    def movement_label(self) -> str:
+        """Human form of the movement: ↑3, ↓2, new or =."""
+        if self.movement == "new":
+            return f"new (was {self.rank_before})"
+        if self.shift > 0:
+            return f"↑{self.shift}"
+        if self.shift < 0:
+            return f"↓{-self.shift}"
+        return "="
+
+
+class StageTimings(BaseModel):
+    """Wall-clock milliseconds per stage of one search."""
+
+    embed_ms: float = 0.0
+    search_ms: float = 0.0
+    rerank_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+class CacheStats(BaseModel):
+    """What the caches saved on one search."""
+
+    score_hits: int = 0
+    score_misses: int = 0
+    result_cached: bool = Field(False, description="the whole result came from the engine's result cache")
+
+
+class SearchResult(BaseModel):
+    """Candidates in vector order, the same documents reranked, both scores, movements and timings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    collection: str
+    store: str
+    k: int
+    top_n: int
+    filters: Metadata = Field(default_factory=dict)
+    embedding_model: str
+    reranker_model: str | None
+    candidates: list[Candidate]
+    timings: StageTimings
+    cache: CacheStats = Field(default_factory=CacheStats)
+    duplicates_removed: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reranked(self) -> list[RankedHit]:
+        """The top_n candidates in reranked order."""
+        by_rerank = sorted(self.candidates, key=lambda c: c.rerank_rank)[: self.top_n]
+        rows = []
+        for c in by_rerank:
+            shift = c.vector_rank - c.rerank_rank
+            if c.vector_rank > self.top_n:
+                movement: Movement = "new"
+            else:
+                movement = "up" if shift > 0 else "down" if shift < 0 else "same"
+            rows.append(
+                RankedHit(
+                    id=c.id,
+                    text=c.text,
+                    metadata=c.metadata,
+                    vector_score=c.vector_score,
+                    rerank_score=c.rerank_score,
+                    rank_before=c.vector_rank,
+                    rank_after=c.rerank_rank,
+                    movement=movement,
+                    shift=shift,
+                )
+            )
+        return rows
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def dropped(self) -> list[Candidate]:
+        """Candidates in the vector top_n that reranking pushed out of the top_n."""
+        return [c for c in self.candidates[: self.top_n] if c.rerank_rank > self.top_n]
+
+    def top(self, n: int) -> SearchResult:
+        """The same result re-sliced to a top n of `n` (1 ≤ n ≤ number of candidates); runs no model."""
+        from workbench.errors import InputError
+
+        if not 1 <= n <= max(len(self.candidates), 1):
+            raise InputError(f"top_n must be between 1 and {len(self.candidates)} (the candidates held); got {n}.")
+        return self.model_copy(update={"top_n": n})
+
+    def to_json(self, **kwargs: Any) -> str:
+        """JSON of the whole result, including the computed `reranked` and `dropped` lists."""
+        return self.model_dump_json(**kwargs)
+
+
+class CollectionInfo(BaseModel):
+    """What the workbench knows about one collection."""
+
+    name: str
+    store: str
+    location: str
+    count: int
+    embedding_model: str | None = None
+    dimension: int | None = None
+
+
+class RetrievedChunk(BaseModel):
+    """One result of `retrieve_chunks`: the contract's fields (text, source_url, score) and its metadata."""
+
+    text: str
+    source_url: str | None = None
+    score: float
+    document_id: str | None = None
+    chunk_index: int | None = None
+    title: str | None = None
+    page: int | None = None
+    url: str | None = None
+    vector_score: float | None = None
+    rerank_score: float | None = None
+
+
+class IngestReport(BaseModel):
+    """What one ingest did."""
+
+    collection: str
+    store: str
+    files: int
+    documents: int
+    chunks: int
+    added: int
+    updated: int
+    unchanged: int
+    seconds: float
