@@ -54,6 +54,10 @@ class StoreError(WorkbenchError):
     """The vector store failed: unreachable server, locked local folder, bad response."""
 
 
+class StoreConnectionError(StoreError, ConnectionError):
+    """The store's server cannot be reached (refused, timed out, wrong URL)."""
+
+
 class IngestError(WorkbenchError):
     """A file or folder could not be read or ingested."""
 

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from workbench.errors import CollectionNotFoundError, InputError, StoreError
+from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
     DIMENSION_KEY,
@@ -156,7 +156,8 @@ class ChromaBackend(StoreBackend):
                     Path(path).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
                     client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
             except Exception as exc:
-                raise StoreError(f"Cannot open Chroma at {key}: {exc}") from exc
+                error = StoreConnectionError if url else StoreError
+                raise error(f"Cannot open Chroma at {key}: {exc}") from exc
             _clients[key] = client
             return client
 

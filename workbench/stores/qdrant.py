@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.errors import CollectionNotFoundError, InputError, StoreError
+from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
     DIMENSION_KEY,
@@ -176,7 +176,8 @@ class QdrantBackend(StoreBackend):
                     client = QdrantClient(path=location)
             except Exception as exc:
                 hint = " (local Qdrant allows one process per folder: close the other one)" if not is_url else ""
-                raise StoreError(f"Cannot open Qdrant at {location}{hint}: {exc}") from exc
+                error = StoreConnectionError if is_url else StoreError
+                raise error(f"Cannot open Qdrant at {location}{hint}: {exc}") from exc
             if location != MEMORY:
                 _clients[location] = client
             return client
@@ -192,7 +193,7 @@ class QdrantBackend(StoreBackend):
         try:
             exists = self._client.collection_exists(name)
         except Exception as exc:
-            raise StoreError(f"Cannot reach Qdrant at {self.location}: {exc}") from exc
+            raise StoreConnectionError(f"Cannot reach Qdrant at {self.location}: {exc}") from exc
         if not exists:
             raise CollectionNotFoundError(name, f"qdrant at {self.location}", [c.name for c in self.list_collections()])
         return QdrantCollection(self._client, name, self.location)

@@ -66,6 +66,12 @@ class StoreRegistry:
         """Point `name` at a LangChain VectorStore object."""
         self.register(name, StoreConfig(kind="langchain", collection=name, vector_store=vector_store))
 
+    def register_collection(self, name: str, collection: Collection) -> None:
+        """Serve `name` from a collection object already opened."""
+        with self._lock:
+            self._configs[name] = StoreConfig(kind="langchain", collection=name, vector_store=None)
+            self._collections[name] = collection
+
     def config(self, name: str) -> StoreConfig:
         with self._lock:
             return self._configs.get(name) or StoreConfig.from_settings(self.settings, name)

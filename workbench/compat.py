@@ -1,0 +1,175 @@
+"""The design documents' contracts, kept by name and behaviour (PRODUCT.md, "Contracts the engine honours").
+
+- `retrieve_top_docs`: Chroma at a folder, any LangChain embeddings, returns text and never raises.
+- `retrieve_chunks`: `RetrievedChunk` objects; [] when nothing matches; raises on backend errors.
+- `RetrievalService`: any vector store by injection, with a LangChain tool.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from workbench.config import get_settings
+from workbench.embeddings import LangChainEmbedder
+from workbench.engine import DEFAULT, Engine, get_engine, validate_depths
+from workbench.errors import InputError
+from workbench.stores.base import Collection
+from workbench.stores.registry import StoreConfig, StoreRegistry
+from workbench.types import RankedHit, RetrievedChunk
+
+NO_DOCUMENTS = "No relevant documents found."
+ERROR_PREFIX = "Error retrieving from collection:"
+MAX_TOP_K = 20
+DISPLAY_CHARS = 800
+
+_engines: dict[tuple[str, int], tuple[Any, Engine]] = {}
+_engines_lock = threading.Lock()
+
+
+def _engine_for_chroma_folder(persist_directory: str, embedding_function: Any) -> Engine:
+    """One engine per (folder, embeddings object), so models and caches are reused across calls."""
+    key = (str(Path(persist_directory).resolve()), id(embedding_function))
+    with _engines_lock:
+        if key not in _engines:
+            settings = get_settings().model_copy(update={"store": "chroma", "persist_dir": Path(key[0])})
+            embedder = LangChainEmbedder(embedding_function) if embedding_function is not None else None
+            if len(_engines) >= 16:
+                _engines.pop(next(iter(_engines)))
+            # The embeddings object is kept beside the engine so its id cannot be reused while cached.
+            _engines[key] = (embedding_function, Engine(settings, embedder=embedder))
+        return _engines[key][1]
+
+
+def retrieve_top_docs(
+    collection_name: str,
+    embedding_function: Any,
+    persist_directory: str,
+    query: str,
+    k: int = 10,
+    top_n: int = 3,
+) -> str:
+    """Retrieve top-k documents from a Chroma collection, re-rank with a cross-encoder, return top_n.
+
+    Returns the texts of the top_n documents joined by newlines, "No relevant documents found." when nothing
+    matches, and a string starting "Error retrieving from collection:" on any failure; it never raises.
+    """
+    try:
+        if not Path(persist_directory).is_dir():
+            raise FileNotFoundError(f"no Chroma folder at {persist_directory}")
+        engine = _engine_for_chroma_folder(persist_directory, embedding_function)
+        result = engine.search(query, k, top_n, collection=collection_name)
+        if not result.candidates:
+            return NO_DOCUMENTS
+        return "\n".join(hit.text for hit in result.reranked)
+    except Exception as exc:
+        return f"{ERROR_PREFIX} {exc}"
+
+
+def _as_retrieved_chunk(hit: RankedHit) -> RetrievedChunk:
+    meta = hit.metadata
+    url = meta.get("url") or meta.get("source_url")
+    page = meta.get("page")
+    chunk_index = meta.get("chunk_index")
+    return RetrievedChunk(
+        text=hit.text[:DISPLAY_CHARS],
+        source_url=meta.get("source_url") or url or meta.get("source"),
+        score=hit.rerank_score if hit.rerank_score is not None else hit.vector_score,
+        document_id=str(meta["document_id"]) if "document_id" in meta else None,
+        chunk_index=int(chunk_index) if isinstance(chunk_index, int | float) else None,
+        title=meta.get("title"),
+        page=int(page) if isinstance(page, int | float) or (isinstance(page, str) and page.isdigit()) else None,
+        url=url,
+        vector_score=hit.vector_score,
+        rerank_score=hit.rerank_score,
+    )
+
+
+def retrieve_chunks(
+    query: str,
+    filters: dict[str, Any] | None = None,
+    top_k: int = 5,
+    *,
+    collection: str | None = None,
+    engine: Engine | None = None,
+) -> list[RetrievedChunk]:
+    """Retrieve the most relevant chunks for a query, reranked, deduplicated, text trimmed to 800 characters.
+
+    `filters` are metadata equalities (source_url, chapter, section or any key); `top_k` is 1-20.
+    Uses the configured store (set WORKBENCH_STORE=qdrant and WORKBENCH_QDRANT_URL for a Qdrant server).
+    Returns [] when nothing matches. Raises InputError on bad input and StoreError (StoreConnectionError,
+    a ConnectionError, when the server is unreachable) on backend errors.
+    """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise InputError(f"top_k must be between 1 and {MAX_TOP_K}; got {top_k!r}.")
+    engine = engine or get_engine()
+    k = max(top_k, engine.settings.k_retrieve) if engine.reranker() is not None else top_k
+    result = engine.search(query, k, top_k, filters, collection=collection)
+    return [_as_retrieved_chunk(hit) for hit in result.reranked]
+
+
+class RetrievalService:
+    """Generic retrieval over any vector store, injected: a LangChain `VectorStore` or a workbench Collection.
+
+    It knows nothing of domains. With `reranker` (a model id, or "default" for RERANKER_MODEL) it reranks
+    `candidates` vector hits and keeps k; without, it returns the vector order.
+    """
+
+    def __init__(self, vector_store: Any, *, reranker: str | None = None, candidates: int | None = None) -> None:
+        self.vector_store = vector_store
+        registry = StoreRegistry(get_settings())
+        if isinstance(vector_store, Collection):
+            registry.register_collection("service", vector_store)
+        else:
+            registry.register("service", StoreConfig(kind="langchain", collection="service", vector_store=vector_store))
+        self._engine = Engine(get_settings(), registry=registry)
+        self._reranker = DEFAULT if reranker == "default" else reranker
+        self._candidates = candidates
+
+    def _hits(self, query: str, k: int) -> list[RankedHit]:
+        validate_depths(k, k)
+        depth = max(k, self._candidates or self._engine.settings.k_retrieve) if self._reranker is not None else k
+        result = self._engine.search(query, min(depth, 200), k, collection="service", reranker=self._reranker)
+        return result.reranked
+
+    def retrieve_with_scores(self, query: str, k: int = 4) -> list[dict[str, Any]]:
+        """[{rank, content, metadata, score}], best first; score is the rerank score when reranking."""
+        return [
+            {
+                "rank": hit.rank_after,
+                "content": hit.text,
+                "metadata": hit.metadata,
+                "score": hit.rerank_score if hit.rerank_score is not None else hit.vector_score,
+            }
+            for hit in self._hits(query, k)
+        ]
+
+    def retrieve(self, query: str, k: int = 4) -> tuple[str, list[dict[str, Any]]]:
+        """(content string, artifact list of {rank, content, metadata})."""
+        rows = self.retrieve_with_scores(query, k)
+        artifact = [{"rank": r["rank"], "content": r["content"], "metadata": r["metadata"]} for r in rows]
+        return self._format([r["content"] for r in rows]), artifact
+
+    def retrieve_as_string(self, query: str, k: int = 4, separator: str = "\n\n---\n\n") -> str:
+        """The documents' contents joined by `separator`."""
+        return self._format([r["content"] for r in self.retrieve_with_scores(query, k)], separator)
+
+    @staticmethod
+    def _format(contents: list[str], separator: str = "\n\n---\n\n") -> str:
+        return separator.join(contents) if contents else NO_DOCUMENTS
+
+    def create_tool(self, tool_name: str | None = None, description: str | None = None) -> Any:
+        """A LangChain tool over `retrieve`, with response_format="content_and_artifact"."""
+        from langchain_core.tools import StructuredTool
+
+        def retrieve_documents(query: str, k: int = 4) -> tuple[str, list[dict[str, Any]]]:
+            return self.retrieve(query, k)
+
+        return StructuredTool.from_function(
+            func=retrieve_documents,
+            name=tool_name or "retrieve_documents",
+            description=description
+            or "Search the document collection for passages relevant to the query. Returns the passages.",
+            response_format="content_and_artifact",
+        )
