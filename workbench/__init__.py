@@ -1,8 +1,8 @@
 """Rerank Workbench: vector search beside cross-encoder reranking, with timings and relevance metrics.
 
-    >>> from workbench import Engine
-    >>> result = Engine().search("how many vacation days do I get", k=50, top_n=10)
-    >>> result.reranked[0].movement_label
+>>> from workbench import Engine
+>>> result = Engine().search("how many vacation days do I get", k=50, top_n=10)
+>>> result.reranked[0].movement_label
 """
 
 from workbench.compat import RetrievalService, retrieve_chunks, retrieve_top_docs

@@ -93,6 +93,10 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return fields, text[end + 4 :].lstrip("\n")
 
 
+def _slug(heading: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
+
+
 def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
     """One document per `## ` section; `# ` gives the title, `<!-- page: N -->` marks pages."""
     meta, body = _front_matter(text)
@@ -109,6 +113,8 @@ def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
             metadata = {"title": title or stem, "source": source, "page": page, **meta}
             if section:
                 metadata["section"] = section
+                if "url" in meta:
+                    metadata["url"] = f"{meta['url']}#{_slug(section)}"
             yield Document(f"{source}#{index}", content, metadata)
             index += 1
 

@@ -102,10 +102,21 @@ def pick_device(device: str) -> str:
     return "cpu"
 
 
+def _quiet_transformers() -> None:
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        pass
+
+
 @lru_cache(maxsize=16)
 def _load_sentence_transformer(path: str, device: str) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
 
+    _quiet_transformers()
     return SentenceTransformer(path, device=device)
 
 
@@ -113,6 +124,7 @@ def _load_sentence_transformer(path: str, device: str) -> SentenceTransformer:
 def _load_cross_encoder(path: str, device: str, max_length: int) -> CrossEncoder:
     from sentence_transformers import CrossEncoder
 
+    _quiet_transformers()
     return CrossEncoder(path, device=device, max_length=max_length)
 
 
