@@ -58,30 +58,37 @@ def _parse_filters(pairs: list[str] | None) -> dict[str, Any]:
     return filters
 
 
-def _progress_bar(description: str) -> tuple[Any, Any]:
-    from tqdm import tqdm
+class _ProgressBar:
+    """A tqdm bar on stderr, opened on the first update so that early errors print alone."""
 
-    bar = tqdm(total=0, desc=description, unit="chunk", file=sys.stderr, dynamic_ncols=True)
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self._bar: Any = None
 
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-            bar.refresh()
-        bar.update(done - bar.n)
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm import tqdm
 
-    return bar, update
+        if self._bar is None:
+            self._bar = tqdm(total=total, desc=self.description, unit="chunk", file=sys.stderr, dynamic_ncols=True)
+        if self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     engine = Engine(_settings(args))
-    bar, update = _progress_bar(f"ingest {args.collection}")
+    bar = _ProgressBar(f"ingest {args.collection}")
     try:
         report = engine.ingest(
             args.path,
             args.collection,
             chunk_size=args.chunk_size if args.chunk_size is not None else DEFAULT,
             chunk_overlap=args.chunk_overlap,
-            progress=update,
+            progress=bar,
         )
     finally:
         bar.close()
@@ -185,9 +192,9 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from workbench.demo import ensure_demo_collection
 
-    bar, update = _progress_bar("demo")
+    bar = _ProgressBar("demo")
     try:
-        info = ensure_demo_collection(Engine(_settings(args)), progress=update)
+        info = ensure_demo_collection(Engine(_settings(args)), progress=bar)
     finally:
         bar.close()
     print(f"{info.name}: {info.count} chunks in {info.store} at {info.location}")

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, tiny_models: dict[str, Path], tmp_path: Path) -> Path:
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
+    monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
+    return tmp_path / "store"
+
+
+def test_ingest_query_and_collections(cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ingest", str(corpus_dir), "--collection", "nature", "--persist-dir", str(cli_env)]) == 0
+    out = capsys.readouterr()
+    assert "nature (chroma): 8 documents -> 8 chunks; 8 added" in out.out
+    assert "ingest nature" in out.err  # the tqdm bar
+
+    assert main(["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--persist-dir", str(cli_env)]) == 0
+    text = capsys.readouterr().out
+    assert "VECTOR SEARCH" in text and "RERANKED" in text
+    assert "Timings: embed" in text and "rerank" in text and "total" in text
+
+    assert main(["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--json",
+                 "--persist-dir", str(cli_env)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["candidates"]) == 6 and len(data["reranked"]) == 3
+    assert set(data["timings"]) == {"embed_ms", "search_ms", "rerank_ms", "total_ms"}
+
+    assert main(["query", "rivers", "--collection", "nature", "--filter", "page=2", "--filter", "source=guide.md",
+                 "--json", "-k", "5", "-n", "1", "--persist-dir", str(cli_env)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["metadata"]["section"] for c in data["candidates"]] == ["Rivers"]
+
+    assert main(["collections", "--json", "--persist-dir", str(cli_env)]) == 0
+    [info] = json.loads(capsys.readouterr().out)
+    assert (info["name"], info["store"], info["count"], info["dimension"]) == ("nature", "chroma", 8, 32)
+
+    assert main(["delete", "nature", "--yes", "--persist-dir", str(cli_env)]) == 0
+    assert main(["collections", "--persist-dir", str(cli_env)]) == 0
+    assert "No collections yet" in capsys.readouterr().out
+
+
+def test_qdrant_store_option(cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--store", "qdrant", "--persist-dir", str(cli_env.parent / "qdrant")]
+    assert main(["ingest", str(corpus_dir), "--collection", "nature", *args]) == 0
+    assert main(["query", "bees", "--collection", "nature", "-k", "4", "-n", "2", "--json", *args]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n", 1)[1])["store"] == "qdrant"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["query", "", "--collection", "nature"], "query is empty"),
+        (["query", "q" * 513, "--collection", "nature"], "513 characters"),
+        (["query", "q", "--collection", "nature", "-k", "500"], "k must be between 1 and 200"),
+        (["query", "q", "--collection", "nature", "-k", "5", "-n", "6"], "top_n must be between 1 and k"),
+        (["query", "q", "--collection", "absent"], "'absent' not found"),
+        (["query", "q", "--collection", "nature", "--filter", "oops"], "--filter takes key=value"),
+        (["ingest", "/no/such/path", "--collection", "nature"], "no such file or folder"),
+    ],
+)
+def test_errors_are_one_line_not_tracebacks(
+    cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    main(["ingest", str(corpus_dir), "--collection", "nature", "--persist-dir", str(cli_env)])
+    capsys.readouterr()
+    assert main([*argv, "--persist-dir", str(cli_env)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_missing_model_is_a_clear_error(cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    main(["ingest", str(corpus_dir), "--collection", "nature", "--persist-dir", str(cli_env)])
+    monkeypatch.setenv("RERANKER_MODEL", "cross-encoder/ms-marco-MiniLM-L-6-v2")
+    capsys.readouterr()
+    assert main(["query", "q", "--collection", "nature", "--persist-dir", str(cli_env)]) == 2
+    err = capsys.readouterr().err
+    assert "cross-encoder/ms-marco-MiniLM-L-6-v2" in err and "RERANKER_MODEL" in err
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "workbench"
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "ingest" in done.stdout and "query" in done.stdout

@@ -1,0 +1,56 @@
+"""The demo corpus with the real models: the default embedder and the shared cross-encoder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.config import Settings
+from workbench.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
+from workbench.engine import Engine
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
+    settings = Settings(persist_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir),
+                        offline=True)
+    engine = Engine(settings)
+    ensure_demo_collection(engine)
+    return engine
+
+
+def test_demo_builds_150_passages_with_metadata(demo_engine: Engine) -> None:
+    info = demo_engine.collection_info(DEMO_COLLECTION)
+    assert info.count >= 150 and info.dimension == 384
+    assert info.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    chunks = demo_engine.browse(DEMO_COLLECTION, 0, 200)
+    titles = {c.metadata["title"] for c in chunks}
+    assert len(titles) >= 5
+    for chunk in chunks:
+        assert {"title", "section", "page", "url"} <= chunk.metadata.keys()
+        assert chunk.metadata["url"].startswith("https://handbook.halcyon.example/")
+
+
+def test_demo_is_built_once(demo_engine: Engine) -> None:
+    before = demo_engine.collection_info(DEMO_COLLECTION).count
+    assert ensure_demo_collection(demo_engine).count == before
+
+
+def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> None:
+    queries = sample_queries()
+    assert len(queries) == 20
+    changed = 0
+    for query in queries:
+        result = demo_engine.search(query, k=20, top_n=10, collection=DEMO_COLLECTION)
+        if [r.id for r in result.reranked] != [c.id for c in result.candidates[:10]]:
+            changed += 1
+    assert changed == len(queries), f"only {changed} of {len(queries)} sample queries change order"
+
+
+def test_the_right_passage_is_in_vector_top_10_for_a_plain_question(demo_engine: Engine) -> None:
+    result = demo_engine.search("how many days of paid holiday do full-time employees get", k=10, top_n=3,
+                                collection=DEMO_COLLECTION, reranker=None)
+    assert any(c.metadata["section"] == "Annual holiday entitlement" for c in result.candidates[:3])
