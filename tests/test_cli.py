@@ -28,14 +28,38 @@ def test_ingest_query_and_collections(cli_env: Path, corpus_dir: Path, capsys: p
     assert "VECTOR SEARCH" in text and "RERANKED" in text
     assert "Timings: embed" in text and "rerank" in text and "total" in text
 
-    assert main(["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--json",
-                 "--persist-dir", str(cli_env)]) == 0
+    assert (
+        main(
+            ["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--json", "--persist-dir", str(cli_env)]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert len(data["candidates"]) == 6 and len(data["reranked"]) == 3
     assert set(data["timings"]) == {"embed_ms", "search_ms", "rerank_ms", "total_ms"}
 
-    assert main(["query", "rivers", "--collection", "nature", "--filter", "page=2", "--filter", "source=guide.md",
-                 "--json", "-k", "5", "-n", "1", "--persist-dir", str(cli_env)]) == 0
+    assert (
+        main(
+            [
+                "query",
+                "rivers",
+                "--collection",
+                "nature",
+                "--filter",
+                "page=2",
+                "--filter",
+                "source=guide.md",
+                "--json",
+                "-k",
+                "5",
+                "-n",
+                "1",
+                "--persist-dir",
+                str(cli_env),
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert [c["metadata"]["section"] for c in data["candidates"]] == ["Rivers"]
 
@@ -63,7 +87,7 @@ def test_qdrant_store_option(cli_env: Path, corpus_dir: Path, capsys: pytest.Cap
         (["query", "q", "--collection", "nature", "-k", "500"], "k must be between 1 and 200"),
         (["query", "q", "--collection", "nature", "-k", "5", "-n", "6"], "top_n must be between 1 and k"),
         (["query", "q", "--collection", "absent"], "'absent' not found"),
-        (["query", "q", "--collection", "nature", "--filter", "oops"], "--filter takes key=value"),
+        (["query", "q", "--collection", "nature", "--filter", "oops"], "Filters take key=value"),
         (["ingest", "/no/such/path", "--collection", "nature"], "no such file or folder"),
     ],
 )
@@ -77,8 +101,9 @@ def test_errors_are_one_line_not_tracebacks(
     assert err.startswith("error: ") and message in err and "Traceback" not in err
 
 
-def test_missing_model_is_a_clear_error(cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_model_is_a_clear_error(
+    cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     main(["ingest", str(corpus_dir), "--collection", "nature", "--persist-dir", str(cli_env)])
     monkeypatch.setenv("RERANKER_MODEL", "cross-encoder/ms-marco-MiniLM-L-6-v2")
     capsys.readouterr()

@@ -70,8 +70,13 @@ def test_retrieve_top_docs_reports_nothing_found(
     [("no_such_docs", "q", 10, 3), ("nature_docs", "", 10, 3), ("nature_docs", "q", 10, 11)],
 )
 def test_retrieve_top_docs_never_raises(
-    chroma_folder: Path, minilm_langchain: EmbedderAsLangChain, contract_settings: None,
-    collection: str, query: str, k: int, top_n: int,
+    chroma_folder: Path,
+    minilm_langchain: EmbedderAsLangChain,
+    contract_settings: None,
+    collection: str,
+    query: str,
+    k: int,
+    top_n: int,
 ) -> None:
     text = retrieve_top_docs(collection, minilm_langchain, str(chroma_folder), query, k=k, top_n=top_n)
     assert text.startswith("Error retrieving from collection:")
@@ -155,15 +160,17 @@ def test_service_methods_over_a_langchain_store(lc_store: InMemoryVectorStore) -
 def test_service_tool_returns_content_and_artifact(lc_store: InMemoryVectorStore) -> None:
     tool = RetrievalService(lc_store).create_tool("search_policies", "Search the policies.")
     assert tool.name == "search_policies" and tool.response_format == "content_and_artifact"
-    message = tool.invoke({"type": "tool_call", "id": "call-1", "name": "search_policies",
-                           "args": {"query": "holiday allowance", "k": 1}})
+    message = tool.invoke(
+        {"type": "tool_call", "id": "call-1", "name": "search_policies", "args": {"query": "holiday allowance", "k": 1}}
+    )
     assert isinstance(message, ToolMessage)
     assert message.content == "Holiday is 27 days a year."
     assert message.artifact[0]["metadata"] == {"section": "holiday"}
 
 
-def test_service_over_a_workbench_collection_with_reranking(tiny_engine: Engine, corpus_dir: Path,
-                                                            tiny_models: dict[str, Path]) -> None:
+def test_service_over_a_workbench_collection_with_reranking(
+    tiny_engine: Engine, corpus_dir: Path, tiny_models: dict[str, Path]
+) -> None:
     tiny_engine.ingest(corpus_dir, "nature")
     collection = tiny_engine.registry.get("nature")
     service = RetrievalService(collection, reranker=str(tiny_models["reranker"]), candidates=6)

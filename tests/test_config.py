@@ -9,8 +9,16 @@ from workbench.errors import ConfigError
 
 
 def test_defaults_follow_the_product_contract(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("RERANKER_MODEL", "RERANKER_DEVICE", "RERANKER_K_RETRIEVE", "RERANKER_K_RETURN", "CACHE_TTL",
-                 "CACHE_MAX_SIZE", "WORKBENCH_EMBEDDING_MODEL", "WORKBENCH_STORE"):
+    for name in (
+        "RERANKER_MODEL",
+        "RERANKER_DEVICE",
+        "RERANKER_K_RETRIEVE",
+        "RERANKER_K_RETURN",
+        "CACHE_TTL",
+        "CACHE_MAX_SIZE",
+        "WORKBENCH_EMBEDDING_MODEL",
+        "WORKBENCH_STORE",
+    ):
         monkeypatch.delenv(name, raising=False)
     settings = Settings()
     assert settings.reranker_model == "cross-encoder/ms-marco-MiniLM-L-6-v2"

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
-    settings = Settings(persist_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir),
-                        offline=True)
+    settings = Settings(
+        persist_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True
+    )
     engine = Engine(settings)
     ensure_demo_collection(engine)
     return engine
@@ -51,6 +52,11 @@ def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> No
 
 
 def test_the_right_passage_is_in_vector_top_10_for_a_plain_question(demo_engine: Engine) -> None:
-    result = demo_engine.search("how many days of paid holiday do full-time employees get", k=10, top_n=3,
-                                collection=DEMO_COLLECTION, reranker=None)
+    result = demo_engine.search(
+        "how many days of paid holiday do full-time employees get",
+        k=10,
+        top_n=3,
+        collection=DEMO_COLLECTION,
+        reranker=None,
+    )
     assert any(c.metadata["section"] == "Annual holiday entitlement" for c in result.candidates[:3])

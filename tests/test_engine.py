@@ -28,8 +28,9 @@ def test_search_returns_both_orders_scores_ranks_and_timings(nature: Engine) -> 
     assert sorted(c.rerank_rank for c in result.candidates) == [1, 2, 3, 4, 5, 6]
     for row in result.reranked:
         assert row.shift == row.rank_before - row.rank_after
-        assert row.movement == ("new" if row.rank_before > 3 else "up" if row.shift > 0 else
-                                "down" if row.shift < 0 else "same")
+        assert row.movement == (
+            "new" if row.rank_before > 3 else "up" if row.shift > 0 else "down" if row.shift < 0 else "same"
+        )
     assert {c.id for c in result.dropped} == {c.id for c in result.candidates[:3]} - {r.id for r in result.reranked}
     t = result.timings
     assert t.embed_ms > 0 and t.search_ms > 0 and t.rerank_ms > 0

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
 from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
-from workbench.ingest import split_text
+from workbench.ingest import chunk_documents, split_text
 from workbench.loaders import Document
-from workbench.ingest import chunk_documents
 
 LONG = " ".join(f"Sentence number {i} says something about topic {i % 7}." for i in range(60))
 
@@ -17,7 +17,7 @@ def test_chunks_respect_size_and_carry_overlap() -> None:
     chunks = split_text(LONG, chunk_size=200, chunk_overlap=60)
     assert len(chunks) > 5
     assert all(len(c) <= 200 for c in chunks)
-    for previous, current in zip(chunks, chunks[1:], strict=False):
+    for previous, current in itertools.pairwise(chunks):
         last_sentence = previous.split(". ")[-1]
         assert current.startswith(last_sentence.rstrip(".")), "each chunk starts with the previous one's tail"
     covered = " ".join(chunks)
@@ -79,9 +79,9 @@ def test_an_interrupted_ingest_resumes(tiny_engine: Engine, tmp_path: Path) -> N
 
 
 def test_a_collection_keeps_its_embedding_model(tiny_engine: Engine, corpus_dir: Path, tmp_path: Path) -> None:
-    from workbench.ingest import ingest_path
-    from workbench.embeddings import SentenceTransformerEmbedder
     from workbench.config import Settings
+    from workbench.embeddings import SentenceTransformerEmbedder
+    from workbench.ingest import ingest_path
 
     tiny_engine.ingest(corpus_dir, "owned")
     other = SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2", Settings(offline=True))

@@ -11,8 +11,16 @@ from workbench.loaders import load_path
 def test_a_folder_of_mixed_files(corpus_dir: Path) -> None:
     documents = load_path(corpus_dir)
     by_id = {d.id: d for d in documents}
-    assert set(by_id) == {"facts.csv#1", "facts.csv#2", "guide.md#0", "guide.md#1", "guide.md#2", "j1", "j2",
-                          "notes.txt"}
+    assert set(by_id) == {
+        "facts.csv#1",
+        "facts.csv#2",
+        "guide.md#0",
+        "guide.md#1",
+        "guide.md#2",
+        "j1",
+        "j2",
+        "notes.txt",
+    }
     rivers = by_id["guide.md#2"]
     assert rivers.metadata["title"] == "Field Guide"
     assert rivers.metadata["section"] == "Rivers" and rivers.metadata["page"] == 2

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine
-from workbench.errors import InputError, WorkbenchError
+from workbench.engine import DEFAULT, Engine, parse_filter_pairs
+from workbench.errors import WorkbenchError
 from workbench.types import SearchResult
 
 
@@ -39,23 +39,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     if getattr(args, "reranker", None):
         overrides["reranker_model"] = args.reranker
     return Settings(**overrides)
-
-
-def _parse_filters(pairs: list[str] | None) -> dict[str, Any]:
-    """key=value pairs; values that read as JSON numbers or booleans become those."""
-    filters: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise InputError(f"--filter takes key=value; got '{pair}'.")
-        try:
-            value = json.loads(raw)
-            if not isinstance(value, int | float | bool):
-                value = raw
-        except json.JSONDecodeError:
-            value = raw
-        filters[key.strip()] = value
-    return filters
 
 
 class _ProgressBar:
@@ -149,7 +132,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args.text,
         args.k,
         args.n,
-        _parse_filters(args.filter),
+        parse_filter_pairs(args.filter),
         collection=args.collection,
         reranker=None if args.no_rerank else DEFAULT,
     )

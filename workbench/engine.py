@@ -83,6 +83,26 @@ def validate_filters(filters: Any) -> Metadata:
     return dict(filters)
 
 
+def parse_filter_pairs(pairs: list[str] | None) -> Metadata:
+    """`key=value` strings as filters; values that read as JSON numbers or booleans become those."""
+    filters: Metadata = {}
+    for pair in pairs or []:
+        if not pair.strip():
+            continue
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"Filters take key=value; got '{pair}'.")
+        raw = raw.strip()
+        try:
+            value = json.loads(raw)
+            if not isinstance(value, int | float | bool):
+                value = raw
+        except json.JSONDecodeError:
+            value = raw
+        filters[key.strip()] = value
+    return filters
+
+
 def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
     seen: set[str] = set()
     kept = []
@@ -162,10 +182,12 @@ class Engine:
         collection: str | None = None,
         reranker: str | _Default | None = DEFAULT,
         max_k: int = MAX_K,
+        use_cache: bool = True,
     ) -> SearchResult:
         """Top k by vector similarity, reranked, top_n kept; see `SearchResult`.
 
         `reranker` is a model id, None for no reranking, or DEFAULT for the configured one.
+        `use_cache=False` skips the result and score caches (load runs measure real work).
         Raises InputError for bad inputs, CollectionNotFoundError, ModelNotFoundError, StoreError.
         """
         query = validate_query(query)
@@ -185,7 +207,7 @@ class Engine:
             rerank_model.model_id if rerank_model else None,
         )
         with self._lock:
-            cached = self._results.get(key)
+            cached = self._results.get(key) if use_cache else None
         if cached is not None:
             return cached.model_copy(
                 update={"top_n": top_n, "cache": cached.cache.model_copy(update={"result_cached": True})}
@@ -206,7 +228,7 @@ class Engine:
         t2 = time.perf_counter()
         hit_count = 0
         if rerank_model and hits:
-            scores, hit_count = rerank_model.score(query, [h.text for h in hits])
+            scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache)
         else:
             scores = [None] * len(hits)
         t3 = time.perf_counter()
@@ -244,8 +266,9 @@ class Engine:
             cache=CacheStats(score_hits=hit_count, score_misses=len(hits) - hit_count if rerank_model else 0),
             duplicates_removed=duplicates,
         )
-        with self._lock:
-            self._results[key] = result
+        if use_cache:
+            with self._lock:
+                self._results[key] = result
         return result
 
     def clear_caches(self) -> None:

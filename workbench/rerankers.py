@@ -67,7 +67,7 @@ class Reranker(Protocol):
 
     model_id: str
 
-    def score(self, query: str, texts: list[str]) -> tuple[list[float], int]:
+    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
         """Scores for each text, and how many of them came from the cache."""
         ...
 
@@ -101,7 +101,9 @@ class CrossEncoderReranker:
             scores[index] = float(raw[position])
         return scores
 
-    def score(self, query: str, texts: list[str]) -> tuple[list[float], int]:
+    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
+        if not use_cache:
+            return self.predict(query, texts), 0
         keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
         cached = self.cache.get_many(keys)
         missing = [i for i, v in enumerate(cached) if v is None]

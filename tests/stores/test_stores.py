@@ -21,8 +21,11 @@ def _unit(seed: int) -> np.ndarray:
 
 
 CHUNKS = [
-    Chunk(id=f"doc{i}::0", text=f"text number {i}", metadata={"topic": "even" if i % 2 == 0 else "odd", "page": i,
-                                                               "content_hash": f"h{i}"})
+    Chunk(
+        id=f"doc{i}::0",
+        text=f"text number {i}",
+        metadata={"topic": "even" if i % 2 == 0 else "odd", "page": i, "content_hash": f"h{i}"},
+    )
     for i in range(12)
 ]
 VECTORS = np.stack([_unit(i) for i in range(12)])
@@ -80,8 +83,9 @@ def test_info_count_browse_and_hashes(filled) -> None:
 
 
 def test_upsert_replaces_by_id(filled) -> None:
-    filled.upsert([Chunk(id="doc1::0", text="replaced", metadata={"topic": "odd", "content_hash": "new"})],
-                  VECTORS[1:2])
+    filled.upsert(
+        [Chunk(id="doc1::0", text="replaced", metadata={"topic": "odd", "content_hash": "new"})], VECTORS[1:2]
+    )
     assert filled.count() == 12
     assert filled.content_hashes(["doc1::0"]) == {"doc1::0": "new"}
     assert filled.search(VECTORS[1], 1)[0].text == "replaced"

@@ -1,0 +1,151 @@
+"""Plotly figures for the workbench; plain functions of engine data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from workbench.types import SearchResult, StageTimings
+
+STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
+MOVE_COLORS = {"up": "#16a34a", "down": "#dc2626", "new": "#2563eb", "same": "#6b7280", "dropped": "#9ca3af"}
+
+
+def _short(text: str, width: int = 48) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def label_of(metadata: dict, text: str) -> str:
+    """A row's human label: its section or title, else the start of its text."""
+    return str(metadata.get("section") or metadata.get("title") or _short(text, 40))
+
+
+def slopegraph(result: SearchResult) -> go.Figure:
+    """Each document's rank in vector order (left) linked to its rank after reranking (right)."""
+    n = result.top_n
+    shown = {c.id: c for c in result.candidates if c.vector_rank <= n or c.rerank_rank <= n}
+    fig = go.Figure()
+    for c in sorted(shown.values(), key=lambda c: c.rerank_rank):
+        if c.rerank_rank > n:
+            kind = "dropped"
+        elif c.vector_rank > n:
+            kind = "new"
+        else:
+            kind = "up" if c.vector_rank > c.rerank_rank else "down" if c.vector_rank < c.rerank_rank else "same"
+        right = min(c.rerank_rank, n + 1)
+        left = min(c.vector_rank, n + 1)
+        label = label_of(c.metadata, c.text)
+        fig.add_trace(
+            go.Scatter(
+                x=[0, 1],
+                y=[left, right],
+                mode="lines+markers",
+                line={"color": MOVE_COLORS[kind], "width": 3 if kind in {"new", "dropped"} else 2},
+                marker={"size": 9},
+                name=label,
+                hovertemplate=(
+                    f"<b>{label}</b><br>vector #{c.vector_rank} → reranked #{c.rerank_rank}<br>{kind}<extra></extra>"
+                ),
+                showlegend=False,
+            )
+        )
+        if c.rerank_rank <= n:
+            fig.add_annotation(
+                x=1.02,
+                y=right,
+                text=_short(label, 34),
+                showarrow=False,
+                xanchor="left",
+                font={"size": 11, "color": MOVE_COLORS[kind]},
+            )
+    ticks = list(range(1, n + 2))
+    fig.update_yaxes(autorange="reversed", tickvals=ticks, ticktext=[*map(str, ticks[:-1]), f">{n}"], title="rank")
+    fig.update_xaxes(tickvals=[0, 1], ticktext=["vector search", "reranked"], range=[-0.1, 1.6])
+    fig.update_layout(
+        height=max(320, 34 * (n + 1)),
+        margin={"l": 40, "r": 10, "t": 30, "b": 30},
+        title="Rank before → after reranking",
+        plot_bgcolor="#ffffff",
+    )
+    return fig
+
+
+def stage_bar(timings: StageTimings) -> go.Figure:
+    """One query's stage timings as a stacked horizontal bar."""
+    fig = go.Figure()
+    for stage in ("embed", "search", "rerank"):
+        value = getattr(timings, f"{stage}_ms")
+        fig.add_trace(
+            go.Bar(
+                y=["this query"],
+                x=[value],
+                name=f"{stage} {value:.0f} ms",
+                orientation="h",
+                marker_color=STAGE_COLORS[stage],
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        height=150,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        title=f"Stage timings · total {timings.total_ms:.0f} ms",
+        xaxis_title="ms",
+        legend={"orientation": "h", "y": -0.5},
+    )
+    return fig
+
+
+def stage_distribution(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Box plots (with every point) of each stage's milliseconds; `frame` has embed_ms … total_ms columns."""
+    fig = go.Figure()
+    for stage in ("embed", "search", "rerank", "total"):
+        column = f"{stage}_ms"
+        if column in frame:
+            fig.add_trace(
+                go.Box(
+                    y=frame[column],
+                    name=stage,
+                    boxpoints="all",
+                    jitter=0.4,
+                    pointpos=0,
+                    marker_color=STAGE_COLORS[stage],
+                )
+            )
+    fig.update_layout(
+        title=title, yaxis_title="ms", height=360, showlegend=False, margin={"l": 10, "r": 10, "t": 40, "b": 10}
+    )
+    return fig
+
+
+def depth_chart(ks: Sequence[int], rerank_p50: Sequence[float], rerank_p95: Sequence[float]) -> go.Figure:
+    """Rerank time against k."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=list(ks),
+            y=list(rerank_p50),
+            mode="lines+markers",
+            name="rerank p50",
+            line={"color": STAGE_COLORS["rerank"]},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(ks),
+            y=list(rerank_p95),
+            mode="lines+markers",
+            name="rerank p95",
+            line={"color": STAGE_COLORS["rerank"], "dash": "dot"},
+        )
+    )
+    fig.update_layout(
+        title="Rerank time as k grows",
+        xaxis_title="k (candidates reranked)",
+        yaxis_title="ms",
+        height=340,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return fig

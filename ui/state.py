@@ -1,0 +1,119 @@
+"""The engine as a Streamlit resource, the shared sidebar, and error display."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from workbench.config import Settings
+from workbench.engine import MAX_K, Engine, parse_filter_pairs
+from workbench.errors import WorkbenchError
+from workbench.types import CollectionInfo, SearchResult
+
+
+@st.cache_resource(show_spinner=False)
+def engine_resource() -> Engine:
+    """One engine per server process: models, store clients and caches are shared by every session."""
+    return Engine(Settings())
+
+
+@contextlib.contextmanager
+def shown_errors() -> Iterator[None]:
+    """Engine errors become st.error messages the user can act on; nothing escapes as a traceback."""
+    try:
+        yield
+    except WorkbenchError as exc:
+        st.error(str(exc), icon="⚠️")
+    except ValueError as exc:  # pydantic validation of settings and inputs
+        st.error(f"Invalid input: {exc}", icon="⚠️")
+    except Exception as exc:  # the app must keep working after anything the store or a model throws
+        st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon="⚠️")
+
+
+@dataclass
+class Controls:
+    """What the sidebar chose; every page reads it."""
+
+    collection: str | None
+    info: CollectionInfo | None
+    k: int
+    top_n: int
+    filters: dict[str, Any] = field(default_factory=dict)
+    rerank: bool = True
+    filter_error: str | None = None
+
+    @property
+    def reranker(self) -> Any:
+        from workbench.engine import DEFAULT
+
+        return DEFAULT if self.rerank else None
+
+
+def collections(engine: Engine) -> list[CollectionInfo]:
+    with shown_errors():
+        return engine.collections()
+    return []
+
+
+def sidebar(engine: Engine) -> Controls:
+    """The controls shared by every page: collection, k, top_n, filters and the reranker switch."""
+    settings = engine.settings
+    infos = collections(engine)
+    names = [i.name for i in infos]
+    with st.sidebar:
+        st.markdown("### Collection")
+        if not names:
+            st.info("No collections yet: create one on the Collections page.")
+            collection = None
+            info = None
+        else:
+            if st.session_state.get("collection") not in names:
+                st.session_state["collection"] = settings.collection if settings.collection in names else names[0]
+            collection = st.selectbox("Collection", names, key="collection", label_visibility="collapsed")
+            info = next(i for i in infos if i.name == collection)
+            st.caption(
+                f"**{info.store}** · {info.count:,} chunks · {info.dimension or '?'}-d  \n"
+                f"embedder `{info.embedding_model}`"
+            )
+        st.session_state.setdefault("rerank", settings.reranker_enabled)
+        rerank = st.toggle("Rerank with the cross-encoder", key="rerank", disabled=not settings.reranker_enabled)
+        st.caption(f"reranker `{settings.reranker_model if settings.reranker_enabled else 'none'}`")
+        st.markdown("### Depth")
+        st.session_state.setdefault("k", settings.k_retrieve)
+        k = st.slider("k — candidates from vector search", 1, MAX_K, key="k")
+        st.session_state["top_n"] = min(st.session_state.get("top_n", settings.k_return), k)
+        top_n = st.slider("top n — kept after reranking", 1, max(k, 2) if k == 1 else k, key="top_n", disabled=k == 1)
+        st.markdown("### Filters")
+        raw = st.text_area(
+            "Metadata equalities, one key=value per line",
+            key="filters_text",
+            placeholder="title=Leave and Time Off Policy\npage=2",
+            height=80,
+        )
+        filter_error = None
+        try:
+            filters = parse_filter_pairs(raw.splitlines())
+        except WorkbenchError as exc:
+            filters, filter_error = {}, str(exc)
+            st.error(filter_error)
+    return Controls(collection, info, k, top_n, filters, rerank, filter_error)
+
+
+def remember(result: SearchResult) -> None:
+    """Keep a freshly computed result's timings for the Latency page (re-slices are not new work)."""
+    if result.cache.result_cached:
+        return
+    history = st.session_state.setdefault("history", [])
+    history.append(
+        {
+            "query": result.query,
+            "collection": result.collection,
+            "k": result.k,
+            "reranker": result.reranker_model or "none",
+            **result.timings.model_dump(),
+        }
+    )

@@ -1,0 +1,173 @@
+"""Latency figures: stage percentiles over many searches, load runs at a chosen concurrency, and rerank
+time as k grows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from workbench.engine import DEFAULT, Engine
+from workbench.errors import InputError
+from workbench.types import Metadata, StageTimings
+
+STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
+
+
+class StageSummary(BaseModel):
+    """p50, p95 and max of one stage, in milliseconds."""
+
+    stage: str
+    count: int
+    p50: float
+    p95: float
+    max: float
+    mean: float
+
+
+class LoadRun(BaseModel):
+    """What a load run measured: every query's timings, the wall time and the throughput."""
+
+    queries: int
+    concurrency: int
+    k: int
+    top_n: int
+    wall_seconds: float
+    queries_per_second: float
+    timings: list[StageTimings]
+    errors: list[str]
+
+    def summary(self) -> list[StageSummary]:
+        return summarize(self.timings)
+
+
+def summarize(timings: Iterable[StageTimings]) -> list[StageSummary]:
+    """p50/p95/max/mean per stage over a set of searches."""
+    rows = list(timings)
+    if not rows:
+        return []
+    summary = []
+    for stage in STAGES:
+        values = np.array([getattr(t, stage) for t in rows], dtype=float)
+        summary.append(
+            StageSummary(
+                stage=stage.removesuffix("_ms"),
+                count=len(values),
+                p50=float(np.percentile(values, 50)),
+                p95=float(np.percentile(values, 95)),
+                max=float(values.max()),
+                mean=float(values.mean()),
+            )
+        )
+    return summary
+
+
+def load_run(
+    engine: Engine,
+    queries: Sequence[str],
+    *,
+    n: int,
+    concurrency: int = 1,
+    k: int = 50,
+    top_n: int = 10,
+    collection: str | None = None,
+    filters: Metadata | None = None,
+    reranker: Any = DEFAULT,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadRun:
+    """Run `n` searches (cycling through `queries`) on `concurrency` threads, bypassing the caches."""
+    queries = [q for q in queries if q.strip()]
+    if not queries:
+        raise InputError("A load run needs at least one query.")
+    if not 1 <= n <= 10000:
+        raise InputError(f"The number of queries must be between 1 and 10000; got {n}.")
+    if not 1 <= concurrency <= 64:
+        raise InputError(f"Concurrency must be between 1 and 64; got {concurrency}.")
+    # Warm the models so that the first measured query does not pay for loading them.
+    engine.search(queries[0], k, top_n, filters, collection=collection, reranker=reranker)
+    timings: list[StageTimings] = []
+    errors: list[str] = []
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [
+            pool.submit(
+                engine.search,
+                queries[i % len(queries)],
+                k,
+                top_n,
+                filters,
+                collection=collection,
+                reranker=reranker,
+                use_cache=False,
+            )
+            for i in range(n)
+        ]
+        for done, future in enumerate(as_completed(futures), start=1):
+            try:
+                timings.append(future.result().timings)
+            except Exception as exc:  # one failed query is reported, the run goes on
+                errors.append(str(exc))
+            if progress:
+                progress(done, n)
+    wall = time.perf_counter() - started
+    return LoadRun(
+        queries=n,
+        concurrency=concurrency,
+        k=k,
+        top_n=top_n,
+        wall_seconds=wall,
+        queries_per_second=len(timings) / wall if wall else 0.0,
+        timings=timings,
+        errors=errors,
+    )
+
+
+class DepthPoint(BaseModel):
+    """Rerank time at one k (median over the queries)."""
+
+    k: int
+    rerank_ms_p50: float
+    rerank_ms_p95: float
+    total_ms_p50: float
+    candidates: int
+
+
+def rerank_time_by_k(
+    engine: Engine,
+    queries: Sequence[str],
+    ks: Sequence[int] = (10, 25, 50, 100),
+    *,
+    collection: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[DepthPoint]:
+    """How rerank time grows with k: each query at each k, caches bypassed."""
+    queries = [q for q in queries if q.strip()]
+    if not queries:
+        raise InputError("Measuring rerank time needs at least one query.")
+    engine.search(queries[0], min(ks), 1, collection=collection)
+    points = []
+    total = len(ks) * len(queries)
+    done = 0
+    for k in ks:
+        rows = []
+        for query in queries:
+            result = engine.search(query, k, min(10, k), collection=collection, use_cache=False)
+            rows.append(result)
+            done += 1
+            if progress:
+                progress(done, total)
+        rerank = [r.timings.rerank_ms for r in rows]
+        points.append(
+            DepthPoint(
+                k=k,
+                rerank_ms_p50=float(np.percentile(rerank, 50)),
+                rerank_ms_p95=float(np.percentile(rerank, 95)),
+                total_ms_p50=float(np.percentile([r.timings.total_ms for r in rows], 50)),
+                candidates=int(np.median([len(r.candidates) for r in rows])),
+            )
+        )
+    return points
