@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.state import engine_resource, shown_errors, sidebar
+from ui.state import engine_resource, shown_errors
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 
 st.set_page_config(page_title="Rerank Workbench", page_icon="🔎", layout="wide")
@@ -29,6 +29,4 @@ pages = [
     st.Page("pages/latency.py", title="Latency", icon="⏱️"),
     st.Page("pages/collections.py", title="Collections", icon="🗂️"),
 ]
-navigation = st.navigation(pages)
-st.session_state["controls"] = sidebar(engine)
-navigation.run()
+st.navigation(pages).run()

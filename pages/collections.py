@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from ui.state import collections, engine_resource, shown_errors
+from ui.state import collections, page_setup, shown_errors
 from workbench.loaders import SUPPORTED_SUFFIXES
 
-engine = engine_resource()
+engine, _ = page_setup()
 
 st.title("Collections")
 
@@ -20,7 +20,7 @@ table = pd.DataFrame([i.model_dump() for i in infos])
 if table.empty:
     st.info("No collections yet.")
 else:
-    st.dataframe(table, hide_index=True, use_container_width=True)
+    st.dataframe(table, hide_index=True, width="stretch")
     st.download_button("Collections (CSV)", table.to_csv(index=False), "collections.csv", "text/csv")
 
 st.divider()
@@ -84,7 +84,7 @@ if names:
         if rows.empty:
             st.caption("No chunks on this page.")
         else:
-            st.dataframe(rows, hide_index=True, use_container_width=True)
+            st.dataframe(rows, hide_index=True, width="stretch")
             st.download_button("This page (CSV)", rows.to_csv(index=False), "chunks.csv", "text/csv")
 
     st.divider()

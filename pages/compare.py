@@ -6,12 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from ui.results import downloads, reranked_row
-from ui.state import Controls, collections, engine_resource, remember, shown_errors
+from ui.state import collections, page_setup, remember, shown_errors
 from workbench.compare import agreement
 from workbench.engine import DEFAULT, MAX_K
 
-engine = engine_resource()
-controls: Controls = st.session_state["controls"]
+engine, controls = page_setup()
 
 st.title("Compare")
 st.caption(

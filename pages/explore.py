@@ -6,11 +6,10 @@ import streamlit as st
 
 from ui.charts import slopegraph, stage_bar
 from ui.results import downloads, reranked_row, vector_row
-from ui.state import Controls, engine_resource, remember, shown_errors
+from ui.state import page_setup, remember, shown_errors
 from workbench.demo import DEMO_COLLECTION, sample_queries
 
-engine = engine_resource()
-controls: Controls = st.session_state["controls"]
+engine, controls = page_setup()
 
 st.title("Explore")
 st.caption(
@@ -62,7 +61,7 @@ if not result.candidates:
     st.warning("Nothing matched: try another query or loosen the filters.")
     st.stop()
 
-st.plotly_chart(stage_bar(result.timings), use_container_width=True, key="stage-bar")
+st.plotly_chart(stage_bar(result.timings), width="stretch", key="stage-bar")
 
 left, right = st.columns(2)
 with left:
@@ -76,5 +75,5 @@ with right:
     for row in result.reranked:
         reranked_row(row)
 
-st.plotly_chart(slopegraph(result), use_container_width=True, key="slopegraph")
+st.plotly_chart(slopegraph(result), width="stretch", key="slopegraph")
 downloads(result, "explore")

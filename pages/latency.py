@@ -6,13 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import depth_chart, stage_distribution
-from ui.state import Controls, engine_resource, shown_errors
+from ui.state import page_setup, shown_errors
 from workbench.demo import sample_queries
 from workbench.latency import STAGES, load_run, rerank_time_by_k, summarize
 from workbench.types import StageTimings
 
-engine = engine_resource()
-controls: Controls = st.session_state["controls"]
+engine, controls = page_setup()
 
 st.title("Latency")
 
@@ -24,13 +23,13 @@ else:
     summary = pd.DataFrame(
         [s.model_dump() for s in summarize(StageTimings(**row) for row in history[list(STAGES)].to_dict("records"))]
     )
-    st.dataframe(summary.style.format(precision=1), hide_index=True, use_container_width=True)
+    st.dataframe(summary.style.format(precision=1), hide_index=True, width="stretch")
     st.plotly_chart(
         stage_distribution(history, f"Per-stage ms over {len(history)} queries"),
-        use_container_width=True,
+        width="stretch",
         key="session-box",
     )
-    st.dataframe(history, hide_index=True, use_container_width=True)
+    st.dataframe(history, hide_index=True, width="stretch")
     st.download_button("Session timings (CSV)", history.to_csv(index=False), "session_timings.csv", "text/csv")
 
 st.divider()
@@ -74,10 +73,10 @@ if "load_run" in st.session_state:
     if run.errors:
         st.error(f"{len(run.errors)} queries failed; first: {run.errors[0]}")
     table = pd.DataFrame([s.model_dump() for s in run.summary()])
-    st.dataframe(table.style.format(precision=1), hide_index=True, use_container_width=True)
+    st.dataframe(table.style.format(precision=1), hide_index=True, width="stretch")
     st.download_button("Load run summary (CSV)", table.to_csv(index=False), "load_run.csv", "text/csv")
     frame = pd.DataFrame([t.model_dump() for t in run.timings])
-    st.plotly_chart(stage_distribution(frame, "Load run: per-stage ms"), use_container_width=True, key="load-box")
+    st.plotly_chart(stage_distribution(frame, "Load run: per-stage ms"), width="stretch", key="load-box")
 
 st.divider()
 st.subheader("Rerank time against k")
@@ -99,9 +98,9 @@ if "depth_points" in st.session_state:
     points = st.session_state["depth_points"]
     st.plotly_chart(
         depth_chart([p.k for p in points], [p.rerank_ms_p50 for p in points], [p.rerank_ms_p95 for p in points]),
-        use_container_width=True,
+        width="stretch",
         key="depth-chart",
     )
     depth = pd.DataFrame([p.model_dump() for p in points])
-    st.dataframe(depth, hide_index=True, use_container_width=True)
+    st.dataframe(depth, hide_index=True, width="stretch")
     st.download_button("Rerank time by k (CSV)", depth.to_csv(index=False), "rerank_by_k.csv", "text/csv")

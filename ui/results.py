@@ -104,7 +104,7 @@ def downloads(result: SearchResult, key: str) -> None:
         "vector_search.csv",
         "text/csv",
         key=f"{key}-csv-v",
-        use_container_width=True,
+        width="stretch",
     )
     b.download_button(
         "Reranked list (CSV)",
@@ -112,7 +112,7 @@ def downloads(result: SearchResult, key: str) -> None:
         "reranked.csv",
         "text/csv",
         key=f"{key}-csv-r",
-        use_container_width=True,
+        width="stretch",
     )
     c.download_button(
         "Result (JSON)",
@@ -120,5 +120,5 @@ def downloads(result: SearchResult, key: str) -> None:
         "search_result.json",
         "application/json",
         key=f"{key}-json",
-        use_container_width=True,
+        width="stretch",
     )

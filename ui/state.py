@@ -59,38 +59,58 @@ def collections(engine: Engine) -> list[CollectionInfo]:
     return []
 
 
+def _persisted(name: str, default: Any) -> Any:
+    """Sidebar values live under plain session keys (widgets use `w_<name>`) so they survive page switches."""
+    return st.session_state.setdefault(name, default)
+
+
 def sidebar(engine: Engine) -> Controls:
-    """The controls shared by every page: collection, k, top_n, filters and the reranker switch."""
+    """The controls shared by every page: collection, k, top_n, filters and the reranker switch.
+
+    Each page calls this first; the values persist across pages and reruns.
+    """
     settings = engine.settings
     infos = collections(engine)
     names = [i.name for i in infos]
     with st.sidebar:
         st.markdown("### Collection")
+        collection = info = None
         if not names:
             st.info("No collections yet: create one on the Collections page.")
-            collection = None
-            info = None
         else:
-            if st.session_state.get("collection") not in names:
-                st.session_state["collection"] = settings.collection if settings.collection in names else names[0]
-            collection = st.selectbox("Collection", names, key="collection", label_visibility="collapsed")
+            wanted = _persisted("collection", settings.collection)
+            index = (
+                names.index(wanted)
+                if wanted in names
+                else (names.index(settings.collection) if settings.collection in names else 0)
+            )
+            collection = st.selectbox(
+                "Collection", names, index=index, key="w_collection", label_visibility="collapsed"
+            )
             info = next(i for i in infos if i.name == collection)
             st.caption(
                 f"**{info.store}** · {info.count:,} chunks · {info.dimension or '?'}-d  \n"
                 f"embedder `{info.embedding_model}`"
             )
-        st.session_state.setdefault("rerank", settings.reranker_enabled)
-        rerank = st.toggle("Rerank with the cross-encoder", key="rerank", disabled=not settings.reranker_enabled)
+        rerank = st.toggle(
+            "Rerank with the cross-encoder",
+            value=_persisted("rerank", settings.reranker_enabled),
+            key="w_rerank",
+            disabled=not settings.reranker_enabled,
+        )
         st.caption(f"reranker `{settings.reranker_model if settings.reranker_enabled else 'none'}`")
         st.markdown("### Depth")
-        st.session_state.setdefault("k", settings.k_retrieve)
-        k = st.slider("k — candidates from vector search", 1, MAX_K, key="k")
-        st.session_state["top_n"] = min(st.session_state.get("top_n", settings.k_return), k)
-        top_n = st.slider("top n — kept after reranking", 1, max(k, 2) if k == 1 else k, key="top_n", disabled=k == 1)
+        k = st.slider(
+            "k — candidates from vector search", 1, MAX_K, value=_persisted("k", settings.k_retrieve), key="w_k"
+        )
+        top_n = min(_persisted("top_n", settings.k_return), k)
+        if k > 1:
+            top_n = st.slider("top n — kept after reranking", 1, k, value=top_n, key="w_top_n")
         st.markdown("### Filters")
         raw = st.text_area(
             "Metadata equalities, one key=value per line",
-            key="filters_text",
+            value=_persisted("filters_text", ""),
+            key="w_filters_text",
             placeholder="title=Leave and Time Off Policy\npage=2",
             height=80,
         )
@@ -100,20 +120,27 @@ def sidebar(engine: Engine) -> Controls:
         except WorkbenchError as exc:
             filters, filter_error = {}, str(exc)
             st.error(filter_error)
+    st.session_state.update(collection=collection, rerank=rerank, k=k, top_n=top_n, filters_text=raw)
     return Controls(collection, info, k, top_n, filters, rerank, filter_error)
 
 
+def page_setup() -> tuple[Engine, Controls]:
+    """The engine and the sidebar's controls: the first line of every page."""
+    engine = engine_resource()
+    return engine, sidebar(engine)
+
+
 def remember(result: SearchResult) -> None:
-    """Keep a freshly computed result's timings for the Latency page (re-slices are not new work)."""
-    if result.cache.result_cached:
+    """Keep each new search's timings for the Latency page; re-slicing the same search (top n) is not a new one.
+
+    A search another session already ran comes back from the engine's cache: it is recorded with its original
+    timings and marked `cached`.
+    """
+    signature = (result.query, result.collection, result.k, str(result.filters), result.reranker_model)
+    if st.session_state.get("last_signature") == signature:
         return
+    st.session_state["last_signature"] = signature
     history = st.session_state.setdefault("history", [])
-    history.append(
-        {
-            "query": result.query,
-            "collection": result.collection,
-            "k": result.k,
-            "reranker": result.reranker_model or "none",
-            **result.timings.model_dump(),
-        }
-    )
+    history.append({"query": result.query, "collection": result.collection, "k": result.k,
+                    "reranker": result.reranker_model or "none", "cached": result.cache.result_cached,
+                    **result.timings.model_dump()})
