@@ -7,7 +7,7 @@ import streamlit as st
 from ui.state import engine_resource, shown_errors
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 
-st.set_page_config(page_title="Rerank Workbench", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="Rerank Workbench", page_icon=":material/manage_search:", layout="wide")
 
 engine = engine_resource()
 
@@ -24,9 +24,9 @@ if not st.session_state.get("demo_checked"):
         st.session_state["demo_checked"] = True
 
 pages = [
-    st.Page("pages/explore.py", title="Explore", icon="🔎", default=True),
-    st.Page("pages/compare.py", title="Compare", icon="⚖️"),
-    st.Page("pages/latency.py", title="Latency", icon="⏱️"),
-    st.Page("pages/collections.py", title="Collections", icon="🗂️"),
+    st.Page("pages/explore.py", title="Explore", icon=":material/manage_search:", default=True),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/latency.py", title="Latency", icon=":material/timer:"),
+    st.Page("pages/collections.py", title="Collections", icon=":material/folder_open:"),
 ]
 st.navigation(pages).run()

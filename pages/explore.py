@@ -25,7 +25,9 @@ def _use_sample() -> None:
 
 
 if controls.collection == DEMO_COLLECTION:
-    st.pills("Sample queries", sample_queries(), key="sample_pick", on_change=_use_sample)
+    with st.expander("Sample queries", expanded=not st.session_state.get("query")):
+        st.pills("Sample queries", sample_queries(), key="sample_pick", on_change=_use_sample,
+                 label_visibility="collapsed")
 query = st.text_input("Query", key="query", placeholder="Ask the collection something…", max_chars=None)
 
 if controls.collection is None:
@@ -52,7 +54,7 @@ cols[2].metric("dropped from top n", len(result.dropped))
 cols[3].metric("rerank ms", f"{result.timings.rerank_ms:.0f}")
 cols[4].metric("total ms", f"{result.timings.total_ms:.0f}")
 if result.cache.result_cached:
-    st.success("Re-sliced from the cached result: no model ran for this view.", icon="♻️")
+    st.success("Re-sliced from the cached result: no model ran for this view.", icon=":material/cached:")
 elif result.cache.score_hits:
     st.info(f"{result.cache.score_hits} of {len(result.candidates)} scores came from the score cache.")
 if result.duplicates_removed:

@@ -27,11 +27,11 @@ def shown_errors() -> Iterator[None]:
     try:
         yield
     except WorkbenchError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(str(exc), icon=":material/error:")
     except ValueError as exc:  # pydantic validation of settings and inputs
-        st.error(f"Invalid input: {exc}", icon="⚠️")
+        st.error(f"Invalid input: {exc}", icon=":material/error:")
     except Exception as exc:  # the app must keep working after anything the store or a model throws
-        st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon="⚠️")
+        st.error(f"Unexpected error ({type(exc).__name__}): {exc}", icon=":material/error:")
 
 
 @dataclass
