@@ -26,8 +26,9 @@ def _use_sample() -> None:
 
 if controls.collection == DEMO_COLLECTION:
     with st.expander("Sample queries", expanded=not st.session_state.get("query")):
-        st.pills("Sample queries", sample_queries(), key="sample_pick", on_change=_use_sample,
-                 label_visibility="collapsed")
+        st.pills(
+            "Sample queries", sample_queries(), key="sample_pick", on_change=_use_sample, label_visibility="collapsed"
+        )
 query = st.text_input("Query", key="query", placeholder="Ask the collection something…", max_chars=None)
 
 if controls.collection is None:

@@ -141,6 +141,13 @@ def remember(result: SearchResult) -> None:
         return
     st.session_state["last_signature"] = signature
     history = st.session_state.setdefault("history", [])
-    history.append({"query": result.query, "collection": result.collection, "k": result.k,
-                    "reranker": result.reranker_model or "none", "cached": result.cache.result_cached,
-                    **result.timings.model_dump()})
+    history.append(
+        {
+            "query": result.query,
+            "collection": result.collection,
+            "k": result.k,
+            "reranker": result.reranker_model or "none",
+            "cached": result.cache.result_cached,
+            **result.timings.model_dump(),
+        }
+    )

@@ -195,6 +195,83 @@ def _cmd_app(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from workbench.errors import CollectionNotFoundError
+    from workbench.evaluation import (
+        Dataset,
+        compare_runs,
+        depth_curve,
+        markdown_report,
+        read_trec_run,
+        run_evaluation,
+        write_trec_run,
+    )
+
+    if args.qrels or args.queries:
+        if not (args.qrels and args.queries):
+            raise WorkbenchError("--qrels and --queries go together.")
+        dataset = Dataset.from_files(args.queries, args.qrels)
+    else:
+        dataset = Dataset.from_beir(args.dataset, args.split)
+    engine = Engine(_settings(args))
+    try:
+        engine.collection_info(args.collection)
+    except CollectionNotFoundError:
+        if dataset.corpus is None:
+            raise
+        print(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}", file=sys.stderr)
+        bar = _ProgressBar(f"ingest {args.collection}")
+        try:
+            engine.ingest(dataset.corpus, args.collection, progress=bar)
+        finally:
+            bar.close()
+    bar = _ProgressBar("queries")
+    try:
+        report = run_evaluation(
+            engine,
+            dataset,
+            args.collection,
+            k=args.k,
+            top_n=args.n,
+            reranker=None if args.no_rerank else DEFAULT,
+            progress=bar,
+            max_queries=args.max_queries,
+        )
+    finally:
+        bar.close()
+    if args.depth:
+        ks = sorted({int(x) for x in args.depth.split(",")})
+        report.depth = depth_curve(engine, report, dataset, ks, reranker=None if args.no_rerank else DEFAULT)
+    summary = report.summary()
+    if args.run:
+        outside = compare_runs(
+            dataset, read_trec_run(args.run), report.after_run, args.k, (Path(args.run).name, "after")
+        )
+        summary["outside_run"] = outside.model_dump()
+    if args.save_runs:
+        folder = Path(args.save_runs)
+        write_trec_run(report.before_run, folder / f"{args.collection}.before.trec", "vector")
+        write_trec_run(report.after_run, folder / f"{args.collection}.after.trec", "reranked")
+        (folder / f"{args.collection}.report.md").write_text(markdown_report(report), encoding="utf-8")
+        (folder / f"{args.collection}.per_query.json").write_text(
+            json.dumps([o.model_dump() for o in report.per_query], indent=1), encoding="utf-8"
+        )
+        print(f"runs and report written to {folder}", file=sys.stderr)
+    if args.json:
+        if report.depth:
+            summary["depth"] = [p.model_dump() for p in report.depth]
+        print(json.dumps(summary, indent=2))
+    else:
+        print(markdown_report(report))
+        if args.run:
+            o = summary["outside_run"]
+            print(
+                f"outside run {o['name_a']}: ndcg@10 {o['a']['ndcg@10']:.4f} vs after {o['b']['ndcg@10']:.4f}, "
+                f"p = {o['p_value']:.4f} over {o['queries']} queries"
+            )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per verb."""
     parser = argparse.ArgumentParser(
@@ -247,6 +324,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="build the demo collection (offline) if it is missing")
     _store_options(demo)
     demo.set_defaults(handler=_cmd_demo)
+
+    evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
+    evaluate.add_argument("dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    evaluate.add_argument("--collection", required=True, help="ingested from the BEIR corpus when missing")
+    evaluate.add_argument("-k", type=int, default=100, help="candidates per query (default 100)")
+    evaluate.add_argument("-n", type=int, default=10, help="top n after reranking (default 10)")
+    evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
+    evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
+    evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
+    evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
+    evaluate.add_argument("--depth", help="comma-separated k values for the depth curve, e.g. 10,20,50,100")
+    evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
+    evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
+    _store_options(evaluate)
+    evaluate.set_defaults(handler=_cmd_eval)
 
     app = commands.add_parser("app", help="start the Streamlit workbench")
     app.add_argument("--port", type=int, default=8501)

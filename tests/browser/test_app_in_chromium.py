@@ -25,13 +25,34 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
     """The app as a user starts it, on a fresh store: the demo collection is built on first start."""
     port = free_port()
     store = tmp_path_factory.mktemp("browser-store")
-    env = {**os.environ, "WORKBENCH_CONFIG": "", "WORKBENCH_PERSIST_DIR": str(store),
-           "RERANKER_MODEL": str(real_reranker_dir), "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "WORKBENCH_CONFIG": "",
+        "WORKBENCH_PERSIST_DIR": str(store),
+        "RERANKER_MODEL": str(real_reranker_dir),
+        "HF_HUB_OFFLINE": "1",
+    }
     log = open(store / "streamlit.log", "w")  # noqa: SIM115 - closed at teardown
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -51,9 +72,17 @@ def page(app_url: str):
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-                  "--no-first-run", "--disable-component-update", "--disable-sync"],
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         context = browser.new_context(viewport={"width": 1500, "height": 1000})
         page = context.new_page()

@@ -1,0 +1,147 @@
+"""Judgments and runs in and out: BEIR folders, TREC qrels and TREC run files.
+
+Qrels are `{query_id: {doc_id: grade}}` with graded judgments kept as grades; runs are
+`{query_id: {doc_id: score}}` (higher is better).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from workbench.errors import IngestError
+
+Qrels = dict[str, dict[str, int]]
+Run = dict[str, dict[str, float]]
+
+
+def read_queries(path: str | Path) -> dict[str, str]:
+    """BEIR queries.jsonl (`_id`, `text`), or a TSV of `id<TAB>text`."""
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError(f"No queries file at {path}.")
+    queries: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if path.suffix == ".jsonl":
+            try:
+                record = json.loads(line)
+                queries[str(record["_id"])] = str(record["text"])
+            except (json.JSONDecodeError, KeyError) as exc:
+                raise IngestError(f"{path}, line {number}: expected a JSON object with _id and text.") from exc
+        else:
+            qid, sep, text = line.partition("\t")
+            if not sep:
+                raise IngestError(f"{path}, line {number}: expected 'id<TAB>text'.")
+            queries[qid.strip()] = text.strip()
+    return queries
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """BEIR qrels TSV (`query-id  corpus-id  score`, with header) or TREC qrels (`qid 0 docid grade`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError(f"No qrels file at {path}.")
+    qrels: Qrels = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.split()
+            if not parts or (number == 1 and parts[0].lower() in {"query-id", "query_id", "qid"}):
+                continue
+            if len(parts) == 3:
+                qid, docid, grade = parts
+            elif len(parts) == 4:
+                qid, _, docid, grade = parts
+            else:
+                raise IngestError(f"{path}, line {number}: expected 3 (BEIR) or 4 (TREC) columns, got {len(parts)}.")
+            try:
+                qrels.setdefault(qid, {})[docid] = int(float(grade))
+            except ValueError as exc:
+                raise IngestError(f"{path}, line {number}: the grade '{grade}' is not a number.") from exc
+    if not qrels:
+        raise IngestError(f"{path} holds no judgments.")
+    return qrels
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """A TREC run file: `qid Q0 docid rank score tag` per line."""
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError(f"No run file at {path}.")
+    run: Run = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise IngestError(f"{path}, line {number}: a TREC run line has 6 columns, got {len(parts)}.")
+            qid, _, docid, _, score, _ = parts
+            try:
+                run.setdefault(qid, {})[docid] = float(score)
+            except ValueError as exc:
+                raise IngestError(f"{path}, line {number}: the score '{score}' is not a number.") from exc
+    return run
+
+
+def write_trec_run(run: Run, path: str | Path, tag: str) -> Path:
+    """Write a run as a TREC run file, documents ranked by score (ties by id), ranks from 1."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for qid in sorted(run):
+            ranked = sorted(run[qid].items(), key=lambda item: (-item[1], item[0]))
+            for rank, (docid, score) in enumerate(ranked, start=1):
+                handle.write(f"{qid} Q0 {docid} {rank} {score:.6f} {tag}\n")
+    return path
+
+
+def trec_run_text(run: Run, tag: str) -> str:
+    """The TREC run file's text (for downloads)."""
+    lines = []
+    for qid in sorted(run):
+        ranked = sorted(run[qid].items(), key=lambda item: (-item[1], item[0]))
+        lines += [f"{qid} Q0 {docid} {rank} {score:.6f} {tag}" for rank, (docid, score) in enumerate(ranked, 1)]
+    return "\n".join(lines) + "\n"
+
+
+class Dataset:
+    """A judged query set: queries, qrels, and (for BEIR folders) the corpus to ingest."""
+
+    def __init__(self, name: str, queries: dict[str, str], qrels: Qrels, corpus: Path | None = None) -> None:
+        self.name = name
+        self.qrels = qrels
+        missing = [qid for qid in qrels if qid not in queries]
+        if len(missing) == len(qrels):
+            raise IngestError(f"None of the {len(qrels)} judged queries of {name} has a text in the queries file.")
+        self.queries = {qid: queries[qid] for qid in qrels if qid in queries}
+        self.unmatched_judged = missing
+        self.corpus = corpus
+
+    @classmethod
+    def from_beir(cls, folder: str | Path, split: str = "test") -> Dataset:
+        """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+        folder = Path(folder)
+        qrels_path = folder / "qrels" / f"{split}.tsv"
+        if not (folder / "corpus.jsonl").is_file() or not qrels_path.is_file():
+            raise IngestError(
+                f"{folder} is not a BEIR folder: it needs corpus.jsonl, queries.jsonl and qrels/{split}.tsv."
+            )
+        return cls(folder.name, read_queries(folder / "queries.jsonl"), read_qrels(qrels_path), folder)
+
+    @classmethod
+    def from_files(cls, queries: str | Path, qrels: str | Path, name: str | None = None) -> Dataset:
+        """Separate queries (BEIR jsonl or TSV) and qrels (BEIR TSV or TREC) files."""
+        return cls(name or Path(qrels).stem, read_queries(queries), read_qrels(qrels))
+
+
+def save_csv(rows: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+    return path

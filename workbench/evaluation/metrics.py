@@ -1,0 +1,41 @@
+"""Relevance metrics through ir-measures (pytrec_eval underneath), with the names the workbench shows."""
+
+from __future__ import annotations
+
+import ir_measures
+from ir_measures import AP, RR, P, R, nDCG
+
+from workbench.evaluation.io import Qrels, Run
+
+
+def measures(k: int) -> dict[str, object]:
+    """The workbench's metric names and their ir-measures measures; Recall is taken at the run depth k."""
+    return {"ndcg@10": nDCG @ 10, "mrr@10": RR @ 10, f"recall@{k}": R @ k, "map@100": AP @ 100, "p@10": P @ 10}
+
+
+def evaluate(qrels: Qrels, run: Run, k: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Mean of each metric over the judged queries, and per-query values.
+
+    Judged queries that the run has no documents for count as 0 (trec_eval -c), so a run cannot look better
+    by leaving hard queries out.
+    """
+    named = measures(k)
+    by_measure = {str(m): name for name, m in named.items()}
+    judged = [qid for qid, judgments in qrels.items() if any(g > 0 for g in judgments.values())]
+    per_query: dict[str, dict[str, float]] = {qid: dict.fromkeys(named, 0.0) for qid in judged}
+    for metric in ir_measures.iter_calc(list(named.values()), {q: qrels[q] for q in judged}, run):
+        if metric.query_id in per_query:
+            per_query[metric.query_id][by_measure[str(metric.measure)]] = float(metric.value)
+    means = {name: (sum(v[name] for v in per_query.values()) / len(per_query) if per_query else 0.0) for name in named}
+    return means, per_query
+
+
+def unjudged_at(qrels: Qrels, run: Run, n: int) -> tuple[int, int]:
+    """How many of the top n documents (over all queries) have no judgment, and how many were looked at."""
+    unjudged = total = 0
+    for qid, scores in run.items():
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
+        judged = qrels.get(qid, {})
+        unjudged += sum(doc not in judged for doc, _ in ranked)
+        total += len(ranked)
+    return unjudged, total

@@ -1,0 +1,35 @@
+"""Is the difference between two systems real? Paired tests over per-query values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats
+
+
+def randomization_test(a: Sequence[float], b: Sequence[float], trials: int = 10000, seed: int = 0) -> float:
+    """Two-sided paired randomization (permutation) test of mean(b - a): each trial flips the sign of each
+    query's difference at random. Returns the p-value, with the observed arrangement counted (never 0)."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(diffs) == 0 or not np.any(diffs):
+        return 1.0
+    observed = abs(diffs.mean())
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(trials, len(diffs)))
+    extreme = np.count_nonzero(np.abs((signs * diffs).mean(axis=1)) >= observed - 1e-12)
+    return float((extreme + 1) / (trials + 1))
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided paired t-test p-value (1.0 when the two are identical)."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(diffs) < 2 or not np.any(diffs):
+        return 1.0
+    return float(stats.ttest_rel(b, a).pvalue)
+
+
+def wins_ties_losses(a: Sequence[float], b: Sequence[float], tolerance: float = 1e-9) -> tuple[int, int, int]:
+    """Queries where b beats a, ties, and loses."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    return int((diffs > tolerance).sum()), int((np.abs(diffs) <= tolerance).sum()), int((diffs < -tolerance).sum())
