@@ -1,0 +1,114 @@
+"""The evaluation runner end to end on Cranfield with the tiny models, and the eval command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.engine import Engine
+from workbench.evaluation import Dataset, compare_runs, depth_curve, evaluate, read_trec_run, run_evaluation
+
+
+@pytest.fixture
+def cran_engine(tiny_engine: Engine, cranfield_dir: Path) -> Engine:
+    tiny_engine.ingest(cranfield_dir, "cran")
+    return tiny_engine
+
+
+def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path) -> None:
+    dataset = Dataset.from_beir(cranfield_dir)
+    seen = []
+    report = run_evaluation(
+        cran_engine,
+        dataset,
+        "cran",
+        k=20,
+        top_n=5,
+        max_queries=12,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen[-1] == (12, 12) and report.queries == 12
+    assert set(report.before) == {"ndcg@10", "mrr@10", "recall@20", "map@100", "p@10"}
+    assert report.before["recall@20"] == report.after["recall@20"]  # the same k candidates, reordered
+    assert report.wins + report.ties + report.losses == 12
+    assert 0 < report.p_value <= 1 and 0 < report.p_value_ttest <= 1
+    assert report.judged_looked_at == 12 * 5
+    assert len(report.after_run) == 12 and all(len(docs) == 20 for docs in report.after_run.values())
+    # the TREC runs re-evaluate to the same figures
+    qrels = {q: dataset.qrels[q] for q in report.after_run}
+    assert evaluate(qrels, report.after_run, 20)[0] == pytest.approx(report.after)
+
+    again = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
+    assert again.after == report.after
+    assert again.score_cache_hits == 12 * 20
+    assert again.seconds < report.seconds
+
+    points = depth_curve(cran_engine, report, dataset, (5, 10, 20), timing_queries=2)
+    assert [p.k for p in points] == [5, 10, 20]
+    assert points[-1].after["ndcg@10"] == pytest.approx(report.after["ndcg@10"])
+    assert all(p.rerank_ms_p50 and p.rerank_ms_p50 > 0 for p in points)
+
+
+def test_without_a_reranker_before_equals_after(cran_engine: Engine, cranfield_dir: Path) -> None:
+    report = run_evaluation(
+        cran_engine, Dataset.from_beir(cranfield_dir), "cran", k=10, top_n=10, reranker=None, max_queries=8
+    )
+    assert report.before == report.after and report.p_value == 1.0 and report.ties == 8
+
+
+def test_outside_run_comparison(cran_engine: Engine, cranfield_dir: Path) -> None:
+    dataset = Dataset.from_beir(cranfield_dir)
+    report = run_evaluation(cran_engine, dataset, "cran", k=10, top_n=10, max_queries=6)
+    same = compare_runs(dataset, report.after_run, report.after_run, 10)
+    assert same.a == same.b and same.p_value == 1.0 and same.queries == 6
+
+
+def test_eval_command(
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_models: dict[str, Path],
+    tmp_path: Path,
+    cranfield_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
+    monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
+    store, runs = tmp_path / "store", tmp_path / "runs"
+    argv = [
+        "eval",
+        str(cranfield_dir),
+        "--collection",
+        "cran",
+        "-k",
+        "15",
+        "-n",
+        "5",
+        "--max-queries",
+        "5",
+        "--json",
+        "--save-runs",
+        str(runs),
+        "--persist-dir",
+        str(store),
+    ]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "does not exist yet: ingesting" in captured.err
+    data = json.loads(captured.out)
+    assert {"before", "after", "queries", "p_value"} <= data.keys()
+    assert set(data["before"]) == {"ndcg@10", "mrr@10", "recall@15", "map@100", "p@10"}
+    assert data["queries"] == 5
+    after = read_trec_run(runs / "cran.after.trec")
+    assert len(after) == 5 and (runs / "cran.before.trec").exists() and (runs / "cran.report.md").exists()
+
+    outside = runs / "cran.before.trec"
+    assert main([*argv[:-2], "--run", str(outside), "--persist-dir", str(store)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["outside_run"]["a"]["ndcg@10"] == pytest.approx(data["before"]["ndcg@10"])
+
+
+def test_eval_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["eval", str(tmp_path), "--collection", "x1x"]) == 2
+    assert "not a BEIR folder" in capsys.readouterr().err
