@@ -27,6 +27,7 @@ pages = [
     st.Page("pages/explore.py", title="Explore", icon=":material/manage_search:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/latency.py", title="Latency", icon=":material/timer:"),
+    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
     st.Page("pages/collections.py", title="Collections", icon=":material/folder_open:"),
 ]
 st.navigation(pages).run()

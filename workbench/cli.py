@@ -44,15 +44,16 @@ def _settings(args: argparse.Namespace) -> Settings:
 class _ProgressBar:
     """A tqdm bar on stderr, opened on the first update so that early errors print alone."""
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, unit: str = "chunk") -> None:
         self.description = description
+        self.unit = unit
         self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
 
         if self._bar is None:
-            self._bar = tqdm(total=total, desc=self.description, unit="chunk", file=sys.stderr, dynamic_ncols=True)
+            self._bar = tqdm(total=total, desc=self.description, unit=self.unit, file=sys.stderr, dynamic_ncols=True)
         if self._bar.total != total:
             self._bar.total = total
         self._bar.update(done - self._bar.n)
@@ -225,7 +226,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             engine.ingest(dataset.corpus, args.collection, progress=bar)
         finally:
             bar.close()
-    bar = _ProgressBar("queries")
+    bar = _ProgressBar("queries", unit="query")
     try:
         report = run_evaluation(
             engine,

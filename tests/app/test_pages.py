@@ -153,3 +153,35 @@ def test_collections_reports_a_missing_folder(app_env: None, tmp_path: Path) -> 
     at.button[0].click().run()
     assert not at.exception
     assert any("no such file or folder" in e.value for e in at.error)
+
+
+def test_evaluate_page_runs_judgments_and_opens_a_query_in_explore(app_env: None, cranfield_dir: Path) -> None:
+    at = new_app()
+    at.switch_page("pages/evaluate.py").run()
+    assert not at.exception
+    at.text_input(key="eval-folder").input(str(cranfield_dir))
+    at.text_input(key="eval-collection").input("cran-eval")
+    at.number_input(key="eval-k").set_value(10)
+    at.number_input(key="eval-max").set_value(6)
+    at.text_input(key="eval-depth").input("5, 10")
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("cranfield on 'cran-eval': 6 queries" in h.value for h in at.subheader)
+    metrics = {m.label for m in at.metric}
+    assert {"ndcg@10 after", "p-value (randomization)", "helped / tied / hurt"} <= metrics
+    assert len(at.get("plotly_chart")) == 2  # per-query deltas and the depth curve
+    explore = next(b for b in at.button if b.label == "Explore")
+    explore.click().run()
+    assert not at.exception
+    assert at.session_state["collection"] == "cran-eval"
+    assert [t.value for t in at.title] == ["Explore"]
+    assert "Reranked · top 10" in [h.value for h in at.subheader]
+
+
+def test_evaluate_page_reports_a_bad_folder(app_env: None, tmp_path: Path) -> None:
+    at = new_app()
+    at.switch_page("pages/evaluate.py").run()
+    at.text_input(key="eval-folder").input(str(tmp_path))
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception
+    assert any("not a BEIR folder" in e.value for e in at.error)

@@ -123,14 +123,16 @@ class Dataset:
 
     @classmethod
     def from_beir(cls, folder: str | Path, split: str = "test") -> Dataset:
-        """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+        """A BEIR folder: queries.jsonl and qrels/<split>.tsv, and usually corpus.jsonl (without it, the
+        collection must already hold the documents, as the demo's folder does)."""
         folder = Path(folder)
         qrels_path = folder / "qrels" / f"{split}.tsv"
-        if not (folder / "corpus.jsonl").is_file() or not qrels_path.is_file():
+        if not (folder / "queries.jsonl").is_file() or not qrels_path.is_file():
             raise IngestError(
-                f"{folder} is not a BEIR folder: it needs corpus.jsonl, queries.jsonl and qrels/{split}.tsv."
+                f"{folder} is not a BEIR folder: it needs queries.jsonl and qrels/{split}.tsv (and corpus.jsonl)."
             )
-        return cls(folder.name, read_queries(folder / "queries.jsonl"), read_qrels(qrels_path), folder)
+        corpus = folder if (folder / "corpus.jsonl").is_file() else None
+        return cls(folder.name, read_queries(folder / "queries.jsonl"), read_qrels(qrels_path), corpus)
 
     @classmethod
     def from_files(cls, queries: str | Path, qrels: str | Path, name: str | None = None) -> Dataset:

@@ -293,12 +293,13 @@ def markdown_report(report: EvaluationReport, worst: int = 5) -> str:
         "",
     ]
     ranked = report.ranked_outcomes()
-    lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in ranked[:worst]]
-    lines += ["", "## Most helped", ""]
-    lines += [
-        f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}"
-        for o in reversed(ranked[-worst:])
-    ]
+    hurt = [o for o in ranked if o.delta < 0][:worst]
+    helped = [o for o in reversed(ranked) if o.delta > 0][:worst]
+    for heading, rows in ((None, hurt), ("## Most helped", helped)):
+        if heading:
+            lines += ["", heading, ""]
+        lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in rows]
+        lines += [] if rows else ["None."]
     if report.depth:
         lines += [
             "",
