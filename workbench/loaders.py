@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,16 +197,22 @@ def _json_document(record: dict[str, Any], default_id: str, source: str, locatio
     return Document(doc_id, body, metadata)
 
 
-def _load_jsonl(lines: list[str], source: str, path: Path) -> Iterator[Document]:
+def iter_jsonl(lines: Iterable[str], location: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; IngestError naming the line when one is not an object."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise IngestError(f"{path}, line {number}: not valid JSON ({exc.msg}).") from exc
+            raise IngestError(f"{location}, line {number}: not valid JSON ({exc.msg}).") from exc
         if not isinstance(record, dict):
-            raise IngestError(f"{path}, line {number}: expected a JSON object.")
+            raise IngestError(f"{location}, line {number}: expected a JSON object.")
+        yield number, record
+
+
+def _load_jsonl(lines: list[str], source: str, path: Path) -> Iterator[Document]:
+    for number, record in iter_jsonl(lines, path):
         document = _json_document(record, f"{source}#{number}", source, f"{path}, line {number}")
         if document:
             yield document
@@ -215,13 +221,7 @@ def _load_jsonl(lines: list[str], source: str, path: Path) -> Iterator[Document]
 def load_beir_corpus(path: Path) -> Iterator[Document]:
     """A BEIR corpus.jsonl: one passage per line, embedded as 'title text' as MTEB does; never chunked."""
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise IngestError(f"{path}, line {number}: not valid JSON ({exc.msg}).") from exc
+        for number, record in iter_jsonl(handle, path):
             doc_id = str(record.get("_id", number))
             title = str(record.get("title") or "").strip()
             body = str(record.get("text") or "").strip()

@@ -6,11 +6,10 @@ Qrels are `{query_id: {doc_id: grade}}` with graded judgments kept as grades; ru
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 from workbench.errors import IngestError
+from workbench.loaders import iter_jsonl
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -23,20 +22,19 @@ def read_queries(path: str | Path) -> dict[str, str]:
         raise IngestError(f"No queries file at {path}.")
     queries: dict[str, str] = {}
     lines = path.read_text(encoding="utf-8").splitlines()
+    if path.suffix == ".jsonl":
+        for number, record in iter_jsonl(lines, path):
+            if "_id" not in record or "text" not in record:
+                raise IngestError(f"{path}, line {number}: expected a JSON object with _id and text.")
+            queries[str(record["_id"])] = str(record["text"])
+        return queries
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        if path.suffix == ".jsonl":
-            try:
-                record = json.loads(line)
-                queries[str(record["_id"])] = str(record["text"])
-            except (json.JSONDecodeError, KeyError) as exc:
-                raise IngestError(f"{path}, line {number}: expected a JSON object with _id and text.") from exc
-        else:
-            qid, sep, text = line.partition("\t")
-            if not sep:
-                raise IngestError(f"{path}, line {number}: expected 'id<TAB>text'.")
-            queries[qid.strip()] = text.strip()
+        qid, sep, text = line.partition("\t")
+        if not sep:
+            raise IngestError(f"{path}, line {number}: expected 'id<TAB>text'.")
+        queries[qid.strip()] = text.strip()
     return queries
 
 
@@ -91,11 +89,7 @@ def write_trec_run(run: Run, path: str | Path, tag: str) -> Path:
     """Write a run as a TREC run file, documents ranked by score (ties by id), ranks from 1."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for qid in sorted(run):
-            ranked = sorted(run[qid].items(), key=lambda item: (-item[1], item[0]))
-            for rank, (docid, score) in enumerate(ranked, start=1):
-                handle.write(f"{qid} Q0 {docid} {rank} {score:.6f} {tag}\n")
+    path.write_text(trec_run_text(run, tag), encoding="utf-8")
     return path
 
 
@@ -138,12 +132,3 @@ class Dataset:
     def from_files(cls, queries: str | Path, qrels: str | Path, name: str | None = None) -> Dataset:
         """Separate queries (BEIR jsonl or TSV) and qrels (BEIR TSV or TREC) files."""
         return cls(name or Path(qrels).stem, read_queries(queries), read_qrels(qrels))
-
-
-def save_csv(rows: list[dict], path: str | Path) -> Path:
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
