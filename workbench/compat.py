@@ -33,7 +33,9 @@ def _engine_for_chroma_folder(persist_directory: str, embedding_function: Any) -
     key = (str(Path(persist_directory).resolve()), id(embedding_function))
     with _engines_lock:
         if key not in _engines:
-            settings = get_settings().model_copy(update={"store": "chroma", "persist_dir": Path(key[0])})
+            settings = get_settings().model_copy(
+                update={"store": "chroma", "persist_dir": Path(key[0]), "chroma_url": None}
+            )
             embedder = LangChainEmbedder(embedding_function) if embedding_function is not None else None
             if len(_engines) >= 16:
                 _engines.pop(next(iter(_engines)))

@@ -17,7 +17,7 @@ from cachetools import TTLCache
 
 from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
-from workbench.errors import ConfigError, InputError
+from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache
 from workbench.stores.registry import StoreRegistry
@@ -316,7 +316,7 @@ class Engine:
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         try:
             recorded = self.registry.get(collection).embedding_model()
-        except Exception:
+        except CollectionNotFoundError:
             recorded = None
         report = ingest_path(
             path,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from workbench.embeddings import Embedder
-from workbench.errors import IngestError, InputError
+from workbench.errors import CollectionNotFoundError, IngestError, InputError
 from workbench.loaders import Document, load_path
 from workbench.stores.base import CONTENT_HASH_KEY
 from workbench.stores.registry import StoreRegistry
@@ -111,7 +111,7 @@ def ingest_chunks(
     """
     try:
         existing = registry.get(collection_name)
-    except Exception:
+    except CollectionNotFoundError:
         existing = None
     if existing is not None:
         recorded = existing.embedding_model()
