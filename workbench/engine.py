@@ -133,6 +133,7 @@ class Engine:
         self._default_reranker = reranker
         self._embedders: dict[str, Embedder] = {}
         self._rerankers: dict[str, Reranker] = {}
+        self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
         self._lock = threading.RLock()
 
@@ -210,11 +211,14 @@ class Engine:
             cached = self._results.get(key) if use_cache else None
         if cached is not None:
             return cached.model_copy(
-                update={"top_n": top_n, "cache": cached.cache.model_copy(update={"result_cached": True})}
+                update={
+                    "top_n": min(top_n, max(len(cached.candidates), 1)),
+                    "cache": cached.cache.model_copy(update={"result_cached": True}),
+                }
             )
 
         store = self.registry.get(name)
-        info = store.info()
+        info = self._info(name)
         embedder = None if getattr(store, "embeds_queries", False) else self._collection_embedder(name, info)
         # The clock starts once models and clients are loaded: timings measure a query, not start-up.
         started = time.perf_counter()
@@ -277,8 +281,16 @@ class Engine:
             self._results.clear()
         self.score_cache.clear()
 
+    def _info(self, name: str) -> CollectionInfo:
+        """A collection's info, read once: its store, embedding model and dimension do not change under us."""
+        with self._lock:
+            if name not in self._infos:
+                self._infos[name] = self.registry.get(name).info()
+            return self._infos[name]
+
     def _forget_results(self, collection: str) -> None:
         with self._lock:
+            self._infos.pop(collection, None)
             for key in [key for key in self._results if key[0] == collection]:
                 self._results.pop(key, None)
 
