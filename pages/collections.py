@@ -14,6 +14,8 @@ from workbench.loaders import SUPPORTED_SUFFIXES
 engine, _ = page_setup()
 
 st.title("Collections")
+if flash := st.session_state.pop("collections_flash", None):
+    st.success(flash)
 
 infos = collections(engine)
 table = pd.DataFrame([i.model_dump() for i in infos])
@@ -94,7 +96,7 @@ if names:
     if st.button("Delete collection", type="secondary", disabled=confirm.strip() != target, key="delete-button"):
         with shown_errors():
             engine.delete_collection(target)
-            st.success(f"Deleted {target}.")
+            st.session_state["collections_flash"] = f"Deleted {target}."
             if st.session_state.get("collection") == target:
                 st.session_state.pop("collection", None)
             st.rerun()

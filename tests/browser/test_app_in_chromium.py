@@ -181,3 +181,32 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_text("Quality and rerank time as k grows").wait_for()
     _no_exception(page)
     _screenshot(page, "evaluate.png")
+
+
+def test_collections_upload_browse_delete(page, tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("uploads")
+    (folder / "owls.md").write_text("# Birds\n\n## Owls\nOwls hunt at night and hear mice under snow.\n")
+    (folder / "facts.csv").write_text("id,text\n1,Kestrels hover over fields while hunting voles.\n")
+    page.get_by_role("link", name="Collections").click()
+    page.get_by_role("heading", name="Collections").wait_for()
+    page.get_by_label("Collection name").fill("bird-uploads")
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        [str(folder / "owls.md"), str(folder / "facts.csv")]
+    )
+    page.get_by_text("owls.md").wait_for()
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text("bird-uploads: 2 documents → 2 chunks; 2 added").wait_for()
+    _no_exception(page)
+    chooser = page.locator("[data-testid='stSelectbox']").filter(has_text="Collection to delete").locator("input")
+    chooser.click()
+    chooser.fill("bird-uploads")
+    chooser.press("Enter")
+    page.get_by_label("Type 'bird-uploads' to confirm").fill("bird-uploads")
+    page.get_by_label("Type 'bird-uploads' to confirm").press("Enter")
+    page.get_by_role("button", name="Delete collection").click()
+    from playwright.sync_api import expect
+
+    page.get_by_text("Deleted bird-uploads.").wait_for()
+    expect(page.locator("[data-testid='stDataFrame']").first).not_to_contain_text("bird-uploads", timeout=60_000)
+    expect(page.get_by_role("link", name="Explore")).to_be_visible()
+    _no_exception(page)
