@@ -124,7 +124,7 @@ def create_embedder(model_id: str, settings: Settings) -> Embedder:
             from langchain_openai import OpenAIEmbeddings
         except ImportError as exc:
             raise ConfigError(
-                f"Embedding model '{model_id}' needs langchain-openai: pip install 'rerank-workbench[openai]'."
+                f"Embedding model '{model_id}' needs langchain-openai: pip install langchain-openai."
             ) from exc
         name = model_id.removeprefix(OPENAI_PREFIX)
         return LangChainEmbedder(OpenAIEmbeddings(model=name), model_id=model_id)
