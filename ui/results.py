@@ -12,13 +12,9 @@ DISPLAY_CHARS = 800
 
 
 def movement_badge(row: RankedHit) -> str:
-    if row.movement == "new":
-        return f":blue-badge[new · was #{row.rank_before}]"
-    if row.shift > 0:
-        return f":green-badge[↑{row.shift}]"
-    if row.shift < 0:
-        return f":red-badge[↓{-row.shift}]"
-    return ":gray-badge[=]"
+    """The row's movement label (↑3, ↓2, new, =) as a coloured badge."""
+    color = {"new": "blue", "up": "green", "down": "red", "same": "gray"}[row.movement]
+    return f":{color}-badge[{row.movement_label}]"
 
 
 def _where(metadata: dict) -> str:
