@@ -93,28 +93,10 @@ def reranked_frame(result: SearchResult) -> pd.DataFrame:
 
 def downloads(result: SearchResult, key: str) -> None:
     """CSV of both lists and JSON of the whole result."""
-    a, b, c = st.columns(3)
-    a.download_button(
-        "Vector list (CSV)",
-        candidates_frame(result).to_csv(index=False),
-        "vector_search.csv",
-        "text/csv",
-        key=f"{key}-csv-v",
-        width="stretch",
-    )
-    b.download_button(
-        "Reranked list (CSV)",
-        reranked_frame(result).to_csv(index=False),
-        "reranked.csv",
-        "text/csv",
-        key=f"{key}-csv-r",
-        width="stretch",
-    )
-    c.download_button(
-        "Result (JSON)",
-        result.to_json(indent=2),
-        "search_result.json",
-        "application/json",
-        key=f"{key}-json",
-        width="stretch",
-    )
+    files = [
+        ("Vector list (CSV)", candidates_frame(result).to_csv(index=False), "vector_search.csv", "text/csv", "csv-v"),
+        ("Reranked list (CSV)", reranked_frame(result).to_csv(index=False), "reranked.csv", "text/csv", "csv-r"),
+        ("Result (JSON)", result.to_json(indent=2), "search_result.json", "application/json", "json"),
+    ]
+    for column, (label, data, name, mime, suffix) in zip(st.columns(3), files, strict=True):
+        column.download_button(label, data, name, mime, key=f"{key}-{suffix}", width="stretch")

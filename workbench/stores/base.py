@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from workbench.errors import InputError
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
 # Collection-level metadata keys the workbench writes when it creates a collection.
@@ -15,6 +17,17 @@ EMBEDDING_MODEL_KEY = "workbench_embedding_model"
 DIMENSION_KEY = "workbench_dimension"
 # Chunk-level metadata key holding a hash of the chunk's text, so re-ingest can skip unchanged chunks.
 CONTENT_HASH_KEY = "content_hash"
+_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+
+
+def check_collection_name(name: str) -> str:
+    """Chroma's naming rule, checked up front so the user gets a plain message."""
+    if not _NAME.match(name or ""):
+        raise InputError(
+            f"Collection name '{name}' is not allowed: use 3-512 characters from letters, digits, '.', '_' "
+            "and '-', starting and ending with a letter or digit."
+        )
+    return name
 
 
 def clean_metadata(metadata: Metadata) -> Metadata:

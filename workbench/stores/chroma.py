@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,23 +17,13 @@ from workbench.stores.base import (
     EMBEDDING_MODEL_KEY,
     Collection,
     StoreBackend,
+    check_collection_name,
     clean_metadata,
 )
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
-_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
-
-
-def check_collection_name(name: str) -> str:
-    """Chroma's naming rule, checked up front so the user gets a plain message."""
-    if not _NAME.match(name or ""):
-        raise InputError(
-            f"Collection name '{name}' is not allowed: use 3-512 characters from letters, digits, '.', '_' "
-            "and '-', starting and ending with a letter or digit."
-        )
-    return name
 
 
 def chroma_where(filters: Metadata | None) -> dict[str, Any] | None:

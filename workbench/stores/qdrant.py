@@ -21,9 +21,9 @@ from workbench.stores.base import (
     EMBEDDING_MODEL_KEY,
     Collection,
     StoreBackend,
+    check_collection_name,
     clean_metadata,
 )
-from workbench.stores.chroma import check_collection_name
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
 _POINT_NAMESPACE = uuid.UUID("5d3a1c1e-8a7e-4f57-9a59-2b1b4f0c7a11")
