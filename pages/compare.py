@@ -8,7 +8,8 @@ import streamlit as st
 from ui.results import downloads, reranked_row
 from ui.state import collections, page_setup, remember, shown_errors
 from workbench.compare import agreement
-from workbench.engine import DEFAULT, MAX_K
+from workbench.engine import DEFAULT
+from workbench.inputs import MAX_K
 
 engine, controls = page_setup()
 

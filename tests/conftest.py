@@ -46,7 +46,7 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def real_reranker_dir(shared_dir: Path) -> Path:
-    return _require(shared_dir / "models" / "minilm-l6-scifact-reranker", "the shared cross-encoder")
+    return _require(shared_dir / "models" / "minilm-l6-qa-reranker", "the shared cross-encoder")
 
 
 @pytest.fixture(scope="session")

@@ -64,18 +64,163 @@ def test_an_interrupted_ingest_resumes(tiny_engine: Engine, tmp_path: Path) -> N
     folder.mkdir()
     for i in range(10):
         (folder / f"f{i}.txt").write_text(f"Document {i} is about subject {i}.")
-    tiny_engine.settings = tiny_engine.settings.model_copy(update={"embedding_batch_size": 3})
+    tiny_engine.settings = tiny_engine.settings.model_copy(update={"ingest_unit": 3})
 
-    def stop_after_two_batches(done: int, total: int) -> None:
+    def stop_after_two_units(done: int, total: int) -> None:
         if done >= 6:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        tiny_engine.ingest(folder, "resume", progress=stop_after_two_batches)
+        tiny_engine.ingest(folder, "resume", progress=stop_after_two_units)
     assert tiny_engine.collection_info("resume").count == 6
     report = tiny_engine.ingest(folder, "resume")
     assert (report.added, report.unchanged) == (4, 6)
     assert tiny_engine.collection_info("resume").count == 10
+
+
+def _stored(engine: Engine, name: str) -> dict[str, str]:
+    return {c.id: c.text for c in engine.browse(name, 0, 1000)}
+
+
+def test_a_shortened_file_loses_its_stale_chunks(tiny_engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    long_file = folder / "policy.txt"
+    long_file.write_text("\n\n".join(f"Paragraph {i} explains rule {i} in some detail here." for i in range(6)))
+    first = tiny_engine.ingest(folder, "stale", chunk_size=60, chunk_overlap=0)
+    assert first.chunks == 6 and tiny_engine.collection_info("stale").count == 6
+    long_file.write_text("Only one rule is left now.")
+    again = tiny_engine.ingest(folder, "stale", chunk_size=60, chunk_overlap=0)
+    assert (again.chunks, again.updated, again.removed) == (1, 1, 5)
+    assert _stored(tiny_engine, "stale") == {"policy.txt::0": "Only one rule is left now."}
+    result = tiny_engine.search("rule", k=5, top_n=1, collection="stale")
+    assert [c.text for c in result.candidates] == ["Only one rule is left now."]
+
+
+def test_another_file_with_the_same_name_replaces_the_whole_document(tiny_engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "notes.txt").write_text("\n\n".join(f"Alpha note {i} about herons." for i in range(4)))
+    (tmp_path / "b" / "notes.txt").write_text("Beta note about owls.")
+    tiny_engine.ingest(tmp_path / "a" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
+    assert tiny_engine.collection_info("same-name").count == 4
+    report = tiny_engine.ingest(tmp_path / "b" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
+    assert report.removed == 3
+    assert list(_stored(tiny_engine, "same-name").values()) == ["Beta note about owls."]
+
+
+def test_files_in_subfolders_keep_their_own_identity(tiny_engine: Engine, tmp_path: Path) -> None:
+    for sub in ("2023", "2024"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "report.md").write_text(f"# Report {sub}\n\n## Summary\nThe {sub} summary.\n")
+    report = tiny_engine.ingest(tmp_path, "years")
+    assert report.chunks == 2 and tiny_engine.collection_info("years").count == 2
+    assert set(_stored(tiny_engine, "years")) == {"2023/report.md#0::0", "2024/report.md#0::0"}
+
+
+def test_one_bad_file_does_not_discard_the_good_ones(tiny_engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "good.txt").write_text("Kestrels hover over fields.")
+    (tmp_path / "table.csv").write_text("city,population\nLyon,522000\n")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x81")
+    report = tiny_engine.ingest(tmp_path, "mixed")
+    assert report.documents == 2 and report.added == 2
+    assert [(p.name, "not UTF-8" in p.reason) for p in report.problems] == [("bad.txt", True)]
+    assert "1 file skipped" in report.summary()
+    stored = _stored(tiny_engine, "mixed")
+    assert stored["table.csv#1::0"] == "city: Lyon population: 522000"  # chunk text has single spaces
+    [row] = tiny_engine.search("Lyon", k=5, top_n=1, filters={"population": 522000}, collection="mixed").candidates
+    assert row.metadata["population"] == 522000  # the typing rule: numbers in a CSV are numbers
+
+
+def test_nothing_readable_is_an_error_listing_the_files(tiny_engine: Engine, tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x81")
+    with pytest.raises(IngestError, match=r"no file could be read\. bad.txt: not UTF-8"):
+        tiny_engine.ingest(tmp_path, "nothing", shown_as="your upload")
+
+
+KILL_SCRIPT = """
+import os, sys, time
+os.environ["WORKBENCH_CONFIG"] = ""
+from workbench.config import Settings
+from workbench.engine import Engine
+folder, store, name, embedder = sys.argv[1:5]
+engine = Engine(Settings(store=store, persist_dir=folder + "-store", embedding_model=embedder,
+                         reranker_model="none", ingest_unit=4, offline=True))
+stop_at = int(sys.argv[5])
+def progress(done, total):
+    if done >= stop_at:
+        print("UNITS-WRITTEN", flush=True)
+        time.sleep(600)
+engine.ingest(folder, name, chunk_size=60, chunk_overlap=0, progress=progress)
+"""
+
+
+@pytest.mark.parametrize("store", ["chroma", "qdrant"])
+def test_kill_9_mid_ingest_then_rerun_gives_exact_counts(
+    tmp_path: Path, tiny_models: dict[str, Path], store: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from workbench.config import Settings
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"f{i}.txt").write_text("\n\n".join(f"File {i} paragraph {j} says a thing." for j in range(3)))
+    settings = Settings(
+        store=store,
+        persist_dir=str(folder) + "-store",
+        embedding_model=str(tiny_models["embedder"]),
+        reranker_model="none",
+        offline=True,
+    )
+
+    def killed_run(stop_at: int) -> None:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                KILL_SCRIPT,
+                str(folder),
+                store,
+                "killed",
+                str(tiny_models["embedder"]),
+                str(stop_at),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            line = process.stdout.readline().strip() if process.stdout else ""
+            assert line == "UNITS-WRITTEN", process.stderr.read() if process.stderr and not line else line
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+    killed_run(8)  # 9 of 18 chunks written, then kill -9
+    engine = Engine(settings)
+    assert 0 < engine.collection_info("killed").count < 18
+    report = engine.ingest(folder, "killed", chunk_size=60, chunk_overlap=0)
+    assert report.added + report.unchanged == 18
+    stored = _stored(engine, "killed")
+    assert len(stored) == 18 == engine.collection_info("killed").count == len(set(stored.values()))
+    engine.registry.backend().close()
+
+    # shrink every file, kill -9 part-way through replacing them, rerun: exactly the new chunks remain
+    for i in range(6):
+        (folder / f"f{i}.txt").write_text(f"File {i} now has one short paragraph.")
+    killed_run(4)  # 4 of the 6 files replaced, then kill -9
+    engine = Engine(settings)
+    assert engine.collection_info("killed").count == 4 + 2 * 3
+    report = engine.ingest(folder, "killed", chunk_size=60, chunk_overlap=0)
+    stored = _stored(engine, "killed")
+    assert sorted(stored) == [f"f{i}.txt::0" for i in range(6)]
+    assert all(text.endswith("one short paragraph.") for text in stored.values())
+    engine.registry.backend().close()
 
 
 def test_a_collection_keeps_its_embedding_model(tiny_engine: Engine, corpus_dir: Path, tmp_path: Path) -> None:

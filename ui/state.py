@@ -10,8 +10,9 @@ from typing import Any
 import streamlit as st
 
 from workbench.config import Settings
-from workbench.engine import MAX_K, Engine, parse_filter_pairs
+from workbench.engine import Engine
 from workbench.errors import WorkbenchError
+from workbench.inputs import MAX_K, parse_filters
 from workbench.types import CollectionInfo, SearchResult
 
 
@@ -116,7 +117,7 @@ def sidebar(engine: Engine) -> Controls:
         )
         filter_error = None
         try:
-            filters = parse_filter_pairs(raw.splitlines())
+            filters = parse_filters(raw)
         except WorkbenchError as exc:
             filters, filter_error = {}, str(exc)
             st.error(filter_error)

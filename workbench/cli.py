@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine, parse_filter_pairs
+from workbench.engine import DEFAULT, Engine
 from workbench.errors import WorkbenchError
+from workbench.inputs import parse_filters
 from workbench.types import SearchResult
 
 
@@ -133,7 +134,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args.text,
         args.k,
         args.n,
-        parse_filter_pairs(args.filter),
+        parse_filters(args.filter),
         collection=args.collection,
         reranker=None if args.no_rerank else DEFAULT,
     )

@@ -13,16 +13,14 @@ from typing import Any
 
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
-from workbench.engine import DEFAULT, Engine, get_engine, validate_depths
-from workbench.errors import InputError
+from workbench.engine import DEFAULT, Engine, get_engine
+from workbench.inputs import DISPLAY_CHARS, MAX_K, validate_depths, validate_top_k
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"
-MAX_TOP_K = 20
-DISPLAY_CHARS = 800
 
 _engines: dict[tuple[str, int], tuple[Any, Engine]] = {}
 _engines_lock = threading.Lock()
@@ -103,8 +101,7 @@ def retrieve_chunks(
     Returns [] when nothing matches. Raises InputError on bad input and StoreError (StoreConnectionError,
     a ConnectionError, when the server is unreachable) on backend errors.
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise InputError(f"top_k must be between 1 and {MAX_TOP_K}; got {top_k!r}.")
+    top_k = validate_top_k(top_k)
     engine = engine or get_engine()
     k = max(top_k, engine.settings.k_retrieve) if engine.reranker() is not None else top_k
     result = engine.search(query, k, top_k, filters, collection=collection)
@@ -132,7 +129,7 @@ class RetrievalService:
     def _hits(self, query: str, k: int) -> list[RankedHit]:
         validate_depths(k, k)
         depth = max(k, self._candidates or self._engine.settings.k_retrieve) if self._reranker is not None else k
-        result = self._engine.search(query, min(depth, 200), k, collection="service", reranker=self._reranker)
+        result = self._engine.search(query, min(depth, MAX_K), k, collection="service", reranker=self._reranker)
         return result.reranked
 
     def retrieve_with_scores(self, query: str, k: int = 4) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from workbench.errors import ConfigError
@@ -21,10 +21,11 @@ from workbench.errors import ConfigError
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 NO_RERANKER = "none"
-StoreKind = Literal["chroma", "qdrant"]
+StoreKind = Literal["chroma", "qdrant", "pgvector"]
 Device = Literal["auto", "cpu", "cuda", "mps"]
 
-_PATH_KEYS = {"persist_dir", "models_dir", "reranker_model", "embedding_model"}
+_PATH_KEYS = {"persist_dir", "models_dir", "reranker_model", "embedding_model", "data_dir", "data_roots"}
+_PATH_LIST_KEYS = {"models_dir", "data_roots"}
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -62,7 +63,18 @@ class Settings(BaseSettings):
     persist_dir: Path | None = Field(None, validation_alias=_alias("persist_dir", "WORKBENCH_PERSIST_DIR"))
     chroma_url: str | None = Field(None, validation_alias=_alias("chroma_url", "WORKBENCH_CHROMA_URL"))
     qdrant_url: str | None = Field(None, validation_alias=_alias("qdrant_url", "WORKBENCH_QDRANT_URL"))
+    pg_url: str | None = Field(None, validation_alias=_alias("pg_url", "WORKBENCH_PG_URL"))
+    pg_schema: str = Field("workbench", validation_alias=_alias("pg_schema", "WORKBENCH_PG_SCHEMA"))
+    store_timeout: float = Field(
+        10.0, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
+    )
     collection: str = Field("demo", validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
+
+    # Where the workbench keeps its own files (embedded stores, exports, indexes, sessions)
+    data_dir: Path = Field(Path(".workbench"), validation_alias=_alias("data_dir", "WORKBENCH_DATA_DIR"))
+    # Folders the app may read server-side paths from (os.pathsep separated); default: data_dir and the demo
+    data_roots: str | None = Field(None, validation_alias=_alias("data_roots", "WORKBENCH_DATA_ROOTS"))
+    app_password: SecretStr | None = Field(None, validation_alias=_alias("app_password", "WORKBENCH_APP_PASSWORD"))
 
     # Models
     models_dir: str | None = Field(None, validation_alias=_alias("models_dir", "WORKBENCH_MODELS_DIR"))
@@ -71,8 +83,9 @@ class Settings(BaseSettings):
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
     chunk_overlap: int = Field(100, ge=0, validation_alias=_alias("chunk_overlap", "WORKBENCH_CHUNK_OVERLAP"))
+    ingest_unit: int = Field(256, ge=1, validation_alias=_alias("ingest_unit", "WORKBENCH_INGEST_UNIT"))
 
-    @field_validator("chroma_url", "qdrant_url", "models_dir", mode="before")
+    @field_validator("chroma_url", "qdrant_url", "pg_url", "models_dir", "data_roots", "app_password", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
@@ -83,18 +96,26 @@ class Settings(BaseSettings):
         return self.reranker_model.strip().lower() not in {NO_RERANKER, ""}
 
     @property
+    def store_url(self) -> str | None:
+        """The configured store's server URL (None for an embedded folder)."""
+        return {"chroma": self.chroma_url, "qdrant": self.qdrant_url, "pgvector": self.pg_url}[self.store]
+
+    @property
     def store_location(self) -> str:
-        """Where the configured store lives: a URL, or the persist folder for embedded stores."""
-        if self.store == "chroma" and self.chroma_url:
-            return self.chroma_url
-        if self.store == "qdrant" and self.qdrant_url:
-            return self.qdrant_url
-        return str(self.resolved_persist_dir)
+        """Where the configured store lives, safe to show: a redacted URL, or the embedded store's folder."""
+        from workbench.redact import redact_url
+
+        url = self.store_url
+        return redact_url(url) if url else str(self.resolved_persist_dir)
 
     @property
     def resolved_persist_dir(self) -> Path:
-        """The embedded store's folder: persist_dir, else `.workbench/<store>` under the current folder."""
-        return Path(self.persist_dir) if self.persist_dir else Path(".workbench") / self.store
+        """The embedded store's folder: persist_dir, else `<data_dir>/<store>` (`.workbench/chroma`)."""
+        return Path(self.persist_dir) if self.persist_dir else Path(self.data_dir) / self.store
+
+    def store_options(self) -> dict[str, Any]:
+        """Store-specific settings handed to the backend (pgvector's schema)."""
+        return {"schema": self.pg_schema} if self.store == "pgvector" else {}
 
     def model_dirs(self) -> list[Path]:
         """The folders searched for models by id, from WORKBENCH_MODELS_DIR (os.pathsep separated)."""
@@ -142,9 +163,9 @@ class _TomlSource(PydanticBaseSettingsSource):
         data = data.get("workbench", data)
         base = path.resolve().parent
         for key in _PATH_KEYS & data.keys():
-            value = str(data[key])
-            if value.startswith(("./", "../")):
-                data[key] = str((base / value).resolve())
+            parts = str(data[key]).split(os.pathsep) if key in _PATH_LIST_KEYS else [str(data[key])]
+            parts = [str((base / p).resolve()) if p.startswith(("./", "../")) else p for p in parts]
+            data[key] = os.pathsep.join(parts)
         return data
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:

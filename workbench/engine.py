@@ -19,6 +19,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
+from workbench.inputs import MAX_K, parse_filters, validate_depths, validate_page, validate_query
 from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
@@ -33,74 +34,15 @@ from workbench.types import (
     StageTimings,
 )
 
-MAX_QUERY_CHARS: Final = 512
-MAX_K: Final = 200
 
+class UseDefault:
+    """The type of `DEFAULT`: "use the configured value" where None already means "none" (as for rerankers)."""
 
-class _Default:
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
-DEFAULT: Final = _Default()
-
-
-def validate_query(query: Any) -> str:
-    """The query trimmed; 1 to 512 characters, else InputError."""
-    if not isinstance(query, str):
-        raise InputError(f"The query must be text; got {type(query).__name__}.")
-    trimmed = query.strip()
-    if not trimmed:
-        raise InputError("The query is empty: type 1 to 512 characters.")
-    if len(trimmed) > MAX_QUERY_CHARS:
-        raise InputError(f"The query is {len(trimmed)} characters long; the limit is {MAX_QUERY_CHARS}.")
-    return trimmed
-
-
-def validate_depths(k: Any, top_n: Any, max_k: int = MAX_K) -> tuple[int, int]:
-    """k in 1..max_k and top_n in 1..k, as integers, else InputError."""
-    for name, value in (("k", k), ("top_n", top_n)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"{name} must be a whole number; got {value!r}.")
-    if not 1 <= k <= max_k:
-        raise InputError(f"k must be between 1 and {max_k}; got {k}.")
-    if not 1 <= top_n <= k:
-        raise InputError(f"top_n must be between 1 and k ({k}); got {top_n}.")
-    return k, top_n
-
-
-def validate_filters(filters: Any) -> Metadata:
-    """Metadata equalities: a dict of names to str, int, float or bool values."""
-    if filters is None:
-        return {}
-    if not isinstance(filters, dict):
-        raise InputError(f"filters must be a mapping of metadata names to values; got {type(filters).__name__}.")
-    for key, value in filters.items():
-        if not isinstance(key, str) or not key:
-            raise InputError(f"Filter names must be non-empty text; got {key!r}.")
-        if not isinstance(value, str | int | float | bool):
-            raise InputError(f"Filter '{key}' must equal a string, number or boolean; got {value!r}.")
-    return dict(filters)
-
-
-def parse_filter_pairs(pairs: list[str] | None) -> Metadata:
-    """`key=value` strings as filters; values that read as JSON numbers or booleans become those."""
-    filters: Metadata = {}
-    for pair in pairs or []:
-        if not pair.strip():
-            continue
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"Filters take key=value; got '{pair}'.")
-        raw = raw.strip()
-        try:
-            value = json.loads(raw)
-            if not isinstance(value, int | float | bool):
-                value = raw
-        except json.JSONDecodeError:
-            value = raw
-        filters[key.strip()] = value
-    return filters
+DEFAULT: Final = UseDefault()
 
 
 def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
@@ -124,7 +66,7 @@ class Engine:
         *,
         registry: StoreRegistry | None = None,
         embedder: Embedder | None = None,
-        reranker: Reranker | _Default | None = DEFAULT,
+        reranker: Reranker | UseDefault | None = DEFAULT,
     ) -> None:
         self.settings = settings or get_settings()
         self.registry = registry or StoreRegistry(self.settings)
@@ -148,15 +90,19 @@ class Engine:
                 self._embedders[model_id] = create_embedder(model_id, self.settings)
             return self._embedders[model_id]
 
-    def reranker(self, model_id: str | _Default | None = DEFAULT) -> Reranker | None:
+    def reranker(self, model_id: str | UseDefault | None = DEFAULT) -> Reranker | None:
         """The reranker for a model id; DEFAULT is the engine's own (from RERANKER_MODEL); None means none."""
-        if isinstance(model_id, _Default):
-            if not isinstance(self._default_reranker, _Default):
+        if isinstance(model_id, UseDefault):
+            if not isinstance(self._default_reranker, UseDefault):
                 return self._default_reranker
             if not self.settings.reranker_enabled:
                 return None
             model_id = self.settings.reranker_model
-        if model_id is None or model_id.strip().lower() in {"", "none"}:
+        if model_id is None:
+            return None
+        if not isinstance(model_id, str):
+            raise InputError(f"reranker must be a model id, a folder, None or DEFAULT; got {model_id!r}.")
+        if model_id.strip().lower() in {"", "none"}:
             return None
         with self._lock:
             if model_id not in self._rerankers:
@@ -178,18 +124,19 @@ class Engine:
         query: str,
         k: int | None = None,
         top_n: int | None = None,
-        filters: Metadata | None = None,
+        filters: Metadata | list[str] | str | None = None,
         *,
         collection: str | None = None,
-        reranker: str | _Default | None = DEFAULT,
+        reranker: str | UseDefault | None = DEFAULT,
         max_k: int = MAX_K,
         use_cache: bool = True,
     ) -> SearchResult:
         """Top k by vector similarity, reranked, top_n kept; see `SearchResult`.
 
-        `reranker` is a model id, None for no reranking, or DEFAULT for the configured one.
-        `use_cache=False` skips the result and score caches (load runs measure real work).
-        Raises InputError for bad inputs, CollectionNotFoundError, ModelNotFoundError, StoreError.
+        `filters` are metadata equalities in any form `inputs.parse_filters` takes. `reranker` is a model id,
+        None for no reranking, or DEFAULT for the configured one. `use_cache=False` skips the result and
+        score caches (load runs measure real work). Raises InputError for bad inputs,
+        CollectionNotFoundError (checked before any model loads), ModelNotFoundError, StoreError.
         """
         query = validate_query(query)
         k, top_n = validate_depths(
@@ -197,8 +144,10 @@ class Engine:
             min(self.settings.k_return, k or self.settings.k_retrieve) if top_n is None else top_n,
             max_k,
         )
-        filters = validate_filters(filters)
+        filters = parse_filters(filters)
         name = collection or self.settings.collection
+        store = self.registry.get(name)
+        info = self._info(name)
         rerank_model = self.reranker(reranker)
         key = (
             name,
@@ -217,16 +166,14 @@ class Engine:
                 }
             )
 
-        store = self.registry.get(name)
-        info = self._info(name)
-        embedder = None if getattr(store, "embeds_queries", False) else self._collection_embedder(name, info)
+        embedder = None if store.embeds_queries else self._collection_embedder(name, info)
         # The clock starts once models and clients are loaded: timings measure a query, not start-up.
         started = time.perf_counter()
 
         t0 = time.perf_counter()
         vector = embedder.embed_query(query) if embedder else None
         t1 = time.perf_counter()
-        hits = store.search(vector, k + max(5, k // 5), filters, text=query)  # type: ignore[arg-type]
+        hits = store.search(k + max(5, k // 5), filters, vector=vector, text=query)
         hits, duplicates = _dedupe(hits)
         hits = hits[:k]
         t2 = time.perf_counter()
@@ -303,7 +250,8 @@ class Engine:
         return self.registry.get(name).info()
 
     def browse(self, name: str, offset: int = 0, limit: int = 20) -> list[Chunk]:
-        """A page of a collection's chunks."""
+        """A page of a collection's chunks (offset ≥ 0, 1 ≤ limit ≤ 1000)."""
+        offset, limit = validate_page(offset, limit)
         return self.registry.get(name).browse(offset, limit)
 
     def delete_collection(self, name: str) -> None:
@@ -316,15 +264,19 @@ class Engine:
         path: str | Path,
         collection: str,
         *,
-        chunk_size: int | _Default | None = DEFAULT,
+        chunk_size: int | UseDefault | None = DEFAULT,
         chunk_overlap: int | None = None,
+        text_columns: list[str] | None = None,
         progress: ProgressCallback | None = None,
+        shown_as: str | None = None,
     ) -> IngestReport:
         """Load, chunk, embed and store `path` into `collection` (created with the default embedder).
 
         `chunk_size` DEFAULT uses the settings for files and keeps BEIR passages whole; None keeps all whole.
+        `text_columns` picks a CSV's text columns; `shown_as` names `path` in messages (uploads).
+        Files that cannot be read are listed in the report's `problems`; the others are ingested.
         """
-        size = self.settings.chunk_size if isinstance(chunk_size, _Default) else chunk_size
+        size = self.settings.chunk_size if isinstance(chunk_size, UseDefault) else chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         try:
             recorded = self.registry.get(collection).embedding_model()
@@ -337,8 +289,10 @@ class Engine:
             embedder=self.embedder(recorded),
             chunk_size=size,
             chunk_overlap=overlap,
-            batch_size=self.settings.embedding_batch_size,
+            text_columns=text_columns,
+            unit_size=self.settings.ingest_unit,
             progress=progress,
+            shown_as=shown_as,
         )
         self._forget_results(collection)
         return report

@@ -1,9 +1,11 @@
-"""Ingestion: documents to chunks with stable ids, then batched embed + upsert with progress.
+"""Ingestion: documents to chunks with stable ids, then embed + upsert in resumable units with progress.
 
-Chunk ids are `<document id>::<chunk index>`; each chunk also records a hash of its text. Before a batch is
-embedded, the store is asked which of its ids it already holds with the same hash: those are skipped. So
-re-ingesting the same files writes nothing new, a changed chunk is re-embedded in place, and an ingest
-interrupted part-way resumes where it stopped.
+Chunk ids are `<document id>::<chunk index>`; each chunk records a hash of its text and its `origin` (the
+file, or BEIR passage, it came from). Documents are written one origin at a time, packed into units: for
+each unit the store is asked which chunks it already holds for those origins; unchanged chunks are skipped,
+new or changed ones are embedded and upserted, and chunks the origin no longer produces are deleted. So
+re-ingesting the same files writes nothing, a shortened file loses its stale chunks, and an ingest killed
+part-way (even with kill -9) resumes where it stopped and ends with exactly the chunks a clean run gives.
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ import hashlib
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.embeddings import Embedder
 from workbench.errors import CollectionNotFoundError, IngestError, InputError
 from workbench.loaders import Document, load_path
-from workbench.stores.base import CONTENT_HASH_KEY
+from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
 from workbench.stores.registry import StoreRegistry
-from workbench.types import Chunk, IngestReport
+from workbench.types import Chunk, IngestProblem, IngestReport
 
 ProgressCallback = Callable[[int, int], None]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Chunks written per unit: large enough that the embedder's own length sorting pads little, small enough
+# that an interrupted ingest loses little and the progress bar moves.
+UNIT_CHUNKS = 256
 
 
 def _units(text: str) -> list[str]:
@@ -91,59 +97,88 @@ def chunk_documents(
                 "document_id": document.id,
                 "chunk_index": index,
                 CONTENT_HASH_KEY: content_hash(text),
+                ORIGIN_KEY: document.origin,
             }
             chunks.append(Chunk(id=f"{document.id}::{index}", text=text, metadata=metadata))
     return chunks
 
 
-def ingest_chunks(
+@dataclass
+class WriteCounts:
+    """What writing chunks to a collection did."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
+def _open_collection(registry: StoreRegistry, name: str, embedder: Embedder) -> Collection:
+    try:
+        existing = registry.get(name)
+    except CollectionNotFoundError:
+        return registry.create(name, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    recorded = existing.embedding_model()
+    if recorded and not existing.embeds_documents and recorded != embedder.model_id:
+        raise IngestError(
+            f"Collection '{name}' was built with embedding model '{recorded}', not '{embedder.model_id}'. "
+            f"Ingest into a new collection, or set WORKBENCH_EMBEDDING_MODEL={recorded}."
+        )
+    return existing
+
+
+def _units_by_origin(chunks: Sequence[Chunk], size: int) -> list[list[Chunk]]:
+    """Chunks grouped by origin (in first-seen order), the groups packed into units of about `size` chunks."""
+    groups: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        groups.setdefault(str(chunk.metadata[ORIGIN_KEY]), []).append(chunk)
+    units: list[list[Chunk]] = [[]]
+    for group in groups.values():
+        if units[-1] and len(units[-1]) + len(group) > size:
+            units.append([])
+        units[-1].extend(group)
+    return [u for u in units if u]
+
+
+def write_chunks(
     chunks: Sequence[Chunk],
     collection_name: str,
     *,
     registry: StoreRegistry,
     embedder: Embedder,
-    batch_size: int = 64,
+    unit_size: int = UNIT_CHUNKS,
     progress: ProgressCallback | None = None,
-) -> tuple[int, int, int]:
-    """Embed and upsert chunks in batches, skipping those already stored unchanged.
-
-    Returns (added, updated, unchanged).
-    """
-    try:
-        existing = registry.get(collection_name)
-    except CollectionNotFoundError:
-        existing = None
-    if existing is not None:
-        recorded = existing.embedding_model()
-        if recorded and recorded != embedder.model_id:
-            raise IngestError(
-                f"Collection '{collection_name}' was built with embedding model '{recorded}', not "
-                f"'{embedder.model_id}'. Ingest into a new collection, or set WORKBENCH_EMBEDDING_MODEL={recorded}."
-            )
-        collection = existing
-    else:
-        collection = registry.create(collection_name, embedding_model=embedder.model_id, dimension=embedder.dimension)
-    embeds_itself = getattr(collection, "embeds_documents", False)
-    added = updated = unchanged = 0
+) -> WriteCounts:
+    """Write chunks origin by origin: skip unchanged, embed and upsert new or changed, delete stale ones."""
+    ids = [c.id for c in chunks]
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        repeated = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+        raise IngestError(f"Two documents produce the chunk id '{repeated}': give them distinct ids.")
+    collection = _open_collection(registry, collection_name, embedder)
+    counts = WriteCounts()
     total = len(chunks)
+    done = 0
     if progress:
         progress(0, total)
-    for start in range(0, total, batch_size):
-        batch = list(chunks[start : start + batch_size])
-        stored = collection.content_hashes([c.id for c in batch])
-        todo = [c for c in batch if stored.get(c.id, "missing") != c.metadata[CONTENT_HASH_KEY]]
-        unchanged += len(batch) - len(todo)
+    for unit in _units_by_origin(chunks, unit_size):
+        origins = sorted({str(c.metadata[ORIGIN_KEY]) for c in unit})
+        stored = collection.stored_chunks(origins, [c.id for c in unit])
+        todo = [c for c in unit if stored.get(c.id, "missing") != c.metadata[CONTENT_HASH_KEY]]
         if todo:
-            vectors = None if embeds_itself else embedder.embed_documents([c.text for c in todo])
-            collection.upsert(todo, vectors)  # type: ignore[arg-type]
-            for c in todo:
-                if c.id in stored:
-                    updated += 1
-                else:
-                    added += 1
+            vectors = None if collection.embeds_documents else embedder.embed_documents([c.text for c in todo])
+            collection.upsert(todo, vectors)
+        produced = {c.id for c in unit}
+        stale = [i for i in stored if i not in produced]
+        collection.delete_chunks(stale)
+        counts.unchanged += len(unit) - len(todo)
+        counts.updated += sum(c.id in stored for c in todo)
+        counts.added += sum(c.id not in stored for c in todo)
+        counts.removed += len(stale)
+        done += len(unit)
         if progress:
-            progress(min(start + batch_size, total), total)
-    return added, updated, unchanged
+            progress(done, total)
+    return counts
 
 
 def ingest_path(
@@ -154,32 +189,54 @@ def ingest_path(
     embedder: Embedder,
     chunk_size: int | None = 1000,
     chunk_overlap: int = 100,
-    batch_size: int = 64,
+    text_columns: Sequence[str] | None = None,
+    unit_size: int = UNIT_CHUNKS,
     progress: ProgressCallback | None = None,
+    shown_as: str | None = None,
 ) -> IngestReport:
-    """Load, chunk, embed and store everything at `path` into `collection_name`."""
+    """Load, chunk, embed and store everything at `path` into `collection_name`.
+
+    Files that cannot be read are listed in the report's `problems` and the rest are ingested; when no file
+    yields any text, IngestError lists why. `shown_as` names `path` in messages (uploads live in temp folders).
+    """
     started = time.perf_counter()
-    documents = load_path(path)
+    loaded = load_path(path, text_columns=text_columns, shown_as=shown_as)
+    documents = _distinct_documents(loaded.documents, loaded.problems)
     if not documents:
-        raise IngestError(f"Nothing to ingest at {path}: the files hold no text.")
+        raise IngestError(_nothing_to_ingest(shown_as or path, loaded.problems))
     chunks = chunk_documents(documents, chunk_size, chunk_overlap)
-    added, updated, unchanged = ingest_chunks(
-        chunks,
-        collection_name,
-        registry=registry,
-        embedder=embedder,
-        batch_size=batch_size,
-        progress=progress,
+    counts = write_chunks(
+        chunks, collection_name, registry=registry, embedder=embedder, unit_size=unit_size, progress=progress
     )
-    sources = {d.metadata.get("source", d.id) for d in documents}
     return IngestReport(
         collection=collection_name,
-        store=registry.config(collection_name).kind,
-        files=len(sources),
+        store=registry.get(collection_name).store,
+        files=loaded.files,
         documents=len(documents),
         chunks=len(chunks),
-        added=added,
-        updated=updated,
-        unchanged=unchanged,
+        added=counts.added,
+        updated=counts.updated,
+        unchanged=counts.unchanged,
+        removed=counts.removed,
+        problems=loaded.problems,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _distinct_documents(documents: list[Document], problems: list[IngestProblem]) -> list[Document]:
+    """Documents with distinct ids: a file that reuses an id another file already has is skipped whole."""
+    owner: dict[str, str] = {}
+    for document in documents:
+        owner.setdefault(document.id, document.origin)
+    clashing = {d.origin: owner[d.id] for d in documents if owner[d.id] != d.origin}
+    for origin, other in clashing.items():
+        problems.append(IngestProblem(name=origin, reason=f"uses document ids that {other} already has; skipped"))
+    return [d for d in documents if d.origin not in clashing]
+
+
+def _nothing_to_ingest(path: str | Path, problems: list[IngestProblem]) -> str:
+    if not problems:
+        return f"Nothing to ingest at {path}: the files hold no text."
+    listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return f"Nothing was ingested: no file could be read. {listed}{more}."

@@ -171,8 +171,16 @@ class RetrievedChunk(BaseModel):
     rerank_score: float | None = None
 
 
+class IngestProblem(BaseModel):
+    """A file that was not ingested: its name (relative to what was ingested) and why."""
+
+    name: str
+    reason: str
+
+
 class IngestReport(BaseModel):
-    """What one ingest did."""
+    """What one ingest did. `removed` counts stale chunks of re-ingested documents that were deleted;
+    `problems` lists the files that could not be ingested (the others were)."""
 
     collection: str
     store: str
@@ -182,4 +190,17 @@ class IngestReport(BaseModel):
     added: int
     updated: int
     unchanged: int
+    removed: int = 0
+    problems: list[IngestProblem] = Field(default_factory=list)
     seconds: float
+
+    def summary(self) -> str:
+        """One line: what was read and written, and how many files were skipped."""
+        line = (
+            f"{self.collection} ({self.store}): {self.documents} documents -> {self.chunks} chunks; "
+            f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed "
+            f"in {self.seconds:.1f}s"
+        )
+        if self.problems:
+            line += f"; {len(self.problems)} file{'s' if len(self.problems) != 1 else ''} skipped"
+        return line

@@ -3,7 +3,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -40,6 +39,6 @@ def test_langchain_vector_stores_register_by_name() -> None:
     registry.register_langchain("lc", store)
     collection = registry.get("lc")
     assert isinstance(collection, LangChainCollection) and collection.count() == 2
-    hits = collection.search(np.zeros(16), 2, text="alpha beta")
+    hits = collection.search(2, text="alpha beta")
     assert hits[0].id == "a" and hits[0].score >= hits[1].score
-    assert [h.id for h in collection.search(np.zeros(16), 2, {"k": 2}, text="alpha beta")] == ["b"]
+    assert [h.id for h in collection.search(2, {"k": 2}, text="alpha beta")] == ["b"]

@@ -1,54 +1,184 @@
-"""What every vector store offers the engine: backends that hold collections, collections that search."""
+"""The store contract: backends hold collections, collections search and store chunks.
+
+Every store reports cosine similarity (higher is better), filters on metadata equality, and records per
+chunk its `origin` (the file or passage it came from) and a hash of its text, so ingest can skip what is
+unchanged and delete what a re-ingested document no longer produces.
+
+Errors: every contract method of every store runs behind one translator (`translate_store_error`), so a
+client's own exceptions reach users as `StoreConnectionError` (the server is down, refused or timed out,
+naming the URL and WORKBENCH_STORE_TIMEOUT) or `StoreError` (with the store's own message), never raw.
+"""
 
 from __future__ import annotations
 
-import re
+import functools
+import math
+import socket
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from workbench.errors import InputError
+from workbench.errors import InputError, StoreConnectionError, StoreError, WorkbenchError
+from workbench.inputs import normalise_value, validate_collection_name
+from workbench.redact import redact_text
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
 # Collection-level metadata keys the workbench writes when it creates a collection.
 EMBEDDING_MODEL_KEY = "workbench_embedding_model"
 DIMENSION_KEY = "workbench_dimension"
-# Chunk-level metadata key holding a hash of the chunk's text, so re-ingest can skip unchanged chunks.
+# Chunk-level metadata: a hash of the chunk's text, and the document (file or passage) it came from.
 CONTENT_HASH_KEY = "content_hash"
-_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+ORIGIN_KEY = "origin"
+TIMEOUT_SETTING = "WORKBENCH_STORE_TIMEOUT"
+
+check_collection_name = validate_collection_name
+
+_CONNECTION_TYPE_NAMES = frozenset(
+    {
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "TimeoutException",
+        "RemoteProtocolError",
+        "NetworkError",
+        "ReadError",
+        "WriteError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "OperationalError",  # psycopg: the server closed the connection or cannot be reached
+        "InterfaceError",
+        "ConnectionTimeout",
+        "AMQPConnectionError",
+    }
+)
+_CONNECTION_PHRASES = ("could not connect", "connection refused", "timed out", "connection reset", "unreachable")
 
 
-def check_collection_name(name: str) -> str:
-    """Chroma's naming rule, checked up front so the user gets a plain message."""
-    if not _NAME.match(name or ""):
-        raise InputError(
-            f"Collection name '{name}' is not allowed: use 3-512 characters from letters, digits, '.', '_' "
-            "and '-', starting and ending with a letter or digit."
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 12:
+        seen.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "source", None)
+    return seen
+
+
+def is_connection_problem(exc: BaseException) -> bool:
+    """True when an exception (or one it wraps) says the server could not be reached or did not answer."""
+    for link in _chain(exc):
+        if isinstance(link, ConnectionError | TimeoutError | socket.timeout):
+            return True
+        if type(link).__name__ in _CONNECTION_TYPE_NAMES:
+            return True
+        if any(phrase in str(link).lower() for phrase in _CONNECTION_PHRASES):
+            return True
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if not text:
+        inner = next((str(e) for e in _chain(exc)[1:] if str(e).strip()), "")
+        text = " ".join(inner.split())
+    return redact_text(text[:400]) or type(exc).__name__
+
+
+def translate_store_error(
+    exc: BaseException, *, store: str, location: str, action: str, timeout: float | None
+) -> StoreError:
+    """A client exception as the workbench error a user can act on (the URL is already redacted)."""
+    if isinstance(exc, StoreError):
+        return exc
+    if is_connection_problem(exc):
+        wait = f" after {timeout:g} s" if timeout and "time" in _reason(exc).lower() else ""
+        return StoreConnectionError(
+            f"Cannot reach {store} at {location} ({action}){wait}: {_reason(exc)}. Check that the server is running "
+            f"and the URL is right; {TIMEOUT_SETTING} sets how long to wait"
+            + (f" (now {timeout:g} s)." if timeout else ".")
         )
-    return name
+    return StoreError(f"{store} failed to {action} at {location}: {_reason(exc)}")
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _translated(method: _F, action: str) -> _F:
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            name = getattr(self, "name", None)
+            what = f"{action} '{name}'" if name and isinstance(self, Collection) else action
+            raise translate_store_error(
+                exc,
+                store=getattr(self, "store", None) or getattr(self, "kind", "store"),
+                location=getattr(self, "location", "?"),
+                action=what,
+                timeout=getattr(self, "timeout", None),
+            ) from exc
+
+    wrapper.__wrapped_by_translator__ = True  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+class _Translating(ABC):  # noqa: B024 - the contract classes below declare the abstract methods
+    """Wraps each contract method a subclass defines in the error translator."""
+
+    _contract: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for method, action in cls._contract.items():
+            own = cls.__dict__.get(method)
+            if callable(own) and not getattr(own, "__wrapped_by_translator__", False):
+                setattr(cls, method, _translated(own, action))
 
 
 def clean_metadata(metadata: Metadata) -> Metadata:
-    """Metadata every store accepts: str, int, float and bool values; None dropped, the rest stringified."""
+    """Metadata every store accepts, typed by the one typing rule (`inputs.normalise_value`): str, int, float
+    and bool values; None, NaN and infinities dropped; lists and objects stringified; `$` stripped from names."""
     clean: Metadata = {}
     for key, value in metadata.items():
-        if value is None:
+        value = normalise_value(value)
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
             continue
-        if isinstance(value, bool | int | float | str):
-            clean[str(key)] = value
-        else:
-            clean[str(key)] = str(value)
+        name = str(key).lstrip("$") or "field"
+        clean[name] = value if isinstance(value, bool | int | float | str) else str(value)
     return clean
 
 
-class Collection(ABC):
-    """One collection of chunks and their vectors. Scores are cosine similarity: higher is better."""
+class Collection(_Translating):
+    """One collection of chunks and their vectors. Scores are cosine similarity: higher is better.
+
+    `embeds_queries` / `embeds_documents` say whether the store embeds text itself (LangChain stores):
+    then `search` takes `text` and `upsert` takes no vectors; otherwise `vector` and vectors are required.
+    """
+
+    store: ClassVar[str] = "store"
+    embeds_queries: ClassVar[bool] = False
+    embeds_documents: ClassVar[bool] = False
+    _contract: ClassVar[dict[str, str]] = {
+        "count": "count the chunks of",
+        "info": "read",
+        "search": "search",
+        "upsert": "write to",
+        "stored_chunks": "read the chunks of",
+        "delete_chunks": "delete chunks from",
+        "browse": "browse",
+        "vectors": "read the vectors of",
+    }
 
     name: str
-    store: str
     location: str
+    timeout: float | None = None
 
     @abstractmethod
     def count(self) -> int:
@@ -56,36 +186,68 @@ class Collection(ABC):
 
     @abstractmethod
     def info(self) -> CollectionInfo:
-        """Name, store, count, embedding model and dimension."""
+        """Name, real store type, count, embedding model and dimension."""
 
     @abstractmethod
-    def search(self, vector: np.ndarray, k: int, filters: Metadata | None = None, text: str = "") -> list[Hit]:
-        """The k nearest chunks to `vector`, best first, restricted to metadata equal to `filters`.
+    def search(
+        self, k: int, filters: Metadata | None = None, *, vector: np.ndarray | None = None, text: str | None = None
+    ) -> list[Hit]:
+        """The k nearest chunks, best first, restricted to metadata equal to `filters`.
 
-        `text` is the query itself, for stores that embed queries on their own (LangChain stores).
+        Stores that embed queries themselves take `text`; the others take `vector`.
         """
 
     @abstractmethod
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Insert or replace chunks by id."""
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
+        """Insert or replace chunks by id (`vectors` is None for stores that embed documents themselves)."""
 
     @abstractmethod
-    def content_hashes(self, ids: Sequence[str]) -> dict[str, str | None]:
-        """For the ids already stored, their content hash (None when they have none)."""
+    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+        """Every stored chunk whose origin is one of `origins`, or whose id is one of `ids`: id -> content hash."""
+
+    @abstractmethod
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        """Delete chunks by id (ids not stored are ignored)."""
 
     @abstractmethod
     def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
         """A page of stored chunks, in a stable order."""
 
+    def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        """Every chunk id and its stored vector (for exact search against the store's index)."""
+        raise StoreError(f"{self.store} collection '{self.name}' cannot list its vectors.")
+
+    def content_hashes(self, ids: Sequence[str]) -> dict[str, str | None]:
+        """For the ids already stored, their content hash (None when they have none)."""
+        return self.stored_chunks((), ids)
+
     def embedding_model(self) -> str | None:
         return self.info().embedding_model
 
+    def require_vector(self, vector: np.ndarray | None) -> list[float]:
+        """The query vector as a list of floats; InputError when a store that needs one was given none."""
+        if vector is None:
+            raise InputError(f"{self.store} collection '{self.name}' searches by vector: pass vector=.")
+        return np.asarray(vector, dtype=np.float32).tolist()
 
-class StoreBackend(ABC):
+
+class StoreBackend(_Translating):
     """A place that holds collections: an embedded folder or a server."""
 
-    kind: str
+    kind: ClassVar[str] = "store"
+    _contract: ClassVar[dict[str, str]] = {
+        "list_collections": "list collections",
+        "get": "open a collection",
+        "create": "create a collection",
+        "delete": "delete a collection",
+        "exists": "look up a collection",
+    }
     location: str
+    timeout: float | None = None
+
+    @property
+    def store(self) -> str:
+        return self.kind
 
     @abstractmethod
     def list_collections(self) -> list[CollectionInfo]:
@@ -106,9 +268,14 @@ class StoreBackend(ABC):
     def exists(self, name: str) -> bool:
         return name in {c.name for c in self.list_collections()}
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release the client (local Qdrant holds a lock on its folder)."""
 
 
 def as_str_id(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+def batched(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    """`items` in slices of at most `size` (stores cap how many ids one request may carry)."""
+    return [items[i : i + size] for i in range(0, len(items), size)]

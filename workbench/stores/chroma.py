@@ -1,29 +1,43 @@
-"""Chroma, embedded (`PersistentClient` on a folder) or a Chroma server (`HttpClient` by URL)."""
+"""Chroma, embedded (`PersistentClient` on a folder) or a Chroma server (`HttpClient` by URL).
+
+Embedded clients are opened exactly as `chromadb.PersistentClient(path)` opens them (Chroma allows one set of
+settings per folder in a process), and reuse a client the process already has on the same folder, so seed
+code that opened the folder itself can call the contracts in the same process. Server clients get the
+workbench's timeout on every request; credentials in the URL (user:password@, ?token=) become headers and
+are never shown.
+"""
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
+from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError
+from workbench.redact import redact_url
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
     DIMENSION_KEY,
     EMBEDDING_MODEL_KEY,
+    ORIGIN_KEY,
     Collection,
     StoreBackend,
+    batched,
     check_collection_name,
     clean_metadata,
+    translate_store_error,
 )
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
+DEFAULT_TIMEOUT = 10.0
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
+_ID_BATCH = 500
 
 
 def chroma_where(filters: Metadata | None) -> dict[str, Any] | None:
@@ -40,12 +54,13 @@ def _similarity(distance: float, space: str) -> float:
 
 
 class ChromaCollection(Collection):
-    store = "chroma"
+    store: ClassVar[str] = "chroma"
 
-    def __init__(self, collection: Any, location: str) -> None:
+    def __init__(self, collection: Any, location: str, timeout: float | None = None) -> None:
         self._collection = collection
         self.name = collection.name
         self.location = location
+        self.timeout = timeout
         config = getattr(collection, "configuration_json", None) or {}
         metadata = collection.metadata or {}
         self.space = (config.get("hnsw") or {}).get("space") or metadata.get("hnsw:space", "l2")
@@ -64,16 +79,15 @@ class ChromaCollection(Collection):
             dimension=metadata.get(DIMENSION_KEY),
         )
 
-    def search(self, vector: np.ndarray, k: int, filters: Metadata | None = None, text: str = "") -> list[Hit]:
-        try:
-            result = self._collection.query(
-                query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
-                n_results=k,
-                where=chroma_where(filters),
-                include=["documents", "metadatas", "distances"],
-            )
-        except Exception as exc:
-            raise StoreError(f"Chroma search in '{self.name}' at {self.location} failed: {exc}") from exc
+    def search(
+        self, k: int, filters: Metadata | None = None, *, vector: np.ndarray | None = None, text: str | None = None
+    ) -> list[Hit]:
+        result = self._collection.query(
+            query_embeddings=[self.require_vector(vector)],
+            n_results=k,
+            where=chroma_where(filters),
+            include=["documents", "metadatas", "distances"],
+        )
         ids = result["ids"][0]
         documents = (result.get("documents") or [[]])[0] or [""] * len(ids)
         metadatas = (result.get("metadatas") or [[]])[0] or [{}] * len(ids)
@@ -83,24 +97,33 @@ class ChromaCollection(Collection):
             for i, d, m, dist in zip(ids, documents, metadatas, distances, strict=True)
         ]
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         if not chunks:
             return
-        try:
-            self._collection.upsert(
-                ids=[c.id for c in chunks],
-                embeddings=np.asarray(vectors, dtype=np.float32).tolist(),
-                documents=[c.text for c in chunks],
-                metadatas=[clean_metadata(c.metadata) or {"_": 0} for c in chunks],
-            )
-        except Exception as exc:
-            raise StoreError(f"Writing to Chroma collection '{self.name}' failed: {exc}") from exc
+        if vectors is None:
+            raise InputError("Chroma collections store the workbench's vectors: pass vectors to upsert.")
+        self._collection.upsert(
+            ids=[c.id for c in chunks],
+            embeddings=np.asarray(vectors, dtype=np.float32).tolist(),
+            documents=[c.text for c in chunks],
+            metadatas=[clean_metadata(c.metadata) or {"_": 0} for c in chunks],
+        )
 
-    def content_hashes(self, ids: Sequence[str]) -> dict[str, str | None]:
-        if not ids:
-            return {}
-        got = self._collection.get(ids=list(ids), include=["metadatas"])
-        return {i: (m or {}).get(CONTENT_HASH_KEY) for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        requests: list[dict[str, Any]] = [
+            {"where": {ORIGIN_KEY: {"$in": list(b)}}} for b in batched(origins, _ID_BATCH)
+        ]
+        requests += [{"ids": list(b)} for b in batched(ids, _ID_BATCH)]
+        for request in requests:
+            got = self._collection.get(include=["metadatas"], **request)
+            for i, m in zip(got["ids"], got["metadatas"] or [], strict=False):
+                found[i] = (m or {}).get(CONTENT_HASH_KEY)
+        return found
+
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        for batch in batched(list(ids), _ID_BATCH):
+            self._collection.delete(ids=list(batch))
 
     def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
         got = self._collection.get(offset=offset, limit=limit, include=["documents", "metadatas"])
@@ -109,79 +132,140 @@ class ChromaCollection(Collection):
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         ]
 
+    def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        offset = 0
+        while True:
+            got = self._collection.get(offset=offset, limit=batch_size, include=["embeddings"])
+            if not got["ids"]:
+                break
+            ids += got["ids"]
+            rows.append(np.asarray(got["embeddings"], dtype=np.float32))
+            offset += len(got["ids"])
+        return ids, (np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32))
+
+
+def _server_address(url: str) -> tuple[str, int, bool, dict[str, str]]:
+    """Host, port, TLS and auth headers of a Chroma server URL (credentials become headers)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise InputError(f"A Chroma server URL looks like http://host:8000; got '{redact_url(url)}'.")
+    headers: dict[str, str] = {}
+    if parts.username:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    for key, value in parse_qsl(parts.query):
+        if key.lower() in {"token", "api_key", "apikey", "x-chroma-token"}:
+            headers["X-Chroma-Token"] = value
+    tls = parts.scheme == "https"
+    return parts.hostname, parts.port or (443 if tls else 8000), tls, headers
+
+
+def _probe(host: str, port: int, tls: bool, headers: dict[str, str], timeout: float) -> None:
+    """Ask the server for its heartbeat within the timeout, so a server that never answers fails fast."""
+    import httpx
+
+    scheme = "https" if tls else "http"
+    with httpx.Client(timeout=timeout, headers=headers) as http:
+        http.get(f"{scheme}://{host}:{port}/api/v2/heartbeat").raise_for_status()
+
+
+def _set_request_timeout(client: Any, timeout: float) -> None:
+    # chromadb's HTTP client is created with timeout=None (wait forever); give its session ours.
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is not None:
+        session.timeout = httpx.Timeout(timeout)
+
+
+def _persistent_client(path: Path) -> Any:
+    """A PersistentClient on `path`, sharing the settings of any client this process already has there."""
+    import chromadb
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from chromadb.config import Settings as ChromaSettings
+
+    resolved = path.resolve()
+    for identifier, system in list(SharedSystemClient._identifier_to_system.items()):
+        settings = system.settings
+        if settings.is_persistent and identifier and Path(identifier).resolve() == resolved:
+            return chromadb.PersistentClient(path=identifier, settings=settings.model_copy())
+    return chromadb.PersistentClient(path=str(resolved), settings=ChromaSettings())
+
 
 class ChromaBackend(StoreBackend):
     """Chroma at a folder (embedded) or at a server URL such as http://127.0.0.1:8000."""
 
-    kind = "chroma"
+    kind: ClassVar[str] = "chroma"
 
-    def __init__(self, path: str | Path | None = None, url: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         if (path is None) == (url is None):
             raise InputError("Chroma needs exactly one of a persist folder or a server URL.")
-        self.location = url if url else str(Path(path).resolve())  # type: ignore[arg-type]
-        self._client = self._client_for(path, url)
+        self.timeout = timeout
+        self.location = redact_url(url) if url else str(Path(path).resolve())  # type: ignore[arg-type]
+        self._client = self._client_for(path, url, timeout)
 
-    @staticmethod
-    def _client_for(path: str | Path | None, url: str | None) -> Any:
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
+    def _client_for(self, path: str | Path | None, url: str | None, timeout: float) -> Any:
         key = url or str(Path(path).resolve())  # type: ignore[arg-type]
         with _clients_lock:
             if key in _clients:
                 return _clients[key]
-            chroma_settings = ChromaSettings(anonymized_telemetry=False)
-            try:
-                if url:
-                    parsed = urlparse(url if "://" in url else f"http://{url}")
-                    client = chromadb.HttpClient(
-                        host=parsed.hostname or "127.0.0.1",
-                        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                        ssl=parsed.scheme == "https",
-                        settings=chroma_settings,
-                    )
-                    client.heartbeat()
-                else:
-                    Path(path).mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
-                    client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-            except Exception as exc:
-                error = StoreConnectionError if url else StoreError
-                raise error(f"Cannot open Chroma at {key}: {exc}") from exc
-            _clients[key] = client
-            return client
+        # Opening a client may wait on the network: never while holding the shared lock.
+        try:
+            if url:
+                import chromadb
+
+                host, port, tls, headers = _server_address(url)
+                _probe(host, port, tls, headers, timeout)
+                client = chromadb.HttpClient(host=host, port=port, ssl=tls, headers=headers)
+                _set_request_timeout(client, timeout)
+            else:
+                folder = Path(path)  # type: ignore[arg-type]
+                if folder.exists() and not folder.is_dir():
+                    raise InputError(f"The Chroma folder {folder} is a file, not a folder.")
+                folder.mkdir(parents=True, exist_ok=True)
+                client = _persistent_client(folder)
+        except InputError:
+            raise
+        except Exception as exc:
+            error = translate_store_error(
+                exc, store="chroma", location=self.location, action="connect", timeout=timeout if url else None
+            )
+            if url and not isinstance(error, StoreConnectionError):
+                error = StoreConnectionError(str(error))
+            raise error from exc
+        with _clients_lock:
+            return _clients.setdefault(key, client)
 
     def list_collections(self) -> list[CollectionInfo]:
-        try:
-            collections = self._client.list_collections()
-        except Exception as exc:
-            raise StoreError(f"Cannot list Chroma collections at {self.location}: {exc}") from exc
-        return [ChromaCollection(c, self.location).info() for c in collections]
+        return [ChromaCollection(c, self.location, self.timeout).info() for c in self._client.list_collections()]
+
+    def exists(self, name: str) -> bool:
+        return name in {c.name for c in self._client.list_collections()}
 
     def get(self, name: str) -> ChromaCollection:
         try:
-            return ChromaCollection(self._client.get_collection(name, embedding_function=None), self.location)
+            collection = self._client.get_collection(name, embedding_function=None)
         except Exception as exc:
-            if "does not exist" in str(exc) or type(exc).__name__ in {
-                "NotFoundError",
-                "InvalidCollectionException",
-            }:
+            if "does not exist" in str(exc) or type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"}:
                 raise CollectionNotFoundError(
-                    name, f"chroma at {self.location}", [c.name for c in self.list_collections()]
+                    name, f"chroma at {self.location}", [c.name for c in self._client.list_collections()]
                 ) from exc
-            raise StoreError(f"Cannot open Chroma collection '{name}' at {self.location}: {exc}") from exc
+            raise
+        return ChromaCollection(collection, self.location, self.timeout)
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> ChromaCollection:
         check_collection_name(name)
-        try:
-            collection = self._client.get_or_create_collection(
-                name,
-                metadata={EMBEDDING_MODEL_KEY: embedding_model, DIMENSION_KEY: int(dimension)},
-                configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
-                embedding_function=None,
-            )
-        except Exception as exc:
-            raise StoreError(f"Cannot create Chroma collection '{name}' at {self.location}: {exc}") from exc
-        return ChromaCollection(collection, self.location)
+        collection = self._client.get_or_create_collection(
+            name,
+            metadata={EMBEDDING_MODEL_KEY: embedding_model, DIMENSION_KEY: int(dimension)},
+            configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
+            embedding_function=None,
+        )
+        return ChromaCollection(collection, self.location, self.timeout)
 
     def delete(self, name: str) -> None:
         self.get(name)

@@ -1,28 +1,36 @@
 """Qdrant: local mode on a folder, in memory, or a Qdrant server by URL.
 
 Points carry `{"chunk_id", "text", "metadata"}`; their Qdrant id is a UUID derived from the chunk id, so the
-same chunk always lands on the same point. Filters address `metadata.<key>`.
+same chunk always lands on the same point. Filters address `metadata.<key>`. An `api_key` query parameter
+in the URL becomes the client's API key and is never shown.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
+from workbench.errors import CollectionNotFoundError, InputError, StoreError
+from workbench.redact import redact_url
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
     DIMENSION_KEY,
     EMBEDDING_MODEL_KEY,
+    ORIGIN_KEY,
     Collection,
     StoreBackend,
+    batched,
     check_collection_name,
     clean_metadata,
+    translate_store_error,
 )
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
@@ -30,6 +38,8 @@ _POINT_NAMESPACE = uuid.UUID("5d3a1c1e-8a7e-4f57-9a59-2b1b4f0c7a11")
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 MEMORY = ":memory:"
+DEFAULT_TIMEOUT = 10.0
+_ID_BATCH = 500
 
 
 def point_id(chunk_id: str) -> str:
@@ -37,27 +47,26 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
 
 
-def qdrant_filter(filters: Metadata | None) -> Any:
-    """Metadata equalities as a Qdrant filter."""
-    if not filters:
-        return None
+def qdrant_filter(filters: Metadata | None, extra: list[Any] | None = None) -> Any:
+    """Metadata equalities (and any extra conditions) as a Qdrant filter."""
     from qdrant_client import models
 
-    return models.Filter(
-        must=[
-            models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
-            for key, value in filters.items()
-        ]
-    )
+    must: list[Any] = [
+        models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
+        for key, value in (filters or {}).items()
+    ]
+    must += extra or []
+    return models.Filter(must=must) if must else None
 
 
 class QdrantCollection(Collection):
-    store = "qdrant"
+    store: ClassVar[str] = "qdrant"
 
-    def __init__(self, client: Any, name: str, location: str) -> None:
+    def __init__(self, client: Any, name: str, location: str, timeout: float | None = None) -> None:
         self._client = client
         self.name = name
         self.location = location
+        self.timeout = timeout
 
     def count(self) -> int:
         return int(self._client.count(self.name, exact=True).count)
@@ -76,17 +85,25 @@ class QdrantCollection(Collection):
             dimension=metadata.get(DIMENSION_KEY, dimension),
         )
 
-    def search(self, vector: np.ndarray, k: int, filters: Metadata | None = None, text: str = "") -> list[Hit]:
-        try:
-            response = self._client.query_points(
-                self.name,
-                query=np.asarray(vector, dtype=np.float32).tolist(),
-                limit=k,
-                query_filter=qdrant_filter(filters),
-                with_payload=True,
-            )
-        except Exception as exc:
-            raise StoreError(f"Qdrant search in '{self.name}' at {self.location} failed: {exc}") from exc
+    def search(
+        self,
+        k: int,
+        filters: Metadata | None = None,
+        *,
+        vector: np.ndarray | None = None,
+        text: str | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        from qdrant_client import models
+
+        response = self._client.query_points(
+            self.name,
+            query=self.require_vector(vector),
+            limit=k,
+            query_filter=qdrant_filter(filters),
+            with_payload=True,
+            search_params=models.SearchParams(exact=True) if exact else None,
+        )
         return [self._hit(p) for p in response.points]
 
     @staticmethod
@@ -96,12 +113,14 @@ class QdrantCollection(Collection):
             id=str(payload.get("chunk_id", point.id)),
             text=str(payload.get("text", "")),
             metadata=dict(payload.get("metadata") or {}),
-            score=float(point.score),
+            score=float(getattr(point, "score", 0.0) or 0.0),
         )
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         if not chunks:
             return
+        if vectors is None:
+            raise InputError("Qdrant collections store the workbench's vectors: pass vectors to upsert.")
         from qdrant_client import models
 
         points = [
@@ -112,106 +131,160 @@ class QdrantCollection(Collection):
             )
             for c, v in zip(chunks, vectors, strict=True)
         ]
-        try:
-            self._client.upsert(self.name, points=points, wait=True)
-        except Exception as exc:
-            raise StoreError(f"Writing to Qdrant collection '{self.name}' failed: {exc}") from exc
+        self._client.upsert(self.name, points=points, wait=True)
 
-    def content_hashes(self, ids: Sequence[str]) -> dict[str, str | None]:
-        if not ids:
-            return {}
-        points = self._client.retrieve(self.name, ids=[point_id(i) for i in ids], with_payload=True)
-        found: dict[str, str | None] = {}
-        for p in points:
-            payload = p.payload or {}
+    def _payloads(self, records: list[Any], found: dict[str, str | None]) -> None:
+        for record in records:
+            payload = record.payload or {}
             found[str(payload.get("chunk_id"))] = (payload.get("metadata") or {}).get(CONTENT_HASH_KEY)
+
+    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+        from qdrant_client import models
+
+        found: dict[str, str | None] = {}
+        for batch in batched(list(origins), _ID_BATCH):
+            condition = models.FieldCondition(key=f"metadata.{ORIGIN_KEY}", match=models.MatchAny(any=list(batch)))
+            offset = None
+            while True:
+                records, offset = self._client.scroll(
+                    self.name,
+                    scroll_filter=qdrant_filter(None, [condition]),
+                    limit=1000,
+                    offset=offset,
+                    with_payload=True,
+                )
+                self._payloads(records, found)
+                if offset is None:
+                    break
+        for batch in batched(list(ids), _ID_BATCH):
+            self._payloads(self._client.retrieve(self.name, ids=[point_id(i) for i in batch], with_payload=True), found)
         return found
 
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        from qdrant_client import models
+
+        for batch in batched(list(ids), _ID_BATCH):
+            self._client.delete(
+                self.name, points_selector=models.PointIdsList(points=[point_id(i) for i in batch]), wait=True
+            )
+
     def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
-        points, _ = self._client.scroll(self.name, limit=offset + limit, with_payload=True)
-        return [
-            Chunk(id=h.id, text=h.text, metadata=h.metadata)
-            for h in (self._hit(_Scored(p)) for p in points[offset : offset + limit])
-        ]
+        records, _ = self._client.scroll(self.name, limit=offset + limit, with_payload=True)
+        return [Chunk(id=h.id, text=h.text, metadata=h.metadata) for h in map(self._hit, records[offset:])]
+
+    def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        ids: list[str] = []
+        rows: list[list[float]] = []
+        offset = None
+        while True:
+            records, offset = self._client.scroll(
+                self.name, limit=batch_size, offset=offset, with_payload=["chunk_id"], with_vectors=True
+            )
+            for record in records:
+                ids.append(str((record.payload or {}).get("chunk_id", record.id)))
+                rows.append(record.vector)
+            if offset is None:
+                break
+        return ids, np.asarray(rows, dtype=np.float32)
 
 
-class _Scored:
-    """A scrolled record seen as a scored point (score 0), so one function reads payloads."""
-
-    def __init__(self, record: Any) -> None:
-        self.id, self.payload, self.score = record.id, record.payload, 0.0
+def _server(url: str) -> tuple[str, str | None]:
+    """The URL without an api_key parameter, and that key."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise InputError(f"A Qdrant server URL looks like http://host:6333; got '{redact_url(url)}'.")
+    pairs = parse_qsl(parts.query)
+    key = next((v for k, v in pairs if k.lower() in {"api_key", "apikey", "api-key"}), None)
+    rest = urlencode([(k, v) for k, v in pairs if k.lower() not in {"api_key", "apikey", "api-key"}])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), key
 
 
 class QdrantBackend(StoreBackend):
     """Qdrant in local mode on a folder, in memory (':memory:'), or a server at a URL."""
 
-    kind = "qdrant"
+    kind: ClassVar[str] = "qdrant"
 
-    def __init__(self, path: str | Path | None = None, url: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         if (path is None) == (url is None):
             raise InputError("Qdrant needs exactly one of a local folder (or ':memory:') or a server URL.")
+        self.timeout = timeout
         if url:
-            self.location = url
+            self.location = redact_url(url)
+            key = url
         elif str(path) == MEMORY:
-            self.location = MEMORY
+            self.location = key = MEMORY
         else:
-            self.location = str(Path(path).resolve())  # type: ignore[arg-type]
-        self._client = self._client_for(self.location, is_url=bool(url))
+            self.location = key = str(Path(path).resolve())  # type: ignore[arg-type]
+        self._key = key
+        self._client = self._client_for(key, is_url=bool(url))
 
-    @staticmethod
-    def _client_for(location: str, *, is_url: bool) -> Any:
+    def _client_for(self, key: str, *, is_url: bool) -> Any:
         from qdrant_client import QdrantClient
 
         with _clients_lock:
-            if location in _clients and location != MEMORY:
-                return _clients[location]
-            try:
-                if is_url:
-                    client = QdrantClient(url=location, timeout=30, check_compatibility=False)
-                    client.get_collections()
-                elif location == MEMORY:
-                    client = QdrantClient(location=MEMORY)
-                else:
-                    Path(location).mkdir(parents=True, exist_ok=True)
-                    client = QdrantClient(path=location)
-            except Exception as exc:
-                hint = " (local Qdrant allows one process per folder: close the other one)" if not is_url else ""
-                error = StoreConnectionError if is_url else StoreError
-                raise error(f"Cannot open Qdrant at {location}{hint}: {exc}") from exc
-            if location != MEMORY:
-                _clients[location] = client
-            return client
+            if key in _clients and key != MEMORY:
+                return _clients[key]
+            if not is_url:
+                # Local mode opens a file lock, no network: safe (and needed) under the lock.
+                try:
+                    if key == MEMORY:
+                        return QdrantClient(location=MEMORY)
+                    folder = Path(key)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    client = QdrantClient(path=key)
+                except Exception as exc:
+                    raise StoreError(
+                        f"Cannot open Qdrant at {self.location} (local Qdrant allows one process per folder: "
+                        f"close the other one): {exc}"
+                    ) from exc
+                _clients[key] = client
+                return client
+        try:
+            address, api_key = _server(key)
+            client = QdrantClient(
+                url=address,
+                api_key=api_key,
+                timeout=max(round(self.timeout or DEFAULT_TIMEOUT), 1),
+                check_compatibility=False,
+            )
+            client.get_collections()
+        except InputError:
+            raise
+        except Exception as exc:
+            raise translate_store_error(
+                exc, store="qdrant", location=self.location, action="connect", timeout=self.timeout
+            ) from exc
+        with _clients_lock:
+            return _clients.setdefault(key, client)
 
     def list_collections(self) -> list[CollectionInfo]:
-        try:
-            names = [c.name for c in self._client.get_collections().collections]
-        except Exception as exc:
-            raise StoreError(f"Cannot list Qdrant collections at {self.location}: {exc}") from exc
-        return [QdrantCollection(self._client, n, self.location).info() for n in names]
+        names = [c.name for c in self._client.get_collections().collections]
+        return [QdrantCollection(self._client, n, self.location, self.timeout).info() for n in names]
+
+    def exists(self, name: str) -> bool:
+        return bool(self._client.collection_exists(name))
 
     def get(self, name: str) -> QdrantCollection:
-        try:
-            exists = self._client.collection_exists(name)
-        except Exception as exc:
-            raise StoreConnectionError(f"Cannot reach Qdrant at {self.location}: {exc}") from exc
-        if not exists:
-            raise CollectionNotFoundError(name, f"qdrant at {self.location}", [c.name for c in self.list_collections()])
-        return QdrantCollection(self._client, name, self.location)
+        if not self._client.collection_exists(name):
+            names = [c.name for c in self._client.get_collections().collections]
+            raise CollectionNotFoundError(name, f"qdrant at {self.location}", names)
+        return QdrantCollection(self._client, name, self.location, self.timeout)
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> QdrantCollection:
         from qdrant_client import models
 
         check_collection_name(name)
-        try:
-            if not self._client.collection_exists(name):
-                self._client.create_collection(
-                    name,
-                    vectors_config=models.VectorParams(size=int(dimension), distance=models.Distance.COSINE),
-                    metadata={EMBEDDING_MODEL_KEY: embedding_model, DIMENSION_KEY: int(dimension)},
-                )
-        except Exception as exc:
-            raise StoreError(f"Cannot create Qdrant collection '{name}' at {self.location}: {exc}") from exc
-        return QdrantCollection(self._client, name, self.location)
+        if not self._client.collection_exists(name):
+            self._client.create_collection(
+                name,
+                vectors_config=models.VectorParams(size=int(dimension), distance=models.Distance.COSINE),
+                metadata={EMBEDDING_MODEL_KEY: embedding_model, DIMENSION_KEY: int(dimension)},
+            )
+            if self.location.startswith(("http://", "https://")):  # local mode has no payload indexes
+                self._client.create_payload_index(name, f"metadata.{ORIGIN_KEY}", models.PayloadSchemaType.KEYWORD)
+        return QdrantCollection(self._client, name, self.location, self.timeout)
 
     def delete(self, name: str) -> None:
         self.get(name)
@@ -219,5 +292,17 @@ class QdrantBackend(StoreBackend):
 
     def close(self) -> None:
         with _clients_lock:
-            _clients.pop(self.location, None)
+            if _clients.get(self._key) is self._client:
+                _clients.pop(self._key, None)
         self._client.close()
+
+
+@atexit.register
+def _close_clients() -> None:
+    # Closing local clients before the interpreter tears modules down avoids Qdrant's noisy __del__.
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        with contextlib.suppress(Exception):
+            client.close()

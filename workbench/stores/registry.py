@@ -1,50 +1,91 @@
 """The store registry: a collection name maps to its store settings; stores load lazily, are cached, and
-the registry is safe to call from many threads."""
+the registry is safe to call from many threads (no network call is made while its lock is held).
+
+Reading never creates a store: listing or searching a folder that does not exist finds no collections
+(a typo in --persist-dir does not leave an empty store behind); only creating a collection makes one.
+"""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from workbench.config import Settings
-from workbench.errors import ConfigError
+from workbench.errors import CollectionNotFoundError, ConfigError
 from workbench.stores.base import Collection, StoreBackend
-from workbench.stores.chroma import ChromaBackend
 from workbench.stores.langchain import LangChainCollection
-from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
+
+SERVER_STORES = ("chroma", "qdrant", "pgvector")
 
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """Where one named collection lives."""
+    """Where one named collection lives. `options` carries store-specific settings (pgvector's schema and
+    table mapping)."""
 
-    kind: Literal["chroma", "qdrant", "langchain"]
+    kind: str
     collection: str
     persist_dir: str | None = None
     url: str | None = None
     vector_store: Any = None
+    timeout: float | None = None
+    options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Settings, collection: str | None = None) -> StoreConfig:
-        url = settings.chroma_url if settings.store == "chroma" else settings.qdrant_url
+        url = settings.store_url
         return cls(
             kind=settings.store,
             collection=collection or settings.collection,
             persist_dir=None if url else str(settings.resolved_persist_dir),
             url=url,
+            timeout=settings.store_timeout,
+            options=settings.store_options(),
+        )
+
+    @property
+    def missing_folder(self) -> bool:
+        """An embedded store whose folder does not exist yet (nothing to read there)."""
+        return (
+            self.kind in {"chroma", "qdrant"}
+            and self.url is None
+            and self.persist_dir not in (None, ":memory:")
+            and not Path(self.persist_dir).exists()  # type: ignore[arg-type]
         )
 
 
-def open_backend(kind: str, persist_dir: str | Path | None = None, url: str | None = None) -> StoreBackend:
-    """A Chroma or Qdrant backend at a folder or URL (clients are shared per location)."""
+def open_backend(
+    kind: str,
+    persist_dir: str | Path | None = None,
+    url: str | None = None,
+    *,
+    timeout: float | None = None,
+    options: dict[str, Any] | None = None,
+) -> StoreBackend:
+    """A Chroma, Qdrant or pgvector backend at a folder or URL (clients are shared per location)."""
+    wait = {"timeout": timeout} if timeout else {}
     if kind == "chroma":
-        return ChromaBackend(path=None if url else persist_dir, url=url)
+        from workbench.stores.chroma import ChromaBackend
+
+        return ChromaBackend(path=None if url else persist_dir, url=url, **wait)
     if kind == "qdrant":
-        return QdrantBackend(path=None if url else persist_dir, url=url)
-    raise ConfigError(f"Unknown store '{kind}': use chroma or qdrant (or register a LangChain store).")
+        from workbench.stores.qdrant import QdrantBackend
+
+        return QdrantBackend(path=None if url else persist_dir, url=url, **wait)
+    if kind == "pgvector":
+        from workbench.stores.pgvector import PgVectorBackend
+
+        if not url:
+            raise ConfigError("The pgvector store needs a PostgreSQL URL: set WORKBENCH_PG_URL or pass --url.")
+        return PgVectorBackend(url, **wait, **(options or {}))
+    raise ConfigError(f"Unknown store '{kind}': use chroma, qdrant or pgvector (or register a LangChain store).")
+
+
+def _backend_for(config: StoreConfig) -> StoreBackend:
+    return open_backend(config.kind, config.persist_dir, config.url, timeout=config.timeout, options=config.options)
 
 
 class StoreRegistry:
@@ -67,21 +108,28 @@ class StoreRegistry:
         self.register(name, StoreConfig(kind="langchain", collection=name, vector_store=vector_store))
 
     def register_collection(self, name: str, collection: Collection) -> None:
-        """Serve `name` from a collection object already opened."""
+        """Serve `name` from a collection object already opened (its real store type is recorded)."""
         with self._lock:
-            self._configs[name] = StoreConfig(kind="langchain", collection=name, vector_store=None)
+            self._configs[name] = StoreConfig(
+                kind=collection.store, collection=collection.name, vector_store=collection
+            )
             self._collections[name] = collection
 
     def config(self, name: str) -> StoreConfig:
         with self._lock:
             return self._configs.get(name) or StoreConfig.from_settings(self.settings, name)
 
+    def _is_object(self, config: StoreConfig) -> bool:
+        return config.vector_store is not None or config.kind == "langchain"
+
     def backend(self, name: str | None = None) -> StoreBackend:
         """The backend holding `name` (the default store when None or unregistered)."""
         config = self.config(name or self.settings.collection)
-        if config.kind == "langchain":
-            raise ConfigError(f"'{name}' is a LangChain store: it has no backend to create or delete collections.")
-        return open_backend(config.kind, config.persist_dir, config.url)
+        if self._is_object(config):
+            raise ConfigError(
+                f"'{name}' is a registered store object: it has no backend to create or delete collections."
+            )
+        return _backend_for(config)
 
     def get(self, name: str) -> Collection:
         """The collection registered as `name`, opened on first use and cached."""
@@ -89,39 +137,49 @@ class StoreRegistry:
             if name in self._collections:
                 return self._collections[name]
             config = self.config(name)
-            if config.kind == "langchain":
-                collection: Collection = LangChainCollection(config.vector_store, name=name)
-            else:
-                collection = open_backend(config.kind, config.persist_dir, config.url).get(config.collection)
-            self._collections[name] = collection
-            return collection
+        if config.kind == "langchain":
+            collection: Collection = LangChainCollection(config.vector_store, name=name)
+        elif config.missing_folder:
+            raise CollectionNotFoundError(name, f"{config.kind} at {Path(config.persist_dir or '').resolve()}")
+        else:
+            collection = _backend_for(config).get(config.collection)
+        with self._lock:
+            return self._collections.setdefault(name, collection)
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> Collection:
         """Create (or open) `name` in its store, recording the embedding model and dimension."""
+        config = self.config(name)
+        if self._is_object(config):
+            return self.get(name)
+        collection = _backend_for(config).create(
+            config.collection, embedding_model=embedding_model, dimension=dimension
+        )
         with self._lock:
-            config = self.config(name)
-            if config.kind == "langchain":
-                return self.get(name)
-            collection = self.backend(name).create(
-                config.collection, embedding_model=embedding_model, dimension=dimension
-            )
             self._collections[name] = collection
-            return collection
+        return collection
 
     def delete(self, name: str) -> None:
         """Delete the collection and forget the cached handle."""
+        config = self.config(name)
+        if config.missing_folder:
+            raise CollectionNotFoundError(name, f"{config.kind} at {Path(config.persist_dir or '').resolve()}")
+        self.backend(name).delete(config.collection)
         with self._lock:
-            config = self.config(name)
-            self.backend(name).delete(config.collection)
+            self._collections.pop(name, None)
+
+    def forget(self, name: str) -> None:
+        """Drop the cached handle of `name` (it is reopened on next use)."""
+        with self._lock:
             self._collections.pop(name, None)
 
     def list(self) -> list[CollectionInfo]:
         """Collections in the default store, plus every registered one."""
-        infos = {c.name: c for c in self.backend().list_collections()}
+        default = StoreConfig.from_settings(self.settings)
+        infos = {} if default.missing_folder else {c.name: c for c in _backend_for(default).list_collections()}
         with self._lock:
             registered = dict(self._configs)
         for name, config in registered.items():
-            if config.kind == "langchain" or name not in infos:
+            if self._is_object(config) or name not in infos:
                 try:
                     infos[name] = self.get(name).info().model_copy(update={"name": name})
                 except Exception:  # a registered store that is unreachable is listed by the others

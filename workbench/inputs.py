@@ -1,0 +1,209 @@
+"""Limits and validation shared by every front end (app, CLI, HTTP, MCP, contracts), named once.
+
+One typing rule for metadata: a text value that reads as a JSON number or boolean *is* that number or
+boolean. It applies to metadata at ingest (a CSV's "2" is stored as 2) and to every filter, whether it
+arrives as `page=2` on the command line, a line in the app's sidebar or `{"page": "2"}` over HTTP, so
+the same filter matches the same chunks everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any, Final
+
+from workbench.errors import InputError
+
+MAX_QUERY_CHARS: Final = 512
+MAX_K: Final = 200
+MAX_TOP_K: Final = 20
+DEFAULT_TOP_K: Final = 5
+DISPLAY_CHARS: Final = 800
+MAX_FILTERS: Final = 16
+MAX_FILTER_KEY_CHARS: Final = 128
+MAX_FILTER_VALUE_CHARS: Final = 1024
+MAX_BROWSE_LIMIT: Final = 1000
+MAX_UPLOAD_NAME_CHARS: Final = 120
+
+Scalar = str | int | float | bool
+_COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+# C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells.
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain_text(text: str) -> str:
+    """`text` with control characters (terminal escapes, NUL, bell) replaced by spaces: safe to print."""
+    return _CONTROL.sub(" ", text)
+
+
+def validate_query(query: Any) -> str:
+    """The query trimmed and free of control characters; 1 to 512 characters, else InputError."""
+    if isinstance(query, bytes):
+        try:
+            query = query.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError("The query holds bytes that are not valid UTF-8 text.") from exc
+    if not isinstance(query, str):
+        raise InputError(f"The query must be text; got {type(query).__name__}.")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in query):
+        # Python turns undecodable command-line bytes into lone surrogates.
+        raise InputError("The query holds bytes that are not valid UTF-8 text.")
+    trimmed = " ".join(plain_text(query).split()) if _CONTROL.search(query) else query.strip()
+    if not trimmed:
+        raise InputError(f"The query is empty: type 1 to {MAX_QUERY_CHARS} characters.")
+    if len(trimmed) > MAX_QUERY_CHARS:
+        raise InputError(f"The query is {len(trimmed)} characters long; the limit is {MAX_QUERY_CHARS}.")
+    return trimmed
+
+
+def whole_number(name: str, value: Any) -> int:
+    """`value` as an int, refusing booleans, fractions and text; InputError naming `name` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InputError(f"{name} must be a whole number; got {value!r}.")
+    return value
+
+
+def validate_depths(k: Any, top_n: Any, max_k: int = MAX_K) -> tuple[int, int]:
+    """k in 1..max_k and top_n in 1..k, as integers, else InputError."""
+    k, top_n = whole_number("k", k), whole_number("top_n", top_n)
+    if not 1 <= k <= max_k:
+        raise InputError(f"k must be between 1 and {max_k}; got {k}.")
+    if not 1 <= top_n <= k:
+        raise InputError(f"top_n must be between 1 and k ({k}); got {top_n}.")
+    return k, top_n
+
+
+def validate_top_k(top_k: Any) -> int:
+    """top_k of the search contract: 1 to 20."""
+    top_k = whole_number("top_k", top_k)
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise InputError(f"top_k must be between 1 and {MAX_TOP_K}; got {top_k}.")
+    return top_k
+
+
+def validate_page(offset: Any, limit: Any) -> tuple[int, int]:
+    """A browse window: offset ≥ 0 and 1 ≤ limit ≤ 1000."""
+    offset, limit = whole_number("offset", offset), whole_number("limit", limit)
+    if offset < 0:
+        raise InputError(f"offset must be 0 or more; got {offset}.")
+    if not 1 <= limit <= MAX_BROWSE_LIMIT:
+        raise InputError(f"limit must be between 1 and {MAX_BROWSE_LIMIT}; got {limit}.")
+    return offset, limit
+
+
+def validate_collection_name(name: Any) -> str:
+    """Chroma's naming rule, which every store accepts: 3-512 characters of letters, digits, '.', '_', '-'."""
+    if not isinstance(name, str) or not _COLLECTION_NAME.match(name):
+        shown = plain_text(str(name))[:80]
+        raise InputError(
+            f"Collection name '{shown}' is not allowed: use 3-512 characters from letters, digits, '.', '_' "
+            "and '-', starting and ending with a letter or digit."
+        )
+    return name
+
+
+def normalise_value(value: Any) -> Any:
+    """The typing rule: text that reads as a JSON number or boolean becomes it; whole floats become ints.
+
+    Other values pass through unchanged (callers decide what to do with lists, None and objects).
+    """
+    if isinstance(value, str):
+        raw = value.strip()
+        if raw and (raw[0] in "-0123456789" or raw in {"true", "false"}):
+            try:
+                parsed = json.loads(raw)
+            except (json.JSONDecodeError, RecursionError):
+                return value
+            if isinstance(parsed, bool | int | float):
+                value = parsed
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def validate_filters(filters: Any) -> dict[str, Scalar]:
+    """Metadata equalities, typed by the typing rule: a mapping of names to one text, number or boolean each.
+
+    Refuses `$`-names (store operators), lists, objects, NaN and infinities, and more than 16 filters.
+    """
+    if filters is None:
+        return {}
+    if not isinstance(filters, Mapping):
+        raise InputError(f"filters must be a mapping of metadata names to values; got {type(filters).__name__}.")
+    if len(filters) > MAX_FILTERS:
+        raise InputError(f"At most {MAX_FILTERS} filters; got {len(filters)}.")
+    clean: dict[str, Scalar] = {}
+    for key, value in filters.items():
+        if not isinstance(key, str) or not key.strip():
+            raise InputError(f"Filter names must be non-empty text; got {key!r}.")
+        key = key.strip()
+        shown = plain_text(key)[:40]
+        if key.startswith("$") or _CONTROL.search(key) or len(key) > MAX_FILTER_KEY_CHARS:
+            raise InputError(
+                f"Filter name '{shown}' is not allowed: names are up to {MAX_FILTER_KEY_CHARS} printable "
+                "characters and cannot start with '$'."
+            )
+        value = normalise_value(value)
+        if isinstance(value, list | tuple | set | dict):
+            raise InputError(
+                f"Filter '{shown}' must equal one text, number or boolean; got {type(value).__name__} "
+                f"{plain_text(repr(value))[:60]}. Filters are equalities, one value per name."
+            )
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(f"Filter '{shown}' must equal a text, number or boolean; got {value!r}.")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"Filter '{shown}' must be a finite number; got {value}.")
+        if isinstance(value, str) and len(value) > MAX_FILTER_VALUE_CHARS:
+            raise InputError(
+                f"Filter '{shown}' is {len(value)} characters long; the limit is {MAX_FILTER_VALUE_CHARS}."
+            )
+        clean[key] = value
+    return clean
+
+
+def parse_filters(filters: Mapping[str, Any] | Sequence[str] | str | None) -> dict[str, Scalar]:
+    """The one filter parser. Takes a mapping (HTTP, MCP, Python), `key=value` strings (CLI flags) or text
+    with one `key=value` per line (the app's sidebar); blank lines are skipped. Values follow the typing rule.
+    """
+    if filters is None:
+        return {}
+    if isinstance(filters, Mapping):
+        return validate_filters(filters)
+    lines = filters.splitlines() if isinstance(filters, str) else list(filters)
+    pairs: dict[str, Any] = {}
+    for line in lines:
+        if not isinstance(line, str):
+            raise InputError(f"Filters take key=value text; got {type(line).__name__}.")
+        if not line.strip():
+            continue
+        key, sep, raw = line.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"Filters take key=value; got '{plain_text(line)[:80]}'.")
+        value: Any = raw.strip()
+        if value[:1] in "[{":
+            with contextlib.suppress(json.JSONDecodeError, RecursionError):
+                value = json.loads(value)
+        pairs[key.strip()] = value
+    return validate_filters(pairs)
+
+
+def safe_upload_name(name: Any, fallback: str = "upload") -> str:
+    """An uploaded file's name reduced to a safe base name: no folders, no drive, no leading dots,
+    printable characters only, at most 120 characters, the extension kept."""
+    raw = str(name or "")
+    base = PureWindowsPath(PurePosixPath(raw.replace("\\", "/")).name).name
+    base = unicodedata.normalize("NFC", base)
+    base = re.sub(r"[^\w.\- ]", "_", plain_text(base)).strip(" .")
+    if not base or base in {".", ".."}:
+        base = fallback
+    stem, dot, suffix = base.rpartition(".")
+    if dot and len(suffix) <= 10:
+        return f"{stem[: MAX_UPLOAD_NAME_CHARS - len(suffix) - 1]}.{suffix}" if stem else f"{fallback}.{suffix}"
+    return base[:MAX_UPLOAD_NAME_CHARS]

@@ -1,0 +1,80 @@
+"""Secrets never reach a screen or a log: user info and key parameters are removed from URLs and messages.
+
+`redact_url` is for a URL the workbench shows (a store's location); `redact_text` scrubs any message,
+including ones a client library wrote, before a front end prints it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MASK = "***"
+SECRET_PARAMS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "api-key",
+        "key",
+        "token",
+        "access_token",
+        "auth",
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "client_secret",
+        "sig",
+        "signature",
+    }
+)
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^/@\s?#]+)@")
+# In free text only names that cannot be ordinary words ("key=value" is how filters are written).
+_TEXT_SECRET_NAMES = (
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_token",
+    "token",
+    "password",
+    "passwd",
+    "client_secret",
+    "secret",
+    "signature",
+)
+_PARAM = re.compile(
+    r"(?P<name>(?<![A-Za-z0-9_])(?:"
+    + "|".join(re.escape(p) for p in _TEXT_SECRET_NAMES)
+    + r"))(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s&'\"#,;)}]+)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=\-]{6,}", re.IGNORECASE)
+_OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+
+
+def redact_url(url: str | None) -> str:
+    """The URL without its user info (user:password@) and with secret query parameters masked."""
+    if not url:
+        return url or ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """Any message with URL user info, key=value secrets, bearer tokens and API keys masked."""
+    if not text:
+        return text
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    text = _PARAM.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}", text)
+    text = _BEARER.sub(lambda m: f"{m['scheme']}{MASK}", text)
+    return _OPENAI_KEY.sub(f"sk-{MASK}", text)
