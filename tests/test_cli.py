@@ -69,7 +69,7 @@ def test_ingest_query_and_collections(cli_env: Path, corpus_dir: Path, capsys: p
 
     assert main(["delete", "nature", "--yes", "--persist-dir", str(cli_env)]) == 0
     assert main(["collections", "--persist-dir", str(cli_env)]) == 0
-    assert "No collections yet" in capsys.readouterr().out
+    assert "No collections in" in capsys.readouterr().out
 
 
 def test_qdrant_store_option(cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,8 @@ DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 NO_RERANKER = "none"
 StoreKind = Literal["chroma", "qdrant", "pgvector"]
+RetrievalKind = Literal["dense", "bm25", "hybrid"]
+RerankerBackend = Literal["auto", "torch", "onnx", "onnx-int8"]
 Device = Literal["auto", "cpu", "cuda", "mps"]
 
 _PATH_KEYS = {"persist_dir", "models_dir", "reranker_model", "embedding_model", "data_dir", "data_roots"}
@@ -48,6 +50,19 @@ class Settings(BaseSettings):
     reranker_max_length: int = Field(
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
     )
+    reranker_backend: RerankerBackend = Field("auto", validation_alias=_alias("reranker_backend", "RERANKER_BACKEND"))
+
+    # First-stage retrieval
+    retrieval: RetrievalKind = Field("dense", validation_alias=_alias("retrieval", "WORKBENCH_RETRIEVAL"))
+    rrf_k: int = Field(60, ge=1, le=1000, validation_alias=_alias("rrf_k", "WORKBENCH_RRF_K"))
+    hybrid_dense_weight: float = Field(
+        1.0, ge=0, le=100, validation_alias=_alias("hybrid_dense_weight", "WORKBENCH_HYBRID_DENSE_WEIGHT")
+    )
+    hybrid_bm25_weight: float = Field(
+        1.0, ge=0, le=100, validation_alias=_alias("hybrid_bm25_weight", "WORKBENCH_HYBRID_BM25_WEIGHT")
+    )
+    bm25_k1: float = Field(0.9, gt=0, le=10, validation_alias=_alias("bm25_k1", "WORKBENCH_BM25_K1"))
+    bm25_b: float = Field(0.4, ge=0, le=1, validation_alias=_alias("bm25_b", "WORKBENCH_BM25_B"))
 
     # Embeddings
     embedding_model: str = Field(
@@ -69,6 +84,11 @@ class Settings(BaseSettings):
         10.0, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
     )
     collection: str = Field("demo", validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
+
+    # Named collections with store settings of their own, from workbench.toml's [collections.<name>] tables:
+    # store, url, persist_dir, collection, and for pgvector schema, table, id/text/embedding/metadata_column,
+    # embedding_model (see README, "Stores").
+    collections: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # Where the workbench keeps its own files (embedded stores, exports, indexes, sessions)
     data_dir: Path = Field(Path(".workbench"), validation_alias=_alias("data_dir", "WORKBENCH_DATA_DIR"))

@@ -13,7 +13,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from workbench.config import Settings
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
 from workbench.models import load_sentence_transformer, resolve_model
 
 OPENAI_PREFIX = "openai:"
@@ -83,15 +83,31 @@ class LangChainEmbedder:
             self._dimension = len(self.embed_query("dimension probe"))
         return self._dimension
 
+    def _call(self, method: str, argument: Any) -> np.ndarray:
+        try:
+            return np.asarray(getattr(self.embeddings, method)(argument), dtype=np.float32)
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            from workbench.redact import redact_text
+
+            reason = redact_text(" ".join(str(exc).split())[:300]) or type(exc).__name__
+            if is_connection_problem(exc):
+                raise ModelError(
+                    f"The embedding service of '{self.model_id}' cannot be reached ({reason}). Check the network "
+                    "and the key, or use a local model (WORKBENCH_EMBEDDING_MODEL)."
+                ) from exc
+            raise ModelError(f"The embedding model '{self.model_id}' failed: {reason}") from exc
+
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        vectors = _normalise(np.asarray(self.embeddings.embed_documents(list(texts))))
+        vectors = _normalise(self._call("embed_documents", list(texts)))
         self._dimension = vectors.shape[1]
         return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector = _normalise(np.asarray(self.embeddings.embed_query(text)))
+        vector = _normalise(self._call("embed_query", text))
         self._dimension = vector.shape[0]
         return vector
 
@@ -127,7 +143,8 @@ def create_embedder(model_id: str, settings: Settings) -> Embedder:
                 f"Embedding model '{model_id}' needs langchain-openai: pip install langchain-openai."
             ) from exc
         name = model_id.removeprefix(OPENAI_PREFIX)
-        return LangChainEmbedder(OpenAIEmbeddings(model=name), model_id=model_id)
+        timeout = settings.store_timeout * 3
+        return LangChainEmbedder(OpenAIEmbeddings(model=name, timeout=timeout, max_retries=1), model_id=model_id)
     if model_id.startswith("langchain:"):
         raise ConfigError(
             f"Collection was embedded with '{model_id}', a LangChain embeddings object the workbench cannot "

@@ -19,8 +19,9 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
-from workbench.inputs import MAX_K, parse_filters, validate_depths, validate_page, validate_query
+from workbench.inputs import MAX_K, parse_filters, validate_depths, validate_page, validate_query, validate_retrieval
 from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache
+from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
     CacheStats,
@@ -77,6 +78,7 @@ class Engine:
         self._rerankers: dict[str, Reranker] = {}
         self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
+        self.bm25 = BM25Indexes(self.settings)
         self._lock = threading.RLock()
 
     # Models -------------------------------------------------------------------------------------------------
@@ -128,15 +130,17 @@ class Engine:
         *,
         collection: str | None = None,
         reranker: str | UseDefault | None = DEFAULT,
+        retrieval: str | None = None,
         max_k: int = MAX_K,
         use_cache: bool = True,
     ) -> SearchResult:
-        """Top k by vector similarity, reranked, top_n kept; see `SearchResult`.
+        """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
 
         `filters` are metadata equalities in any form `inputs.parse_filters` takes. `reranker` is a model id,
-        None for no reranking, or DEFAULT for the configured one. `use_cache=False` skips the result and
-        score caches (load runs measure real work). Raises InputError for bad inputs,
-        CollectionNotFoundError (checked before any model loads), ModelNotFoundError, StoreError.
+        None for no reranking, or DEFAULT for the configured one. `retrieval` is dense, bm25 or hybrid
+        (default WORKBENCH_RETRIEVAL). `use_cache=False` skips the result and score caches (load runs measure
+        real work). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
+        loads), ModelError, StoreError.
         """
         query = validate_query(query)
         k, top_n = validate_depths(
@@ -145,6 +149,7 @@ class Engine:
             max_k,
         )
         filters = parse_filters(filters)
+        mode = validate_retrieval(retrieval or self.settings.retrieval)
         name = collection or self.settings.collection
         store = self.registry.get(name)
         info = self._info(name)
@@ -154,6 +159,7 @@ class Engine:
             query,
             k,
             json.dumps(filters, sort_keys=True),
+            mode,
             rerank_model.model_id if rerank_model else None,
         )
         with self._lock:
@@ -166,23 +172,32 @@ class Engine:
                 }
             )
 
-        embedder = None if store.embeds_queries else self._collection_embedder(name, info)
-        # The clock starts once models and clients are loaded: timings measure a query, not start-up.
+        embedder = None if store.embeds_queries or mode == "bm25" else self._collection_embedder(name, info)
+        bm25 = self.bm25.get(name, store) if mode != "dense" else None
+        # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
         started = time.perf_counter()
-
-        t0 = time.perf_counter()
         vector = embedder.embed_query(query) if embedder else None
-        t1 = time.perf_counter()
-        hits = store.search(k + max(5, k // 5), filters, vector=vector, text=query)
+        embedded = time.perf_counter()
+        depth = k + max(5, k // 5)  # a little more than k, so that removing duplicates still leaves k
+        rankings: dict[str, list[Hit]] = {}
+        if mode != "bm25":
+            rankings["dense"] = store.search(depth, filters, vector=vector, text=query)
+        if bm25 is not None:
+            rankings["bm25"] = bm25.search(query, depth, filters)
+        if mode == "hybrid":
+            weights = {"dense": self.settings.hybrid_dense_weight, "bm25": self.settings.hybrid_bm25_weight}
+            hits = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k, weights=weights)
+        else:
+            hits = rankings[mode]
         hits, duplicates = _dedupe(hits)
         hits = hits[:k]
-        t2 = time.perf_counter()
+        searched = time.perf_counter()
         hit_count = 0
         if rerank_model and hits:
             scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache)
         else:
             scores = [None] * len(hits)
-        t3 = time.perf_counter()
+        reranked = time.perf_counter()
 
         order = sorted(range(len(hits)), key=lambda i: (-(scores[i] if scores[i] is not None else 0.0), i))
         rerank_rank = {index: rank for rank, index in enumerate(order, start=1)}
@@ -195,6 +210,7 @@ class Engine:
                 vector_rank=i + 1,
                 rerank_score=scores[i],
                 rerank_rank=rerank_rank[i],
+                sources=h.sources,
             )
             for i, h in enumerate(hits)
         ]
@@ -205,13 +221,15 @@ class Engine:
             k=k,
             top_n=min(top_n, max(len(candidates), 1)),
             filters=filters,
+            retrieval=mode,
             embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
             reranker_model=rerank_model.model_id if rerank_model else None,
+            reranker_backend=rerank_model.backend if rerank_model else None,
             candidates=candidates,
             timings=StageTimings(
-                embed_ms=(t1 - t0) * 1000,
-                search_ms=(t2 - t1) * 1000,
-                rerank_ms=(t3 - t2) * 1000,
+                embed_ms=(embedded - started) * 1000,
+                search_ms=(searched - embedded) * 1000,
+                rerank_ms=(reranked - searched) * 1000,
                 total_ms=(time.perf_counter() - started) * 1000,
             ),
             cache=CacheStats(score_hits=hit_count, score_misses=len(hits) - hit_count if rerank_model else 0),
@@ -255,8 +273,10 @@ class Engine:
         return self.registry.get(name).browse(offset, limit)
 
     def delete_collection(self, name: str) -> None:
-        """Delete a collection (raises CollectionNotFoundError when there is none)."""
+        """Delete a collection (raises CollectionNotFoundError when there is none), and its BM25 index."""
+        store = self.registry.get(name)
         self.registry.delete(name)
+        self.bm25.drop(name, store)
         self._forget_results(name)
 
     def ingest(
@@ -293,7 +313,11 @@ class Engine:
             unit_size=self.settings.ingest_unit,
             progress=progress,
             shown_as=shown_as,
+            on_write=lambda upserted, deleted: self.bm25.updated(
+                collection, self.registry.get(collection), upserted, deleted
+            ),
         )
+        self.bm25.settle(collection, self.registry.get(collection))
         self._forget_results(collection)
         return report
 

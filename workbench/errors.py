@@ -1,15 +1,22 @@
 """The exceptions the engine raises, one hierarchy, each message something a user can act on.
 
 WorkbenchError
-├── InputError               a query, k, top_n or filter the engine cannot take
+├── InputError               a query, k, top_n, filter or file name the engine cannot take
 ├── CollectionNotFoundError  no collection of that name in the configured store
-├── ModelNotFoundError       a model id that resolves to no local folder and no reachable hub
-├── StoreError               the vector store failed or cannot be reached
+├── ModelError               a model that cannot be loaded or run (broken folder, unreachable service)
+│   └── ModelNotFoundError   a model id that resolves to no local folder and no reachable hub
+├── StoreError               the vector store failed
+│   └── StoreConnectionError the store's server is down, refused or did not answer in time
 ├── IngestError              a file or folder that cannot be read or ingested
-└── ConfigError              settings that contradict each other or name nothing usable
+├── ConfigError              settings that contradict each other or name nothing usable
+└── QueryTimeoutError        a search that took longer than WORKBENCH_QUERY_TIMEOUT
+
+Messages name what to change (a setting, a file, a value) and never carry secrets or temp paths.
 """
 
 from __future__ import annotations
+
+import socket
 
 
 class WorkbenchError(Exception):
@@ -34,7 +41,11 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
         )
 
 
-class ModelNotFoundError(WorkbenchError):
+class ModelError(WorkbenchError):
+    """A model folder that cannot be loaded, a device it cannot run on, or a model service that fails."""
+
+
+class ModelNotFoundError(ModelError):
     """A model id could not be resolved to a folder and the hub is unreachable or offline."""
 
     def __init__(self, model_id: str, looked_in: list[str], setting: str, reason: str = "") -> None:
@@ -64,3 +75,53 @@ class IngestError(WorkbenchError):
 
 class ConfigError(WorkbenchError):
     """Settings that are invalid or contradict each other."""
+
+
+class QueryTimeoutError(WorkbenchError, TimeoutError):
+    """A search did not finish within the query timeout."""
+
+
+_CONNECTION_TYPE_NAMES = frozenset(
+    {
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "TimeoutException",
+        "RemoteProtocolError",
+        "NetworkError",
+        "ReadError",
+        "WriteError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "OperationalError",  # psycopg: the server closed the connection or cannot be reached
+        "InterfaceError",
+        "ConnectionTimeout",
+        "AMQPConnectionError",
+    }
+)
+_CONNECTION_PHRASES = ("could not connect", "connection refused", "timed out", "connection reset", "unreachable")
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """The exception and those it wraps (cause, context, a client's `source`), outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 12:
+        seen.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "source", None)
+    return seen
+
+
+def is_connection_problem(exc: BaseException) -> bool:
+    """True when an exception (or one it wraps) says the server could not be reached or did not answer."""
+    for link in exception_chain(exc):
+        if isinstance(link, ConnectionError | TimeoutError | socket.timeout):
+            return True
+        if type(link).__name__ in _CONNECTION_TYPE_NAMES:
+            return True
+        if any(phrase in str(link).lower() for phrase in _CONNECTION_PHRASES):
+            return True
+    return False

@@ -25,6 +25,7 @@ from workbench.stores.registry import StoreRegistry
 from workbench.types import Chunk, IngestProblem, IngestReport
 
 ProgressCallback = Callable[[int, int], None]
+WriteListener = Callable[[list[Chunk], list[str]], None]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 # Chunks written per unit: large enough that the embedder's own length sorting pads little, small enough
 # that an interrupted ingest loses little and the progress bar moves.
@@ -148,8 +149,10 @@ def write_chunks(
     embedder: Embedder,
     unit_size: int = UNIT_CHUNKS,
     progress: ProgressCallback | None = None,
+    on_write: WriteListener | None = None,
 ) -> WriteCounts:
-    """Write chunks origin by origin: skip unchanged, embed and upsert new or changed, delete stale ones."""
+    """Write chunks origin by origin: skip unchanged, embed and upsert new or changed, delete stale ones.
+    `on_write(upserted, deleted_ids)` hears of each unit's writes (the BM25 index follows them)."""
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
@@ -171,6 +174,8 @@ def write_chunks(
         produced = {c.id for c in unit}
         stale = [i for i in stored if i not in produced]
         collection.delete_chunks(stale)
+        if on_write and (todo or stale):
+            on_write(todo, stale)
         counts.unchanged += len(unit) - len(todo)
         counts.updated += sum(c.id in stored for c in todo)
         counts.added += sum(c.id not in stored for c in todo)
@@ -193,6 +198,7 @@ def ingest_path(
     unit_size: int = UNIT_CHUNKS,
     progress: ProgressCallback | None = None,
     shown_as: str | None = None,
+    on_write: WriteListener | None = None,
 ) -> IngestReport:
     """Load, chunk, embed and store everything at `path` into `collection_name`.
 
@@ -206,7 +212,13 @@ def ingest_path(
         raise IngestError(_nothing_to_ingest(shown_as or path, loaded.problems))
     chunks = chunk_documents(documents, chunk_size, chunk_overlap)
     counts = write_chunks(
-        chunks, collection_name, registry=registry, embedder=embedder, unit_size=unit_size, progress=progress
+        chunks,
+        collection_name,
+        registry=registry,
+        embedder=embedder,
+        unit_size=unit_size,
+        progress=progress,
+        on_write=on_write,
     )
     return IngestReport(
         collection=collection_name,

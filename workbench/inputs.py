@@ -98,6 +98,16 @@ def validate_page(offset: Any, limit: Any) -> tuple[int, int]:
     return offset, limit
 
 
+RETRIEVAL_MODES: Final = ("dense", "bm25", "hybrid")
+
+
+def validate_retrieval(value: Any) -> str:
+    """dense, bm25 or hybrid."""
+    if value not in RETRIEVAL_MODES:
+        raise InputError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}; got {plain_text(repr(value))[:40]}.")
+    return str(value)
+
+
 def validate_collection_name(name: Any) -> str:
     """Chroma's naming rule, which every store accepts: 3-512 characters of letters, digits, '.', '_', '-'."""
     if not isinstance(name, str) or not _COLLECTION_NAME.match(name):
@@ -207,3 +217,18 @@ def safe_upload_name(name: Any, fallback: str = "upload") -> str:
     if dot and len(suffix) <= 10:
         return f"{stem[: MAX_UPLOAD_NAME_CHARS - len(suffix) - 1]}.{suffix}" if stem else f"{fallback}.{suffix}"
     return base[:MAX_UPLOAD_NAME_CHARS]
+
+
+def parse_int_list(text: str, name: str) -> list[int]:
+    """Whole numbers separated by commas or spaces ('10, 20 50'), for options such as a depth list."""
+    values = []
+    for part in text.replace(",", " ").split():
+        try:
+            values.append(int(part))
+        except ValueError as exc:
+            raise InputError(
+                f"{name} takes whole numbers separated by commas, e.g. 10,20,50; got '{plain_text(part)[:20]}'."
+            ) from exc
+    if not values:
+        raise InputError(f"{name} takes whole numbers separated by commas, e.g. 10,20,50.")
+    return sorted(set(values))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.config import Settings
-from workbench.errors import ModelNotFoundError
+from workbench.errors import ConfigError, ModelError, ModelNotFoundError
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder, SentenceTransformer
@@ -89,17 +89,26 @@ def resolve_model(model_id: str, settings: Settings, *, setting: str) -> str:
         raise ModelNotFoundError(model_id, looked_in, setting, f"{type(exc).__name__}: {exc}") from exc
 
 
-def pick_device(device: str) -> str:
-    """'auto' becomes cuda or mps when one is present, else cpu; other values pass through."""
-    if device != "auto":
-        return device
+def pick_device(device: str, setting: str = "RERANKER_DEVICE") -> str:
+    """'auto' becomes cuda or mps when one is present, else cpu; an explicit device must be present."""
     import torch
 
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+    has_mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"{setting}={device}, but this machine has no CUDA device: set {setting}=auto or cpu.")
+    if device == "mps" and not has_mps:
+        raise ConfigError(f"{setting}=mps, but this machine has no Apple GPU: set {setting}=auto or cpu.")
+    return device
+
+
+def _load_failure(path: str, setting: str, exc: Exception) -> ModelError:
+    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return ModelError(
+        f"The model folder {path} cannot be loaded ({type(exc).__name__}: {reason}). It may be incomplete or "
+        f"damaged: copy it again, or set {setting} to another model."
+    )
 
 
 def _quiet_transformers() -> None:
@@ -128,16 +137,28 @@ def _load_cross_encoder(path: str, device: str, max_length: int) -> CrossEncoder
     return CrossEncoder(path, device=device, max_length=max_length)
 
 
-def load_sentence_transformer(path: str, device: str = "auto") -> SentenceTransformer:
+def load_sentence_transformer(
+    path: str, device: str = "auto", setting: str = "WORKBENCH_EMBEDDING_MODEL"
+) -> SentenceTransformer:
     """The SentenceTransformer at a resolved path, loaded once per process and device."""
+    chosen = pick_device(device, "WORKBENCH_EMBEDDING_DEVICE")
     with _load_lock:
-        return _load_sentence_transformer(path, pick_device(device))
+        try:
+            return _load_sentence_transformer(path, chosen)
+        except Exception as exc:
+            raise _load_failure(path, setting, exc) from exc
 
 
-def load_cross_encoder(path: str, device: str = "auto", max_length: int = 256) -> CrossEncoder:
+def load_cross_encoder(
+    path: str, device: str = "auto", max_length: int = 256, setting: str = "RERANKER_MODEL"
+) -> CrossEncoder:
     """The CrossEncoder at a resolved path, loaded once per process, device and max length."""
+    chosen = pick_device(device)
     with _load_lock:
-        return _load_cross_encoder(path, pick_device(device), max_length)
+        try:
+            return _load_cross_encoder(path, chosen, max_length)
+        except Exception as exc:
+            raise _load_failure(path, setting, exc) from exc
 
 
 def loaded_models() -> dict[str, Any]:

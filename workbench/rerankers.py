@@ -66,6 +66,7 @@ class Reranker(Protocol):
     """Scores (query, document) pairs; higher is more relevant."""
 
     model_id: str
+    backend: str
 
     def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
         """Scores for each text, and how many of them came from the cache."""
@@ -87,6 +88,11 @@ class CrossEncoderReranker:
     @property
     def device(self) -> str:
         return str(self._model.device)
+
+    @property
+    def backend(self) -> str:
+        """What scores the pairs, as shown beside results: '<backend>:<device>'."""
+        return f"torch:{self.device}"
 
     def predict(self, query: str, texts: list[str]) -> list[float]:
         """Score every text with the model, no cache. Pairs are sorted by length so batches pad little."""

@@ -27,19 +27,31 @@ class Chunk(BaseModel):
         return self.text
 
 
+Retrieval = Literal["dense", "bm25", "hybrid"]
+SourceScores = dict[str, dict[str, float]]
+
+
 class Hit(Chunk):
-    """A chunk returned by vector search, with its cosine similarity (higher is better)."""
+    """A chunk returned by first-stage retrieval: cosine similarity for dense search, the BM25 score for
+    BM25, the fused RRF score for hybrid (higher is better). `sources` has each retriever's own score and
+    rank when several were fused."""
 
     score: float
+    sources: SourceScores = Field(default_factory=dict)
 
 
 class Candidate(Chunk):
-    """One vector-search candidate, with its place before and after reranking (ranks start at 1)."""
+    """One first-stage candidate, with its place before and after reranking (ranks start at 1).
+
+    `vector_score` is the first-stage score (cosine for dense retrieval, BM25 for bm25, RRF for hybrid);
+    `sources` has each retriever's own score and rank under hybrid retrieval.
+    """
 
     vector_score: float
     vector_rank: int
     rerank_score: float | None = None
     rerank_rank: int
+    sources: SourceScores = Field(default_factory=dict)
 
 
 class RankedHit(Chunk):
@@ -92,8 +104,10 @@ class SearchResult(BaseModel):
     k: int
     top_n: int
     filters: Metadata = Field(default_factory=dict)
+    retrieval: Retrieval = "dense"
     embedding_model: str
     reranker_model: str | None
+    reranker_backend: str | None = Field(None, description="what scored the pairs, e.g. torch:cpu, onnx-int8:cpu")
     candidates: list[Candidate]
     timings: StageTimings
     cache: CacheStats = Field(default_factory=CacheStats)

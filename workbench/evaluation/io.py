@@ -6,6 +6,7 @@ Qrels are `{query_id: {doc_id: grade}}` with graded judgments kept as grades; ru
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from workbench.errors import IngestError
@@ -15,17 +16,25 @@ Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 
 
+def _lines(path: Path, what: str) -> list[str]:
+    """A judgments file's lines. Messages name the file by its name only (uploads live in temp folders)."""
+    if not path.is_file():
+        raise IngestError(f"No {what} file at {path}.")
+    try:
+        return path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{path.name}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8.") from exc
+
+
 def read_queries(path: str | Path) -> dict[str, str]:
     """BEIR queries.jsonl (`_id`, `text`), or a TSV of `id<TAB>text`."""
     path = Path(path)
-    if not path.is_file():
-        raise IngestError(f"No queries file at {path}.")
     queries: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _lines(path, "queries")
     if path.suffix == ".jsonl":
-        for number, record in iter_jsonl(lines, path):
+        for number, record in iter_jsonl(lines, path.name):
             if "_id" not in record or "text" not in record:
-                raise IngestError(f"{path}, line {number}: expected a JSON object with _id and text.")
+                raise IngestError(f"{path.name}, line {number}: expected a JSON object with _id and text.")
             queries[str(record["_id"])] = str(record["text"])
         return queries
     for number, line in enumerate(lines, start=1):
@@ -33,7 +42,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             continue
         qid, sep, text = line.partition("\t")
         if not sep:
-            raise IngestError(f"{path}, line {number}: expected 'id<TAB>text'.")
+            raise IngestError(f"{path.name}, line {number}: expected 'id<TAB>text'.")
         queries[qid.strip()] = text.strip()
     return queries
 
@@ -41,47 +50,44 @@ def read_queries(path: str | Path) -> dict[str, str]:
 def read_qrels(path: str | Path) -> Qrels:
     """BEIR qrels TSV (`query-id  corpus-id  score`, with header) or TREC qrels (`qid 0 docid grade`)."""
     path = Path(path)
-    if not path.is_file():
-        raise IngestError(f"No qrels file at {path}.")
     qrels: Qrels = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            parts = line.split()
-            if not parts or (number == 1 and parts[0].lower() in {"query-id", "query_id", "qid"}):
-                continue
-            if len(parts) == 3:
-                qid, docid, grade = parts
-            elif len(parts) == 4:
-                qid, _, docid, grade = parts
-            else:
-                raise IngestError(f"{path}, line {number}: expected 3 (BEIR) or 4 (TREC) columns, got {len(parts)}.")
-            try:
-                qrels.setdefault(qid, {})[docid] = int(float(grade))
-            except ValueError as exc:
-                raise IngestError(f"{path}, line {number}: the grade '{grade}' is not a number.") from exc
+    for number, line in enumerate(_lines(path, "qrels"), start=1):
+        parts = line.split()
+        if not parts or (number == 1 and parts[0].lower() in {"query-id", "query_id", "qid"}):
+            continue
+        if len(parts) == 3:
+            qid, docid, grade = parts
+        elif len(parts) == 4:
+            qid, _, docid, grade = parts
+        else:
+            raise IngestError(f"{path.name}, line {number}: expected 3 (BEIR) or 4 (TREC) columns, got {len(parts)}.")
+        try:
+            qrels.setdefault(qid, {})[docid] = int(float(grade))
+        except (ValueError, OverflowError) as exc:
+            raise IngestError(f"{path.name}, line {number}: the grade '{grade}' is not a number.") from exc
     if not qrels:
-        raise IngestError(f"{path} holds no judgments.")
+        raise IngestError(f"{path.name} holds no judgments.")
     return qrels
 
 
 def read_trec_run(path: str | Path) -> Run:
     """A TREC run file: `qid Q0 docid rank score tag` per line."""
     path = Path(path)
-    if not path.is_file():
-        raise IngestError(f"No run file at {path}.")
     run: Run = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise IngestError(f"{path}, line {number}: a TREC run line has 6 columns, got {len(parts)}.")
-            qid, _, docid, _, score, _ = parts
-            try:
-                run.setdefault(qid, {})[docid] = float(score)
-            except ValueError as exc:
-                raise IngestError(f"{path}, line {number}: the score '{score}' is not a number.") from exc
+    for number, line in enumerate(_lines(path, "run"), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise IngestError(f"{path.name}, line {number}: a TREC run line has 6 columns, got {len(parts)}.")
+        qid, _, docid, _, score, _ = parts
+        try:
+            value = float(score)
+            if not math.isfinite(value):
+                raise ValueError(score)
+            run.setdefault(qid, {})[docid] = value
+        except ValueError as exc:
+            raise IngestError(f"{path.name}, line {number}: the score '{score}' is not a finite number.") from exc
     return run
 
 

@@ -7,98 +7,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
+from workbench.evaluation.report import PRIMARY, DepthPoint, EvaluationReport, QueryOutcome, RunComparison
 from workbench.evaluation.significance import paired_t_test, randomization_test, wins_ties_losses
+from workbench.inputs import MAX_QUERY_CHARS
 from workbench.types import Candidate
-
-PRIMARY = "ndcg@10"
-
-
-class QueryOutcome(BaseModel):
-    """One query's metrics before and after reranking."""
-
-    query_id: str
-    query: str
-    before: dict[str, float]
-    after: dict[str, float]
-
-    @property
-    def delta(self) -> float:
-        return self.after[PRIMARY] - self.before[PRIMARY]
-
-
-class DepthPoint(BaseModel):
-    """Quality and cost at one depth k: metrics of the top n after reranking k candidates."""
-
-    k: int
-    before: dict[str, float]
-    after: dict[str, float]
-    rerank_ms_p50: float | None = None
-
-
-class EvaluationReport(BaseModel):
-    """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON)."""
-
-    dataset: str
-    collection: str
-    embedding_model: str
-    reranker_model: str | None
-    k: int
-    top_n: int
-    queries: int
-    before: dict[str, float]
-    after: dict[str, float]
-    metric: str = PRIMARY
-    p_value: float
-    p_value_ttest: float
-    wins: int
-    ties: int
-    losses: int
-    unjudged_before: int
-    unjudged_after: int
-    judged_looked_at: int
-    seconds: float
-    score_cache_hits: int
-    per_query: list[QueryOutcome]
-    depth: list[DepthPoint] = Field(default_factory=list)
-    before_run: Run = Field(default_factory=dict, exclude=True)
-    after_run: Run = Field(default_factory=dict, exclude=True)
-    candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
-
-    def summary(self) -> dict[str, Any]:
-        """The figures `workbench eval --json` prints."""
-        return {
-            "dataset": self.dataset,
-            "collection": self.collection,
-            "k": self.k,
-            "top_n": self.top_n,
-            "before": self.before,
-            "after": self.after,
-            "queries": self.queries,
-            "p_value": self.p_value,
-            "p_value_ttest": self.p_value_ttest,
-            "metric": self.metric,
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            f"unjudged@{self.top_n}": {
-                "before": self.unjudged_before,
-                "after": self.unjudged_after,
-                "of": self.judged_looked_at,
-            },
-            "embedding_model": self.embedding_model,
-            "reranker_model": self.reranker_model,
-            "seconds": round(self.seconds, 1),
-            "score_cache_hits": self.score_cache_hits,
-        }
-
-    def ranked_outcomes(self) -> list[QueryOutcome]:
-        """Queries sorted from most hurt to most helped by reranking."""
-        return sorted(self.per_query, key=lambda o: o.delta)
 
 
 def _doc_runs(candidates: list[Candidate]) -> tuple[dict[str, float], dict[str, float]]:
@@ -121,6 +37,7 @@ def run_evaluation(
     k: int = 100,
     top_n: int = 10,
     reranker: Any = DEFAULT,
+    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_queries: int | None = None,
 ) -> EvaluationReport:
@@ -133,8 +50,11 @@ def run_evaluation(
     candidates: dict[str, list[tuple[str, float, float | None]]] = {}
     cache_hits = 0
     embedding_model = reranker_model = None
+    mode = retrieval or engine.settings.retrieval
     for done, (qid, text) in enumerate(items, start=1):
-        result = engine.search(text[:512], k, min(top_n, k), collection=collection, reranker=reranker)
+        result = engine.search(
+            text[:MAX_QUERY_CHARS], k, min(top_n, k), collection=collection, reranker=reranker, retrieval=retrieval
+        )
         before_run[qid], after_run[qid] = _doc_runs(result.candidates)
         candidates[qid] = [
             (str(c.metadata.get("document_id", c.id)), c.vector_score, c.rerank_score) for c in result.candidates
@@ -157,6 +77,7 @@ def run_evaluation(
         collection=collection,
         embedding_model=embedding_model or "",
         reranker_model=reranker_model,
+        retrieval=mode,
         k=k,
         top_n=top_n,
         queries=len(ids),
@@ -207,11 +128,12 @@ def depth_curve(
                 after[qid][doc] = max(after[qid].get(doc, float("-inf")), rerank if rerank is not None else vector)
         times = [
             engine.search(
-                dataset.queries[qid][:512],
+                dataset.queries[qid][:MAX_QUERY_CHARS],
                 k,
                 min(report.top_n, k),
                 collection=report.collection,
                 reranker=reranker,
+                retrieval=report.retrieval,
                 use_cache=False,
             ).timings.rerank_ms
             for qid in sample
@@ -225,20 +147,6 @@ def depth_curve(
             )
         )
     return points
-
-
-class RunComparison(BaseModel):
-    """Two runs on the same judgments: both metric sets and a paired test on nDCG@10."""
-
-    name_a: str
-    name_b: str
-    a: dict[str, float]
-    b: dict[str, float]
-    queries: int
-    p_value: float
-    wins: int
-    ties: int
-    losses: int
 
 
 def compare_runs(
@@ -263,54 +171,3 @@ def compare_runs(
         ties=ties,
         losses=losses,
     )
-
-
-def markdown_report(report: EvaluationReport, worst: int = 5) -> str:
-    """The evaluation as a Markdown document: settings, metric table, significance, extremes, depth curve."""
-    names = list(report.before)
-    lines = [
-        f"# Evaluation: {report.dataset} on '{report.collection}'",
-        "",
-        f"- embedder `{report.embedding_model}`, reranker `{report.reranker_model or 'none'}`",
-        f"- {report.queries} judged queries, k = {report.k} candidates, top n = {report.top_n}",
-        f"- {report.seconds:.1f} s; {report.score_cache_hits} scores from the cache",
-        "",
-        "| metric | before rerank | after rerank | change |",
-        "|---|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {n} | {report.before[n]:.4f} | {report.after[n]:.4f} | {report.after[n] - report.before[n]:+.4f} |"
-        for n in names
-    ]
-    lines += [
-        "",
-        f"{report.metric}: {report.wins} queries helped, {report.ties} tied, {report.losses} hurt; paired "
-        f"randomization test p = {report.p_value:.4f} (paired t-test p = {report.p_value_ttest:.4f}).",
-        f"Unjudged in the top {report.top_n}: {report.unjudged_before} before, {report.unjudged_after} after, of "
-        f"{report.judged_looked_at} documents.",
-        "",
-        "## Most hurt",
-        "",
-    ]
-    ranked = report.ranked_outcomes()
-    hurt = [o for o in ranked if o.delta < 0][:worst]
-    helped = [o for o in reversed(ranked) if o.delta > 0][:worst]
-    for heading, rows in ((None, hurt), ("## Most helped", helped)):
-        if heading:
-            lines += ["", heading, ""]
-        lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in rows]
-        lines += [] if rows else ["None."]
-    if report.depth:
-        lines += [
-            "",
-            "## Depth",
-            "",
-            f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50) |",
-            "|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {p.k} | {p.before[PRIMARY]:.4f} | {p.after[PRIMARY]:.4f} | "
-            f"{'' if p.rerank_ms_p50 is None else f'{p.rerank_ms_p50:.0f}'} |"
-            for p in report.depth
-        ]
-    return "\n".join(lines) + "\n"

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import functools
 import math
-import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from workbench.errors import InputError, StoreConnectionError, StoreError, WorkbenchError
+from workbench.errors import (
+    InputError,
+    StoreConnectionError,
+    StoreError,
+    WorkbenchError,
+    exception_chain,
+    is_connection_problem,
+)
 from workbench.inputs import normalise_value, validate_collection_name
 from workbench.redact import redact_text
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
@@ -35,55 +41,11 @@ TIMEOUT_SETTING = "WORKBENCH_STORE_TIMEOUT"
 
 check_collection_name = validate_collection_name
 
-_CONNECTION_TYPE_NAMES = frozenset(
-    {
-        "ConnectError",
-        "ConnectTimeout",
-        "ReadTimeout",
-        "WriteTimeout",
-        "PoolTimeout",
-        "TimeoutException",
-        "RemoteProtocolError",
-        "NetworkError",
-        "ReadError",
-        "WriteError",
-        "ConnectionError",
-        "ConnectionRefusedError",
-        "ConnectionResetError",
-        "OperationalError",  # psycopg: the server closed the connection or cannot be reached
-        "InterfaceError",
-        "ConnectionTimeout",
-        "AMQPConnectionError",
-    }
-)
-_CONNECTION_PHRASES = ("could not connect", "connection refused", "timed out", "connection reset", "unreachable")
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 12:
-        seen.append(current)
-        current = current.__cause__ or current.__context__ or getattr(current, "source", None)
-    return seen
-
-
-def is_connection_problem(exc: BaseException) -> bool:
-    """True when an exception (or one it wraps) says the server could not be reached or did not answer."""
-    for link in _chain(exc):
-        if isinstance(link, ConnectionError | TimeoutError | socket.timeout):
-            return True
-        if type(link).__name__ in _CONNECTION_TYPE_NAMES:
-            return True
-        if any(phrase in str(link).lower() for phrase in _CONNECTION_PHRASES):
-            return True
-    return False
-
 
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if not text:
-        inner = next((str(e) for e in _chain(exc)[1:] if str(e).strip()), "")
+        inner = next((str(e) for e in exception_chain(exc)[1:] if str(e).strip()), "")
         text = " ".join(inner.split())
     return redact_text(text[:400]) or type(exc).__name__
 

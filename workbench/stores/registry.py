@@ -46,6 +46,30 @@ class StoreConfig:
             options=settings.store_options(),
         )
 
+    @classmethod
+    def from_mapping(cls, name: str, values: dict[str, Any], settings: Settings) -> StoreConfig:
+        """A [collections.<name>] table of workbench.toml: store, url, persist_dir, collection, and the
+        store's own options (pgvector: schema, table, id_column, text_column, embedding_column, ...)."""
+        values = dict(values)
+        kind = str(values.pop("store", settings.store))
+        if kind not in SERVER_STORES:
+            raise ConfigError(f"Collection '{name}' names the store '{kind}': use chroma, qdrant or pgvector.")
+        default_url = {"chroma": settings.chroma_url, "qdrant": settings.qdrant_url, "pgvector": settings.pg_url}[kind]
+        url = values.pop("url", None) or (None if "persist_dir" in values else default_url)
+        persist_dir = values.pop("persist_dir", None)
+        if not url and not persist_dir:
+            persist_dir = str(Path(settings.data_dir) / kind)
+        options = {"schema": settings.pg_schema} if kind == "pgvector" else {}
+        options.update(values)
+        return cls(
+            kind=kind,
+            collection=str(options.pop("collection", name)),
+            persist_dir=None if url else persist_dir,
+            url=url,
+            timeout=settings.store_timeout,
+            options=options,
+        )
+
     @property
     def missing_folder(self) -> bool:
         """An embedded store whose folder does not exist yet (nothing to read there)."""
@@ -116,8 +140,13 @@ class StoreRegistry:
             self._collections[name] = collection
 
     def config(self, name: str) -> StoreConfig:
+        """The store settings of `name`: registered in code, named in the settings, or the default store."""
         with self._lock:
-            return self._configs.get(name) or StoreConfig.from_settings(self.settings, name)
+            if name in self._configs:
+                return self._configs[name]
+        if name in self.settings.collections:
+            return StoreConfig.from_mapping(name, self.settings.collections[name], self.settings)
+        return StoreConfig.from_settings(self.settings, name)
 
     def _is_object(self, config: StoreConfig) -> bool:
         return config.vector_store is not None or config.kind == "langchain"
@@ -177,7 +206,7 @@ class StoreRegistry:
         default = StoreConfig.from_settings(self.settings)
         infos = {} if default.missing_folder else {c.name: c for c in _backend_for(default).list_collections()}
         with self._lock:
-            registered = dict(self._configs)
+            registered = {name: self.config(name) for name in self.settings.collections} | dict(self._configs)
         for name, config in registered.items():
             if self._is_object(config) or name not in infos:
                 try:

@@ -1,0 +1,190 @@
+"""Commands over collections: ingest, query, collections, delete, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+
+from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.engine import DEFAULT, Engine
+from workbench.errors import InputError
+from workbench.inputs import parse_filters
+from workbench.types import SearchResult
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    engine = Engine(settings_from(args))
+    columns = [c.strip() for c in args.text_columns.split(",") if c.strip()] if args.text_columns else None
+    with ProgressBar(f"ingest {args.collection}") as bar:
+        report = engine.ingest(
+            args.path,
+            args.collection,
+            chunk_size=args.chunk_size if args.chunk_size is not None else DEFAULT,
+            chunk_overlap=args.chunk_overlap,
+            text_columns=columns,
+            progress=bar,
+        )
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print(shown(report.summary()))
+    for problem in report.problems[:20]:
+        warn(f"skipped {problem.name}: {problem.reason}")
+    if len(report.problems) > 20:
+        warn(f"... and {len(report.problems) - 20} more skipped files (--json lists them all)")
+    return 0
+
+
+def _snippet(text: str, width: int) -> str:
+    flat = " ".join(shown(text).split())
+    return flat if len(flat) <= width else flat[: max(width - 1, 1)] + "…"
+
+
+def format_result(result: SearchResult, width: int | None = None) -> str:
+    """Both orderings side by side with movements, then what dropped out and the stage timings."""
+    width = width or shutil.get_terminal_size((160, 40)).columns
+    column = max((width - 3) // 2, 40)
+    text_width = column - 24
+    title = shown(
+        f"Query: {result.query}  [{result.collection} · {result.store} · {result.retrieval} · k={result.k} → "
+        f"top {result.top_n}]"
+    )
+    scorer = f"{result.reranker_model} · {result.reranker_backend}" if result.reranker_model else "no reranker"
+    left_head = f"{'#':>3}  {'vector':>7}  text"
+    right_head = f"{'#':>3}  {'rerank':>8}  {'move':<12} text"
+    lines = [title, "", f"{'VECTOR SEARCH':<{column}} │ RERANKED ({shown(scorer)})"]
+    lines.append(f"{left_head:<{column}} │ {right_head}")
+    lines.append("─" * column + "─┼─" + "─" * column)
+    reranked = result.reranked
+    for i in range(result.top_n):
+        left = ""
+        if i < len(result.candidates):
+            c = result.candidates[i]
+            left = f"{c.vector_rank:>3}  {c.vector_score:7.3f}  {_snippet(c.text, text_width + 9)}"
+        right = ""
+        if i < len(reranked):
+            r = reranked[i]
+            score = f"{r.rerank_score:8.3f}" if r.rerank_score is not None else f"{'—':>8}"
+            right = f"{r.rank_after:>3}  {score}  {r.movement_label:<12} {_snippet(r.text, text_width)}"
+        lines.append(f"{left:<{column}} │ {right}")
+    if result.dropped:
+        dropped = ", ".join(f"#{c.vector_rank} → #{c.rerank_rank}" for c in result.dropped)
+        lines += ["", f"Dropped from the top {result.top_n}: {dropped}"]
+    t = result.timings
+    lines += [
+        "",
+        f"Timings: embed {t.embed_ms:.1f} ms · search {t.search_ms:.1f} ms · rerank {t.rerank_ms:.1f} ms · "
+        f"total {t.total_ms:.1f} ms   (score cache: {result.cache.score_hits} hits, "
+        f"{result.cache.score_misses} misses; {result.duplicates_removed} duplicates removed)",
+    ]
+    if result.reranker_model:
+        lines.append("Rerank scores are the cross-encoder's raw logits (higher is more relevant).")
+    return "\n".join(lines)
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    engine = Engine(settings_from(args))
+    result = engine.search(
+        args.text,
+        args.k,
+        args.n,
+        parse_filters(args.filter),
+        collection=args.collection,
+        reranker=None if args.no_rerank else DEFAULT,
+        retrieval=args.retrieval,
+    )
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    elif not result.candidates:
+        where = f" with filters {json.dumps(result.filters)}" if result.filters else ""
+        print(shown(f"Nothing matched in '{result.collection}'{where}: try other words or loosen the filters."))
+    else:
+        print(format_result(result))
+    return 0
+
+
+def _cmd_collections(args: argparse.Namespace) -> int:
+    engine = Engine(settings_from(args))
+    infos = engine.collections()
+    if args.json:
+        print(json.dumps([i.model_dump() for i in infos], indent=2))
+        return 0
+    if not infos:
+        where = engine.settings.store_location
+        print(shown(f"No collections in {where}. Create one: workbench ingest PATH --collection NAME"))
+        return 0
+    print(f"{'name':<24} {'store':<9} {'count':>8}  {'dim':>5}  embedding model")
+    for i in infos:
+        print(shown(f"{i.name:<24} {i.store:<9} {i.count:>8}  {i.dimension or '—':>5}  {i.embedding_model or '—'}"))
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    engine = Engine(settings_from(args))
+    info = engine.collection_info(args.collection)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise InputError(f"Deleting '{info.name}' needs confirmation and there is no terminal: pass --yes.")
+        answer = input(f"Delete '{info.name}' ({info.count} chunks in {info.store})? Type the name to confirm: ")
+        if answer.strip() != info.name:
+            print("Not deleted.")
+            return 1
+    engine.delete_collection(args.collection)
+    print(f"Deleted {info.name}.")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from workbench.demo import ensure_demo_collection
+
+    with ProgressBar("demo") as bar:
+        info = ensure_demo_collection(Engine(settings_from(args)), progress=bar)
+    print(shown(f"{info.name}: {info.count} chunks in {info.store} at {info.location}"))
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ingest = commands.add_parser("ingest", help="load files or a BEIR folder into a collection")
+    ingest.add_argument("path", help="a file, a folder of files, or a BEIR folder (with corpus.jsonl)")
+    ingest.add_argument("--collection", required=True)
+    ingest.add_argument("--chunk-size", type=int, help="characters per chunk (BEIR passages stay whole by default)")
+    ingest.add_argument("--chunk-overlap", type=int, help="characters carried into the next chunk")
+    ingest.add_argument(
+        "--text-columns",
+        help="CSV columns holding the text, comma-separated (default: a text "
+        "column, else every column as 'name: value')",
+    )
+    ingest.add_argument("--json", action="store_true", help="print the report as JSON")
+    store_options(ingest)
+    ingest.set_defaults(handler=_cmd_ingest)
+
+    query = commands.add_parser("query", help="search a collection and show vector and reranked orders")
+    query.add_argument("text")
+    query.add_argument("--collection", help="collection name (default: WORKBENCH_COLLECTION)")
+    query.add_argument("-k", type=int, default=None, help="candidates from vector search (default 50)")
+    query.add_argument("-n", type=int, default=None, help="results kept after reranking (default 10)")
+    query.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality; repeatable")
+    query.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="candidate source (default: dense)")
+    query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
+    query.add_argument("--backend", help="reranker backend: torch, onnx, onnx-int8 or auto")
+    query.add_argument("--no-rerank", action="store_true", help="keep the vector order")
+    query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
+    store_options(query)
+    query.set_defaults(handler=_cmd_query)
+
+    collections = commands.add_parser("collections", help="list collections")
+    collections.add_argument("--json", action="store_true")
+    store_options(collections)
+    collections.set_defaults(handler=_cmd_collections)
+
+    delete = commands.add_parser("delete", help="delete a collection")
+    delete.add_argument("collection")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    store_options(delete)
+    delete.set_defaults(handler=_cmd_delete)
+
+    demo = commands.add_parser("demo", help="build the demo collection (offline) if it is missing")
+    store_options(demo)
+    demo.set_defaults(handler=_cmd_demo)

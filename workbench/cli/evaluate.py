@@ -1,0 +1,97 @@
+"""`workbench eval`: judged queries through the engine, metrics before and after reranking."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.engine import DEFAULT, Engine
+from workbench.errors import InputError, WorkbenchError
+from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
+from workbench.inputs import parse_int_list
+
+
+def _writable_folder(path: str) -> Path:
+    """The --save-runs folder, created now so that a typo fails before an hour of reranking."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--save-runs {path}: cannot create that folder ({exc.strerror}).") from exc
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"--save-runs {path}: the folder is not writable.")
+    return folder
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    # Every argument is checked before any query runs.
+    depth = parse_int_list(args.depth, "--depth") if args.depth else []
+    check_plan(args.k, args.n, args.max_queries, depth)
+    folder = _writable_folder(args.save_runs) if args.save_runs else None
+    if args.qrels or args.queries:
+        if not (args.qrels and args.queries):
+            raise InputError("--qrels and --queries go together.")
+        dataset = Dataset.from_files(args.queries, args.qrels)
+    elif args.dataset:
+        dataset = Dataset.from_beir(args.dataset, args.split)
+    else:
+        raise InputError("Name what to evaluate: a BEIR folder, or --qrels FILE --queries FILE.")
+    outside = read_trec_run(args.run) if args.run else None
+    engine = Engine(settings_from(args))
+
+    try:
+        engine.collection_info(args.collection)
+    except WorkbenchError:
+        if dataset.corpus is not None:
+            warn(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}")
+    with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar("queries", unit="query") as bar:
+        report = evaluate_dataset(
+            engine,
+            dataset,
+            args.collection,
+            k=args.k,
+            top_n=args.n,
+            reranker=None if args.no_rerank else DEFAULT,
+            retrieval=args.retrieval,
+            max_queries=args.max_queries,
+            depth=depth,
+            outside_run=outside,
+            outside_name=Path(args.run).name if args.run else "outside run",
+            progress=bar,
+            ingest_progress=ingest_bar,
+        )
+    print(json.dumps(report.summary(), indent=2) if args.json else shown(report.to_markdown()))
+    for warning in report.warnings:
+        warn(f"warning: {warning}")
+    if folder is not None:
+        try:
+            report.write(folder)
+        except OSError as exc:  # the figures are printed above; only the files are lost
+            raise InputError(f"The results are printed above, but writing them to {folder} failed: {exc}") from exc
+        warn(f"runs and report written to {folder}")
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
+    evaluate.add_argument("dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    evaluate.add_argument("--collection", required=True, help="ingested from the BEIR corpus when missing")
+    evaluate.add_argument("-k", type=int, default=100, help="candidates per query (default 100)")
+    evaluate.add_argument("-n", type=int, default=10, help="top n after reranking (default 10)")
+    evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
+    evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
+    evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
+    evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
+    evaluate.add_argument("--depth", help="comma-separated k values for the depth curve, e.g. 10,20,50,100")
+    evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    evaluate.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="candidate source")
+    evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
+    evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
+    evaluate.add_argument("--backend", help="reranker backend: torch, onnx, onnx-int8 or auto")
+    store_options(evaluate)
+    evaluate.set_defaults(handler=_cmd_eval)

@@ -1,0 +1,79 @@
+"""Commands that start something: the app, a local PostgreSQL with pgvector."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from workbench.cli.common import settings_from, shown
+from workbench.errors import ConfigError
+
+
+def app_command(port: int, host: str, headless: bool = True) -> list[str]:
+    """The `streamlit run` command line of the installed app (one place, for the CLI and the tests)."""
+    from workbench.app import ENTRY_SCRIPT
+
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ENTRY_SCRIPT),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    if headless:
+        command += ["--server.headless", "true"]
+    return command
+
+
+def _cmd_app(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if args.host not in {"127.0.0.1", "localhost", "::1"} and settings.app_password is None:
+        raise ConfigError(
+            f"--host {args.host} makes the app reachable from other machines: set WORKBENCH_APP_PASSWORD first "
+            "(a shared password every visitor types), or keep the default 127.0.0.1."
+        )
+    return subprocess.call(app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty()))
+
+
+def _cmd_postgres(args: argparse.Namespace) -> int:
+    from workbench.localpg import LocalPostgres
+
+    folder = Path(args.dir or Path(settings_from(args).data_dir) / "postgres").resolve()
+    server = LocalPostgres(folder, port=args.port)
+    if args.action == "start":
+        server.start()
+        print(
+            shown(
+                f"PostgreSQL with pgvector is running in {folder}; use it with:\n"
+                f"  export WORKBENCH_STORE=pgvector WORKBENCH_PG_URL={server.url}"
+            )
+        )
+    else:
+        server.stop()
+        print(shown(f"Stopped the PostgreSQL in {folder}."))
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
+    app.add_argument("--port", type=int, default=int(os.environ.get("WORKBENCH_APP_PORT", "8501")))
+    app.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    app.add_argument("--headless", action="store_true", help="do not open a browser")
+    app.set_defaults(handler=_cmd_app)
+
+    postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
+    postgres.add_argument("action", choices=["start", "stop"])
+    postgres.add_argument("--dir", help="data folder (default: <WORKBENCH_DATA_DIR>/postgres)")
+    postgres.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
+    postgres.set_defaults(handler=_cmd_postgres)

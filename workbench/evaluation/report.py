@@ -1,0 +1,224 @@
+"""What an evaluation measured, as an object that renders and saves itself (ranx's report, here):
+`to_markdown()`, `per_query_rows()`, `most_hurt()` / `most_helped()`, `write(folder)`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workbench.evaluation.io import Run, trec_run_text
+
+PRIMARY = "ndcg@10"
+
+
+class QueryOutcome(BaseModel):
+    """One query's metrics before and after reranking."""
+
+    query_id: str
+    query: str
+    before: dict[str, float]
+    after: dict[str, float]
+
+    @property
+    def delta(self) -> float:
+        return self.after[PRIMARY] - self.before[PRIMARY]
+
+
+class DepthPoint(BaseModel):
+    """Quality and cost at one depth k: metrics of the top n after reranking k candidates."""
+
+    k: int
+    before: dict[str, float]
+    after: dict[str, float]
+    rerank_ms_p50: float | None = None
+
+
+class RunComparison(BaseModel):
+    """Two runs on the same judgments: both metric sets and a paired test on nDCG@10."""
+
+    name_a: str
+    name_b: str
+    a: dict[str, float]
+    b: dict[str, float]
+    queries: int
+    p_value: float
+    wins: int
+    ties: int
+    losses: int
+
+
+class EvaluationReport(BaseModel):
+    """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON).
+
+    `warnings` says what makes the figures doubtful (judged documents missing from the collection, retrieved
+    documents that are all unjudged): front ends show them beside the figures, never instead of them.
+    """
+
+    dataset: str
+    collection: str
+    embedding_model: str
+    reranker_model: str | None
+    retrieval: str = "dense"
+    k: int
+    top_n: int
+    queries: int
+    before: dict[str, float]
+    after: dict[str, float]
+    metric: str = PRIMARY
+    p_value: float
+    p_value_ttest: float
+    wins: int
+    ties: int
+    losses: int
+    unjudged_before: int
+    unjudged_after: int
+    judged_looked_at: int
+    seconds: float
+    score_cache_hits: int
+    per_query: list[QueryOutcome]
+    depth: list[DepthPoint] = Field(default_factory=list)
+    outside: RunComparison | None = None
+    warnings: list[str] = Field(default_factory=list)
+    before_run: Run = Field(default_factory=dict, exclude=True)
+    after_run: Run = Field(default_factory=dict, exclude=True)
+    candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
+
+    def summary(self) -> dict[str, Any]:
+        """The figures `workbench eval --json` prints."""
+        data: dict[str, Any] = {
+            "dataset": self.dataset,
+            "collection": self.collection,
+            "retrieval": self.retrieval,
+            "k": self.k,
+            "top_n": self.top_n,
+            "before": self.before,
+            "after": self.after,
+            "queries": self.queries,
+            "p_value": self.p_value,
+            "p_value_ttest": self.p_value_ttest,
+            "metric": self.metric,
+            "wins": self.wins,
+            "ties": self.ties,
+            "losses": self.losses,
+            f"unjudged@{self.top_n}": {
+                "before": self.unjudged_before,
+                "after": self.unjudged_after,
+                "of": self.judged_looked_at,
+            },
+            "embedding_model": self.embedding_model,
+            "reranker_model": self.reranker_model,
+            "seconds": round(self.seconds, 1),
+            "score_cache_hits": self.score_cache_hits,
+            "warnings": self.warnings,
+        }
+        if self.depth:
+            data["depth"] = [p.model_dump() for p in self.depth]
+        if self.outside:
+            data["outside_run"] = self.outside.model_dump()
+        return data
+
+    def ranked_outcomes(self) -> list[QueryOutcome]:
+        """Queries sorted from most hurt to most helped by reranking."""
+        return sorted(self.per_query, key=lambda o: o.delta)
+
+    def most_hurt(self, n: int = 5) -> list[QueryOutcome]:
+        """Up to n queries whose nDCG@10 fell most after reranking (only those that fell)."""
+        return [o for o in self.ranked_outcomes() if o.delta < 0][:n]
+
+    def most_helped(self, n: int = 5) -> list[QueryOutcome]:
+        """Up to n queries whose nDCG@10 rose most after reranking (only those that rose)."""
+        return [o for o in reversed(self.ranked_outcomes()) if o.delta > 0][:n]
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 0.05
+
+    def metric_rows(self) -> list[dict[str, Any]]:
+        """One row per metric: before, after, change."""
+        return [
+            {"metric": m, "before rerank": self.before[m], "after rerank": self.after[m], "change": self.after[m] - v}
+            for m, v in self.before.items()
+        ]
+
+    def per_query_rows(self) -> list[dict[str, Any]]:
+        """One row per query, most hurt first: every metric before and after, and the nDCG@10 change."""
+        return [
+            {
+                "query_id": o.query_id,
+                "query": o.query,
+                **{f"before {k}": v for k, v in o.before.items()},
+                **{f"after {k}": v for k, v in o.after.items()},
+                "delta": o.delta,
+            }
+            for o in self.ranked_outcomes()
+        ]
+
+    def to_markdown(self, worst: int = 5) -> str:
+        """The evaluation as a Markdown document: settings, metric table, significance, extremes, depth."""
+        lines = [
+            f"# Evaluation: {self.dataset} on '{self.collection}'",
+            "",
+            f"- embedder `{self.embedding_model}`, reranker `{self.reranker_model or 'none'}`, "
+            f"retrieval {self.retrieval}",
+            f"- {self.queries} judged queries, k = {self.k} candidates, top n = {self.top_n}",
+            f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
+        ]
+        lines += [f"- **warning**: {w}" for w in self.warnings]
+        lines += ["", "| metric | before rerank | after rerank | change |", "|---|---:|---:|---:|"]
+        lines += [
+            f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} |"
+            for r in self.metric_rows()
+        ]
+        lines += [
+            "",
+            f"{self.metric}: {self.wins} queries helped, {self.ties} tied, {self.losses} hurt; paired "
+            f"randomization test p = {self.p_value:.4f} (paired t-test p = {self.p_value_ttest:.4f}).",
+            f"Unjudged in the top {self.top_n}: {self.unjudged_before} before, {self.unjudged_after} after, of "
+            f"{self.judged_looked_at} documents.",
+        ]
+        for heading, rows in (("Most hurt", self.most_hurt(worst)), ("Most helped", self.most_helped(worst))):
+            lines += ["", f"## {heading}", ""]
+            lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in rows]
+            lines += [] if rows else ["None."]
+        if self.depth:
+            lines += [
+                "",
+                "## Depth",
+                "",
+                f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50) |",
+                "|---:|---:|---:|---:|",
+            ]
+            lines += [
+                f"| {p.k} | {p.before[PRIMARY]:.4f} | {p.after[PRIMARY]:.4f} | "
+                f"{'' if p.rerank_ms_p50 is None else f'{p.rerank_ms_p50:.0f}'} |"
+                for p in self.depth
+            ]
+        if self.outside:
+            o = self.outside
+            lines += [
+                "",
+                "## Outside run",
+                "",
+                f"`{o.name_a}`: {PRIMARY} {o.a[PRIMARY]:.4f} vs {o.name_b} {o.b[PRIMARY]:.4f} over {o.queries} "
+                f"queries; p = {o.p_value:.4f} ({o.wins} / {o.ties} / {o.losses}).",
+            ]
+        return "\n".join(lines) + "\n"
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """Both TREC runs, the Markdown report, the summary and per-query figures as JSON, into `folder`."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = self.collection
+        files = {
+            folder / f"{stem}.before.trec": trec_run_text(self.before_run, "vector"),
+            folder / f"{stem}.after.trec": trec_run_text(self.after_run, "reranked"),
+            folder / f"{stem}.report.md": self.to_markdown(),
+            folder / f"{stem}.summary.json": json.dumps(self.summary(), indent=2),
+            folder / f"{stem}.per_query.json": json.dumps([o.model_dump() for o in self.per_query], indent=1),
+        }
+        for path, text in files.items():
+            path.write_text(text, encoding="utf-8")
+        return list(files)

@@ -1,0 +1,118 @@
+"""The one evaluation service the Evaluate page and `workbench eval` both call.
+
+Every argument is checked before any work starts (a bad depth list or top n > k fails in milliseconds, not
+after an hour of reranking); the collection is ingested from the dataset's corpus when it is missing; and
+judgments that do not belong to the collection are refused (none of their documents is in it) or flagged
+(some are missing), so a run can never quietly report 0.0 for the wrong collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.engine import DEFAULT, Engine
+from workbench.errors import CollectionNotFoundError, InputError
+from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.runner import compare_runs, depth_curve, run_evaluation
+from workbench.inputs import validate_depths, whole_number
+
+Progress = Callable[[int, int], None]
+_SAMPLE = 500
+
+
+def check_plan(
+    k: Any, top_n: Any, max_queries: Any = None, depth: Sequence[Any] = ()
+) -> tuple[int, int, int | None, list[int]]:
+    """k, top n (≤ k), max queries (≥ 1 or None) and depth values (each 1..k), checked; InputError otherwise."""
+    k, top_n = validate_depths(k, top_n)
+    if max_queries is not None:
+        max_queries = whole_number("max queries", max_queries)
+        if max_queries < 1:
+            raise InputError(f"max queries must be 1 or more (leave it out for all); got {max_queries}.")
+    ks = sorted({whole_number("depth", d) for d in depth})
+    bad = [d for d in ks if not 1 <= d <= k]
+    if bad:
+        raise InputError(f"Depth values must be between 1 and k ({k}); got {', '.join(map(str, bad))}.")
+    return k, top_n, max_queries, ks
+
+
+def judged_coverage(engine: Engine, dataset: Dataset, collection: str) -> tuple[int, int]:
+    """How many of (a sample of) the judged documents the collection holds, and how many were checked.
+    A document is there when its first chunk (`<document id>::0`) is. (0, 0) when the store cannot tell."""
+    judged = sorted({doc for judgments in dataset.qrels.values() for doc, grade in judgments.items() if grade > 0})
+    sample = judged[:_SAMPLE]
+    if not sample:
+        return 0, 0
+    store = engine.registry.get(collection)
+    if store.embeds_documents and not store.content_hashes([f"{sample[0]}::0"]) and store.count() < 0:
+        return 0, 0
+    found = store.content_hashes([f"{doc}::0" for doc in sample])
+    return len(found), len(sample)
+
+
+def evaluate_dataset(
+    engine: Engine,
+    dataset: Dataset,
+    collection: str,
+    *,
+    k: int = 100,
+    top_n: int = 10,
+    reranker: Any = DEFAULT,
+    retrieval: str | None = None,
+    max_queries: int | None = None,
+    depth: Sequence[int] = (),
+    outside_run: Run | None = None,
+    outside_name: str = "outside run",
+    ingest_missing: bool = True,
+    progress: Progress | None = None,
+    ingest_progress: Progress | None = None,
+) -> EvaluationReport:
+    """Judged queries through the engine: metrics before and after reranking, significance, optional depth
+    curve and outside-run comparison, with warnings about anything that makes the figures doubtful."""
+    k, top_n, max_queries, ks = check_plan(k, top_n, max_queries, depth)
+    engine.reranker(reranker)  # a missing model fails now, not after the ingest
+    try:
+        engine.collection_info(collection)
+    except CollectionNotFoundError:
+        if not ingest_missing or dataset.corpus is None:
+            raise
+        engine.ingest(dataset.corpus, collection, progress=ingest_progress)
+    found, checked = judged_coverage(engine, dataset, collection)
+    warnings: list[str] = []
+    if checked and not found:
+        example = ", ".join(sorted({d for j in dataset.qrels.values() for d in j})[:3])
+        raise InputError(
+            f"None of the documents judged in {dataset.name} (e.g. {example}) is in the collection '{collection}': "
+            "these judgments belong to another collection. Pick the collection they were made for."
+        )
+    if checked and found < checked:
+        warnings.append(
+            f"{checked - found} of {checked} judged documents checked are not in '{collection}': their queries "
+            "can score lower than they should."
+        )
+    if dataset.unmatched_judged:
+        warnings.append(f"{len(dataset.unmatched_judged)} judged queries have no text and were left out.")
+    report = run_evaluation(
+        engine,
+        dataset,
+        collection,
+        k=k,
+        top_n=top_n,
+        reranker=reranker,
+        retrieval=retrieval,
+        progress=progress,
+        max_queries=max_queries,
+    )
+    if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
+        warnings.append(
+            f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "
+            "nothing about this collection."
+        )
+    report.warnings = warnings
+    if ks:
+        report.depth = depth_curve(engine, report, dataset, ks, reranker=reranker)
+    if outside_run is not None:
+        report.outside = compare_runs(dataset, outside_run, report.after_run, k, (outside_name, "reranked"))
+    return report

@@ -1,0 +1,398 @@
+"""PostgreSQL with pgvector: one table per collection in a configurable schema (default `workbench`).
+
+Why one table per collection rather than one shared table with a collection column: each collection has its
+own vector dimension (a `vector(dim)` column and its HNSW index need one), pgvector's HNSW index filters
+*after* the nearest-neighbour walk, so a shared index would lose recall on small collections, and deleting
+a collection is a `DROP TABLE`. A small `collections` table in the schema records each collection's table,
+embedding model and dimension.
+
+Tables: `id text primary key, text text, metadata jsonb, embedding vector(dim), origin text` with an HNSW
+index (`vector_cosine_ops`) and a btree index on `origin`. Filters are JSONB containment (`metadata @>`),
+which is equality with types: 2 matches 2, not "2". Scores are `1 - cosine distance`.
+
+Existing tables (seed 004's `hc_ai_schema.hc_ai_table`) are read too: name the table and its id, text,
+embedding and metadata columns (`table=`, `text_column=` ...); such collections are read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import numpy as np
+
+from workbench.errors import CollectionNotFoundError, ConfigError, InputError, StoreError
+from workbench.redact import redact_url
+from workbench.stores.base import (
+    CONTENT_HASH_KEY,
+    ORIGIN_KEY,
+    Collection,
+    StoreBackend,
+    batched,
+    check_collection_name,
+    clean_metadata,
+    translate_store_error,
+)
+from workbench.types import Chunk, CollectionInfo, Hit, Metadata
+
+DEFAULT_TIMEOUT = 10.0
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_pools: dict[str, Any] = {}
+_pools_lock = threading.Lock()
+
+
+def _ident(name: str, what: str) -> str:
+    """A SQL identifier, quoted; only plain names are accepted (they come from settings, not from users)."""
+    if not _IDENT.match(name or ""):
+        raise ConfigError(f"The pgvector {what} '{name}' is not a plain SQL name (letters, digits, '_').")
+    return f'"{name}"'
+
+
+def _qualified(table: str) -> str:
+    schema, _, name = table.rpartition(".")
+    return f"{_ident(schema, 'schema')}.{_ident(name, 'table')}" if schema else _ident(name, "table")
+
+
+def table_for(collection: str) -> str:
+    """The table a collection lives in: a readable prefix of its name and a hash (names may hold '.', '-')."""
+    slug = re.sub(r"[^a-z0-9_]", "_", collection.lower())[:40]
+    return f"c_{slug}_{hashlib.blake2b(collection.encode(), digest_size=4).hexdigest()}"
+
+
+def _vector_text(vector: np.ndarray | Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(x):.8g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def _parse_vector(value: Any) -> list[float]:
+    if isinstance(value, str):
+        return [float(x) for x in value.strip("[]").split(",") if x]
+    return [float(x) for x in value]
+
+
+class PgVectorCollection(Collection):
+    """One collection: a table the workbench made, or a named existing table (read-only)."""
+
+    store: ClassVar[str] = "pgvector"
+
+    def __init__(
+        self,
+        backend: PgVectorBackend,
+        name: str,
+        table: str,
+        *,
+        embedding_model: str | None,
+        dimension: int | None,
+        columns: dict[str, str | None] | None = None,
+    ) -> None:
+        self._backend = backend
+        self.name = name
+        self.location = backend.location
+        self.timeout = backend.timeout
+        self.table = table
+        self._embedding_model = embedding_model
+        self._dimension = dimension
+        self.external = columns is not None
+        cols = columns or {"id": "id", "text": "text", "embedding": "embedding", "metadata": "metadata"}
+        self._id = _ident(cols["id"] or "id", "id column")
+        self._text = _ident(cols["text"] or "text", "text column")
+        self._embedding = _ident(cols["embedding"] or "embedding", "embedding column")
+        self._metadata = _ident(cols["metadata"], "metadata column") if cols.get("metadata") else None
+
+    def _read_only(self) -> None:
+        if self.external:
+            raise StoreError(
+                f"'{self.name}' reads the existing table {self.table}: the workbench does not write to it. "
+                "Ingest into a collection of its own instead."
+            )
+
+    def _meta(self) -> str:
+        return self._metadata or "'{}'::jsonb"
+
+    def count(self) -> int:
+        with self._backend.cursor() as cur:
+            cur.execute(f"SELECT count(*) FROM {_qualified(self.table)}")
+            return int(cur.fetchone()[0])
+
+    def info(self) -> CollectionInfo:
+        return CollectionInfo(
+            name=self.name,
+            store=self.store,
+            location=self.location,
+            count=self.count(),
+            embedding_model=self._embedding_model,
+            dimension=self._dimension,
+        )
+
+    def search(
+        self,
+        k: int,
+        filters: Metadata | None = None,
+        *,
+        vector: np.ndarray | None = None,
+        text: str | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        query = _vector_text(self.require_vector(vector))
+        where, params = "", []
+        if filters:
+            if self._metadata is None:
+                raise InputError(f"'{self.name}' has no metadata column to filter on.")
+            where, params = f"WHERE {self._metadata} @> %s::jsonb", [json.dumps(filters)]
+        sql = (
+            f"SELECT {self._id}::text, {self._text}, {self._meta()}, 1 - ({self._embedding} <=> %s::vector) "
+            f"FROM {_qualified(self.table)} {where} ORDER BY {self._embedding} <=> %s::vector LIMIT %s"
+        )
+        with self._backend.cursor() as cur:
+            # HNSW returns at most ef_search rows and filters after its walk: widen it and let it keep walking
+            # until k rows pass the filter. `exact` reads every row instead (for recall measurements).
+            cur.execute(f"SET LOCAL hnsw.ef_search = {min(max(2 * k, 100), 1000)}")
+            cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            if exact:
+                cur.execute("SET LOCAL enable_indexscan = off")
+            cur.execute(sql, [query, *params, query, k])
+            rows = cur.fetchall()
+        return [Hit(id=str(i), text=t or "", metadata=dict(m or {}), score=float(s)) for i, t, m, s in rows]
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
+        self._read_only()
+        if not chunks:
+            return
+        if vectors is None:
+            raise InputError("pgvector collections store the workbench's vectors: pass vectors to upsert.")
+        rows = []
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            metadata = clean_metadata(chunk.metadata)
+            rows.append((chunk.id, chunk.text, json.dumps(metadata), _vector_text(vector), metadata.get(ORIGIN_KEY)))
+        with self._backend.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {_qualified(self.table)} (id, text, metadata, embedding, origin) "
+                "VALUES (%s, %s, %s::jsonb, %s::vector, %s) ON CONFLICT (id) DO UPDATE SET text = EXCLUDED.text, "
+                "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, origin = EXCLUDED.origin",
+                rows,
+            )
+
+    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+        if self.external:
+            return {}
+        found: dict[str, str | None] = {}
+        with self._backend.cursor() as cur:
+            for column, values in (("origin", origins), ("id", ids)):
+                for batch in batched(list(values), 1000):
+                    cur.execute(
+                        f"SELECT id, metadata->>%s FROM {_qualified(self.table)} WHERE {column} = ANY(%s)",
+                        [CONTENT_HASH_KEY, list(batch)],
+                    )
+                    found.update({str(i): h for i, h in cur.fetchall()})
+        return found
+
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        self._read_only()
+        with self._backend.cursor() as cur:
+            for batch in batched(list(ids), 1000):
+                cur.execute(f"DELETE FROM {_qualified(self.table)} WHERE id = ANY(%s)", [list(batch)])
+
+    def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
+        with self._backend.cursor() as cur:
+            cur.execute(
+                f"SELECT {self._id}::text, {self._text}, {self._meta()} FROM {_qualified(self.table)} "
+                f"ORDER BY {self._id} OFFSET %s LIMIT %s",
+                [offset, limit],
+            )
+            return [Chunk(id=str(i), text=t or "", metadata=dict(m or {})) for i, t, m in cur.fetchall()]
+
+    def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        with self._backend.cursor() as cur:
+            cur.execute(f"SELECT {self._id}::text, {self._embedding}::text FROM {_qualified(self.table)}")
+            rows = cur.fetchall()
+        return [str(i) for i, _ in rows], np.asarray([_parse_vector(v) for _, v in rows], dtype=np.float32)
+
+
+class PgVectorBackend(StoreBackend):
+    """Collections in a PostgreSQL database with the pgvector extension, at a `postgresql://` URL.
+
+    `table` (with `id_column`, `text_column`, `embedding_column`, `metadata_column`) serves an existing
+    table read-only, under any collection name.
+    """
+
+    kind: ClassVar[str] = "pgvector"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "workbench",
+        timeout: float = DEFAULT_TIMEOUT,
+        table: str | None = None,
+        id_column: str = "id",
+        text_column: str = "text",
+        embedding_column: str = "embedding",
+        metadata_column: str | None = "metadata",
+        embedding_model: str | None = None,
+    ) -> None:
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise InputError(f"A PostgreSQL URL looks like postgresql://user@host:5432/db; got '{redact_url(url)}'.")
+        self.url = url
+        self.location = redact_url(url)
+        self.timeout = timeout
+        self.schema = schema
+        _ident(schema, "schema")
+        self._external = (
+            {
+                "table": table,
+                "columns": {
+                    "id": id_column,
+                    "text": text_column,
+                    "embedding": embedding_column,
+                    "metadata": metadata_column,
+                },
+                "embedding_model": embedding_model,
+            }
+            if table
+            else None
+        )
+        if table:
+            _qualified(table)
+        self._pool = self._pool_for(url, timeout)
+        if not table:
+            self._ensure_schema()
+
+    def _pool_for(self, url: str, timeout: float) -> Any:
+        from psycopg_pool import ConnectionPool
+
+        with _pools_lock:
+            if url in _pools:
+                return _pools[url]
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            timeout=timeout,
+            kwargs={
+                "connect_timeout": max(round(timeout), 1),
+                "options": f"-c statement_timeout={int(timeout * 1000)}",
+                "autocommit": False,
+            },
+            open=False,
+        )
+        try:
+            pool.open(wait=True, timeout=timeout)
+        except Exception as exc:
+            pool.close()
+            raise translate_store_error(
+                exc, store="pgvector", location=self.location, action="connect", timeout=timeout
+            ) from exc
+        with _pools_lock:
+            if url in _pools:
+                pool.close()
+                return _pools[url]
+            _pools[url] = pool
+            return pool
+
+    @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        """A cursor in a transaction (committed on success), from the shared pool."""
+        with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cur:
+            yield cur
+
+    def _ensure_schema(self) -> None:
+        schema = _ident(self.schema, "schema")
+        with self.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {schema}.collections (name text PRIMARY KEY, table_name text NOT NULL, "
+                "embedding_model text, dimension int, created_at timestamptz DEFAULT now())"
+            )
+
+    def _external_collection(self, name: str) -> PgVectorCollection:
+        assert self._external is not None
+        table = self._external["table"]
+        column = self._external["columns"]["embedding"]
+        schema, _, bare = table.rpartition(".")
+        with self.cursor() as cur:
+            cur.execute(
+                "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid "
+                "JOIN pg_namespace n ON c.relnamespace = n.oid WHERE c.relname = %s AND n.nspname = %s "
+                "AND a.attname = %s",
+                [bare, schema or "public", column],
+            )
+            row = cur.fetchone()
+        if row is None:
+            raise CollectionNotFoundError(
+                name, f"pgvector at {self.location} (no table {table} with a {column} column)"
+            )
+        return PgVectorCollection(
+            self,
+            name,
+            table,
+            embedding_model=self._external["embedding_model"],
+            dimension=int(row[0]) if row[0] and row[0] > 0 else None,
+            columns=self._external["columns"],
+        )
+
+    def _rows(self) -> list[tuple[str, str, str | None, int | None]]:
+        with self.cursor() as cur:
+            cur.execute(
+                f"SELECT name, table_name, embedding_model, dimension FROM {_ident(self.schema, 'schema')}.collections "
+                "ORDER BY name"
+            )
+            return cur.fetchall()
+
+    def _collection(self, row: tuple[str, str, str | None, int | None]) -> PgVectorCollection:
+        name, table, model, dimension = row
+        return PgVectorCollection(self, name, f"{self.schema}.{table}", embedding_model=model, dimension=dimension)
+
+    def list_collections(self) -> list[CollectionInfo]:
+        if self._external:
+            return []
+        return [self._collection(row).info() for row in self._rows()]
+
+    def exists(self, name: str) -> bool:
+        return not self._external and any(row[0] == name for row in self._rows())
+
+    def get(self, name: str) -> PgVectorCollection:
+        if self._external:
+            return self._external_collection(name)
+        rows = self._rows()
+        for row in rows:
+            if row[0] == name:
+                return self._collection(row)
+        raise CollectionNotFoundError(name, f"pgvector at {self.location}", [row[0] for row in rows])
+
+    def create(self, name: str, *, embedding_model: str, dimension: int) -> PgVectorCollection:
+        check_collection_name(name)
+        if self._external:
+            raise StoreError(f"{self._external['table']} is an existing table: the workbench does not create one.")
+        if self.exists(name):
+            return self.get(name)
+        schema = _ident(self.schema, "schema")
+        bare = table_for(name)
+        table = f"{schema}.{_ident(bare, 'table')}"
+        with self.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (id text PRIMARY KEY, text text NOT NULL, "
+                f"metadata jsonb NOT NULL DEFAULT '{{}}', embedding vector({int(dimension)}) NOT NULL, origin text)"
+            )
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {bare}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {bare}_origin ON {table} (origin)")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {bare}_metadata ON {table} USING gin (metadata jsonb_path_ops)")
+            cur.execute(
+                f"INSERT INTO {schema}.collections (name, table_name, embedding_model, dimension) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
+                [name, bare, embedding_model, int(dimension)],
+            )
+        return self.get(name)
+
+    def delete(self, name: str) -> None:
+        collection = self.get(name)
+        if collection.external:
+            raise StoreError(f"'{name}' reads an existing table: the workbench does not delete it.")
+        schema = _ident(self.schema, "schema")
+        with self.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {_qualified(collection.table)}")
+            cur.execute(f"DELETE FROM {schema}.collections WHERE name = %s", [name])
