@@ -10,6 +10,8 @@ import os
 
 os.environ["WORKBENCH_CONFIG"] = ""
 os.environ["HF_HUB_OFFLINE"] = "1"
+# Indexes, judgments and session history of engines the tests build go to a throwaway folder, never the checkout.
+os.environ["WORKBENCH_DATA_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-test-data-")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

@@ -100,12 +100,26 @@ class Settings(BaseSettings):
     models_dir: str | None = Field(None, validation_alias=_alias("models_dir", "WORKBENCH_MODELS_DIR"))
     offline: bool = Field(False, validation_alias=_alias("offline", "WORKBENCH_OFFLINE", "HF_HUB_OFFLINE"))
 
+    # Session memory and the app's history (seed 004)
+    session_db: str | None = Field(None, validation_alias=_alias("session_db", "WORKBENCH_SESSION_DB"))
+    session_recent_limit: int = Field(
+        10, ge=1, le=200, validation_alias=_alias("session_recent_limit", "SESSION_RECENT_LIMIT")
+    )
+    session_ttl_days: float | None = Field(None, gt=0, validation_alias=_alias("session_ttl_days", "SESSION_TTL_DAYS"))
+
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
     chunk_overlap: int = Field(100, ge=0, validation_alias=_alias("chunk_overlap", "WORKBENCH_CHUNK_OVERLAP"))
     ingest_unit: int = Field(256, ge=1, validation_alias=_alias("ingest_unit", "WORKBENCH_INGEST_UNIT"))
 
-    @field_validator("chroma_url", "qdrant_url", "pg_url", "models_dir", "data_roots", "app_password", mode="before")
+    @field_validator("session_ttl_days", mode="before")
+    @classmethod
+    def _off_is_none(cls, value: Any) -> Any:
+        return None if str(value).strip().lower() in {"", "off", "none", "0"} else value
+
+    @field_validator(
+        "chroma_url", "qdrant_url", "pg_url", "models_dir", "data_roots", "app_password", "session_db", mode="before"
+    )
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
@@ -136,6 +150,14 @@ class Settings(BaseSettings):
     def store_options(self) -> dict[str, Any]:
         """Store-specific settings handed to the backend (pgvector's schema)."""
         return {"schema": self.pg_schema} if self.store == "pgvector" else {}
+
+    def data_root_paths(self) -> list[Path]:
+        """Folders the app may read server-side paths from: WORKBENCH_DATA_ROOTS (os.pathsep separated), else
+        the workbench's data folder; the demo's folder is always readable."""
+        from workbench.demo import demo_dir
+
+        named = [Path(p).expanduser() for p in (self.data_roots or "").split(os.pathsep) if p]
+        return [*(named or [Path(self.data_dir)]), demo_dir()]
 
     def model_dirs(self) -> list[Path]:
         """The folders searched for models by id, from WORKBENCH_MODELS_DIR (os.pathsep separated)."""

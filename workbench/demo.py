@@ -1,4 +1,7 @@
-"""The demo collection: a fictional company's handbook (data/demo), built into the default store on first use."""
+"""The demo collection: a fictional company's handbook, shipped inside the package (`workbench/demo_data`),
+built into the default store on first use, with 50 judged sample queries in two groups: 20 where vector
+search already works and 30 where embeddings are known to misrank (negation, thresholds, conditions, two
+constraints at once, exact keywords, far phrasings) and a cross-encoder may help."""
 
 from __future__ import annotations
 
@@ -6,32 +9,63 @@ import json
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.ingest import ProgressCallback
 from workbench.types import CollectionInfo
 
 DEMO_COLLECTION = "demo"
+GROUPS = {
+    "vector-works": "where vector search already works",
+    "rerank-helps": "where reranking should help",
+}
+
+
+class SampleQuery(BaseModel):
+    """A demo query, its group (a key of GROUPS) and, for the hard ones, what makes it hard."""
+
+    id: str
+    text: str
+    group: str
+    kind: str | None = None
 
 
 def demo_dir() -> Path:
-    """The demo corpus folder: WORKBENCH_DEMO_DIR, else data/demo beside the package."""
+    """The demo folder: WORKBENCH_DEMO_DIR, else the copy inside the package."""
     named = os.environ.get("WORKBENCH_DEMO_DIR")
-    return Path(named) if named else Path(__file__).resolve().parents[1] / "data" / "demo"
+    return Path(named) if named else Path(__file__).resolve().parent / "demo_data"
 
 
-def sample_queries() -> list[str]:
-    """The demo's sample queries, in file order."""
+def sample_queries(group: str | None = None) -> list[SampleQuery]:
+    """The demo's judged sample queries in file order, optionally of one group."""
     path = demo_dir() / "queries.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            meta = record.get("metadata") or {}
+            queries.append(
+                SampleQuery(
+                    id=record["_id"],
+                    text=record["text"],
+                    group=meta.get("group", "vector-works"),
+                    kind=meta.get("kind"),
+                )
+            )
+    return [q for q in queries if group is None or q.group == group]
 
 
 def ensure_demo_collection(
     engine: Engine, name: str = DEMO_COLLECTION, progress: ProgressCallback | None = None
 ) -> CollectionInfo:
-    """Build the demo collection if it is missing or incomplete; return its info. Offline, idempotent."""
+    """Build the demo collection if it is missing or incomplete, attach its judgments; return its info.
+    Offline and idempotent."""
+    from workbench.judgments import attach_judgments
+
     docs = demo_dir() / "docs"
     if not docs.is_dir():
         raise IngestError(f"The demo corpus is missing: no folder at {docs}. Set WORKBENCH_DEMO_DIR to its folder.")
@@ -42,4 +76,7 @@ def ensure_demo_collection(
     if info is None or info.count == 0:
         engine.ingest(docs, name, progress=progress)
         info = engine.collection_info(name)
+    attach_judgments(
+        engine.settings, name, demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", replace=False
+    )
     return info

@@ -14,7 +14,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Final
 
 from workbench.errors import InputError
@@ -232,3 +232,22 @@ def parse_int_list(text: str, name: str) -> list[int]:
     if not values:
         raise InputError(f"{name} takes whole numbers separated by commas, e.g. 10,20,50.")
     return sorted(set(values))
+
+
+def check_data_path(path: Any, roots: Sequence[Path], what: str = "path") -> Path:
+    """A server-side path typed by an app user, allowed only inside one of `roots` (links followed first).
+
+    InputError when it is outside them: the app must not read whatever the server can read.
+    """
+    text = str(path or "").strip()
+    if not text or "\x00" in text:
+        raise InputError(f"Type the {what} of a folder or file.")
+    resolved = Path(text).expanduser().resolve()
+    allowed = [Path(root).expanduser().resolve() for root in roots]
+    if not any(resolved == root or resolved.is_relative_to(root) for root in allowed):
+        listed = ", ".join(str(root) for root in allowed)
+        raise InputError(
+            f"'{plain_text(text)[:120]}' is outside the folders this app may read ({listed}). "
+            "Set WORKBENCH_DATA_ROOTS to allow another folder."
+        )
+    return resolved

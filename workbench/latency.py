@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
+from workbench.inputs import MAX_K
 from workbench.types import Metadata, StageTimings
 
 STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
@@ -77,6 +78,7 @@ def load_run(
     collection: str | None = None,
     filters: Metadata | None = None,
     reranker: Any = DEFAULT,
+    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadRun:
     """Run `n` searches (cycling through `queries`) on `concurrency` threads, bypassing the caches."""
@@ -88,7 +90,7 @@ def load_run(
     if not 1 <= concurrency <= 64:
         raise InputError(f"Concurrency must be between 1 and 64; got {concurrency}.")
     # Warm the models so that the first measured query does not pay for loading them.
-    engine.search(queries[0], k, top_n, filters, collection=collection, reranker=reranker)
+    engine.search(queries[0], k, top_n, filters, collection=collection, reranker=reranker, retrieval=retrieval)
     timings: list[StageTimings] = []
     errors: list[str] = []
     started = time.perf_counter()
@@ -102,6 +104,7 @@ def load_run(
                 filters,
                 collection=collection,
                 reranker=reranker,
+                retrieval=retrieval,
                 use_cache=False,
             )
             for i in range(n)
@@ -142,20 +145,27 @@ def rerank_time_by_k(
     ks: Sequence[int] = (10, 25, 50, 100),
     *,
     collection: str | None = None,
+    reranker: Any = DEFAULT,
+    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[DepthPoint]:
     """How rerank time grows with k: each query at each k, caches bypassed."""
     queries = [q for q in queries if q.strip()]
     if not queries:
         raise InputError("Measuring rerank time needs at least one query.")
-    engine.search(queries[0], min(ks), 1, collection=collection)
+    bad = [k for k in ks if not 1 <= k <= MAX_K]
+    if not ks or bad:
+        raise InputError(f"k values must be between 1 and {MAX_K}; got {', '.join(map(str, bad)) or 'none'}.")
+    engine.search(queries[0], min(ks), 1, collection=collection, reranker=reranker, retrieval=retrieval)
     points = []
     total = len(ks) * len(queries)
     done = 0
     for k in ks:
         rows = []
         for query in queries:
-            result = engine.search(query, k, min(10, k), collection=collection, use_cache=False)
+            result = engine.search(
+                query, k, min(10, k), collection=collection, reranker=reranker, retrieval=retrieval, use_cache=False
+            )
             rows.append(result)
             done += 1
             if progress:

@@ -10,6 +10,7 @@ Resolution order for an id such as `cross-encoder/ms-marco-MiniLM-L-6-v2`:
 
 from __future__ import annotations
 
+import json
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -167,3 +168,70 @@ def loaded_models() -> dict[str, Any]:
         "sentence_transformers": _load_sentence_transformer.cache_info().currsize,
         "cross_encoders": _load_cross_encoder.cache_info().currsize,
     }
+
+
+class ModelChoice:
+    """A model found on this machine: the id that names it (what RERANKER_MODEL takes), its folder, and where
+    it was found (models dir, Hugging Face cache, or the configured setting)."""
+
+    def __init__(self, model_id: str, path: Path, source: str) -> None:
+        self.id = model_id
+        self.path = path
+        self.source = source
+
+    @property
+    def short_name(self) -> str:
+        return short_model_name(self.id)
+
+    def __repr__(self) -> str:
+        return f"ModelChoice({self.id!r}, {self.source})"
+
+
+def short_model_name(model_id: str | None) -> str:
+    """A model's readable name: the last part of its id or folder ('minilm-l6-qa-reranker')."""
+    if not model_id:
+        return "none"
+    return Path(str(model_id).rstrip("/\\")).name or str(model_id)
+
+
+def is_cross_encoder(folder: Path) -> bool:
+    """A folder holding a sequence-classification transformer with one output: a cross-encoder."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    architectures = config.get("architectures") or []
+    labels = config.get("num_labels") or len(config.get("id2label") or {}) or 1
+    return any(str(a).endswith("ForSequenceClassification") for a in architectures) and labels == 1
+
+
+def discover_rerankers(settings: Settings) -> list[ModelChoice]:
+    """Cross-encoders this machine has: in WORKBENCH_MODELS_DIR (as <name> or <org>/<name>), in the Hugging
+    Face cache (by hub id), and the configured RERANKER_MODEL when it resolves locally."""
+    found: dict[str, ModelChoice] = {}
+    for models_dir in settings.model_dirs():
+        if not models_dir.is_dir():
+            continue
+        for config in sorted([*models_dir.glob("*/config.json"), *models_dir.glob("*/*/config.json")]):
+            folder = config.parent
+            if is_cross_encoder(folder):
+                model_id = folder.relative_to(models_dir).as_posix()
+                found.setdefault(model_id, ModelChoice(model_id, folder.resolve(), f"models dir {models_dir}"))
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        for snapshot in sorted(Path(HF_HUB_CACHE).glob("models--*/snapshots/*")):
+            if is_cross_encoder(snapshot):
+                model_id = snapshot.parents[1].name.removeprefix("models--").replace("--", "/")
+                found.setdefault(model_id, ModelChoice(model_id, snapshot, "Hugging Face cache"))
+    except ImportError:  # pragma: no cover - huggingface_hub comes with sentence-transformers
+        pass
+    configured = settings.reranker_model
+    if settings.reranker_enabled and configured not in found:
+        try:
+            offline = settings.model_copy(update={"offline": True})
+            path = Path(resolve_model(configured, offline, setting="RERANKER_MODEL"))
+            found[configured] = ModelChoice(configured, path, "RERANKER_MODEL")
+        except ModelNotFoundError:
+            pass
+    return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))

@@ -1,4 +1,4 @@
-"""The real Streamlit app through AppTest: every page, with the tiny models and a fresh store."""
+"""The real Streamlit app through AppTest: every page, with the tiny models and a fresh data folder."""
 
 from __future__ import annotations
 
@@ -7,110 +7,174 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-REPO = Path(__file__).resolve().parents[2]
+from workbench.app import ENTRY_SCRIPT
+
 QUERY = "how many vacation days do I get per year"
 
 
 @pytest.fixture(scope="module")
 def app_env(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]):
-    """Settings for the app's engine: a fresh store, the tiny models (the browser tests use the real ones)."""
-    from ui.state import engine_resource
+    """Settings for the app's engine: a fresh data folder, the tiny models (the browser tests use the real ones),
+    and one allowed folder for server paths."""
+    from workbench.app.state import engine_resource
 
+    data = tmp_path_factory.mktemp("app-data")
+    allowed = tmp_path_factory.mktemp("allowed")
     with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(REPO)
-        patch.setenv("WORKBENCH_PERSIST_DIR", str(tmp_path_factory.mktemp("app-store")))
+        patch.setenv("WORKBENCH_DATA_DIR", str(data))
+        patch.setenv("WORKBENCH_DATA_ROOTS", str(allowed))
         patch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
         patch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
         engine_resource.clear()
-        yield
+        yield {"data": data, "allowed": allowed}
         engine_resource.clear()
 
 
 def new_app() -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
     at.run()
     assert not at.exception, at.exception
     return at
 
 
 def search(at: AppTest, query: str = QUERY) -> AppTest:
-    at.text_input(key="query").input(query).run()
+    at.text_input(key="w.query").input(query).run()
     assert not at.exception, at.exception
     return at
 
 
-def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: None) -> None:
+def headers(at: AppTest) -> list[str]:
+    return [h.value for h in at.subheader]
+
+
+def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dict) -> None:
     at = new_app()
-    from ui.state import engine_resource
+    from workbench.app.state import engine_resource
 
     assert engine_resource().collection_info("demo").count >= 150
     search(at)
-    headers = [h.value for h in at.subheader]
-    assert "Vector search · top 10 of 50" in headers and "Reranked · top 10" in headers
+    assert "Vector search · top 10 of 50" in headers(at) and "Reranked · top 10" in headers(at)
     assert len(at.get("plotly_chart")) == 2  # the stage bar and the slopegraph
     assert not at.error
+    # the demo's judgments are attached: a judged query shows its figures and the score reading is explained
+    labels = {m.label for m in at.metric}
+    assert {"nDCG@10 after reranking", "first relevant, before", "first relevant, after"} <= labels
+    assert any("raw logit" in c.value and "σ" in c.value for c in at.caption)
+    at.sidebar.slider(key="w.k").set_value(160).run()  # every demo passage is a candidate: the judged ones too
+    at.sidebar.slider(key="w.top_n").set_value(160).run()
+    assert any(":green-badge[relevant (2)]" in m.value for m in at.markdown)
+    assert any(":orange-badge[partly relevant (1)]" in m.value for m in at.markdown)
 
 
-def test_changing_top_n_reslices_without_the_reranker(app_env: None) -> None:
-    from ui.state import engine_resource
+def test_changing_top_n_reslices_without_the_reranker(app_env: dict) -> None:
+    from workbench.app.state import engine_resource
 
     at = search(new_app(), "time off when a family member dies")
     reranker = engine_resource().reranker()
     calls = reranker.model_calls
-    at.sidebar.slider(key="w_top_n").set_value(4).run()
+    at.sidebar.slider(key="w.top_n").set_value(4).run()
     assert not at.exception
-    assert "Reranked · top 4" in [h.value for h in at.subheader]
+    assert "Reranked · top 4" in headers(at)
     assert any("no model ran" in s.value for s in at.success)
     assert reranker.model_calls == calls
+    assert {m.label: m.value for m in at.metric}["rerank ms now"] == "0"  # not the first run's time
 
 
-def test_sample_queries_are_one_click_away(app_env: None) -> None:
+def test_sample_queries_come_in_two_groups(app_env: dict) -> None:
     at = new_app()
-    pills = at.get("button_group")
-    assert pills, "the sample query pills are shown for the demo collection"
-
-
-@pytest.mark.parametrize(("query", "message"), [("x" * 513, "513 characters")])
-def test_bad_query_shows_an_error_and_the_app_keeps_working(app_env: None, query: str, message: str) -> None:
-    at = search(new_app(), query)
-    assert any(message in e.value for e in at.error)
-    search(at, QUERY)
-    assert not at.error and "Reranked · top 10" in [h.value for h in at.subheader]
-
-
-def test_bad_filter_and_top_n_above_k_are_handled(app_env: None) -> None:
-    at = new_app()
-    at.sidebar.text_area(key="w_filters_text").input("no equals sign").run()
-    assert any("key=value" in e.value for e in at.error)
-    at.sidebar.text_area(key="w_filters_text").input("page=999").run()
-    search(at)
-    assert any("Nothing matched" in w.value for w in at.warning)
-
-
-def test_missing_reranker_model_shows_what_to_change(app_env: None) -> None:
-    at = new_app()
-    at.switch_page("pages/compare.py").run()
-    at.text_input(key="cmp-query").input(QUERY).run()
-    at.text_input(key="cmp-B-model").input("cross-encoder/no-such-reranker").run()
+    groups = at.get("button_group")
+    assert len(groups) == 2
+    texts = [m.value for m in at.markdown]
+    assert "**Where vector search already works**" in texts and "**Where reranking should help**" in texts
+    groups[1].set_value("which travel expenses will the company not pay back").run()
     assert not at.exception
-    assert any("cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in e.value for e in at.error)
+    assert at.text_input(key="w.query").value == "which travel expenses will the company not pay back"
+    assert "Reranked · top 10" in headers(at)
 
 
-def test_compare_shows_agreement_figures(app_env: None) -> None:
+@pytest.mark.parametrize(
+    ("query", "message"), [("x" * 513, "513 characters"), ("\x00\x07\x1b\x7f", "empty"), ("   ", None)]
+)
+def test_bad_queries_show_an_error_and_the_app_keeps_working(app_env: dict, query: str, message: str | None) -> None:
+    at = search(new_app(), query)
+    if message:
+        assert any(message in e.value for e in at.error)
+    else:
+        assert any("Type a query" in i.value for i in at.info)
+    search(at, QUERY)
+    assert not at.error and "Reranked · top 10" in headers(at)
+
+
+def test_a_bad_filter_stops_the_search_with_the_message_on_the_page(app_env: dict) -> None:
+    at = search(new_app())
+    at.sidebar.text_area(key="w.filters_text").input("no equals sign").run()
+    assert any("key=value" in e.value for e in at.sidebar.error)
+    assert any("The search did not run" in e.value and "key=value" in e.value for e in at.main.error)
+    assert "Reranked · top 10" not in headers(at)  # never an unfiltered search under a filter that failed
+    at.sidebar.text_area(key="w.filters_text").input("page=[1, 2]").run()
+    assert any("one value per name" in e.value for e in at.main.error)
+    at.sidebar.text_area(key="w.filters_text").input("page=999").run()
+    assert any("Nothing matched" in w.value for w in at.warning)
+    at.sidebar.text_area(key="w.filters_text").input('page="2"').run()  # the typing rule: "2" is the number 2
+    assert "Reranked · top 10" in headers(at) or any("Nothing matched" in w.value for w in at.warning)
+
+
+def test_state_survives_page_switches_and_k_changes(app_env: dict) -> None:
+    at = search(new_app(), "what happens if I lose my work laptop")
+    at.sidebar.slider(key="w.top_n").set_value(6).run()
+    at.sidebar.slider(key="w.k").set_value(1).run()
+    assert any("top n = 1" in c.value for c in at.sidebar.caption)
+    at.sidebar.slider(key="w.k").set_value(40).run()
+    assert at.sidebar.slider(key="w.top_n").value == 6  # the user's choice comes back with k
+    at.switch_page("views/compare.py").run()
+    assert at.text_input(key="w.compare_query").value == "what happens if I lose my work laptop"
+    at.number_input(key="w.compare_b.k").set_value(12).run()
+    at.switch_page("views/latency.py").run()
+    at.switch_page("views/compare.py").run()
+    assert at.number_input(key="w.compare_b.k").value == 12
+    at.switch_page("views/explore.py").run()
+    assert at.text_input(key="w.query").value == "what happens if I lose my work laptop"
+    assert "Reranked · top 6" in headers(at)
+
+
+def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     at = new_app()
-    at.switch_page("pages/compare.py").run()
-    at.text_input(key="cmp-query").input(QUERY).run()
+    at.switch_page("views/compare.py").run()
+    at.text_input(key="w.compare_query").input(QUERY).run()
     assert not at.exception and not at.error
     labels = [m.label for m in at.metric]
     assert {"Jaccard", "Kendall τ (shared)", "RBO (p=0.9)"} <= set(labels)
-    assert any(label.startswith("overlap@") for label in labels)
+    next(b for b in at.button if b.label == "dense vs hybrid candidates (both reranked)").click().run()
+    assert not at.exception and not at.error
+    assert any("· hybrid ·" in h for h in headers(at)) and any("· dense ·" in h for h in headers(at))
 
 
-def test_latency_page_records_queries_and_runs_a_load_run(app_env: None) -> None:
-    at = search(new_app())
-    at.switch_page("pages/latency.py").run()
+def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.app.state import engine_resource
+
+    monkeypatch.setenv("RERANKER_MODEL", "cross-encoder/no-such-reranker")
+    engine_resource.clear()
+    try:
+        at = new_app()
+        assert any(
+            "cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in e.value for e in at.sidebar.error
+        )
+        search(at)
+        assert not at.exception and "Reranked · top 10" in headers(at)  # the first-stage order, said so
+    finally:
+        monkeypatch.undo()
+        engine_resource.clear()
+
+
+def test_latency_counts_each_search_once_and_runs_a_load_run(app_env: dict) -> None:
+    at = search(new_app(), "deadline for submitting expense receipts")
+    at.sidebar.slider(key="w.top_n").set_value(3).run()  # a re-slice: not a new search
+    search(at, "deadline for submitting expense receipts")  # the same search again: not counted again
+    at.switch_page("views/latency.py").run()
     assert not at.exception
-    assert at.dataframe, "this session's query appears in the timings table"
+    table = at.dataframe[-1].value
+    assert list(table["query"]).count("deadline for submitting expense receipts") == 1
+    assert {"top_n", "filters", "candidates", "cached", "retrieval"} <= set(table.columns)
     at.number_input(key="load-n").set_value(4).run()
     next(b for b in at.button if b.label == "Start load run").click().run()
     assert not at.exception and not at.error
@@ -120,68 +184,150 @@ def test_latency_page_records_queries_and_runs_a_load_run(app_env: None) -> None
     assert len(at.get("plotly_chart")) >= 3
 
 
-def test_collections_create_browse_and_delete(app_env: None, tmp_path: Path) -> None:
-    folder = tmp_path / "notes"
+def test_collections_ingest_refreshes_the_list_and_reports_bad_files(app_env: dict) -> None:
+    folder = app_env["allowed"] / "notes"
     folder.mkdir()
     (folder / "a.txt").write_text("Kestrels hover over fields while hunting voles.")
     (folder / "b.md").write_text("# Birds\n\n## Owls\nOwls hunt at night and hear mice under snow.\n")
+    (folder / "c.txt").write_bytes(b"\xff\xfe\x81 not text")
     at = new_app()
-    at.switch_page("pages/collections.py").run()
+    at.switch_page("views/collections.py").run()
+    at.radio(key="new-source").set_value("A folder on this machine").run()
+    assert not [u for u in at.get("file_uploader") if u.key == "new-files"]  # only what "From" names is shown
     at.text_input(key="new-name").input("bird-notes")
-    at.radio(key="new-source").set_value("A folder on this machine")
     at.text_input(key="new-folder").input(str(folder))
-    at.button[0].click().run()  # the form's submit button
+    next(b for b in at.button if b.label == "Ingest").click().run()
     assert not at.exception and not at.error
-    assert any("bird-notes: 2 documents → 2 chunks; 2 added" in s.value for s in at.success)
-    at.selectbox(key="browse-collection").set_value("bird-notes").run()
-    assert any("Kestrels" in str(df.value.to_dict()) for df in at.dataframe)
+    assert any("bird-notes (chroma): 2 documents -> 2 chunks; 2 added" in s.value for s in at.success)
+    frames = [d.value for d in at.dataframe]
+    listing = next(f for f in frames if "name" in f.columns)
+    assert "bird-notes" in list(listing["name"])  # the list shows it without a manual refresh
+    skipped = next(f for f in frames if "file" in f.columns)
+    assert list(skipped["file"]) == ["c.txt"] and "not UTF-8" in skipped["why it was skipped"][0]
+    assert any("2 chunks in 'bird-notes'" in c.value for c in at.caption)  # browse shows the total
+    assert at.selectbox(key="delete-collection").value is None  # delete never preselects a collection
     at.selectbox(key="delete-collection").set_value("bird-notes").run()
-    at.text_input(key="delete-confirm").input("bird-notes").run()
+    at.text_input(key="delete-confirm-bird-notes").input("bird-notes").run()
     next(b for b in at.button if b.label == "Delete collection").click().run()
     assert not at.exception
-    from ui.state import engine_resource
+    from workbench.app.state import engine_resource
 
     assert "bird-notes" not in {c.name for c in engine_resource().collections()}
 
 
-def test_collections_reports_a_missing_folder(app_env: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("outside", ["/etc", "../../..", "{home}"])
+def test_folders_outside_the_allowed_roots_are_refused(app_env: dict, outside: str) -> None:
     at = new_app()
-    at.switch_page("pages/collections.py").run()
-    at.text_input(key="new-name").input("ghost")
-    at.radio(key="new-source").set_value("A folder on this machine")
-    at.text_input(key="new-folder").input(str(tmp_path / "absent"))
-    at.button[0].click().run()
+    at.switch_page("views/collections.py").run()
+    at.radio(key="new-source").set_value("A folder on this machine").run()
+    at.text_input(key="new-name").input("sneaky")
+    at.text_input(key="new-folder").input(outside.format(home=str(Path.home())))
+    next(b for b in at.button if b.label == "Ingest").click().run()
     assert not at.exception
-    assert any("no such file or folder" in e.value for e in at.error)
+    assert any("outside the folders this app may read" in e.value for e in at.error)
+    from workbench.app.state import engine_resource
+
+    assert "sneaky" not in {c.name for c in engine_resource().collections()}
 
 
-def test_evaluate_page_runs_judgments_and_opens_a_query_in_explore(app_env: None, cranfield_dir: Path) -> None:
+def test_uploads_with_hostile_names_stay_in_their_own_folder(app_env: dict, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
     at = new_app()
-    at.switch_page("pages/evaluate.py").run()
+    at.switch_page("views/collections.py").run()
+    at.text_input(key="new-name").input("uploaded-notes")
+    at.get("file_uploader")[0].set_value(
+        [
+            (f"../../../..{victim}", b"Herons fish in shallow water.", "text/plain"),
+            ("/tmp/owls.md", b"# Owls\n\n## Night\nOwls hunt at night.\n", "text/markdown"),
+        ]
+    )
+    next(b for b in at.button if b.label == "Ingest").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not victim.exists() and not Path("/tmp/owls.md").exists()
+    assert any("uploaded-notes (chroma): 2 documents" in s.value for s in at.success)
+    from workbench.app.state import engine_resource
+
+    sources = {c.metadata["source"] for c in engine_resource().browse("uploaded-notes", 0, 10)}
+    assert sources == {"victim.txt", "owls.md"}
+
+
+def test_passages_are_shown_as_text_not_markdown(app_env: dict) -> None:
+    folder = app_env["allowed"] / "hostile"
+    folder.mkdir()
+    (folder / "x.txt").write_text(
+        "Pelicans ![tracker](http://198.51.100.7/pixel.png) [click](http://198.51.100.7/) "
+        "<img src=http://198.51.100.7/a.png> :red[alarm] $x^2$"
+    )
+    from workbench.app.state import engine_resource
+
+    engine_resource().ingest(folder, "hostile")
+    at = new_app()
+    at.sidebar.selectbox(key="w.collection").set_value("hostile").run()
+    search(at, "pelicans")
+    body = next(m.value for m in at.markdown if "Pelicans" in m.value)
+    assert "\\!\\[tracker\\]\\(http\\:" in body and "\\<img" in body and "\\:red\\[alarm\\]" in body and "\\$" in body
+
+
+def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -> None:
+    at = new_app()
+    at.switch_page("views/evaluate.py").run()
     assert not at.exception
-    at.text_input(key="eval-folder").input(str(cranfield_dir))
-    at.text_input(key="eval-collection").input("cran-eval")
+    assert at.radio(key="eval-source").value == "The demo handbook's judgments (50 queries)"
     at.number_input(key="eval-k").set_value(10)
-    at.number_input(key="eval-max").set_value(6)
+    at.number_input(key="eval-max").set_value(8)
     at.text_input(key="eval-depth").input("5, 10")
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("cranfield on 'cran-eval': 6 queries" in h.value for h in at.subheader)
+    assert any("demo_data on 'demo': 8 queries" in h.value for h in at.subheader)
     metrics = {m.label for m in at.metric}
     assert {"ndcg@10 after", "p-value (randomization)", "helped / tied / hurt"} <= metrics
     assert len(at.get("plotly_chart")) == 2  # per-query deltas and the depth curve
-    explore = next(b for b in at.button if b.label == "Explore")
-    explore.click().run()
-    assert not at.exception
-    assert at.session_state["collection"] == "cran-eval"
-    assert [t.value for t in at.title] == ["Explore"]
-    assert "Reranked · top 10" in [h.value for h in at.subheader]
+    assert any("Reranking **" in m.value for m in at.markdown)
+    explore = next((b for b in at.button if b.label == "Explore"), None)
+    if explore is not None:
+        explore.click().run()
+        assert not at.exception
+        assert [t.value for t in at.title] == ["Explore"]
+        assert "Reranked · top 10" in headers(at)
 
 
-def test_evaluate_page_reports_a_bad_folder(app_env: None, tmp_path: Path) -> None:
+def test_evaluate_refuses_top_n_above_k_and_judgments_of_another_collection(app_env: dict) -> None:
     at = new_app()
-    at.switch_page("pages/evaluate.py").run()
-    at.text_input(key="eval-folder").input(str(tmp_path))
+    at.switch_page("views/evaluate.py").run()
+    at.number_input(key="eval-k").set_value(10)
+    at.number_input(key="eval-max").set_value(3)
     next(b for b in at.button if b.label == "Run evaluation").click().run()
-    assert not at.exception
-    assert any("not a BEIR folder" in e.value for e in at.error)
+    assert not at.error and at.subheader, [e.value for e in at.error]  # a first, good run
+    at.number_input(key="eval-top-n").set_value(20)
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert any("top_n must be between 1 and k (10)" in e.value for e in at.error)
+    assert not at.subheader  # the old report is gone, not shown beside the error
+    at.number_input(key="eval-top-n").set_value(5)
+    other = app_env["allowed"] / "other"
+    other.mkdir()
+    (other / "o.txt").write_text("Nothing about holidays here at all.")
+    from workbench.app.state import engine_resource
+
+    engine_resource().ingest(other, "other-docs")
+    at.text_input(key="eval-collection-The demo handbook's judgments (50 queries)").input("other-docs")
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert any("belong to another collection" in e.value for e in at.error)
+
+
+def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.app.state import engine_resource
+
+    monkeypatch.setenv("WORKBENCH_APP_PASSWORD", "correct horse")
+    engine_resource.clear()
+    try:
+        at = new_app()
+        assert [t.value for t in at.title] == ["Rerank Workbench"] and not at.sidebar.slider
+        at.text_input[0].input("wrong")
+        at.button[0].click().run()
+        assert any("not the password" in e.value for e in at.error) and not at.sidebar.slider
+        at.text_input[0].input("correct horse")
+        at.button[0].click().run()
+        assert [t.value for t in at.title] == ["Explore"]
+    finally:
+        monkeypatch.undo()
+        engine_resource.clear()

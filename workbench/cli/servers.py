@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.cli.common import settings_from, shown
+from workbench.cli.common import ProgressBar, settings_from, shown, warn
+from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.engine import Engine
 from workbench.errors import ConfigError
 
 
@@ -43,6 +45,13 @@ def _cmd_app(args: argparse.Namespace) -> int:
             f"--host {args.host} makes the app reachable from other machines: set WORKBENCH_APP_PASSWORD first "
             "(a shared password every visitor types), or keep the default 127.0.0.1."
         )
+    if settings.collection == DEMO_COLLECTION:
+        # Built before the server starts, so the first visit does not wait on a blank page.
+        warn(f"Checking the demo collection in {settings.store_location} (built offline on first start)…")
+        with ProgressBar("demo") as bar:
+            info = ensure_demo_collection(Engine(settings), progress=bar)
+        warn(f"Demo collection ready: {info.count} passages.")
+    warn(f"Starting the workbench at http://{args.host}:{args.port}")
     return subprocess.call(app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty()))
 
 

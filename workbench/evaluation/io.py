@@ -47,6 +47,19 @@ def read_queries(path: str | Path) -> dict[str, str]:
     return queries
 
 
+def read_query_groups(path: str | Path) -> dict[str, str]:
+    """Query id -> group, from `metadata.group` in a BEIR queries.jsonl (empty for other files)."""
+    path = Path(path)
+    if path.suffix != ".jsonl":
+        return {}
+    groups = {}
+    for _, record in iter_jsonl(_lines(path, "queries"), path.name):
+        group = (record.get("metadata") or {}).get("group") if isinstance(record.get("metadata"), dict) else None
+        if group and "_id" in record:
+            groups[str(record["_id"])] = str(group)
+    return groups
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """BEIR qrels TSV (`query-id  corpus-id  score`, with header) or TREC qrels (`qid 0 docid grade`)."""
     path = Path(path)
@@ -111,8 +124,16 @@ def trec_run_text(run: Run, tag: str) -> str:
 class Dataset:
     """A judged query set: queries, qrels, and (for BEIR folders) the corpus to ingest."""
 
-    def __init__(self, name: str, queries: dict[str, str], qrels: Qrels, corpus: Path | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        queries: dict[str, str],
+        qrels: Qrels,
+        corpus: Path | None = None,
+        groups: dict[str, str] | None = None,
+    ) -> None:
         self.name = name
+        self.groups = groups or {}
         self.qrels = qrels
         missing = [qid for qid in qrels if qid not in queries]
         if len(missing) == len(qrels):
@@ -132,9 +153,10 @@ class Dataset:
                 f"{folder} is not a BEIR folder: it needs queries.jsonl and qrels/{split}.tsv (and corpus.jsonl)."
             )
         corpus = folder if (folder / "corpus.jsonl").is_file() else None
-        return cls(folder.name, read_queries(folder / "queries.jsonl"), read_qrels(qrels_path), corpus)
+        queries = folder / "queries.jsonl"
+        return cls(folder.name, read_queries(queries), read_qrels(qrels_path), corpus, read_query_groups(queries))
 
     @classmethod
     def from_files(cls, queries: str | Path, qrels: str | Path, name: str | None = None) -> Dataset:
         """Separate queries (BEIR jsonl or TSV) and qrels (BEIR TSV or TREC) files."""
-        return cls(name or Path(qrels).stem, read_queries(queries), read_qrels(qrels))
+        return cls(name or Path(qrels).stem, read_queries(queries), read_qrels(qrels), None, read_query_groups(queries))

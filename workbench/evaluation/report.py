@@ -50,6 +50,20 @@ class RunComparison(BaseModel):
     losses: int
 
 
+class GroupFigures(BaseModel):
+    """One group of queries (a `metadata.group` of the queries file): its size, nDCG@10 and MRR@10 before
+    and after, wins/ties/losses and the paired randomization p-value."""
+
+    group: str
+    queries: int
+    before: dict[str, float]
+    after: dict[str, float]
+    wins: int
+    ties: int
+    losses: int
+    p_value: float
+
+
 class EvaluationReport(BaseModel):
     """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON).
 
@@ -80,6 +94,7 @@ class EvaluationReport(BaseModel):
     score_cache_hits: int
     per_query: list[QueryOutcome]
     depth: list[DepthPoint] = Field(default_factory=list)
+    groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
     warnings: list[str] = Field(default_factory=list)
     before_run: Run = Field(default_factory=dict, exclude=True)
@@ -116,6 +131,8 @@ class EvaluationReport(BaseModel):
         }
         if self.depth:
             data["depth"] = [p.model_dump() for p in self.depth]
+        if self.groups:
+            data["groups"] = [g.model_dump() for g in self.groups]
         if self.outside:
             data["outside_run"] = self.outside.model_dump()
         return data
@@ -179,6 +196,21 @@ class EvaluationReport(BaseModel):
             f"Unjudged in the top {self.top_n}: {self.unjudged_before} before, {self.unjudged_after} after, of "
             f"{self.judged_looked_at} documents.",
         ]
+        if self.groups:
+            lines += [
+                "",
+                "## By query group",
+                "",
+                f"| group | queries | {PRIMARY} before | {PRIMARY} after | mrr@10 before | mrr@10 after | "
+                "helped / tied / hurt | p |",
+                "|---|---:|---:|---:|---:|---:|---|---:|",
+            ]
+            lines += [
+                f"| {g.group} | {g.queries} | {g.before[PRIMARY]:.4f} | {g.after[PRIMARY]:.4f} | "
+                f"{g.before['mrr@10']:.4f} | {g.after['mrr@10']:.4f} | {g.wins} / {g.ties} / {g.losses} | "
+                f"{g.p_value:.4f} |"
+                for g in self.groups
+            ]
         for heading, rows in (("Most hurt", self.most_hurt(worst)), ("Most helped", self.most_helped(worst))):
             lines += ["", f"## {heading}", ""]
             lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in rows]

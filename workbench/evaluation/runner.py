@@ -11,13 +11,20 @@ import numpy as np
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
-from workbench.evaluation.report import PRIMARY, DepthPoint, EvaluationReport, QueryOutcome, RunComparison
+from workbench.evaluation.report import (
+    PRIMARY,
+    DepthPoint,
+    EvaluationReport,
+    GroupFigures,
+    QueryOutcome,
+    RunComparison,
+)
 from workbench.evaluation.significance import paired_t_test, randomization_test, wins_ties_losses
 from workbench.inputs import MAX_QUERY_CHARS
 from workbench.types import Candidate
 
 
-def _doc_runs(candidates: list[Candidate]) -> tuple[dict[str, float], dict[str, float]]:
+def document_runs(candidates: list[Candidate]) -> tuple[dict[str, float], dict[str, float]]:
     """Chunk candidates to document runs: each document takes its best chunk's score."""
     before: dict[str, float] = {}
     after: dict[str, float] = {}
@@ -55,7 +62,7 @@ def run_evaluation(
         result = engine.search(
             text[:MAX_QUERY_CHARS], k, min(top_n, k), collection=collection, reranker=reranker, retrieval=retrieval
         )
-        before_run[qid], after_run[qid] = _doc_runs(result.candidates)
+        before_run[qid], after_run[qid] = document_runs(result.candidates)
         candidates[qid] = [
             (str(c.metadata.get("document_id", c.id)), c.vector_score, c.rerank_score) for c in result.candidates
         ]
@@ -70,6 +77,7 @@ def run_evaluation(
     a = [per_before[q][PRIMARY] for q in ids]
     b = [per_after[q][PRIMARY] for q in ids]
     wins, ties, losses = wins_ties_losses(a, b)
+    groups = _group_figures(dataset.groups, ids, per_before, per_after)
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     return EvaluationReport(
@@ -96,10 +104,39 @@ def run_evaluation(
         per_query=[
             QueryOutcome(query_id=q, query=dataset.queries[q], before=per_before[q], after=per_after[q]) for q in ids
         ],
+        groups=groups,
         before_run=before_run,
         after_run=after_run,
         candidates=candidates,
     )
+
+
+def _group_figures(
+    groups: dict[str, str], ids: list[str], before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
+) -> list[GroupFigures]:
+    """Per query group (when the queries file names groups): means, wins/ties/losses and the p-value."""
+    members: dict[str, list[str]] = {}
+    for qid in ids:
+        if qid in groups:
+            members.setdefault(groups[qid], []).append(qid)
+    figures = []
+    for group, qids in members.items():
+        a = [before[q][PRIMARY] for q in qids]
+        b = [after[q][PRIMARY] for q in qids]
+        wins, ties, losses = wins_ties_losses(a, b)
+        figures.append(
+            GroupFigures(
+                group=group,
+                queries=len(qids),
+                before={m: float(np.mean([before[q][m] for q in qids])) for m in before[qids[0]]},
+                after={m: float(np.mean([after[q][m] for q in qids])) for m in after[qids[0]]},
+                wins=wins,
+                ties=ties,
+                losses=losses,
+                p_value=randomization_test(a, b),
+            )
+        )
+    return figures
 
 
 def depth_curve(

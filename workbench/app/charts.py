@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.types import SearchResult, StageTimings
+from workbench.app.widgets import label_of
+from workbench.types import Candidate, SearchResult, StageTimings
 
 STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
 MOVE_COLORS = {"up": "#16a34a", "down": "#dc2626", "new": "#2563eb", "same": "#6b7280", "dropped": "#9ca3af"}
@@ -18,26 +20,44 @@ def _short(text: str, width: int = 48) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def label_of(metadata: dict, text: str) -> str:
-    """A row's human label: its section or title, else the start of its text."""
-    return str(metadata.get("section") or metadata.get("title") or _short(text, 40))
+def _plain(text: str, width: int) -> str:
+    """Document text for a Plotly label: shortened, and HTML-escaped (Plotly renders <a>, <b>, <br> tags)."""
+    return html.escape(_short(text, width))
+
+
+def _kind(c: Candidate, n: int) -> str:
+    if c.rerank_rank > n:
+        return "dropped"
+    if c.vector_rank > n:
+        return "new"
+    return "up" if c.vector_rank > c.rerank_rank else "down" if c.vector_rank < c.rerank_rank else "same"
+
+
+KIND_LABELS = {
+    "up": "moved up",
+    "down": "moved down",
+    "same": "kept its rank",
+    "new": "new in the top n",
+    "dropped": "dropped from the top n",
+}
 
 
 def slopegraph(result: SearchResult) -> go.Figure:
-    """Each document's rank in vector order (left) linked to its rank after reranking (right)."""
+    """Each document's rank in first-stage order (left, labelled) linked to its rank after reranking (right,
+    labelled). Documents that came in from beyond the top n start below it, named; documents pushed out end
+    below it, each named with the rank it fell to. A legend explains the colours."""
     n = result.top_n
-    shown = {c.id: c for c in result.candidates if c.vector_rank <= n or c.rerank_rank <= n}
+    shown = [c for c in result.candidates if c.vector_rank <= n or c.rerank_rank <= n]
+    newcomers = sorted((c for c in shown if c.vector_rank > n), key=lambda c: c.vector_rank)
+    dropped = sorted((c for c in shown if c.rerank_rank > n), key=lambda c: c.rerank_rank)
+    below_left = {c.id: n + 1 + i * 0.7 for i, c in enumerate(newcomers)}
+    below_right = {c.id: n + 1 + i * 0.7 for i, c in enumerate(dropped)}
     fig = go.Figure()
-    for c in sorted(shown.values(), key=lambda c: c.rerank_rank):
-        if c.rerank_rank > n:
-            kind = "dropped"
-        elif c.vector_rank > n:
-            kind = "new"
-        else:
-            kind = "up" if c.vector_rank > c.rerank_rank else "down" if c.vector_rank < c.rerank_rank else "same"
-        right = min(c.rerank_rank, n + 1)
-        left = min(c.vector_rank, n + 1)
-        label = label_of(c.metadata, c.text)
+    for c in sorted(shown, key=lambda c: c.rerank_rank):
+        kind = _kind(c, n)
+        left = below_left.get(c.id, c.vector_rank)
+        right = below_right.get(c.id, c.rerank_rank)
+        label = _plain(label_of(c.metadata, c.text), 60)
         fig.add_trace(
             go.Scatter(
                 x=[0, 1],
@@ -45,42 +65,73 @@ def slopegraph(result: SearchResult) -> go.Figure:
                 mode="lines+markers",
                 line={"color": MOVE_COLORS[kind], "width": 3 if kind in {"new", "dropped"} else 2},
                 marker={"size": 9},
-                name=label,
                 hovertemplate=(
-                    f"<b>{label}</b><br>vector #{c.vector_rank} → reranked #{c.rerank_rank}<br>{kind}<extra></extra>"
+                    f"<b>{label}</b><br>first stage #{c.vector_rank} → reranked #{c.rerank_rank}<br>"
+                    f"{KIND_LABELS[kind]}<extra></extra>"
                 ),
                 showlegend=False,
             )
         )
-        if c.rerank_rank <= n:
-            fig.add_annotation(
-                x=1.02,
-                y=right,
-                text=_short(label, 34),
-                showarrow=False,
-                xanchor="left",
-                font={"size": 11, "color": MOVE_COLORS[kind]},
+        short = _plain(label_of(c.metadata, c.text), 30)
+        left_text = f"#{c.vector_rank} {short}" if c.vector_rank > n else short
+        fig.add_annotation(
+            x=-0.03,
+            y=left,
+            text=left_text,
+            showarrow=False,
+            xanchor="right",
+            font={"size": 11, "color": MOVE_COLORS[kind]},
+        )
+        right_text = f"→ #{c.rerank_rank} {short}" if kind == "dropped" else short
+        fig.add_annotation(
+            x=1.03,
+            y=right,
+            text=right_text,
+            showarrow=False,
+            xanchor="left",
+            font={"size": 11, "color": MOVE_COLORS[kind]},
+        )
+    for kind, name in KIND_LABELS.items():
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines+markers",
+                name=name,
+                line={"color": MOVE_COLORS[kind], "width": 3},
+                marker={"size": 9},
             )
-    ticks = list(range(1, n + 2))
-    fig.update_yaxes(autorange="reversed", tickvals=ticks, ticktext=[*map(str, ticks[:-1]), f">{n}"], title="rank")
-    fig.update_xaxes(tickvals=[0, 1], ticktext=["vector search", "reranked"], range=[-0.1, 1.6])
+        )
+    ticks = list(range(1, n + 1))
+    depth = max([n + 1, *below_left.values(), *below_right.values()])
+    fig.update_yaxes(
+        autorange="reversed",
+        tickvals=[*ticks, n + 1],
+        ticktext=[*map(str, ticks), f"below {n}"],
+        title="rank",
+        range=[depth + 0.5, 0.5],
+    )
+    first = {"dense": "vector search", "bm25": "BM25", "hybrid": "hybrid (RRF)"}.get(result.retrieval, "first stage")
+    fig.update_xaxes(tickvals=[0, 1], ticktext=[first, "reranked"], range=[-0.75, 1.75])
     fig.update_layout(
-        height=max(320, 34 * (n + 1)),
-        margin={"l": 40, "r": 10, "t": 30, "b": 30},
+        height=max(360, 34 * (depth + 2)),
+        margin={"l": 40, "r": 10, "t": 40, "b": 30},
         title="Rank before → after reranking",
         plot_bgcolor="#ffffff",
+        legend={"orientation": "h", "y": -0.08},
     )
     return fig
 
 
-def stage_bar(timings: StageTimings) -> go.Figure:
-    """One query's stage timings as a stacked horizontal bar."""
+def stage_bar(timings: StageTimings, cached: bool = False) -> go.Figure:
+    """One query's stage timings as a stacked horizontal bar; a cached view says the times are from its
+    first run."""
     fig = go.Figure()
     for stage in ("embed", "search", "rerank"):
         value = getattr(timings, f"{stage}_ms")
         fig.add_trace(
             go.Bar(
-                y=["this query"],
+                y=["first run" if cached else "this query"],
                 x=[value],
                 name=f"{stage} {value:.0f} ms",
                 orientation="h",
@@ -91,7 +142,12 @@ def stage_bar(timings: StageTimings) -> go.Figure:
         barmode="stack",
         height=150,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        title=f"Stage timings · total {timings.total_ms:.0f} ms",
+        title=(
+            f"Stage timings of the first run (this view came from the cache: no stage ran now) · total "
+            f"{timings.total_ms:.0f} ms"
+            if cached
+            else f"Stage timings · total {timings.total_ms:.0f} ms"
+        ),
         xaxis_title="ms",
         legend={"orientation": "h", "y": -0.5},
     )

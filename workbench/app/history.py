@@ -1,0 +1,90 @@
+"""Each user's searches: this session's rows for the Latency page, and a history kept in the session store
+(so it survives a reload) that Explore lists and re-opens. The user is known by an id in the page's URL."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import streamlit as st
+
+from workbench.app.state import STATE, HistoryEntry, log, set_value
+from workbench.engine import Engine
+from workbench.errors import WorkbenchError
+from workbench.sessions import open_session_store
+from workbench.types import SearchResult
+
+_USER = re.compile(r"^[a-f0-9]{16}$")
+
+
+def user_session_id() -> str:
+    """The session-store id of this browser's user: `app:<id>`, the id kept in the URL (?u=...)."""
+    user = st.query_params.get("u")
+    if not user or not _USER.match(str(user)):
+        user = uuid.uuid4().hex[:16]
+        st.query_params["u"] = user
+    return f"app:{user}"
+
+
+def remember(engine: Engine, result: SearchResult) -> None:
+    """Record a new search once: a re-sliced view (top n changed) is not a new search."""
+    signature = (
+        result.query,
+        result.collection,
+        result.k,
+        repr(sorted(result.filters.items())),
+        result.retrieval,
+        result.reranker_model,
+    )
+    if STATE.last_signature == signature:
+        return
+    STATE.last_signature = signature
+    t = result.timings
+    entry = HistoryEntry(
+        query=result.query,
+        collection=result.collection,
+        k=result.k,
+        top_n=result.top_n,
+        filters=", ".join(f"{k}={v}" for k, v in result.filters.items()),
+        retrieval=result.retrieval,
+        reranker=result.reranker_model or "none",
+        backend=result.reranker_backend,
+        candidates=len(result.candidates),
+        # a whole result from the cache, or every score from the score cache: no model ran for it
+        cached=result.cache.result_cached
+        or bool(result.reranker_model and result.candidates and result.cache.score_misses == 0),
+        embed_ms=t.embed_ms,
+        search_ms=t.search_ms,
+        rerank_ms=t.rerank_ms,
+        total_ms=t.total_ms,
+    )
+    STATE.history.append(entry)
+    try:
+        open_session_store(engine.settings).add_turn(user_session_id(), "query", result.query, entry.model_dump())
+    except WorkbenchError as exc:  # history is a convenience: a search never fails because of it
+        log.warning("could not save the query history: %s", exc)
+
+
+def _reopen(entry: HistoryEntry) -> None:
+    set_value("query", entry.query)
+    set_value("collection", entry.collection)
+    set_value("k", entry.k)
+    set_value("retrieval", entry.retrieval)
+    STATE.top_n_wanted = entry.top_n
+    set_value("filters_text", "\n".join(part.strip() for part in entry.filters.split(",") if part.strip()))
+
+
+def open_history(engine: Engine, limit: int = 15) -> None:
+    """An expander listing this user's recent searches (newest first); one click re-opens one."""
+    try:
+        view = open_session_store(engine.settings).get(user_session_id(), limit=limit)
+    except WorkbenchError as exc:
+        log.warning("could not read the query history: %s", exc)
+        return
+    entries = [HistoryEntry.model_validate(t.meta) for t in reversed(view.turns) if t.role == "query" and t.meta]
+    if not entries:
+        return
+    with st.expander(f"History ({view.total_turns} searches)", expanded=False):
+        for position, entry in enumerate(entries):
+            label = f"{entry.query[:80]} — {entry.collection} · k={entry.k} · {entry.retrieval}"
+            st.button(label, key=f"history-{position}", on_click=_reopen, args=(entry,), type="tertiary")

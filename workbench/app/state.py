@@ -1,0 +1,228 @@
+"""Per-user state behind one typed accessor, the shared engine, and error display.
+
+`STATE` is the only way the app reads or writes `st.session_state`: each field is typed and has a default.
+Widgets are tied to a field with `bind("field")` (or a dotted path into a model field, "compare_a.k"): the
+widget's own key is seeded from the field before it is drawn and written back when it changes, so values
+survive page switches (Streamlit forgets the keys of widgets a page did not draw).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+import streamlit as st
+from pydantic import BaseModel, Field
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import WorkbenchError
+from workbench.inputs import DEFAULT_TOP_K
+from workbench.redact import redact_text
+
+log = logging.getLogger("workbench.app")
+T = TypeVar("T")
+_PREFIX = "wb."
+_WIDGET = "w."
+
+
+class CompareSide(BaseModel):
+    """One configuration on the Compare page."""
+
+    collection: str | None = None
+    k: int = 50
+    rerank: bool = True
+    model: str | None = None
+    retrieval: str = "dense"
+
+
+class HistoryEntry(BaseModel):
+    """One search this user ran: what was asked, how it was configured, what it cost."""
+
+    query: str
+    collection: str
+    k: int
+    top_n: int
+    filters: str
+    retrieval: str
+    reranker: str
+    backend: str | None
+    candidates: int
+    cached: bool
+    embed_ms: float
+    search_ms: float
+    rerank_ms: float
+    total_ms: float
+
+
+class _Field(Generic[T]):
+    """A typed entry of st.session_state with a default (a value, or a factory for mutable ones)."""
+
+    def __init__(self, default: T | None = None, factory: Callable[[], T] | None = None) -> None:
+        self.default = default
+        self.factory = factory
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = _PREFIX + name
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        if self.key not in st.session_state:
+            st.session_state[self.key] = self.factory() if self.factory else self.default
+        return st.session_state[self.key]
+
+    def __set__(self, obj: object, value: T) -> None:
+        st.session_state[self.key] = value
+
+
+class AppState:
+    """Everything the app remembers for one user, across pages and reruns."""
+
+    authenticated = _Field(False)
+    demo_checked = _Field(False)
+    # Sidebar
+    collection: _Field[str | None] = _Field(None)
+    rerank = _Field(True)
+    reranker_model: _Field[str | None] = _Field(None)
+    retrieval = _Field("dense")
+    k = _Field(50)
+    top_n_wanted = _Field(10)
+    filters_text = _Field("")
+    # Explore
+    query = _Field("")
+    sample_pick: _Field[str | None] = _Field(None)
+    last_signature: _Field[tuple | None] = _Field(None)
+    history: _Field[list[HistoryEntry]] = _Field(factory=list)
+    # Compare
+    compare_a: _Field[CompareSide] = _Field(factory=lambda: CompareSide(rerank=False))
+    compare_b: _Field[CompareSide] = _Field(factory=CompareSide)
+    compare_top_n = _Field(DEFAULT_TOP_K)
+    compare_query = _Field("")
+    # Evaluate, Latency, Collections
+    eval_report: _Field[Any] = _Field(None)
+    eval_error: _Field[str | None] = _Field(None)
+    load_run: _Field[Any] = _Field(None)
+    depth_points: _Field[Any] = _Field(None)
+    flash: _Field[str | None] = _Field(None)
+    ingest_report: _Field[Any] = _Field(None)
+    browse_collection: _Field[str | None] = _Field(None)
+
+    def top_n(self) -> int:
+        """top n as shown: what the user last chose, never above k."""
+        return max(1, min(self.top_n_wanted, self.k))
+
+
+STATE = AppState()
+
+
+def _get_path(path: str) -> Any:
+    head, _, rest = path.partition(".")
+    value = getattr(STATE, head)
+    for part in rest.split(".") if rest else []:
+        value = getattr(value, part)
+    return value
+
+
+def _set_path(path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if not rest:
+        setattr(STATE, head, value)
+        return
+    container = getattr(STATE, head)
+    *parents, last = rest.split(".")
+    for part in parents:
+        container = getattr(container, part)
+    setattr(container, last, value)
+
+
+def widget_key(path: str) -> str:
+    return _WIDGET + path
+
+
+def bind(path: str, on_change: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Keyword arguments tying a widget to a STATE field: `st.slider(..., **bind("k"))`."""
+    key = widget_key(path)
+    if key not in st.session_state:
+        st.session_state[key] = _get_path(path)
+
+    def keep() -> None:
+        _set_path(path, st.session_state[key])
+        if on_change:
+            on_change()
+
+    return {"key": key, "on_change": keep}
+
+
+def set_value(path: str, value: Any) -> None:
+    """Set a field and the widget tied to it (call from callbacks or before the widget is drawn)."""
+    _set_path(path, value)
+    st.session_state[widget_key(path)] = value
+
+
+@st.cache_resource(show_spinner="Loading the workbench (first visit only)…")
+def engine_resource() -> Engine:
+    """One engine per server process: models, store clients and caches are shared by every session."""
+    return Engine(Settings())
+
+
+def error_text(exc: BaseException) -> str:
+    """The message a user sees for an exception: the engine's own words, secrets masked, no trace."""
+    if isinstance(exc, WorkbenchError):
+        return redact_text(str(exc))
+    if isinstance(exc, ValueError):
+        return redact_text(f"Invalid input: {exc}")
+    return redact_text(f"Unexpected error ({type(exc).__name__}): {exc}")
+
+
+@contextlib.contextmanager
+def shown_errors(where: Any = None) -> Iterator[None]:
+    """Errors become messages the user can act on; nothing escapes as a traceback. Unexpected ones are logged."""
+    try:
+        yield
+    except Exception as exc:  # the app must keep working after anything a store or a model throws
+        if not isinstance(exc, WorkbenchError | ValueError):
+            log.exception("unexpected error in the app")
+        (where or st).error(error_text(exc), icon=":material/error:")
+
+
+class Controls(BaseModel):
+    """What the sidebar chose; every page reads it through `controls()`."""
+
+    collection: str | None
+    k: int
+    top_n: int
+    filters: dict[str, Any] = Field(default_factory=dict)
+    filter_error: str | None = None
+    rerank: bool = True
+    reranker_model: str | None = None
+    retrieval: str = "dense"
+
+    @property
+    def reranker(self) -> Any:
+        """The engine's reranker argument: the chosen model, DEFAULT for the configured one, or None."""
+        from workbench.engine import DEFAULT
+
+        if not self.rerank:
+            return None
+        return self.reranker_model or DEFAULT
+
+
+def publish_pages(pages: dict[str, Any]) -> None:
+    st.session_state["wb._pages"] = pages
+
+
+def page(name: str) -> Any:
+    """The st.Page object of a view (for st.switch_page), by its file stem."""
+    return st.session_state["wb._pages"][name]
+
+
+def controls() -> Controls:
+    """The sidebar's choices of this run (drawn once, by the entry script)."""
+    return st.session_state["wb._controls"]
+
+
+def publish_controls(value: Controls) -> None:
+    st.session_state["wb._controls"] = value

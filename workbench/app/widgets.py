@@ -1,0 +1,168 @@
+"""Drawing a SearchResult: the two ordered lists, movement and judgment badges, scores, downloads.
+
+Passage text and titles come from documents, so they are shown as text: every Markdown, HTML and
+Streamlit directive character is escaped (an image link in a document must not make a viewer's browser
+fetch anything, and a link must not be clickable).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import streamlit as st
+
+from workbench.inputs import DISPLAY_CHARS
+from workbench.types import Candidate, RankedHit, SearchResult
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'])")
+SCORE_NOTE = (
+    "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
+    "0–1 by 1/(1+e^−logit), easier to read but not a calibrated probability."
+)
+GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: ("gray", "judged not relevant")}
+
+
+def text_md(text: object) -> str:
+    """`text` as Markdown that renders literally: no links, images, HTML, LaTeX, colours or icons."""
+    flat = " ".join(str(text).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+
+
+def sigmoid(score: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(score, 60.0), -60.0)))
+
+
+def score_md(rerank_score: float | None) -> str:
+    if rerank_score is None:
+        return "no reranker"
+    return f"rerank `{rerank_score:.2f}` · σ `{sigmoid(rerank_score):.2f}`"
+
+
+def label_of(metadata: dict, text: str) -> str:
+    """A row's human label: its section or title, else the start of its text."""
+    label = metadata.get("section") or metadata.get("title")
+    if label:
+        return str(label)
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 40 else flat[:39] + "…"
+
+
+def _where(metadata: dict) -> str:
+    parts = [str(metadata["title"])] if metadata.get("title") else []
+    if metadata.get("page") not in (None, ""):
+        parts.append(f"p. {metadata['page']}")
+    return " · ".join(parts)
+
+
+def movement_badge(row: RankedHit) -> str:
+    """The row's movement label (↑3, ↓2, new, =) as a coloured badge."""
+    color = {"new": "blue", "up": "green", "down": "red", "same": "gray"}[row.movement]
+    return f":{color}-badge[{text_md(row.movement_label)}]"
+
+
+def grade_badge(grade: int | None) -> str:
+    if grade is None:
+        return ""
+    color, label = GRADE_LABELS.get(grade, ("green", f"grade {grade}"))
+    return f" · :{color}-badge[{label} ({grade})]"
+
+
+def _body(text: str) -> None:
+    flat = " ".join(text.split())
+    if len(flat) <= DISPLAY_CHARS:
+        st.markdown(text_md(flat))
+        return
+    st.markdown(text_md(flat[:DISPLAY_CHARS]) + "…")
+    with st.expander("Full text"):
+        st.markdown(text_md(flat))
+
+
+def _document(metadata: dict, fallback: str) -> str:
+    return str(metadata.get("document_id", fallback))
+
+
+def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, retrieval: str = "dense") -> None:
+    with st.container(border=True):
+        fate = "" if c.rerank_rank <= top_n else f" · :gray-badge[dropped → \\#{c.rerank_rank}]"
+        grade = grade_badge(grades.get(_document(c.metadata, c.id)) if grades is not None else None)
+        name = {"dense": "vector", "bm25": "BM25", "hybrid": "RRF"}[retrieval]
+        sources = ""
+        if c.sources:
+            sources = " · " + " · ".join(f"{k} \\#{int(v['rank'])}" for k, v in sorted(c.sources.items()))
+        st.markdown(
+            f"**\\#{c.vector_rank}** · **{text_md(label_of(c.metadata, c.text))}** · {name} "
+            f"`{c.vector_score:.3f}`{sources}{fate}{grade}"
+        )
+        st.caption(text_md(_where(c.metadata)))
+        _body(c.text)
+
+
+def reranked_row(r: RankedHit, grades: dict[str, int] | None = None) -> None:
+    with st.container(border=True):
+        grade = grade_badge(grades.get(_document(r.metadata, r.id)) if grades is not None else None)
+        st.markdown(
+            f"**\\#{r.rank_after}** {movement_badge(r)} · **{text_md(label_of(r.metadata, r.text))}** · "
+            f"{score_md(r.rerank_score)} · first stage `{r.vector_score:.3f}`{grade}"
+        )
+        st.caption(text_md(_where(r.metadata)))
+        _body(r.text)
+
+
+def candidates_frame(result: SearchResult) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "vector_rank": c.vector_rank,
+                "rerank_rank": c.rerank_rank,
+                "id": c.id,
+                "document_id": c.metadata.get("document_id"),
+                "vector_score": c.vector_score,
+                "rerank_logit": c.rerank_score,
+                "rerank_sigmoid": None if c.rerank_score is None else sigmoid(c.rerank_score),
+                "title": c.metadata.get("title"),
+                "section": c.metadata.get("section"),
+                "page": c.metadata.get("page"),
+                "text": c.text,
+            }
+            for c in result.candidates
+        ]
+    )
+
+
+def reranked_frame(result: SearchResult) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "rank_after": r.rank_after,
+                "rank_before": r.rank_before,
+                "movement": r.movement_label,
+                "id": r.id,
+                "document_id": r.metadata.get("document_id"),
+                "rerank_logit": r.rerank_score,
+                "rerank_sigmoid": None if r.rerank_score is None else sigmoid(r.rerank_score),
+                "vector_score": r.vector_score,
+                "title": r.metadata.get("title"),
+                "section": r.metadata.get("section"),
+                "text": r.text,
+            }
+            for r in result.reranked
+        ]
+    )
+
+
+def downloads(result: SearchResult, key: str) -> None:
+    """CSV of both lists and JSON of the whole result."""
+    files = [
+        ("Vector list (CSV)", candidates_frame(result).to_csv(index=False), "vector_search.csv", "text/csv", "csv-v"),
+        ("Reranked list (CSV)", reranked_frame(result).to_csv(index=False), "reranked.csv", "text/csv", "csv-r"),
+        ("Result (JSON)", result.to_json(indent=2), "search_result.json", "application/json", "json"),
+    ]
+    for column, (label, data, name, mime, suffix) in zip(st.columns(3), files, strict=True):
+        column.download_button(label, data, name, mime, key=f"{key}-{suffix}", width="stretch")
+
+
+def problems_table(problems: list) -> pd.DataFrame:
+    """Files that were not ingested, by their own names."""
+    return pd.DataFrame([{"file": p.name, "why it was skipped": p.reason} for p in problems])

@@ -1,0 +1,388 @@
+"""Session memory (seed 004): the recent turns of a conversation and its summary, kept in SQLite (a file in
+the workbench's data folder, WAL mode, survives restarts) or in PostgreSQL when WORKBENCH_SESSION_DB is a
+`postgresql://` URL. The HTTP API serves it (`/session/...`) and the app keeps each user's query history in it.
+
+Turns are returned oldest first; `recent_limit` (SESSION_RECENT_LIMIT, 10) caps how many come back; turns and
+summaries older than `ttl_days` (SESSION_TTL_DAYS, off) are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workbench.config import Settings
+from workbench.errors import InputError, StoreError, WorkbenchError, is_connection_problem
+from workbench.inputs import plain_text
+from workbench.redact import redact_text, redact_url
+
+MAX_SESSION_ID = 128
+MAX_ROLE = 32
+MAX_TEXT = 32_000
+MAX_META_BYTES = 16_384
+MAX_LIMIT = 200
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+class Turn(BaseModel):
+    """One turn: who spoke (role), what was said, any metadata, when."""
+
+    session_id: str
+    role: str
+    text: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+
+class SessionView(BaseModel):
+    """A session's recent turns (oldest first) and its summary."""
+
+    session_id: str
+    turns: list[Turn]
+    summary: str | None = None
+    summary_updated_at: datetime | None = None
+    total_turns: int = 0
+
+
+def check_session_id(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise InputError(
+            f"session_id must be 1-{MAX_SESSION_ID} characters of letters, digits and . _ : @ -; "
+            f"got {plain_text(repr(session_id))[:40]}."
+        )
+    return session_id
+
+
+def check_turn(role: Any, text: Any, meta: Any) -> tuple[str, str, dict[str, Any]]:
+    """A turn's role (1-32 characters), text (1-32,000) and metadata (a JSON object up to 16 KB)."""
+    if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE:
+        raise InputError(f"role must be 1-{MAX_ROLE} characters, such as user or assistant.")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text must be non-empty.")
+    if len(text) > MAX_TEXT:
+        raise InputError(f"text is {len(text)} characters long; the limit is {MAX_TEXT}.")
+    meta = meta or {}
+    if not isinstance(meta, dict):
+        raise InputError("meta must be a JSON object.")
+    try:
+        encoded = json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"meta must be plain JSON ({exc}).") from exc
+    if len(encoded.encode("utf-8")) > MAX_META_BYTES:
+        raise InputError(f"meta is larger than {MAX_META_BYTES} bytes.")
+    return role.strip(), text, meta
+
+
+def check_limit(limit: Any, default: int) -> int:
+    if limit is None:
+        return default
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit must be a whole number between 1 and {MAX_LIMIT}; got {limit!r}.")
+    return limit
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SessionStore(ABC):
+    """Turns and summaries by session id; safe to use from many threads."""
+
+    location: str
+
+    def __init__(self, recent_limit: int = 10, ttl_days: float | None = None) -> None:
+        self.recent_limit = recent_limit
+        self.ttl_days = ttl_days
+
+    def _cutoff(self) -> datetime | None:
+        return _now() - timedelta(days=self.ttl_days) if self.ttl_days else None
+
+    def add_turn(
+        self, session_id: str, role: str, text: str, meta: dict[str, Any] | None = None, return_limit: int | None = None
+    ) -> SessionView:
+        """Append a turn; return the recent turns and the summary."""
+        session_id = check_session_id(session_id)
+        role, text, meta = check_turn(role, text, meta)
+        limit = check_limit(return_limit, self.recent_limit)
+        with self._errors("add a turn"):
+            self._insert(session_id, role, text, meta, _now())
+        return self.get(session_id, limit)
+
+    def get(self, session_id: str, limit: int | None = None) -> SessionView:
+        """The recent turns (oldest first, at most `limit`) and the summary."""
+        session_id = check_session_id(session_id)
+        limit = check_limit(limit, self.recent_limit)
+        with self._errors("read a session"):
+            self._expire()
+            return self._view(session_id, limit)
+
+    def set_summary(self, session_id: str, summary: str) -> SessionView:
+        session_id = check_session_id(session_id)
+        if not isinstance(summary, str) or len(summary) > MAX_TEXT:
+            raise InputError(f"summary must be text of at most {MAX_TEXT} characters.")
+        with self._errors("save a summary"):
+            self._upsert_summary(session_id, summary, _now())
+        return self.get(session_id)
+
+    def delete(self, session_id: str) -> int:
+        """Remove every turn and the summary; how many turns there were."""
+        session_id = check_session_id(session_id)
+        with self._errors("delete a session"):
+            return self._delete(session_id)
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            reason = redact_text(" ".join(str(exc).split())[:300])
+            kind = "cannot reach" if is_connection_problem(exc) else "failed to"
+            verb = f"{kind} {action}" if kind == "failed to" else f"cannot {action}: the store is unreachable"
+            raise StoreError(f"The session store at {self.location} {verb} ({reason}).") from exc
+
+    @abstractmethod
+    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None: ...
+
+    @abstractmethod
+    def _view(self, session_id: str, limit: int) -> SessionView: ...
+
+    @abstractmethod
+    def _upsert_summary(self, session_id: str, summary: str, at: datetime) -> None: ...
+
+    @abstractmethod
+    def _delete(self, session_id: str) -> int: ...
+
+    @abstractmethod
+    def _expire(self) -> None: ...
+
+
+class SqliteSessionStore(SessionStore):
+    """Sessions in one SQLite file (WAL, busy timeout), one connection per thread."""
+
+    def __init__(self, path: str | Path, recent_limit: int = 10, ttl_days: float | None = None) -> None:
+        super().__init__(recent_limit, ttl_days)
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._connection() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS turns (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,
+                    text TEXT NOT NULL, meta TEXT NOT NULL, created_at TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS turns_by_session ON turns (session_id, id);
+                CREATE TABLE IF NOT EXISTS summaries (
+                    session_id TEXT PRIMARY KEY, summary TEXT NOT NULL, updated_at TEXT NOT NULL);
+                """
+            )
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        yield db
+
+    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None:
+        with self._connection() as db:
+            db.execute(
+                "INSERT INTO turns (session_id, role, text, meta, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, role, text, json.dumps(meta), at.isoformat()),
+            )
+
+    def _view(self, session_id: str, limit: int) -> SessionView:
+        with self._connection() as db:
+            rows = db.execute(
+                "SELECT role, text, meta, created_at FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                (session_id, limit),
+            ).fetchall()
+            total = db.execute("SELECT count(*) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0]
+            summary = db.execute(
+                "SELECT summary, updated_at FROM summaries WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        turns = [
+            Turn(session_id=session_id, role=r, text=t, meta=json.loads(m), created_at=datetime.fromisoformat(c))
+            for r, t, m, c in reversed(rows)
+        ]
+        return SessionView(
+            session_id=session_id,
+            turns=turns,
+            summary=summary[0] if summary else None,
+            summary_updated_at=datetime.fromisoformat(summary[1]) if summary else None,
+            total_turns=int(total),
+        )
+
+    def _upsert_summary(self, session_id: str, summary: str, at: datetime) -> None:
+        with self._connection() as db:
+            db.execute(
+                "INSERT INTO summaries (session_id, summary, updated_at) VALUES (?, ?, ?) ON CONFLICT (session_id) "
+                "DO UPDATE SET summary = excluded.summary, updated_at = excluded.updated_at",
+                (session_id, summary, at.isoformat()),
+            )
+
+    def _delete(self, session_id: str) -> int:
+        with self._connection() as db:
+            removed = db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,)).rowcount
+            db.execute("DELETE FROM summaries WHERE session_id = ?", (session_id,))
+        return int(removed)
+
+    def _expire(self) -> None:
+        cutoff = self._cutoff()
+        if cutoff is not None:
+            with self._connection() as db:
+                db.execute("DELETE FROM turns WHERE created_at < ?", (cutoff.isoformat(),))
+                db.execute("DELETE FROM summaries WHERE updated_at < ?", (cutoff.isoformat(),))
+
+
+class PostgresSessionStore(SessionStore):
+    """Sessions in PostgreSQL (tables `session_turns` and `session_summaries` in a schema)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "workbench",
+        recent_limit: int = 10,
+        ttl_days: float | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        from psycopg_pool import ConnectionPool
+
+        from workbench.stores.pgvector import _ident
+
+        super().__init__(recent_limit, ttl_days)
+        self.location = redact_url(url)
+        self._schema = _ident(schema, "schema")
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            timeout=timeout,
+            kwargs={
+                "connect_timeout": max(round(timeout), 1),
+                "options": f"-c statement_timeout={int(timeout * 1000)}",
+            },
+            open=False,
+        )
+        with self._errors("connect"):
+            self._pool.open(wait=True, timeout=timeout)
+            with self._cursor() as cur:
+                cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
+                cur.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._schema}.session_turns (id bigserial PRIMARY KEY, "
+                    "session_id text NOT NULL, role text NOT NULL, text text NOT NULL, meta jsonb NOT NULL, "
+                    "created_at timestamptz NOT NULL)"
+                )
+                cur.execute(
+                    f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns "
+                    "(session_id, id)"
+                )
+                cur.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
+                    "summary text NOT NULL, updated_at timestamptz NOT NULL)"
+                )
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cur:
+            yield cur
+
+    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None:
+        with self._cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self._schema}.session_turns (session_id, role, text, meta, created_at) "
+                "VALUES (%s, %s, %s, %s::jsonb, %s)",
+                [session_id, role, text, json.dumps(meta), at],
+            )
+
+    def _view(self, session_id: str, limit: int) -> SessionView:
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT role, text, meta, created_at FROM {self._schema}.session_turns WHERE session_id = %s "
+                "ORDER BY id DESC LIMIT %s",
+                [session_id, limit],
+            )
+            rows = cur.fetchall()
+            cur.execute(f"SELECT count(*) FROM {self._schema}.session_turns WHERE session_id = %s", [session_id])
+            total = cur.fetchone()[0]
+            cur.execute(
+                f"SELECT summary, updated_at FROM {self._schema}.session_summaries WHERE session_id = %s",
+                [session_id],
+            )
+            summary = cur.fetchone()
+        turns = [
+            Turn(session_id=session_id, role=r, text=t, meta=m or {}, created_at=c) for r, t, m, c in reversed(rows)
+        ]
+        return SessionView(
+            session_id=session_id,
+            turns=turns,
+            summary=summary[0] if summary else None,
+            summary_updated_at=summary[1] if summary else None,
+            total_turns=int(total),
+        )
+
+    def _upsert_summary(self, session_id: str, summary: str, at: datetime) -> None:
+        with self._cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self._schema}.session_summaries (session_id, summary, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id) DO UPDATE SET summary = EXCLUDED.summary, updated_at = EXCLUDED.updated_at",
+                [session_id, summary, at],
+            )
+
+    def _delete(self, session_id: str) -> int:
+        with self._cursor() as cur:
+            cur.execute(f"DELETE FROM {self._schema}.session_turns WHERE session_id = %s", [session_id])
+            removed = cur.rowcount
+            cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE session_id = %s", [session_id])
+        return int(removed)
+
+    def _expire(self) -> None:
+        cutoff = self._cutoff()
+        if cutoff is not None:
+            with self._cursor() as cur:
+                cur.execute(f"DELETE FROM {self._schema}.session_turns WHERE created_at < %s", [cutoff])
+                cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE updated_at < %s", [cutoff])
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+_stores: dict[str, SessionStore] = {}
+_stores_lock = threading.Lock()
+
+
+def open_session_store(settings: Settings) -> SessionStore:
+    """The session store the settings name (one per location per process)."""
+    target = settings.session_db or str(Path(settings.data_dir) / "sessions.sqlite3")
+    key = f"{target}|{settings.session_recent_limit}|{settings.session_ttl_days}"
+    with _stores_lock:
+        if key in _stores:
+            return _stores[key]
+    if target.startswith(("postgresql://", "postgres://")):
+        store: SessionStore = PostgresSessionStore(
+            target,
+            schema=settings.pg_schema,
+            recent_limit=settings.session_recent_limit,
+            ttl_days=settings.session_ttl_days,
+            timeout=settings.store_timeout,
+        )
+    else:
+        store = SqliteSessionStore(target, settings.session_recent_limit, settings.session_ttl_days)
+    with _stores_lock:
+        return _stores.setdefault(key, store)
