@@ -265,7 +265,8 @@ def test_passages_are_shown_as_text_not_markdown(app_env: dict) -> None:
     at.sidebar.selectbox(key="w.collection").set_value("hostile").run()
     search(at, "pelicans")
     body = next(m.value for m in at.markdown if "Pelicans" in m.value)
-    assert "\\!\\[tracker\\]\\(http\\:" in body and "\\<img" in body and "\\:red\\[alarm\\]" in body and "\\$" in body
+    assert "\\!\\[tracker\\]\\(http&#58;\u2060//" in body and "&lt;img" in body and "&#58;red\\[alarm\\]" in body
+    assert "\\$x^2\\$" in body
 
 
 def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -> None:

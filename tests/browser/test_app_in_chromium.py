@@ -1,12 +1,19 @@
-"""The real app in a real browser: `streamlit run app.py` on a free port, driven by Playwright in Debian's
-Chromium, with the real embedder and the shared cross-encoder. Screenshots go to docs/screenshots/."""
+"""The real app in a real browser: the installed entry script run as `workbench app` runs it, on a free port,
+driven by Playwright in Debian's Chromium, with the real embedder and the shared cross-encoder.
+
+Every request the page makes is recorded: nothing may leave 127.0.0.1 (no fonts, favicons or images from the
+internet, not even an image link inside a document). Screenshots go to a temp folder; `scripts/screenshots.sh`
+runs these tests with WORKBENCH_SCREENSHOTS_DIR=docs/screenshots to refresh the README's pictures.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -14,48 +21,36 @@ from tests.conftest import free_port, wait_for_http
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
 QUERY = "how many vacation days do I get per year"
-STORE: dict[str, Path] = {}
+HOSTILE_HOST = "198.51.100.7"
+RUN: dict[str, object] = {}
+
+
+def _shots() -> Path:
+    return Path(os.environ.get("WORKBENCH_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="wb-shots-"))
 
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
-    """The app as a user starts it, on a fresh store: the demo collection is built on first start."""
+    """The app as a user starts it, on a fresh data folder: the demo collection is built on first start."""
+    from workbench.cli.servers import app_command
+
     port = free_port()
-    store = tmp_path_factory.mktemp("browser-store")
-    STORE["path"] = store
+    data = tmp_path_factory.mktemp("browser-data")
+    allowed = tmp_path_factory.mktemp("browser-allowed")
+    RUN.update(data=data, allowed=allowed, shots=_shots())
     env = {
         **os.environ,
         "WORKBENCH_CONFIG": "",
-        "WORKBENCH_PERSIST_DIR": str(store),
-        "RERANKER_MODEL": str(real_reranker_dir),
+        "WORKBENCH_DATA_DIR": str(data),
+        "WORKBENCH_DATA_ROOTS": str(allowed),
+        "WORKBENCH_MODELS_DIR": str(real_reranker_dir.parent),
+        "RERANKER_MODEL": real_reranker_dir.name,
         "HF_HUB_OFFLINE": "1",
     }
-    log = open(store / "streamlit.log", "w")  # noqa: SIM115 - closed at teardown
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.fileWatcherType",
-            "none",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    log = open(data / "streamlit.log", "w")  # noqa: SIM115 - closed at teardown
+    process = subprocess.Popen(app_command(port, "127.0.0.1"), cwd=data, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(f"{url}/_stcore/health", timeout=120, process=process)
@@ -64,6 +59,8 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
         process.terminate()
         process.wait(timeout=30)
         log.close()
+        text = (data / "streamlit.log").read_text(errors="replace")
+        assert "Inotify" not in text and "Traceback" not in text, text[-3000:]
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +69,8 @@ def page(app_url: str):
         pytest.fail(f"Chromium is missing at {CHROMIUM}: run `bash scripts/setup.sh --browser`.")
     from playwright.sync_api import sync_playwright
 
+    requests: list[str] = []
+    RUN["requests"] = requests
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
@@ -87,6 +86,7 @@ def page(app_url: str):
             ],
         )
         context = browser.new_context(viewport={"width": 1500, "height": 1000})
+        context.on("request", lambda request: requests.append(request.url))
         page = context.new_page()
         page.set_default_timeout(180_000)
         page.goto(app_url)
@@ -98,25 +98,36 @@ def _no_exception(page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+def _choose(page, label: str, option: str) -> None:
+    """Pick an option of a select box by typing it (the list is virtualised)."""
+    picker = page.get_by_label(label, exact=True).first
+    picker.click()
+    picker.press_sequentially(option, delay=50)
+    page.wait_for_timeout(500)
+    picker.press("Enter")
+
+
 def _screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its own container, so the viewport is made tall enough."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight ?? 1000")
     page.set_viewport_size({"width": 1500, "height": min(max(int(height) + 40, 1000), 6000)})
     page.wait_for_timeout(1500)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / name))
+    folder = Path(RUN["shots"])  # type: ignore[arg-type]
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / name))
     page.set_viewport_size({"width": 1500, "height": 1000})
 
 
-def test_explore_query_lists_slopegraph_and_top_n(page) -> None:
+def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     page.get_by_role("heading", name="Explore").wait_for()
     box = page.get_by_label("Query")
     box.fill(QUERY)
     box.press("Enter")
     page.get_by_text("Reranked · top 10").wait_for()
     page.get_by_text("Vector search · top 10 of 50").wait_for()
-    page.locator(".js-plotly-plot").nth(1).wait_for()
+    page.get_by_text("nDCG@10 after reranking").wait_for()
     page.get_by_text("Rank before → after reranking").wait_for()
+    page.get_by_text("dropped from the top n").first.wait_for()  # the slopegraph's legend
     _no_exception(page)
     _screenshot(page, "explore.png")
 
@@ -129,16 +140,19 @@ def test_explore_query_lists_slopegraph_and_top_n(page) -> None:
     _no_exception(page)
 
 
-def test_sample_query_pill(page) -> None:
+def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_text("Sample queries").first.click()  # the expander folds once a query is typed
-    pill = page.get_by_text("time off when a family member dies", exact=True)
+    page.get_by_text("Where reranking should help", exact=True).wait_for()
+    pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
     for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
         pill.click()
         try:
-            expect(page.get_by_label("Query")).to_have_value("time off when a family member dies", timeout=20_000)
+            expect(page.get_by_label("Query")).to_have_value(
+                "my mum passed away, how long can I stay home", timeout=20_000
+            )
             break
         except AssertionError:
             if attempt == 2:
@@ -150,7 +164,7 @@ def test_sample_query_pill(page) -> None:
 def test_latency_load_run(page) -> None:
     page.get_by_role("link", name="Latency").click()
     page.get_by_role("heading", name="Latency").wait_for()
-    page.get_by_text("This session's queries").wait_for()
+    page.get_by_text("This session's searches").wait_for()
     runs = page.get_by_label("Queries to run")
     runs.fill("6")
     runs.press("Enter")
@@ -162,67 +176,95 @@ def test_latency_load_run(page) -> None:
     _screenshot(page, "latency.png")
 
 
-def test_compare_and_collections_pages(page) -> None:
+def test_compare_keeps_the_explore_query(page) -> None:
+    from playwright.sync_api import expect
+
     page.get_by_role("link", name="Compare").click()
     page.get_by_role("heading", name="Compare").wait_for()
-    query = page.get_by_label("Query")
-    query.fill(QUERY)
-    query.press("Enter")
+    expect(page.get_by_label("Query")).to_have_value("my mum passed away, how long can I stay home")
+    page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
     page.get_by_text("RBO (p=0.9)").wait_for()
+    page.get_by_text("· hybrid ·").first.wait_for()
     _no_exception(page)
     _screenshot(page, "compare.png")
-    page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections").wait_for()
-    page.get_by_text("Create or update a collection").wait_for()
-    _no_exception(page)
 
 
 def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_role("link", name="Evaluate").click()
     page.get_by_role("heading", name="Evaluate").wait_for()
-    folder = page.get_by_label("BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
-    folder.fill(str(REPO / "data" / "demo"))
-    page.get_by_label("Collection (ingested from a BEIR corpus when missing)").fill("demo")
     page.get_by_label("k (candidates)").fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
     page.get_by_text("p-value (randomization)").wait_for()
-    page.get_by_text("demo on 'demo': 20 queries, k=20, top 10").wait_for()
+    page.get_by_text("demo_data on 'demo': 50 queries, k=20, top 10").wait_for()
+    page.get_by_text("By query group").wait_for()
     page.get_by_text("Quality and rerank time as k grows").wait_for()
     _no_exception(page)
     _screenshot(page, "evaluate.png")
 
 
-def test_collections_upload_browse_delete(page, tmp_path_factory: pytest.TempPathFactory) -> None:
-    folder = tmp_path_factory.mktemp("uploads")
-    (folder / "owls.md").write_text("# Birds\n\n## Owls\nOwls hunt at night and hear mice under snow.\n")
-    (folder / "facts.csv").write_text("id,text\n1,Kestrels hover over fields while hunting voles.\n")
+def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
+    """A multipart file name that climbs out of the temp folder, and a document full of links and images."""
+    victim = Path(tempfile.gettempdir()) / "wb-browser-victim.md"
+    victim.unlink(missing_ok=True)
+    body = (
+        "# Field notes\n\n## Pelicans\nPelicans dive for fish. "
+        f"![tracker](http://{HOSTILE_HOST}/pixel.png) [click me](http://{HOSTILE_HOST}/go) "
+        f"<img src=http://{HOSTILE_HOST}/raw.png> :red[alarm]\n"
+    )
     page.get_by_role("link", name="Collections").click()
     page.get_by_role("heading", name="Collections").wait_for()
     page.get_by_label("Collection name").fill("bird-uploads")
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
-        [str(folder / "owls.md"), str(folder / "facts.csv")]
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
+        [
+            {"name": f"../../../..{victim}", "mimeType": "text/markdown", "buffer": body.encode()},
+            {"name": "facts.csv", "mimeType": "text/csv", "buffer": b"id,text\n1,Kestrels hover over fields.\n"},
+        ]
     )
-    page.get_by_text("owls.md").wait_for()
+    page.get_by_text("facts.csv").wait_for()
     page.get_by_role("button", name="Ingest").click()
-    page.get_by_text("bird-uploads: 2 documents → 2 chunks; 2 added").wait_for()
+    page.get_by_text(re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added")).wait_for()
+    assert not victim.exists()
     _no_exception(page)
-    # The delete picker keeps its earlier choice (demo); pick the new collection from its list.
-    picker = page.get_by_label("Collection to delete")
-    picker.click()
-    picker.press_sequentially("bird-up", delay=100)
-    page.wait_for_timeout(800)
-    picker.press("Enter")
-    page.get_by_label("Type 'bird-uploads' to confirm").wait_for(timeout=30_000)
-    page.get_by_label("Type 'bird-uploads' to confirm").fill("bird-uploads")
-    page.get_by_label("Type 'bird-uploads' to confirm").press("Enter")
-    page.get_by_role("button", name="Delete collection").click()
-    from playwright.sync_api import expect
 
+    page.get_by_role("link", name="Explore").click()
+    page.get_by_role("heading", name="Explore").wait_for()
+    _choose(page, "Collection", "bird-uploads")
+    box = page.get_by_label("Query")
+    box.fill("pelicans diving for fish")
+    box.press("Enter")
+    page.get_by_text("Reranked · top 2").wait_for()
+    main = page.locator("[data-testid='stMain']")
+    page.get_by_text("[click me](http:").first.wait_for()  # the link is shown as text
+    assert main.locator(f"img[src*='{HOSTILE_HOST}']").count() == 0
+    assert main.locator(f"a[href*='{HOSTILE_HOST}']").count() == 0
+    _no_exception(page)
+
+
+def test_collections_delete(page) -> None:
+    page.get_by_role("link", name="Collections").click()
+    page.get_by_role("heading", name="Collections").wait_for()
+    _choose(page, "Collection to delete", "bird-uploads")
+    confirm = page.get_by_label("Type 'bird-uploads' to confirm")
+    confirm.fill("bird-uploads")
+    confirm.press("Enter")
+    page.get_by_role("button", name="Delete collection").click()
     page.get_by_text("Deleted bird-uploads.").wait_for()
     from workbench.stores import ChromaBackend
 
-    names = {c.name for c in ChromaBackend(path=STORE["path"]).list_collections()}
+    names = {c.name for c in ChromaBackend(path=Path(RUN["data"]) / "chroma").list_collections()}  # type: ignore[arg-type]
     assert "bird-uploads" not in names and "demo" in names
-    expect(page.get_by_role("link", name="Explore")).to_be_visible()
     _no_exception(page)
+
+
+def test_nothing_was_fetched_from_outside_this_machine(page) -> None:
+    requests: list[str] = RUN["requests"]  # type: ignore[assignment]
+    assert requests, "the browser made requests"
+    outside = sorted(
+        {
+            u
+            for u in requests
+            if urlsplit(u).hostname not in {"127.0.0.1", "localhost"} and not u.startswith(("data:", "blob:"))
+        }
+    )
+    assert outside == [], outside

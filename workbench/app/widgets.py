@@ -16,7 +16,13 @@ import streamlit as st
 from workbench.inputs import DISPLAY_CHARS
 from workbench.types import Candidate, RankedHit, SearchResult
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=\"'])")
+# HTML-ish characters and ':' (Streamlit's :color[...] and :icon: directives) as entities: the Markdown parser
+# shows them as text. Bare URLs and e-mail addresses are linked after parsing, from the text itself, so a word
+# joiner (U+2060, invisible) goes inside '://', after 'www' and before '@'.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", ":": "&#58;", "@": "\u2060&#64;"}
+_JOIN = "\u2060"
+_WWW = re.compile(r"(?i)(www)\\\.")
 SCORE_NOTE = (
     "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
     "0–1 by 1/(1+e^−logit), easier to read but not a calibrated probability."
@@ -25,9 +31,12 @@ GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: (
 
 
 def text_md(text: object) -> str:
-    """`text` as Markdown that renders literally: no links, images, HTML, LaTeX, colours or icons."""
+    """`text` as Markdown that renders literally: no links (not even bare URLs), images, HTML, LaTeX, colours
+    or icons."""
     flat = " ".join(str(text).split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    flat = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    flat = "".join(_ENTITIES.get(ch, ch) for ch in flat).replace("&#58;//", f"&#58;{_JOIN}//")
+    return _WWW.sub(rf"\1{_JOIN}&#46;", flat)
 
 
 def sigmoid(score: float) -> float:

@@ -16,9 +16,12 @@ from workbench.errors import ConfigError
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
     """The `streamlit run` command line of the installed app (one place, for the CLI and the tests)."""
-    from workbench.app import ENTRY_SCRIPT
+    from workbench.app import ENTRY_SCRIPT, streamlit_flags
 
-    command = [
+    flags = streamlit_flags()
+    if not headless:
+        flags[flags.index("--server.headless") + 1] = "false"
+    return [
         sys.executable,
         "-m",
         "streamlit",
@@ -28,14 +31,8 @@ def app_command(port: int, host: str, headless: bool = True) -> list[str]:
         str(port),
         "--server.address",
         host,
-        "--server.fileWatcherType",
-        "none",
-        "--browser.gatherUsageStats",
-        "false",
+        *flags,
     ]
-    if headless:
-        command += ["--server.headless", "true"]
-    return command
 
 
 def _cmd_app(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import text_md
-from workbench.demo import DEMO_COLLECTION, demo_dir
+from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.report import EvaluationReport
 from workbench.inputs import parse_int_list
@@ -167,7 +167,7 @@ if report.groups:
         pd.DataFrame(
             [
                 {
-                    "group": g.group,
+                    "group": GROUPS.get(g.group, g.group),
                     "queries": g.queries,
                     f"{PRIMARY} before": g.before[PRIMARY],
                     f"{PRIMARY} after": g.after[PRIMARY],
