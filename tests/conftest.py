@@ -89,7 +89,11 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     SentenceTransformer(modules=[transformer, models.Pooling(32, "mean"), models.Normalize()]).save(str(embedder_dir))
 
     reranker_dir = root / "tiny-reranker"
-    BertForSequenceClassification(BertConfig(**config, num_labels=1)).save_pretrained(reranker_dir)
+    # Larger initial weights than BERT's default spread the random scores out, so that rankings (and how
+    # well other backends reproduce them) mean something.
+    BertForSequenceClassification(BertConfig(**config, num_labels=1, initializer_range=0.3)).save_pretrained(
+        reranker_dir
+    )
     tokenizer.save_pretrained(reranker_dir)
     return {"embedder": embedder_dir, "reranker": reranker_dir}
 

@@ -53,4 +53,4 @@ def test_missing_folder_path_is_reported_without_trying_the_hub(tmp_path: Path) 
 
 def test_models_load_once_per_process(tiny_models: dict[str, Path]) -> None:
     path = str(tiny_models["reranker"])
-    assert load_cross_encoder(path, "cpu", 64) is load_cross_encoder(path, "cpu", 64)
+    assert load_cross_encoder(path, "cpu", 64, "torch")[0] is load_cross_encoder(path, "cpu", 64, "torch")[0]

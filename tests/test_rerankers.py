@@ -1,30 +1,50 @@
+"""The reranker: scores equal to the cross-encoder's own, every backend agreeing with fp32 torch, the export
+cache rebuilt when damaged, the token and score caches, single-flight and micro-batching."""
+
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from workbench.config import Settings
-from workbench.rerankers import CrossEncoderReranker, ScoreCache
+from workbench.errors import ConfigError
+from workbench.rerankers import CrossEncoderReranker, ExportCache, ScoreCache, choose_backend, fingerprint
 
 TEXTS = [
     "short one",
     "a considerably longer document about rivers, deltas, sediment and the sea that runs on and on",
     "middle length text about herons",
     "x",
+    "Glaciers carve valleys shaped like the letter U over thousands of years of slow movement.",
+    "Bees dance to tell other bees where the flowers are.",
+    "Oaks live for centuries and feed hundreds of insect species.",
+    "Rivers carry sediment from mountains to the sea and build deltas at their mouths.",
 ]
 
 
+def _settings(tmp_path: Path, tiny_models: dict[str, Path], **overrides: object) -> Settings:
+    return Settings(offline=True, reranker_model=str(tiny_models["reranker"]), data_dir=tmp_path / "data", **overrides)
+
+
 @pytest.fixture
-def reranker(tiny_models: dict[str, Path]) -> CrossEncoderReranker:
-    return CrossEncoderReranker(str(tiny_models["reranker"]), Settings(offline=True, reranker_batch_size=2))
+def reranker(tmp_path: Path, tiny_models: dict[str, Path]) -> CrossEncoderReranker:
+    return CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, reranker_batch_size=2))
 
 
-def test_length_sorted_batches_give_each_text_its_own_score(reranker: CrossEncoderReranker) -> None:
-    scores = reranker.predict("rivers", TEXTS)
-    one_by_one = [float(reranker._model.predict([("rivers", t)])[0]) for t in TEXTS]
-    assert scores == pytest.approx(one_by_one, abs=1e-5)
+def test_scores_equal_the_cross_encoders_own_fresh_tokenization(reranker: CrossEncoderReranker) -> None:
+    long_query = "rivers deltas and the sea " * 40  # long enough that truncation cuts both sides
+    for query in ("rivers", long_query):
+        scores = reranker.predict(query, TEXTS)
+        fresh = reranker._model.predict([(query, t) for t in TEXTS], batch_size=1)
+        assert scores == pytest.approx([float(s) for s in fresh], abs=1e-5)
+    assert reranker.tokens.hits >= len(TEXTS)  # the second query reused every document's token ids
+    assert 0 < reranker.tokens_per_pair <= reranker.max_length
 
 
 def test_repeated_query_costs_no_model_call(reranker: CrossEncoderReranker) -> None:
@@ -35,6 +55,84 @@ def test_repeated_query_costs_no_model_call(reranker: CrossEncoderReranker) -> N
     assert second == first
     _, hits = reranker.score("rivers", [*TEXTS, "a new document"])
     assert hits == len(TEXTS) and reranker.model_calls == 2
+
+
+@pytest.mark.parametrize(("backend", "correlation"), [("onnx", 0.99), ("onnx-int8", 0.95)])
+def test_onnx_backends_agree_with_fp32_torch(
+    tmp_path: Path, tiny_models: dict[str, Path], backend: str, correlation: float
+) -> None:
+    torch_scores = CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models)).predict(
+        "rivers and deltas", TEXTS
+    )
+    other = CrossEncoderReranker(
+        str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, reranker_backend=backend)
+    )
+    assert other.backend == f"{backend}:cpu"
+    scores = other.predict("rivers and deltas", TEXTS)
+    assert spearmanr(torch_scores, scores).statistic >= correlation
+    if backend == "onnx":
+        assert scores == pytest.approx(torch_scores, abs=1e-3)
+
+
+def test_a_damaged_export_is_rebuilt_never_used(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    settings = _settings(tmp_path, tiny_models)
+    cache = ExportCache(settings)
+    messages: list[str] = []
+    folder, name = cache.ensure(str(tiny_models["reranker"]), "onnx", messages.append)
+    assert len(messages) == 1 and "Exporting" in messages[0]
+    assert cache.ensure(str(tiny_models["reranker"]), "onnx", messages.append) == (folder, name)
+    assert len(messages) == 1  # kept, not exported again
+    onnx_file = folder / name
+    onnx_file.write_bytes(onnx_file.read_bytes()[: onnx_file.stat().st_size // 2])  # a damaged file
+    assert not cache.valid(folder, fingerprint(tiny_models["reranker"]), name)
+    folder, name = cache.ensure(str(tiny_models["reranker"]), "onnx", messages.append)
+    assert len(messages) == 2 and cache.valid(folder, fingerprint(tiny_models["reranker"]), name)
+
+
+def test_auto_picks_torch_until_a_backend_is_measured_and_half_precision_on_cuda() -> None:
+    assert choose_backend("auto", "cpu", "0" * 32) == "torch"
+    assert choose_backend("auto", "cuda", "0" * 32) == "torch"
+    assert choose_backend("onnx-int8", "cpu", "0" * 32) == "onnx-int8"
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the error is for machines without it")
+    with pytest.raises(ConfigError, match="RERANKER_DEVICE=cuda"):
+        CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, reranker_device="cuda"))
+
+
+def test_micro_batched_results_equal_one_at_a_time(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    reranker = CrossEncoderReranker(
+        str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, reranker_batch_window_ms=50)
+    )
+    queries = [f"query number {i} about rivers" for i in range(8)]
+    alone = {q: reranker.predict(q, TEXTS) for q in queries}
+    runs_before = reranker.model_calls
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = dict(zip(queries, pool.map(lambda q: reranker.predict(q, TEXTS), queries), strict=True))
+    for q in queries:
+        assert together[q] == pytest.approx(alone[q], abs=1e-5)
+    assert reranker.model_calls - runs_before < len(queries)  # they shared model calls
+
+
+def test_concurrent_searches_score_a_pair_once(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    reranker = CrossEncoderReranker(
+        str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, reranker_batch_window_ms=30)
+    )
+    barrier = threading.Barrier(6)
+
+    def search(_: int) -> list[float]:
+        barrier.wait()
+        return reranker.score("the same query", TEXTS)[0]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(search, range(6)))
+    assert all(r == results[0] for r in results)
+    assert reranker.pairs_scored == len(TEXTS)  # single-flight: every pair scored once for all six
+    assert reranker.cache.hits + reranker.cache.misses == 6 * len(TEXTS)
 
 
 def test_cache_entries_expire_after_ttl() -> None:
@@ -57,7 +155,21 @@ def test_cache_size_zero_turns_it_off() -> None:
     key = ScoreCache.key("m", "q", "doc")
     cache.put_many({key: 1.0})
     assert cache.get_many([key]) == [None]
+    scores, reused = cache.resolve([key, key], lambda indices: [2.0 for _ in indices])
+    assert scores == [2.0, 2.0] and reused == 0
 
 
 def test_changed_text_is_scored_afresh() -> None:
     assert ScoreCache.key("m", "q", "old text") != ScoreCache.key("m", "q", "new text")
+
+
+def test_a_failed_computation_reaches_every_waiting_search() -> None:
+    cache = ScoreCache(ttl=60, max_size=10)
+    key = ScoreCache.key("m", "q", "doc")
+
+    def boom(indices: list[int]) -> list[float]:
+        raise RuntimeError("model died")
+
+    with pytest.raises(RuntimeError):
+        cache.resolve([key], boom)
+    assert cache.resolve([key], lambda indices: [np.float32(3.0) for _ in indices])[0] == [3.0]

@@ -46,7 +46,12 @@ class Settings(BaseSettings):
     k_return: int = Field(10, ge=1, le=200, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
     cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
     cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
-    reranker_batch_size: int = Field(32, ge=1, validation_alias=_alias("reranker_batch_size", "RERANKER_BATCH_SIZE"))
+    reranker_batch_size: int = Field(
+        0, ge=0, le=4096, validation_alias=_alias("reranker_batch_size", "RERANKER_BATCH_SIZE")
+    )  # 0: 32 on the CPU, 128 on CUDA
+    reranker_batch_window_ms: float = Field(
+        3.0, ge=0, le=1000, validation_alias=_alias("reranker_batch_window_ms", "RERANKER_BATCH_WINDOW_MS")
+    )
     reranker_max_length: int = Field(
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
     )

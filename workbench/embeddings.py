@@ -50,7 +50,10 @@ class SentenceTransformerEmbedder:
 
     @property
     def dimension(self) -> int:
-        return int(self._model.get_embedding_dimension())
+        model = self._model
+        # sentence-transformers 5 names it get_sentence_embedding_dimension, 6 get_embedding_dimension
+        getter = getattr(model, "get_sentence_embedding_dimension", None) or model.get_embedding_dimension
+        return int(getter())
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -20,7 +20,7 @@ from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.inputs import MAX_K, parse_filters, validate_depths, validate_page, validate_query, validate_retrieval
-from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache
+from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache, TokenCache
 from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
@@ -72,6 +72,7 @@ class Engine:
         self.settings = settings or get_settings()
         self.registry = registry or StoreRegistry(self.settings)
         self.score_cache = ScoreCache(self.settings.cache_ttl, self.settings.cache_max_size)
+        self.token_cache = TokenCache(self.settings.cache_max_size * 5)
         self._embedder_override = embedder
         self._default_reranker = reranker
         self._embedders: dict[str, Embedder] = {}
@@ -108,7 +109,9 @@ class Engine:
             return None
         with self._lock:
             if model_id not in self._rerankers:
-                self._rerankers[model_id] = CrossEncoderReranker(model_id, self.settings, cache=self.score_cache)
+                self._rerankers[model_id] = CrossEncoderReranker(
+                    model_id, self.settings, cache=self.score_cache, token_cache=self.token_cache
+                )
             return self._rerankers[model_id]
 
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, ModelError, ModelNotFoundError
+from workbench.errors import ConfigError, ModelError, ModelNotFoundError, WorkbenchError
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder, SentenceTransformer
@@ -131,11 +131,15 @@ def _load_sentence_transformer(path: str, device: str) -> SentenceTransformer:
 
 
 @lru_cache(maxsize=16)
-def _load_cross_encoder(path: str, device: str, max_length: int) -> CrossEncoder:
-    from sentence_transformers import CrossEncoder
+def _load_cross_encoder(path: str, device: str, max_length: int, backend: str, data_dir: str) -> tuple[Any, str, str]:
+    from workbench.config import Settings
+    from workbench.rerankers.backends import load_backend
 
     _quiet_transformers()
-    return CrossEncoder(path, device=device, max_length=max_length)
+    return load_backend(path, backend, device, max_length, Settings(data_dir=data_dir), _progress.get("say"))
+
+
+_progress: dict[str, Any] = {}
 
 
 def load_sentence_transformer(
@@ -151,15 +155,29 @@ def load_sentence_transformer(
 
 
 def load_cross_encoder(
-    path: str, device: str = "auto", max_length: int = 256, setting: str = "RERANKER_MODEL"
-) -> CrossEncoder:
-    """The CrossEncoder at a resolved path, loaded once per process, device and max length."""
+    path: str,
+    device: str = "auto",
+    max_length: int = 256,
+    backend: str = "auto",
+    settings: Settings | None = None,
+    progress: Any = None,
+    setting: str = "RERANKER_MODEL",
+) -> tuple[CrossEncoder, str, str]:
+    """The CrossEncoder at a resolved path for a backend (torch, onnx, onnx-int8, auto), loaded once per
+    process, device, max length and backend: (model returning raw logits, backend label, model fingerprint).
+    ONNX exports are made once and kept in the data folder; `progress(message)` hears when one is made."""
     chosen = pick_device(device)
+    data_dir = str(settings.data_dir) if settings is not None else ".workbench"
     with _load_lock:
+        _progress["say"] = progress
         try:
-            return _load_cross_encoder(path, chosen, max_length)
+            return _load_cross_encoder(path, chosen, max_length, backend, data_dir)
+        except WorkbenchError:
+            raise
         except Exception as exc:
             raise _load_failure(path, setting, exc) from exc
+        finally:
+            _progress.pop("say", None)
 
 
 def loaded_models() -> dict[str, Any]:

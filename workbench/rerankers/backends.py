@@ -1,0 +1,197 @@
+"""How a cross-encoder runs: torch (fp32 on the CPU, fp16 or bf16 on CUDA), ONNX Runtime fp32, or ONNX Runtime
+with int8 weights (dynamic quantization). The ONNX variants come from sentence-transformers' own export
+(`backend="onnx"`, through Optimum) and quantization helper (`export_dynamic_quantized_onnx_model`).
+
+An export is made once per model folder and kept under `<data_dir>/exports/<name>-<fingerprint>/<backend>/`,
+where the fingerprint hashes the model's files; a manifest written last records the exported file's hash, so a
+stale, half-written or damaged export is found and rebuilt, never used.
+
+`auto` chooses per device: on CUDA, torch in half precision; on the CPU, the fastest backend whose nDCG@10 loss
+against fp32 torch was measured within 0.005 on both SciFact and Cranfield for this model (docs/performance.md,
+MEASURED below). Until a model is measured, torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.config import Settings
+from workbench.errors import ModelError
+from workbench.models import pick_device
+
+log = logging.getLogger("workbench.rerankers")
+BACKENDS = ("torch", "onnx", "onnx-int8")
+QUANTIZATION = "avx2"  # the dynamic int8 configuration for x86 CPUs without AVX-512 (most of them)
+INT8_FILE = f"onnx/model_quint8_{QUANTIZATION}.onnx"
+FP32_FILE = "onnx/model.onnx"
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "vocab.txt")
+_export_lock = threading.Lock()
+
+# Measured on the 2-core development machine (AMD EPYC, AVX2 without VNNI): for each model fingerprint prefix,
+# each backend's worst nDCG@10 loss against fp32 torch (SciFact and Cranfield, k = 20 and 50) and its CPU speed
+# relative to fp32 torch. See docs/performance.md for the runs.
+MEASURED: dict[str, dict[str, dict[str, float]]] = {}
+MAX_LOSS = 0.005
+MIN_SPEEDUP = 1.1
+
+
+def fingerprint(folder: str | Path) -> str:
+    """A hash of a model folder's weights, config and tokenizer files (names, sizes and contents)."""
+    folder = Path(folder)
+    digest = hashlib.blake2b(digest_size=16)
+    for name in _WEIGHT_FILES:
+        path = folder / name
+        if path.is_file():
+            digest.update(name.encode())
+            with path.open("rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def choose_backend(requested: str, device: str, model_print: str) -> str:
+    """The backend to run: the requested one, or for `auto` the fastest measured within MAX_LOSS (torch on CUDA
+    and for unmeasured models)."""
+    if requested != "auto":
+        return requested
+    if device.startswith("cuda") or device == "mps":
+        return "torch"
+    measured = MEASURED.get(model_print[:16], {})
+    good = [
+        (figures.get("speedup", 1.0), name)
+        for name, figures in measured.items()
+        if figures.get("loss", 1.0) <= MAX_LOSS and figures.get("speedup", 1.0) >= MIN_SPEEDUP
+    ]
+    return max(good)[1] if good else "torch"
+
+
+class ExportCache:
+    """ONNX exports of model folders in the workbench's data folder, checked against a manifest on every use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.root = Path(settings.data_dir) / "exports"
+
+    def folder(self, model_path: str | Path, model_print: str, backend: str) -> Path:
+        return self.root / f"{Path(model_path).name}-{model_print[:16]}" / backend
+
+    def valid(self, folder: Path, model_print: str, file_name: str) -> bool:
+        """The export is complete, made from these exact model files, and its ONNX file is intact."""
+        manifest = folder / "manifest.json"
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            target = folder / file_name
+            return data.get("fingerprint") == model_print and data.get(file_name) == _file_hash(target)
+        except (OSError, ValueError):
+            return False
+
+    def ensure(
+        self,
+        model_path: str,
+        backend: str,
+        progress: Callable[[str], None] | None = None,
+    ) -> tuple[Path, str]:
+        """The folder and file name of an intact export for `backend` ("onnx" or "onnx-int8"), made if needed."""
+        model_print = fingerprint(model_path)
+        folder = self.folder(model_path, model_print, backend)
+        file_name = INT8_FILE if backend == "onnx-int8" else FP32_FILE
+        with _export_lock:
+            if self.valid(folder, model_print, file_name):
+                return folder, file_name
+            say = progress or (lambda message: log.warning(message))
+            say(f"Exporting {Path(model_path).name} for the {backend} backend (once; kept in {self.root})…")
+            shutil.rmtree(folder, ignore_errors=True)
+            staging = folder.with_name(folder.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                from sentence_transformers import CrossEncoder
+                from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+
+                model = CrossEncoder(model_path, backend="onnx", device="cpu")
+                model.save_pretrained(str(staging))
+                if backend == "onnx-int8":
+                    export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(staging))
+                manifest = {"fingerprint": model_print, file_name: _file_hash(staging / file_name)}
+                (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+                staging.rename(folder)
+            except Exception as exc:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise ModelError(
+                    f"Exporting {Path(model_path).name} to ONNX failed ({type(exc).__name__}: {exc}). "
+                    "Set RERANKER_BACKEND=torch to run without ONNX."
+                ) from exc
+            return folder, file_name
+
+
+def load_backend(
+    model_path: str,
+    backend: str,
+    device: str,
+    max_length: int,
+    settings: Settings,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Any, str, str]:
+    """A sentence-transformers CrossEncoder for `backend` on `device` that returns raw logits, its backend
+    label ('torch:cpu', 'torch-fp16:cuda', 'onnx-int8:cpu'...) and the model's fingerprint."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    device = pick_device(device)
+    model_print = fingerprint(model_path)
+    chosen = choose_backend(backend, device, model_print)
+    identity = torch.nn.Identity()
+    try:
+        if chosen == "torch":
+            dtype = None
+            if device.startswith("cuda"):
+                dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            kwargs = {"torch_dtype": dtype} if dtype is not None else {}
+            model = CrossEncoder(
+                model_path, device=device, max_length=max_length, activation_fn=identity, model_kwargs=kwargs
+            )
+            precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
+            return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}", model_print
+        folder, file_name = ExportCache(settings).ensure(model_path, chosen, progress)
+        try:
+            model = CrossEncoder(
+                str(folder),
+                backend="onnx",
+                device="cpu",
+                max_length=max_length,
+                activation_fn=identity,
+                model_kwargs={"file_name": file_name},
+            )
+        except Exception:
+            # A damaged export that the manifest did not catch: rebuild it once.
+            shutil.rmtree(folder, ignore_errors=True)
+            folder, file_name = ExportCache(settings).ensure(model_path, chosen, progress)
+            model = CrossEncoder(
+                str(folder),
+                backend="onnx",
+                device="cpu",
+                max_length=max_length,
+                activation_fn=identity,
+                model_kwargs={"file_name": file_name},
+            )
+        return model, f"{chosen}:cpu", model_print
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(
+            f"The reranker {Path(model_path).name} cannot be loaded for the {chosen} backend "
+            f"({type(exc).__name__}: {exc}). Set RERANKER_BACKEND=torch or RERANKER_MODEL to another model."
+        ) from exc

@@ -1,0 +1,146 @@
+"""The caches in front of the cross-encoder: query–document scores (TTL and size bounded, single-flight) and
+documents' token ids (size bounded), both keyed by a hash of the text so a changed document is new."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from cachetools import LRUCache, TTLCache
+
+ScoreKey = tuple[str, str, str]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+class ScoreCache:
+    """Query–document scores kept for `ttl` seconds, at most `max_size` entries; safe across threads.
+
+    Keys are (model, query, hash of the document text). Lookups are single-flight: when two searches need the
+    same pair at once, one scores it and the other waits for that score instead of computing it again.
+    A max_size of 0 turns the cache off (and single-flight with it).
+    """
+
+    def __init__(self, ttl: float = 3600, max_size: int = 10000) -> None:
+        self.ttl = ttl
+        self.max_size = max_size
+        self._cache: TTLCache[ScoreKey, float] | None = TTLCache(maxsize=max_size, ttl=ttl) if max_size > 0 else None
+        self._pending: dict[ScoreKey, Future[float]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(model_id: str, query: str, text: str) -> ScoreKey:
+        return model_id, query, text_hash(text)
+
+    def get_many(self, keys: Sequence[ScoreKey]) -> list[float | None]:
+        """Cached scores (None where missing); counts hits and misses."""
+        with self._lock:
+            found = [self._cache.get(k) if self._cache is not None else None for k in keys]
+            hit_count = sum(v is not None for v in found)
+            self.hits += hit_count
+            self.misses += len(keys) - hit_count
+        return found
+
+    def put_many(self, items: dict[ScoreKey, float]) -> None:
+        if self._cache is None:
+            return
+        with self._lock:
+            for k, v in items.items():
+                self._cache[k] = v
+
+    def resolve(self, keys: Sequence[ScoreKey], compute: Callable[[list[int]], list[float]]) -> tuple[list[float], int]:
+        """Scores for every key: from the cache, from a computation already running for the same pair, or from
+        `compute(indices)` for the rest. Returns the scores and how many were found without computing."""
+        if self._cache is None:
+            with self._lock:
+                self.misses += len(keys)
+            return list(compute(list(range(len(keys))))), 0
+        scores: list[float | None] = [None] * len(keys)
+        mine: dict[ScoreKey, Future[float]] = {}
+        waiting: dict[int, Future[float]] = {}
+        with self._lock:
+            for i, k in enumerate(keys):
+                cached = self._cache.get(k)
+                if cached is not None:
+                    scores[i] = cached
+                elif k in self._pending:
+                    waiting[i] = self._pending[k]
+                elif k in mine:
+                    waiting[i] = mine[k]
+                else:
+                    mine[k] = self._pending[k] = Future()
+            reused = sum(s is not None for s in scores) + len(waiting)
+            self.hits += reused
+            self.misses += len(keys) - reused
+        todo = [i for i, k in enumerate(keys) if scores[i] is None and i not in waiting and k in mine]
+        todo = list(dict.fromkeys(todo))
+        try:
+            fresh = compute(todo) if todo else []
+        except BaseException as exc:
+            with self._lock:
+                for k, future in mine.items():
+                    self._pending.pop(k, None)
+                    future.set_exception(exc)
+            raise
+        with self._lock:
+            for i, score in zip(todo, fresh, strict=True):
+                scores[i] = score
+                self._cache[keys[i]] = score
+                future = mine.get(keys[i])
+                if future is not None and not future.done():
+                    future.set_result(score)
+                self._pending.pop(keys[i], None)
+        for i, future in waiting.items():
+            scores[i] = future.result()
+        return [float(s) for s in scores], reused  # type: ignore[arg-type]
+
+    def clear(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache) if self._cache is not None else 0
+
+
+class TokenCache:
+    """Documents' token ids (whatever the tokenizing function returns for a text), by tokenizer and text hash,
+    at most `max_size` entries. Documents do not change between queries, so each is tokenized once."""
+
+    def __init__(self, max_size: int = 50_000) -> None:
+        self._cache: LRUCache[tuple[str, str], Any] | None = LRUCache(maxsize=max_size) if max_size > 0 else None
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(
+        self, tokenizer_id: str, texts: Sequence[str], tokenize: Callable[[list[str]], list[Any]]
+    ) -> list[Any]:
+        keys = [(tokenizer_id, text_hash(t)) for t in texts]
+        with self._lock:
+            found = [self._cache.get(k) if self._cache is not None else None for k in keys]
+        missing = [i for i, ids in enumerate(found) if ids is None]
+        if missing:
+            fresh = tokenize([texts[i] for i in missing])
+            with self._lock:
+                for i, ids in zip(missing, fresh, strict=True):
+                    found[i] = ids
+                    if self._cache is not None:
+                        self._cache[keys[i]] = ids
+        with self._lock:
+            self.hits += len(texts) - len(missing)
+            self.misses += len(missing)
+        return found  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache) if self._cache is not None else 0

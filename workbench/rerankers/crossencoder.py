@@ -1,0 +1,151 @@
+"""The cross-encoder reranker: pairs built from cached token ids, padded per batch to their own length, run by
+the chosen backend through a micro-batcher, behind the single-flight score cache."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.config import Settings
+from workbench.models import load_cross_encoder, resolve_model
+from workbench.rerankers.batching import MicroBatcher
+from workbench.rerankers.cache import ScoreCache, TokenCache
+
+Encoded = tuple[list[int], list[int]]  # input ids, token type ids
+
+
+def truncate_pair(
+    query: list[int], document: list[int], budget: int, lengths: tuple[int, int] | None = None
+) -> tuple[list[int], list[int]]:
+    """The 'longest_first' truncation of Hugging Face's fast tokenizers for a pair: the shorter side keeps
+    what it can up to half of `budget`, the longer side the rest (an odd token goes to the longer side).
+    `lengths` are the sides' untruncated lengths when the ids given were already cut short."""
+    n_query, n_document = lengths or (len(query), len(document))
+    if n_query + n_document <= budget:
+        return query, document
+    swap = n_query > n_document
+    shorter, longer = (n_document, n_query) if swap else (n_query, n_document)
+    longer = shorter if shorter > budget else max(shorter, budget - shorter)
+    if shorter + longer > budget:
+        shorter = budget // 2
+        longer = shorter + budget % 2
+    keep_query, keep_document = (longer, shorter) if swap else (shorter, longer)
+    return query[:keep_query], document[:keep_document]
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers cross-encoder behind the score cache. Scores are the model's raw logits.
+
+    `backend` says what runs it ('torch:cpu', 'onnx-int8:cpu', 'torch-fp16:cuda'); `model_calls` counts model
+    runs (a micro-batched run that served several searches counts once).
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        settings: Settings,
+        cache: ScoreCache | None = None,
+        token_cache: TokenCache | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.model_id = model_id
+        self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
+        self.max_length = settings.reranker_max_length
+        self._model, self.backend, self.fingerprint = load_cross_encoder(
+            self.path, settings.reranker_device, self.max_length, settings.reranker_backend, settings, progress
+        )
+        on_gpu = self.backend.endswith(":cuda") or ":cuda:" in self.backend
+        self.batch_size = settings.reranker_batch_size or (128 if on_gpu else 32)
+        self.cache = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
+        self.tokens = token_cache if token_cache is not None else TokenCache(settings.cache_max_size * 5)
+        self.tokenizer = self._model.tokenizer
+        self._tokenizer_id = f"{self.fingerprint}:{type(self.tokenizer).__name__}:{self.max_length}"
+        self._budget = self.max_length - self.tokenizer.num_special_tokens_to_add(pair=True)
+        self._inputs = list(self.tokenizer.model_input_names)
+        self._batcher = MicroBatcher(self._run, settings.reranker_batch_window_ms / 1000, name=model_id)
+        self._lock = threading.Lock()
+        self.model_calls = 0
+        self.pairs_scored = 0
+        self.tokens_scored = 0
+
+    @property
+    def device(self) -> str:
+        return str(self._model.device)
+
+    # Encoding -----------------------------------------------------------------------------------------------
+    def _token_ids(self, texts: list[str]) -> list[tuple[list[int], int]]:
+        # Kept: the first max_length ids (no pair keeps more) and the full length (truncation needs it).
+        encoded = self.tokenizer(texts, add_special_tokens=False)
+        return [(list(ids[: self.max_length]), len(ids)) for ids in encoded["input_ids"]]
+
+    def encode(self, query: str, texts: Sequence[str]) -> list[Encoded]:
+        """Each (query, text) pair as model input ids, from cached document token ids."""
+        [(query_ids, query_length)] = self.tokens.get_many(self._tokenizer_id, [query], self._token_ids)
+        documents = self.tokens.get_many(self._tokenizer_id, list(texts), self._token_ids)
+        pairs = []
+        for document, document_length in documents:
+            q, d = truncate_pair(query_ids, document, self._budget, (query_length, document_length))
+            pairs.append(
+                (
+                    self.tokenizer.build_inputs_with_special_tokens(q, d),
+                    self.tokenizer.create_token_type_ids_from_sequences(q, d),
+                )
+            )
+        return pairs
+
+    # Running ------------------------------------------------------------------------------------------------
+    def _features(self, batch: list[Encoded]) -> dict[str, Any]:
+        import torch
+
+        width = max(len(ids) for ids, _ in batch)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = np.full((len(batch), width), pad, dtype=np.int64)
+        types = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, (pair_ids, pair_types) in enumerate(batch):
+            ids[row, : len(pair_ids)] = pair_ids
+            types[row, : len(pair_types)] = pair_types
+            mask[row, : len(pair_ids)] = 1
+        features = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        device = self._model.device
+        return {k: torch.from_numpy(v).to(device) for k, v in features.items() if k in self._inputs}
+
+    def _run(self, pairs: list[Encoded]) -> list[float]:
+        """One model run over `pairs`: sorted by length, batched, each batch padded to its own longest pair."""
+        import torch
+
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]), reverse=True)
+        scores = [0.0] * len(pairs)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                output = self._model.model(**self._features([pairs[i] for i in chunk]), return_dict=True)
+                logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
+                for i, value in zip(chunk, logits, strict=True):
+                    scores[i] = float(value)
+        with self._lock:
+            self.model_calls += 1
+            self.pairs_scored += len(pairs)
+            self.tokens_scored += sum(len(p[0]) for p in pairs)
+        return scores
+
+    def predict(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Score every text with the model, no score cache."""
+        if not texts:
+            return []
+        return self._batcher.submit(self.encode(query, texts))
+
+    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
+        """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
+        if not use_cache:
+            return self.predict(query, texts), 0
+        keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
+        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices]))
+
+    @property
+    def tokens_per_pair(self) -> float:
+        """Mean model tokens per scored pair so far (what truncation leaves)."""
+        return self.tokens_scored / self.pairs_scored if self.pairs_scored else 0.0
