@@ -11,7 +11,7 @@ from workbench.cli.common import ProgressBar, settings_from, shown, store_option
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
-from workbench.inputs import parse_int_list
+from workbench.inputs import parse_int_list, validate_retrieval
 
 
 def _writable_folder(path: str) -> Path:
@@ -26,10 +26,18 @@ def _writable_folder(path: str) -> Path:
     return folder
 
 
+def _modes(text: str | None) -> list[str | None]:
+    if not text:
+        return [None]
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    return [validate_retrieval(m) for m in dict.fromkeys(modes)]
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     # Every argument is checked before any query runs.
     depth = parse_int_list(args.depth, "--depth") if args.depth else []
     check_plan(args.k, args.n, args.max_queries, depth)
+    modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
     if args.qrels or args.queries:
         if not (args.qrels and args.queries):
@@ -47,31 +55,39 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except WorkbenchError:
         if dataset.corpus is not None:
             warn(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}")
-    with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar("queries", unit="query") as bar:
-        report = evaluate_dataset(
-            engine,
-            dataset,
-            args.collection,
-            k=args.k,
-            top_n=args.n,
-            reranker=None if args.no_rerank else DEFAULT,
-            retrieval=args.retrieval,
-            max_queries=args.max_queries,
-            depth=depth,
-            outside_run=outside,
-            outside_name=Path(args.run).name if args.run else "outside run",
-            progress=bar,
-            ingest_progress=ingest_bar,
-        )
-    print(json.dumps(report.summary(), indent=2) if args.json else shown(report.to_markdown()))
-    for warning in report.warnings:
-        warn(f"warning: {warning}")
-    if folder is not None:
-        try:
-            report.write(folder)
-        except OSError as exc:  # the figures are printed above; only the files are lost
-            raise InputError(f"The results are printed above, but writing them to {folder} failed: {exc}") from exc
-        warn(f"runs and report written to {folder}")
+    summaries = []
+    for mode in modes:  # one process: later modes reuse the scores earlier ones computed
+        label = f"queries ({mode})" if mode else "queries"
+        with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
+            report = evaluate_dataset(
+                engine,
+                dataset,
+                args.collection,
+                k=args.k,
+                top_n=args.n,
+                reranker=None if args.no_rerank else DEFAULT,
+                retrieval=mode,
+                max_queries=args.max_queries,
+                depth=depth,
+                outside_run=outside,
+                outside_name=Path(args.run).name if args.run else "outside run",
+                progress=bar,
+                ingest_progress=ingest_bar,
+            )
+        summaries.append(report.summary())
+        if not args.json:
+            print(shown(report.to_markdown()))
+        for warning in report.warnings:
+            warn(f"warning: {warning}")
+        if folder is not None:
+            target = folder / report.retrieval if len(modes) > 1 else folder
+            try:
+                report.write(target)
+            except OSError as exc:  # the figures are printed; only the files are lost
+                raise InputError(f"The results are printed, but writing them to {target} failed: {exc}") from exc
+            warn(f"runs and report written to {target}")
+    if args.json:
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     return 0
 
 
@@ -87,7 +103,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
     evaluate.add_argument("--depth", help="comma-separated k values for the depth curve, e.g. 10,20,50,100")
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
-    evaluate.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="candidate source")
+    evaluate.add_argument(
+        "--retrieval", help="candidate source: dense, bm25 or hybrid, or several separated by commas (one report each)"
+    )
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
     evaluate.add_argument("--json", action="store_true")
