@@ -32,7 +32,8 @@ def _index(tmp_path: Path) -> BM25Index:
 
 
 def _lucene(query: str, k1: float = 0.9, b: float = 0.4) -> dict[str, float]:
-    """BM25 as Lucene scores it: idf = ln(1 + (N - df + .5) / (df + .5)); tf part = tf / (tf + k1 (1 - b + b dl/avgdl))."""
+    """BM25 as Lucene scores it: idf = ln(1 + (N - df + .5) / (df + .5)),
+    tf part = tf / (tf + k1 (1 - b + b dl/avgdl))."""
     docs = dict(zip(DOCS, tokenize(list(DOCS.values())), strict=True))
     avgdl = sum(len(t) for t in docs.values()) / len(docs)
     scores = {}
