@@ -102,7 +102,16 @@ _CONNECTION_TYPE_NAMES = frozenset(
         "AMQPConnectionError",
     }
 )
-_CONNECTION_PHRASES = ("could not connect", "connection refused", "timed out", "connection reset", "unreachable")
+_CONNECTION_PHRASES = (
+    "could not connect",
+    "connection refused",
+    "timed out",
+    "connection reset",
+    "unreachable",
+    "terminating connection",
+    "server closed the connection",
+    "the connection is lost",
+)
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
@@ -120,7 +129,7 @@ def is_connection_problem(exc: BaseException) -> bool:
     for link in exception_chain(exc):
         if isinstance(link, ConnectionError | TimeoutError | socket.timeout):
             return True
-        if type(link).__name__ in _CONNECTION_TYPE_NAMES:
+        if any(kind.__name__ in _CONNECTION_TYPE_NAMES for kind in type(link).__mro__):
             return True
         if any(phrase in str(link).lower() for phrase in _CONNECTION_PHRASES):
             return True

@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for module in (collections, evaluate, servers):
         module.add_commands(commands)
+    collections.add_store_comparison(commands)
     return parser
 
 

@@ -188,3 +188,96 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     demo = commands.add_parser("demo", help="build the demo collection (offline) if it is missing")
     store_options(demo)
     demo.set_defaults(handler=_cmd_demo)
+
+
+def _cmd_compare_stores(args: argparse.Namespace) -> int:
+    from workbench.evaluation import Dataset
+    from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
+
+    engine = Engine(settings_from(args))
+    targets = [StoreTarget.parse(t) for t in args.store_in or []]
+    if len(targets) < 2:
+        raise InputError(
+            "Name two or more stores with --in, e.g. --in chroma --in qdrant --in pgvector:postgresql://..."
+        )
+    if args.copy_from:
+        source = open_target(StoreTarget.parse(args.copy_from), engine.settings, args.collection)
+        for target in targets:
+            if target.label != StoreTarget.parse(args.copy_from).label:
+                with ProgressBar(f"copy to {target.label}") as bar:
+                    copy_collection(source, target, engine.settings, progress=bar)
+    if args.dataset:
+        with ProgressBar("queries", unit="query") as bar:
+            study = recall_study(
+                engine,
+                Dataset.from_beir(args.dataset),
+                args.collection,
+                targets,
+                k=args.k,
+                max_queries=args.max_queries,
+                reranker=None if args.no_rerank else DEFAULT,
+                progress=bar,
+            )
+        if args.json:
+            print(study.model_dump_json(indent=2))
+            return 0
+        print(
+            shown(
+                f"{study.collection}: {study.queries} queries, k={study.k}; exact search nDCG@10 "
+                f"{study.exact_ndcg_before:.4f} before reranking, {study.exact_ndcg_after:.4f} after"
+            )
+        )
+        for row in study.rows:
+            print(shown("  " + " · ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{v}" for k, v in row.items())))
+        return 0
+    if not args.text:
+        raise InputError("Give a query, or --dataset DIR for the recall study over judged queries.")
+    result = compare_stores(
+        engine,
+        args.text,
+        args.collection,
+        targets,
+        k=args.k,
+        top_n=args.n,
+        reranker=None if args.no_rerank else DEFAULT,
+    )
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    print(shown(f"Query: {result.query}  [{result.collection} · k={result.k} → top {result.top_n}]"))
+    for run in result.runs:
+        print(
+            shown(
+                f"  {run.store:<40} search {run.search_ms_p50:7.1f} ms · recall@{result.k} vs exact "
+                f"{run.recall_vs_exact:.3f} · top {result.top_n} after reranking: {', '.join(run.reranked_ids[:5])}…"
+            )
+        )
+    for pair, agree in result.agreement.items():
+        tau = "—" if agree.kendall_tau is None else f"{agree.kendall_tau:.3f}"
+        print(shown(f"  {pair}: overlap@{agree.n} {agree.overlap_at_n:.3f} · Kendall τ {tau} · RBO {agree.rbo:.3f}"))
+    return 0
+
+
+def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    compare = commands.add_parser(
+        "compare-stores", help="one query (or a judged set) against the same collection in several stores"
+    )
+    compare.add_argument("text", nargs="?", help="the query (or use --dataset)")
+    compare.add_argument("--collection", required=True)
+    compare.add_argument(
+        "--in",
+        dest="store_in",
+        action="append",
+        metavar="STORE",
+        help="chroma, qdrant or pgvector, optionally :location (folder or URL); repeat for each",
+    )
+    compare.add_argument(
+        "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"
+    )
+    compare.add_argument("--dataset", help="a BEIR folder: ANN recall against exact search over its judged queries")
+    compare.add_argument("--max-queries", type=int)
+    compare.add_argument("-k", type=int, default=50)
+    compare.add_argument("-n", type=int, default=10)
+    compare.add_argument("--no-rerank", action="store_true")
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(handler=_cmd_compare_stores)

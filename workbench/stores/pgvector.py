@@ -272,6 +272,7 @@ class PgVectorBackend(StoreBackend):
             min_size=1,
             max_size=8,
             timeout=timeout,
+            check=ConnectionPool.check_connection,  # a connection the server dropped is replaced, not used
             kwargs={
                 "connect_timeout": max(round(timeout), 1),
                 "options": f"-c statement_timeout={int(timeout * 1000)}",

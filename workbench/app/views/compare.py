@@ -159,3 +159,51 @@ for column, side, config in ((left, "A", a), (right, "B", b)):
             if row.id not in shared:
                 st.caption(f"only in {side}")
         downloads(result, f"compare-{side}")
+
+st.divider()
+st.subheader("The same query across stores")
+st.caption(
+    "The collection of the same name in each store you pick (fill one from another with `workbench compare-stores "
+    "--copy-from`): do they return the same candidates, how fast, and how close is each store's HNSW search to an "
+    "exact scan of the same vectors."
+)
+available = ["chroma", "qdrant"] + (["pgvector"] if engine.settings.pg_url else [])
+picked = st.multiselect("Stores", available, default=available[:2], key="stores-picked")
+if st.button("Compare stores", disabled=len(picked) < 2, key="stores-run"):
+    from workbench.storecompare import StoreTarget, compare_stores
+
+    with shown_errors():
+        across = compare_stores(
+            engine,
+            query,
+            c.collection or names[0],
+            [StoreTarget(kind=kind) for kind in picked],
+            k=c.k,
+            top_n=c.top_n,
+            reranker=c.reranker,
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "store": r.store,
+                        "search ms (p50)": r.search_ms_p50,
+                        f"recall@{across.k} vs exact": r.recall_vs_exact,
+                        f"top {across.top_n} after reranking": ", ".join(r.reranked_ids),
+                    }
+                    for r in across.runs
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {"stores": pair, f"overlap@{a.n}": a.overlap_at_n, "Kendall τ": a.kendall_tau, "RBO": a.rbo}
+                    for pair, a in across.agreement.items()
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
