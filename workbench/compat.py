@@ -1,23 +1,33 @@
 """The design documents' contracts, kept by name and behaviour (PRODUCT.md, "Contracts the engine honours").
 
-- `retrieve_top_docs`: Chroma at a folder, any LangChain embeddings, returns text and never raises.
-- `retrieve_chunks`: `RetrievedChunk` objects; [] when nothing matches; raises on backend errors.
+- `retrieve_top_docs` (seed 000): Chroma at a folder, any LangChain embeddings, returns text and never raises;
+  `retrieve_text` is its core, also behind HTTP `/retrieve` and the MCP tool `retrieve_from_chroma`.
+- `search_documents` (seed 002): the `/search` response, also behind the MCP tool `search`; publishes
+  RetrievalCompleted events.
+- `retrieve_chunks`: `RetrievedChunk` objects; [] when nothing matches; raises on backend errors (and
+  CollectionNotFoundError, a StoreError's sibling, when the collection does not exist).
 - `RetrievalService`: any vector store by injection, with a LangChain tool.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
 from workbench.engine import DEFAULT, Engine, get_engine
-from workbench.inputs import DISPLAY_CHARS, MAX_K, validate_depths, validate_top_k
+from workbench.errors import ConfigError, InputError
+from workbench.events import EventSink, RetrievalCompleted
+from workbench.inputs import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, validate_depths, validate_top_k
+from workbench.redact import redact_text
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
-from workbench.types import RankedHit, RetrievedChunk
+from workbench.types import RankedHit, RetrievedChunk, StageTimings
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"
@@ -59,12 +69,104 @@ def retrieve_top_docs(
         if not Path(persist_directory).is_dir():
             raise FileNotFoundError(f"no Chroma folder at {persist_directory}")
         engine = _engine_for_chroma_folder(persist_directory, embedding_function)
+    except Exception as exc:
+        return f"{ERROR_PREFIX} {redact_text(str(exc))}"
+    return retrieve_text(engine, collection_name, query, k, top_n)
+
+
+def retrieve_text(engine: Engine, collection_name: str, query: str, k: int = 10, top_n: int = 3) -> str:
+    """Seed 000's behaviour over any engine: the reranked top_n texts joined by newlines, NO_DOCUMENTS when
+    nothing matches, "Error retrieving from collection: ..." on any failure. Never raises."""
+    try:
         result = engine.search(query, k, top_n, collection=collection_name)
         if not result.candidates:
             return NO_DOCUMENTS
         return "\n".join(hit.text for hit in result.reranked)
     except Exception as exc:
-        return f"{ERROR_PREFIX} {exc}"
+        return f"{ERROR_PREFIX} {redact_text(str(exc))}"
+
+
+class SearchHit(BaseModel):
+    """One result of seed 002's /search: its fields, then the workbench's (both scores, rank before)."""
+
+    text: str
+    document_id: str | None = None
+    chunk_index: int | None = None
+    title: str | None = None
+    page: int | None = None
+    url: str | None = None
+    score: float
+    vector_score: float
+    rerank_score: float | None = None
+    rank_before: int
+
+
+class SearchResponse(BaseModel):
+    """Seed 002's /search response ({query, results}) plus the stage timings and the trace id."""
+
+    query: str
+    results: list[SearchHit]
+    collection: str
+    retrieval: str
+    reranker: str | None = None
+    timings: StageTimings
+    trace_id: str
+
+
+def search_documents(
+    engine: Engine,
+    query: str,
+    top_k: int = DEFAULT_TOP_K,
+    *,
+    collection: str | None = None,
+    filters: dict[str, Any] | None = None,
+    k: int | None = None,
+    rerank: bool = True,
+    retrieval: str | None = None,
+    trace_id: str | None = None,
+    events: EventSink | None = None,
+) -> SearchResponse:
+    """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
+    document_id, chunk_index, title, page, url and score; reranked from k candidates (default
+    max(top_k, RERANKER_K_RETRIEVE)). Publishes a RetrievalCompleted event to `events`."""
+    top_k = validate_top_k(top_k)
+    use_reranker = rerank and engine.reranker() is not None
+    depth = k if k is not None else (max(top_k, engine.settings.k_retrieve) if use_reranker else top_k)
+    if isinstance(depth, int) and not isinstance(depth, bool) and depth < top_k:
+        raise InputError(f"k ({depth}) must be at least top_k ({top_k}).")
+    result = engine.search(
+        query, depth, top_k, filters, collection=collection, reranker=DEFAULT if rerank else None, retrieval=retrieval
+    )
+    trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
+    hits = []
+    for row in result.reranked:
+        chunk = _as_retrieved_chunk(row)
+        hits.append(
+            SearchHit(
+                text=chunk.text,
+                document_id=chunk.document_id,
+                chunk_index=chunk.chunk_index,
+                title=chunk.title,
+                page=chunk.page,
+                url=chunk.url,
+                score=chunk.score,
+                vector_score=row.vector_score,
+                rerank_score=row.rerank_score,
+                rank_before=row.rank_before,
+            )
+        )
+    response = SearchResponse(
+        query=result.query,
+        results=hits,
+        collection=result.collection,
+        retrieval=result.retrieval,
+        reranker=result.reranker_model,
+        timings=result.timings,
+        trace_id=trace,
+    )
+    if events is not None:
+        events.publish(RetrievalCompleted.of(result.query, top_k, len(hits), trace))
+    return response
 
 
 def _as_retrieved_chunk(hit: RankedHit) -> RetrievedChunk:
@@ -116,6 +218,13 @@ class RetrievalService:
     """
 
     def __init__(self, vector_store: Any, *, reranker: str | None = None, candidates: int | None = None) -> None:
+        if vector_store is None or not (
+            isinstance(vector_store, Collection) or hasattr(vector_store, "similarity_search_with_score")
+        ):
+            raise ConfigError(
+                f"RetrievalService needs a LangChain VectorStore or a workbench Collection; got "
+                f"{type(vector_store).__name__}."
+            )
         self.vector_store = vector_store
         registry = StoreRegistry(get_settings())
         if isinstance(vector_store, Collection):

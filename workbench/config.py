@@ -105,6 +105,19 @@ class Settings(BaseSettings):
     models_dir: str | None = Field(None, validation_alias=_alias("models_dir", "WORKBENCH_MODELS_DIR"))
     offline: bool = Field(False, validation_alias=_alias("offline", "WORKBENCH_OFFLINE", "HF_HUB_OFFLINE"))
 
+    # Services (workbench serve / mcp) and RetrievalCompleted events
+    api_token: SecretStr | None = Field(None, validation_alias=_alias("api_token", "WORKBENCH_API_TOKEN"))
+    query_timeout: float = Field(
+        30.0, gt=0, le=3600, validation_alias=_alias("query_timeout", "WORKBENCH_QUERY_TIMEOUT")
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, validation_alias=_alias("max_body_bytes", "WORKBENCH_MAX_BODY_BYTES")
+    )
+    events: str | None = Field(None, validation_alias=_alias("events", "WORKBENCH_EVENTS"))
+    events_buffer: int = Field(
+        1000, ge=1, le=1_000_000, validation_alias=_alias("events_buffer", "WORKBENCH_EVENTS_BUFFER")
+    )
+
     # Session memory and the app's history (seed 004)
     session_db: str | None = Field(None, validation_alias=_alias("session_db", "WORKBENCH_SESSION_DB"))
     session_recent_limit: int = Field(
@@ -123,7 +136,16 @@ class Settings(BaseSettings):
         return None if str(value).strip().lower() in {"", "off", "none", "0"} else value
 
     @field_validator(
-        "chroma_url", "qdrant_url", "pg_url", "models_dir", "data_roots", "app_password", "session_db", mode="before"
+        "chroma_url",
+        "qdrant_url",
+        "pg_url",
+        "models_dir",
+        "data_roots",
+        "app_password",
+        "session_db",
+        "api_token",
+        "events",
+        mode="before",
     )
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:

@@ -43,7 +43,9 @@ def test_the_engine_ingests_and_searches_pgvector(pg_settings: Settings, corpus_
     assert engine.collections() == []
 
 
-def test_cli_on_pgvector(tiny_models: dict[str, Path], postgres_url: str, corpus_dir: Path, monkeypatch, capsys) -> None:
+def test_cli_on_pgvector(
+    tiny_models: dict[str, Path], postgres_url: str, corpus_dir: Path, monkeypatch, capsys
+) -> None:
     monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
     monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
     monkeypatch.setenv("WORKBENCH_PG_SCHEMA", f"cli_{next(_schemas)}")
@@ -147,7 +149,7 @@ def test_the_same_collection_across_chroma_qdrant_and_pgvector(
     assert study.queries == 8 and [row["store"] for row in study.rows] == [t.label for t in targets[:2]]
     for row in study.rows:
         assert 0.9 <= row["recall@20 vs exact"] <= 1.0 and 0 <= row["ndcg@10 after"] <= 1
-    open_target(targets[1], settings, "cran")  # noqa: B018 - the local Qdrant folder is released below
+    open_target(targets[1], settings, "cran")
     from workbench.stores.qdrant import QdrantBackend
 
     QdrantBackend(path=tmp_path / "qdrant").close()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, settings_from, shown, warn
+from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import ConfigError
@@ -71,12 +71,57 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loopback(host: str) -> bool:
+    return host in {"127.0.0.1", "localhost", "::1"}
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from workbench.api import create_app
+
+    settings = settings_from(args)
+    if not _loopback(args.host) and settings.api_token is None:
+        raise ConfigError(
+            f"--host {args.host} makes the API reachable from other machines: set WORKBENCH_API_TOKEN first (clients "
+            "then send 'Authorization: Bearer <token>'), or keep the default 127.0.0.1."
+        )
+    warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from workbench.mcp import run
+
+    settings = settings_from(args)
+    if args.http is not None:
+        if not _loopback(args.host):
+            raise ConfigError("The MCP server over HTTP has no authentication: keep it on 127.0.0.1.")
+        warn(f"Serving MCP over streamable HTTP at http://{args.host}:{args.http}/mcp")
+    run(settings, args.http, args.host)
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
     app.add_argument("--port", type=int, default=int(os.environ.get("WORKBENCH_APP_PORT", "8501")))
     app.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     app.add_argument("--headless", action="store_true", help="do not open a browser")
     app.set_defaults(handler=_cmd_app)
+
+    serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    store_options(serve)
+    serve.set_defaults(handler=_cmd_serve)
+
+    mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
+    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1")
+    store_options(mcp)
+    mcp.set_defaults(handler=_cmd_mcp)
 
     postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
     postgres.add_argument("action", choices=["start", "stop"])

@@ -1,0 +1,120 @@
+"""The MCP server through the official SDK's own client: `workbench mcp` over stdio in a subprocess, and
+`workbench mcp --http PORT` over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.conftest import free_port
+from tests.services.conftest import api_env
+from workbench.config import Settings
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _exercise(session: Any) -> dict[str, Any]:
+    await session.initialize()
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    listed = await session.call_tool("list_collections", {})
+    search = await session.call_tool("search", {"query": "how many vacation days", "top_k": 3})
+    filtered = await session.call_tool("search", {"query": "holiday", "top_k": 2, "filters": {"page": 2}})
+    text = await session.call_tool("retrieve_from_chroma", {"collection_name": "demo", "query": "pension", "top_n": 2})
+    missing = await session.call_tool("retrieve_from_chroma", {"collection_name": "nope", "query": "pension"})
+    bad = await session.call_tool("search", {"query": "", "top_k": 3})
+    return {
+        "tools": tools,
+        "listed": listed,
+        "search": search,
+        "filtered": filtered,
+        "text": text,
+        "missing": missing,
+        "bad": bad,
+    }
+
+
+def _check(outcome: dict[str, Any]) -> None:
+    tools = outcome["tools"]
+    assert set(tools) == {"retrieve_from_chroma", "search", "list_collections"}
+    for tool in tools.values():
+        assert len(tool.description) > 80  # enough for an agent to use the tool unaided
+    assert "collection_name" in tools["retrieve_from_chroma"].input_schema["properties"]
+    listed = outcome["listed"].structured_content
+    assert [c["name"] for c in listed["result"]] == ["demo"]
+    results = outcome["search"].structured_content["results"]
+    assert len(results) == 3 and {"text", "document_id", "title", "page", "url", "score"} <= results[0].keys()
+    assert all(r["page"] == 2 for r in outcome["filtered"].structured_content["results"])
+    assert len(_text(outcome["text"]).split("\n")) == 2
+    assert _text(outcome["missing"]).startswith("Error retrieving from collection:") and "demo" in _text(
+        outcome["missing"]
+    )
+    assert outcome["bad"].is_error and "empty" in _text(outcome["bad"])
+
+
+def test_mcp_over_stdio(served_data: Settings) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = api_env(served_data)
+    params = StdioServerParameters(command=str(Path(sys.executable).parent / "workbench"), args=["mcp"], env=env)
+
+    async def run() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await _exercise(session)
+
+    _check(anyio.run(run))
+
+
+def test_mcp_over_streamable_http(served_data: Settings) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    log = open(Path(served_data.data_dir) / "mcp-http.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "workbench"), "mcp", "--http", str(port)],
+        env=api_env(served_data),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        import socket
+
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, (Path(served_data.data_dir) / "mcp-http.log").read_text()
+            time.sleep(0.2)
+
+        async def run() -> dict[str, Any]:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
+                ClientSession(read, write) as session,
+            ):
+                return await _exercise(session)
+
+        _check(anyio.run(run))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_the_readme_client_config_names_a_working_command() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index('{\n  "mcpServers"')
+    config = json.loads(readme[start : readme.index("\n}\n", start) + 2])
+    server = config["mcpServers"]["rerank-workbench"]
+    assert server["args"] == ["mcp"] and server["command"].endswith("workbench")
+    assert os.path.basename(server["command"]) == "workbench"

@@ -1,0 +1,263 @@
+"""RetrievalCompleted events (seed 002) to the sink WORKBENCH_EVENTS names: unset = off; `jsonl:PATH` = one
+JSON line per event appended to a file; `amqp://user:pass@host:5672/vhost` = a RabbitMQ topic exchange
+(`workbench.events`, routing key `retrieval.completed`).
+
+Publishing never slows or fails a search: `publish` only puts the event in a bounded in-memory buffer
+(WORKBENCH_EVENTS_BUFFER, 1000); a background thread delivers it, with publisher confirms for AMQP, and
+keeps retrying while the broker is down (one warning per outage). When the buffer is full the oldest event is
+dropped and counted. An event leaves the buffer only once the broker confirmed it, so a broker killed
+mid-run loses nothing the buffer held; after a reconnect an event may arrive twice (consumers dedupe by
+`eventId`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from workbench.config import Settings
+from workbench.errors import ConfigError
+from workbench.redact import redact_url
+
+log = logging.getLogger("workbench.events")
+EXCHANGE = "workbench.events"
+ROUTING_KEY = "retrieval.completed"
+SOURCE = "rerank-workbench"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class RetrievalPayload(BaseModel):
+    query: str
+    top_k: int
+    result_count: int
+    executed_at: str
+    trace_id: str
+
+
+class RetrievalCompleted(BaseModel):
+    """Seed 002's event, exactly its fields."""
+
+    eventType: Literal["RetrievalCompleted"] = "RetrievalCompleted"
+    eventId: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    timestamp: str = Field(default_factory=_now)
+    source: str = SOURCE
+    version: str = "1.0"
+    payload: RetrievalPayload
+
+    @classmethod
+    def of(cls, query: str, top_k: int, result_count: int, trace_id: str) -> RetrievalCompleted:
+        return cls(
+            payload=RetrievalPayload(
+                query=query, top_k=top_k, result_count=result_count, executed_at=_now(), trace_id=trace_id
+            )
+        )
+
+
+class EventSink(Protocol):
+    """Where events go. `publish` returns at once; `stats` says what happened to them."""
+
+    description: str
+
+    def publish(self, event: RetrievalCompleted) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def close(self, timeout: float = 5.0) -> None: ...
+
+
+class NullSink:
+    description = "off"
+
+    def publish(self, event: RetrievalCompleted) -> None:
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        return {"sink": "off"}
+
+    def close(self, timeout: float = 5.0) -> None:
+        return None
+
+
+class _BufferedSink:
+    """A bounded buffer and one delivery thread; subclasses deliver a batch or raise."""
+
+    description = "?"
+
+    def __init__(self, buffer_size: int = 1000, retry_seconds: float = 1.0) -> None:
+        self._buffer: deque[RetrievalCompleted] = deque()
+        self._limit = max(buffer_size, 1)
+        self._retry = retry_seconds
+        self._lock = threading.Condition()
+        self._closing = False
+        self.published = 0
+        self.dropped = 0
+        self.failures = 0
+        self._down_since: float | None = None
+        self._thread = threading.Thread(target=self._deliver_forever, name="workbench-events", daemon=True)
+        self._thread.start()
+
+    def publish(self, event: RetrievalCompleted) -> None:
+        with self._lock:
+            if len(self._buffer) >= self._limit:
+                self._buffer.popleft()
+                self.dropped += 1
+            self._buffer.append(event)
+            self._lock.notify()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "sink": self.description,
+                "published": self.published,
+                "buffered": len(self._buffer),
+                "dropped": self.dropped,
+                "failures": self.failures,
+                "connected": self._down_since is None,
+            }
+
+    def _deliver(self, events: list[RetrievalCompleted]) -> None:
+        raise NotImplementedError
+
+    def _disconnect(self) -> None:
+        """Forget the connection after a failure."""
+
+    def _deliver_forever(self) -> None:
+        while True:
+            with self._lock:
+                while not self._buffer and not self._closing:
+                    self._lock.wait()
+                if self._closing and not self._buffer:
+                    return
+                batch = list(self._buffer)[:100]
+            try:
+                self._deliver(batch)
+            except Exception as exc:  # the broker is down or refused: keep the events, try again later
+                with self._lock:
+                    self.failures += 1
+                    first = self._down_since is None
+                    if first:
+                        self._down_since = time.monotonic()
+                if first:
+                    log.warning("events: cannot deliver to %s (%s); buffering and retrying", self.description, exc)
+                self._disconnect()
+                with self._lock:
+                    if self._closing:
+                        return
+                    self._lock.wait(self._retry)
+                continue
+            with self._lock:
+                if self._down_since is not None:
+                    log.warning("events: %s is back; delivering the buffered events", self.description)
+                self._down_since = None
+                delivered = {e.eventId for e in batch}
+                kept = [e for e in self._buffer if e.eventId not in delivered]
+                self._buffer.clear()
+                self._buffer.extend(kept)
+                self.published += len(batch)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Deliver what is buffered (waiting at most `timeout`), then stop."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._buffer and self._down_since is None and time.monotonic() < deadline:
+                self._lock.wait(0.05)
+            self._closing = True
+            self._lock.notify_all()
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.1))
+        self._disconnect()
+
+
+class JsonlSink(_BufferedSink):
+    """Events appended to a file, one JSON object per line."""
+
+    def __init__(self, path: str | Path, buffer_size: int = 1000) -> None:
+        self.path = Path(path)
+        self.description = f"jsonl:{self.path}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(buffer_size)
+
+    def _deliver(self, events: list[RetrievalCompleted]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(e.model_dump_json() + "\n" for e in events))
+
+
+class AmqpSink(_BufferedSink):
+    """Events published to a RabbitMQ topic exchange with publisher confirms (pika, one connection, own thread)."""
+
+    def __init__(self, url: str, buffer_size: int = 1000, timeout: float = 5.0, retry_seconds: float = 1.0) -> None:
+        self.url = url
+        self.description = redact_url(url)
+        self._timeout = timeout
+        self._connection: Any = None
+        self._channel: Any = None
+        super().__init__(buffer_size, retry_seconds)
+
+    def _connect(self) -> Any:
+        import pika
+
+        if self._channel is not None and self._channel.is_open:
+            return self._channel
+        parameters = pika.URLParameters(self.url)
+        parameters.socket_timeout = self._timeout
+        parameters.blocked_connection_timeout = self._timeout
+        parameters.connection_attempts = 1
+        self._connection = pika.BlockingConnection(parameters)
+        self._channel = self._connection.channel()
+        self._channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        self._channel.confirm_delivery()
+        return self._channel
+
+    def _deliver(self, events: list[RetrievalCompleted]) -> None:
+        import pika
+
+        channel = self._connect()
+        for event in events:
+            channel.basic_publish(
+                EXCHANGE,
+                ROUTING_KEY,
+                event.model_dump_json().encode("utf-8"),
+                properties=pika.BasicProperties(
+                    content_type="application/json", delivery_mode=2, message_id=event.eventId, type=event.eventType
+                ),
+            )
+
+    def _disconnect(self) -> None:
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None:
+            with contextlib.suppress(Exception):  # already gone
+                connection.close()
+
+
+def open_sink(settings: Settings) -> EventSink:
+    """The sink WORKBENCH_EVENTS names (off when unset)."""
+    target = (settings.events or "").strip()
+    if not target or target.lower() == "off":
+        return NullSink()
+    if target.startswith("jsonl:"):
+        return JsonlSink(target.removeprefix("jsonl:"), settings.events_buffer)
+    if target.startswith(("amqp://", "amqps://")):
+        return AmqpSink(target, settings.events_buffer, timeout=settings.store_timeout)
+    raise ConfigError(
+        f"WORKBENCH_EVENTS='{redact_url(target)}' is not a sink: use jsonl:PATH or amqp://user:pass@host:5672/vhost."
+    )
+
+
+def read_jsonl_events(path: str | Path) -> list[dict[str, Any]]:
+    """The events a JsonlSink wrote (for tests and tools)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
