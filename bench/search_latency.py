@@ -44,9 +44,12 @@ def main() -> int:
     parser.add_argument("-n", "--top-n", type=int, default=10)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--persist-dir", type=Path, help="store folder (default: the settings')")
+    parser.add_argument("--backend", help="reranker backend (default: RERANKER_BACKEND)")
     args = parser.parse_args()
 
-    overrides = {"persist_dir": args.persist_dir} if args.persist_dir else {}
+    overrides: dict[str, object] = {"persist_dir": args.persist_dir} if args.persist_dir else {}
+    if args.backend:
+        overrides["reranker_backend"] = args.backend
     engine = Engine(Settings(**overrides))
     try:
         info = engine.collection_info(args.collection)
@@ -72,7 +75,8 @@ def main() -> int:
     print(
         f"models      embed {engine.embedder(info.embedding_model).model_id}; "
         f"rerank {reranker.model_id if reranker else 'none'} "
-        f"(batch {engine.settings.reranker_batch_size}, max_length {engine.settings.reranker_max_length})"
+        f"({reranker.backend if reranker else '—'}, batch {reranker.batch_size if reranker else '—'}, "
+        f"max_length {engine.settings.reranker_max_length})"
     )
     print(f"queries     {len(timings['total_ms'])} warm, k={args.k} -> top {args.top_n}")
     print()

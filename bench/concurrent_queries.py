@@ -1,0 +1,104 @@
+"""Queries arriving together, a repeated query, and a top n change, on the engine with the real models.
+
+    python bench/concurrent_queries.py                       # demo collection, k=50, 8 clients x 3 queries
+    python bench/concurrent_queries.py --collection scifact --dataset ../shared/data/scifact
+
+Runs the same distinct queries one at a time and then from 8 threads at once (caches off, so every query pays
+for its model call), interleaving the two modes over rounds; prints queries/s of each and their ratio (what
+micro-batching buys), and the error count. Then the repeated-query latency (the result cache) and the cost of
+changing top n (no model runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from workbench.config import Settings
+from workbench.demo import demo_dir, ensure_demo_collection
+from workbench.engine import Engine
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--collection", default="demo")
+    parser.add_argument("--dataset", type=Path, default=demo_dir())
+    parser.add_argument("-k", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--per-client", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    engine = Engine(Settings())
+    if args.collection == "demo":
+        ensure_demo_collection(engine)
+    texts = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").read_text().splitlines()]
+    needed = args.clients * args.per_client
+    queries = (texts * (needed // len(texts) + 1))[:needed]
+    reranker = engine.reranker()
+    engine.search(queries[0], args.k, 10, collection=args.collection)  # warm-up
+    for query in queries:  # documents' token ids cached for both modes alike
+        engine.search(query, args.k, 10, collection=args.collection, use_cache=False)
+
+    def one(query: str) -> None:
+        engine.search(query, args.k, 10, collection=args.collection, use_cache=False)
+
+    rates: dict[str, list[float]] = {"one at a time": [], f"{args.clients} at once": []}
+    errors = 0
+    for round_number in range(args.rounds):
+        modes = list(rates) if round_number % 2 == 0 else list(reversed(rates))
+        for mode in modes:
+            calls_before = reranker.model_calls
+            started = time.perf_counter()
+            if mode == "one at a time":
+                for query in queries:
+                    one(query)
+            else:
+                with ThreadPoolExecutor(max_workers=args.clients) as pool:
+                    futures = [pool.submit(one, q) for q in queries]
+                    for future in futures:
+                        try:
+                            future.result()
+                        except Exception:
+                            errors += 1
+            rates[mode].append(len(queries) / (time.perf_counter() - started))
+            if mode != "one at a time":
+                print(
+                    f"  round {round_number + 1}: {len(queries)} concurrent queries used "
+                    f"{reranker.model_calls - calls_before} model calls",
+                    file=sys.stderr,
+                )
+
+    print(
+        f"{args.collection}: {len(queries)} distinct queries, k={args.k}, reranker {reranker.model_id} "
+        f"({reranker.backend}), window {engine.settings.reranker_batch_window_ms} ms"
+    )
+    single, together = (statistics.median(v) for v in rates.values())
+    for mode, values in rates.items():
+        print(f"{mode:<16} {statistics.median(values):7.2f} queries/s")
+    print(f"ratio: {together / single:.2f}x · errors: {errors}")
+
+    engine.search(queries[0], args.k, 10, collection=args.collection)
+    repeated = []
+    for _ in range(50):
+        started = time.perf_counter()
+        engine.search(queries[0], args.k, 10, collection=args.collection)
+        repeated.append((time.perf_counter() - started) * 1000)
+    calls = reranker.model_calls
+    resliced = []
+    for top_n in (3, 5, 20, 10):
+        started = time.perf_counter()
+        engine.search(queries[0], args.k, top_n, collection=args.collection)
+        resliced.append((time.perf_counter() - started) * 1000)
+    print(f"repeated query: p50 {statistics.median(repeated):.2f} ms, max {max(repeated):.2f} ms")
+    print(f"changing top n: p50 {statistics.median(resliced):.2f} ms, model calls {reranker.model_calls - calls}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
