@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything Rerank Workbench needs on a fresh machine, offline from any model hub:
 # a virtual environment in .venv, torch pinned to the local CPU wheel, the package (editable) with its
-# test tools, and with --browser Debian's Chromium for the browser tests. A second run does nothing.
+# test tools. With --test (or --browser) it also installs what the test suite starts itself: Debian's
+# Chromium (browser tests) and RabbitMQ (event tests). A second run does nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-want_browser=0
+want_test=0
 for arg in "$@"; do
   case "$arg" in
-    --browser) want_browser=1 ;;
-    *) echo "usage: scripts/setup.sh [--browser]" >&2; exit 2 ;;
+    --test|--browser) want_test=1 ;;
+    *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
   esac
 done
 
@@ -33,11 +34,20 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
-  echo "setup: installing Debian's chromium for the browser tests"
-  sudo_cmd=""
-  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null
+if [ "$want_test" = 1 ]; then
+  missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing Debian's ${missing[*]} for the tests"
+    sudo_cmd=""
+    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    # The tests start their own broker on a private port: keep the package's service from starting one.
+    printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo_cmd chmod +x /usr/sbin/policy-rc.d
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+    $sudo_cmd rm -f /usr/sbin/policy-rc.d
+  fi
 fi
 echo "setup: ready (.venv)"

@@ -119,11 +119,23 @@ def validate_collection_name(name: Any) -> str:
     return name
 
 
-def normalise_value(value: Any) -> Any:
-    """The typing rule: text that reads as a JSON number or boolean becomes it; whole floats become ints.
+# Identity and label keys stay text whatever they look like: BEIR's document id "007" or "1e5" must not turn
+# into a number, nor a title "1984". Filters on them are compared as text too.
+TEXT_KEYS: Final = frozenset(
+    {"document_id", "origin", "content_hash", "source", "source_url", "url", "title", "section", "id", "chunk_id"}
+)
+
+
+def normalise_value(value: Any, key: str | None = None) -> Any:
+    """The typing rule: text that reads as a JSON number or boolean becomes it; whole floats become ints;
+    except for the TEXT_KEYS, whose scalar values are always text.
 
     Other values pass through unchanged (callers decide what to do with lists, None and objects).
     """
+    if key in TEXT_KEYS:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value) if isinstance(value, int | float | str) else value
     if isinstance(value, str):
         raw = value.strip()
         if raw and (raw[0] in "-0123456789" or raw in {"true", "false"}):
@@ -160,7 +172,7 @@ def validate_filters(filters: Any) -> dict[str, Scalar]:
                 f"Filter name '{shown}' is not allowed: names are up to {MAX_FILTER_KEY_CHARS} printable "
                 "characters and cannot start with '$'."
             )
-        value = normalise_value(value)
+        value = normalise_value(value, key)
         if isinstance(value, list | tuple | set | dict):
             raise InputError(
                 f"Filter '{shown}' must equal one text, number or boolean; got {type(value).__name__} "

@@ -23,6 +23,8 @@ def evaluate(qrels: Qrels, run: Run, k: int) -> tuple[dict[str, float], dict[str
     by_measure = {str(m): name for name, m in named.items()}
     judged = [qid for qid, judgments in qrels.items() if any(g > 0 for g in judgments.values())]
     per_query: dict[str, dict[str, float]] = {qid: dict.fromkeys(named, 0.0) for qid in judged}
+    # pytrec_eval cannot read a query with an empty ranking; such a query scores 0 below anyway.
+    run = {str(qid): {str(doc): float(score) for doc, score in docs.items()} for qid, docs in run.items() if docs}
     for metric in ir_measures.iter_calc(list(named.values()), {q: qrels[q] for q in judged}, run):
         if metric.query_id in per_query:
             per_query[metric.query_id][by_measure[str(metric.measure)]] = float(metric.value)

@@ -109,7 +109,7 @@ def clean_metadata(metadata: Metadata) -> Metadata:
     and bool values; None, NaN and infinities dropped; lists and objects stringified; `$` stripped from names."""
     clean: Metadata = {}
     for key, value in metadata.items():
-        value = normalise_value(value)
+        value = normalise_value(value, str(key))
         if value is None or (isinstance(value, float) and not math.isfinite(value)):
             continue
         name = str(key).lstrip("$") or "field"
