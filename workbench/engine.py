@@ -19,7 +19,15 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
-from workbench.inputs import MAX_K, parse_filters, validate_depths, validate_page, validate_query, validate_retrieval
+from workbench.inputs import (
+    MAX_K,
+    parse_filters,
+    validate_collection_name,
+    validate_depths,
+    validate_page,
+    validate_query,
+    validate_retrieval,
+)
 from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache, TokenCache
 from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
 from workbench.stores.registry import StoreRegistry
@@ -299,6 +307,8 @@ class Engine:
         `text_columns` picks a CSV's text columns; `shown_as` names `path` in messages (uploads).
         Files that cannot be read are listed in the report's `problems`; the others are ingested.
         """
+        if collection not in self.settings.collections:
+            validate_collection_name(collection)  # before any file is read
         size = self.settings.chunk_size if isinstance(chunk_size, UseDefault) else chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         try:

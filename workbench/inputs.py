@@ -198,6 +198,8 @@ def parse_filters(filters: Mapping[str, Any] | Sequence[str] | str | None) -> di
         return {}
     if isinstance(filters, Mapping):
         return validate_filters(filters)
+    if not isinstance(filters, str | Sequence):
+        raise InputError(f"filters must be a mapping or key=value text; got {type(filters).__name__}.")
     lines = filters.splitlines() if isinstance(filters, str) else list(filters)
     pairs: dict[str, Any] = {}
     for line in lines:
