@@ -271,5 +271,5 @@ def test_cli_errors_are_one_line(
 
 def test_no_error_escapes_as_an_unexpected_one(nature: Engine) -> None:
     """Everything above was a WorkbenchError (or a ValueError subclass of one): no raw client exceptions."""
-    for _, arguments, error, _ in ENGINE_CASES:
+    for _, _arguments, error, _ in ENGINE_CASES:
         assert issubclass(error, WorkbenchError)
