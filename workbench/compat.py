@@ -96,7 +96,7 @@ class SearchHit(BaseModel):
     page: int | None = None
     url: str | None = None
     score: float
-    vector_score: float
+    vector_score: float | None = None
     rerank_score: float | None = None
     rank_before: int
 
@@ -140,21 +140,8 @@ def search_documents(
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
     for row in result.reranked:
-        chunk = _as_retrieved_chunk(row)
-        hits.append(
-            SearchHit(
-                text=chunk.text,
-                document_id=chunk.document_id,
-                chunk_index=chunk.chunk_index,
-                title=chunk.title,
-                page=chunk.page,
-                url=chunk.url,
-                score=chunk.score,
-                vector_score=row.vector_score,
-                rerank_score=row.rerank_score,
-                rank_before=row.rank_before,
-            )
-        )
+        fields = _as_retrieved_chunk(row).model_dump(exclude={"source_url"})
+        hits.append(SearchHit(**fields, rank_before=row.rank_before))
     response = SearchResponse(
         query=result.query,
         results=hits,

@@ -165,9 +165,11 @@ def load_backend(
             )
             precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
             return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}", model_print
-        folder, file_name = ExportCache(settings).ensure(model_path, chosen, progress)
-        try:
-            model = CrossEncoder(
+        exports = ExportCache(settings)
+
+        def load_export() -> Any:
+            folder, file_name = exports.ensure(model_path, chosen, progress)
+            return CrossEncoder(
                 str(folder),
                 backend="onnx",
                 device="cpu",
@@ -175,18 +177,15 @@ def load_backend(
                 activation_fn=identity,
                 model_kwargs={"file_name": file_name},
             )
+
+        try:
+            model = load_export()
+        except ModelError:
+            raise
         except Exception:
             # A damaged export that the manifest did not catch: rebuild it once.
-            shutil.rmtree(folder, ignore_errors=True)
-            folder, file_name = ExportCache(settings).ensure(model_path, chosen, progress)
-            model = CrossEncoder(
-                str(folder),
-                backend="onnx",
-                device="cpu",
-                max_length=max_length,
-                activation_fn=identity,
-                model_kwargs={"file_name": file_name},
-            )
+            shutil.rmtree(exports.folder(model_path, model_print, chosen), ignore_errors=True)
+            model = load_export()
         return model, f"{chosen}:cpu", model_print
     except ModelError:
         raise
