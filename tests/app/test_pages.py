@@ -332,3 +332,52 @@ def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         engine_resource.clear()
+
+
+def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:
+    at = search(new_app(), "how long is paid leave for new fathers")
+    user = at.query_params["u"]
+    reloaded = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    reloaded.query_params["u"] = user  # the same browser: a reload keeps the URL
+    reloaded.run()
+    assert any(e.label.startswith("History (") for e in reloaded.expander)
+    entry = next(b for b in reloaded.button if b.label.startswith("how long is paid leave for new fathers"))
+    entry.click().run()
+    assert not reloaded.exception
+    assert reloaded.text_input(key="w.query").value == "how long is paid leave for new fathers"
+    assert "Reranked · top 10" in headers(reloaded)
+    stranger = new_app()  # another browser sees none of it
+    assert not any(e.label.startswith("History (") for e in stranger.expander)
+
+
+def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: Path) -> None:
+    victim = tmp_path / "evil.tsv"
+    queries = b'{"_id": "q1", "text": "how many vacation days do I get per year"}\n'
+    qrels = b"query-id\tcorpus-id\tscore\nq1\tleave-policy.md#1\t2\n"
+    at = new_app()
+    at.switch_page("views/evaluate.py").run()
+    at.radio(key="eval-source").set_value("Upload queries and qrels").run()
+    at.get("file_uploader")[0].set_value(("../../../../../../tmp/evil-queries.jsonl", queries, "application/json"))
+    at.get("file_uploader")[1].set_value((f"../../../..{victim}", qrels, "text/tab-separated-values"))
+    at.text_input(key="eval-collection-Upload queries and qrels").input("demo")
+    at.number_input(key="eval-k").set_value(10)
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not victim.exists() and not Path("/tmp/evil-queries.jsonl").exists()
+    assert any("'demo': 1 queries" in h.value for h in at.subheader)
+
+    at.switch_page("views/collections.py").run()
+    at.selectbox(key="judge-collection").set_value("demo")
+    at.get("file_uploader")[1].set_value((f"../../..{victim}", qrels, "text/tab-separated-values"))
+    at.get("file_uploader")[2].set_value(("/etc/cron.d/q.jsonl", queries, "application/json"))
+    next(b for b in at.button if b.label == "Attach").click().run()
+    assert not at.exception and any("Attached judgments for 1 queries to 'demo'" in s.value for s in at.success)
+    assert not victim.exists() and not Path("/etc/cron.d/q.jsonl").exists()
+    from workbench.app.state import engine_resource
+    from workbench.demo import demo_dir
+    from workbench.judgments import attach_judgments
+
+    # put the demo's own judgments back for whatever runs next
+    attach_judgments(
+        engine_resource().settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl"
+    )

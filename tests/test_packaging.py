@@ -1,0 +1,102 @@
+"""The app is part of the installed package: the built wheel, installed into a clean virtual environment, runs
+`workbench app` away from the source tree and serves the demo (its pages, favicon and corpus are package data)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port, wait_for_http
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_wheel_carries_the_app_and_serves_the_demo(tmp_path: Path, real_reranker_dir: Path) -> None:
+    wheels = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [wheel] = wheels.glob("rerank_workbench-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for needed in (
+        "workbench/app/main.py",
+        "workbench/app/views/explore.py",
+        "workbench/app/static/favicon.png",
+        "workbench/demo_data/queries.jsonl",
+        "workbench/demo_data/qrels/test.tsv",
+        "workbench/demo_data/docs/leave-policy.md",
+        "workbench/py.typed",
+    ):
+        assert needed in names, needed
+    assert not [n for n in names if n.startswith(("tests/", "bench/"))]
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    # The dependencies come from this environment's site-packages, added as a plain path (its .pth files, and
+    # with them the editable install of this checkout, are not read): the workbench itself is the wheel's.
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    where = subprocess.run(
+        [str(python), "-c", "import workbench.app; print(workbench.app.ENTRY_SCRIPT)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.strip()
+    assert where.startswith(str(venv)), where
+
+    port = free_port()
+    data = tmp_path / "data"
+    env = {
+        **os.environ,
+        "WORKBENCH_CONFIG": "",
+        "WORKBENCH_DATA_DIR": str(data),
+        "HF_HUB_OFFLINE": "1",
+        "WORKBENCH_MODELS_DIR": str(real_reranker_dir.parent),
+        "RERANKER_MODEL": real_reranker_dir.name,
+    }
+    env.pop("PYTHONPATH", None)
+    log = open(tmp_path / "app.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(venv / "bin" / "workbench"), "app", "--port", str(port), "--headless"],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/_stcore/health", timeout=240, process=process)
+        import httpx
+
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+    output = (tmp_path / "app.log").read_text()
+    assert "Demo collection ready: 150 passages" in output and "Traceback" not in output, output[-2000:]
+    assert (data / "chroma").is_dir() and (data / "judgments" / "demo" / "qrels.tsv").exists()
