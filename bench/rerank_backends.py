@@ -25,6 +25,40 @@ from workbench.errors import CollectionNotFoundError, ConfigError
 from workbench.rerankers import CrossEncoderReranker
 
 
+def embedder_rates(engine: Engine, texts: list[str], rounds: int) -> None:
+    """The embedder through sentence-transformers' own backends (exported to a temp folder for the run)."""
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+
+    path = engine.embedder().path  # type: ignore[attr-defined]
+    folder = tempfile.mkdtemp(prefix="wb-bench-embedder-")
+    onnx = SentenceTransformer(path, backend="onnx", device="cpu")
+    onnx.save_pretrained(folder)
+    export_dynamic_quantized_onnx_model(onnx, "avx2", folder)
+    models = {
+        "torch": SentenceTransformer(path, device="cpu"),
+        "onnx": onnx,
+        "onnx-int8": SentenceTransformer(
+            folder, backend="onnx", device="cpu", model_kwargs={"file_name": "onnx/model_quint8_avx2.onnx"}
+        ),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in models}
+    for model in models.values():
+        model.encode(texts[:16])
+    for round_number in range(rounds):
+        names = list(models)
+        for name in names[round_number % 3 :] + names[: round_number % 3]:
+            started = time.perf_counter()
+            models[name].encode(texts, batch_size=64)
+            rates[name].append(len(texts) / (time.perf_counter() - started))
+    base = statistics.median(rates["torch"])
+    print(f"embedder {engine.settings.embedding_model}: {len(texts)} texts, {rounds} interleaved rounds")
+    for name, values in rates.items():
+        print(f"  {name:<10} {statistics.median(values):8.1f} texts/s  {statistics.median(values) / base:5.2f}x")
+
+
 def main() -> int:
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,6 +69,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backends", default="torch,onnx,onnx-int8")
     parser.add_argument("--cuda", action="store_true", help="also measure torch on CUDA (fp16/bf16) when present")
+    parser.add_argument(
+        "--embedder",
+        action="store_true",
+        help="also the embedder (same architecture): texts/s of torch, ONNX and ONNX int8 encoding the candidates",
+    )
     args = parser.parse_args()
 
     settings = Settings()
@@ -80,6 +119,8 @@ def main() -> int:
                 rerankers[name].predict(query, texts)
             rates[name].append(pairs / (time.perf_counter() - started))
 
+    if args.embedder:
+        embedder_rates(engine, [t for _, texts in work for t in texts], args.rounds)
     baseline = statistics.median(rates[names[0]])
     print(
         f"{pairs} pairs ({args.queries} SciFact queries x k={args.k}), {args.rounds} interleaved rounds, "
