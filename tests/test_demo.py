@@ -40,9 +40,23 @@ def test_demo_is_built_once(demo_engine: Engine) -> None:
     assert ensure_demo_collection(demo_engine).count == before
 
 
-def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> None:
+def test_sample_queries_come_in_two_groups_all_judged(demo_engine: Engine) -> None:
+    from workbench.demo import GROUPS, demo_dir
+    from workbench.evaluation import read_qrels
+
     queries = sample_queries()
-    assert len(queries) == 20
+    assert len(sample_queries("vector-works")) == 20 and len(sample_queries("rerank-helps")) == 30
+    assert {q.group for q in queries} == set(GROUPS)
+    kinds = {q.kind for q in sample_queries("rerank-helps")}
+    assert {"negation", "number", "condition", "two constraints", "keyword", "phrased differently"} == kinds
+    judged = read_qrels(demo_dir() / "qrels" / "test.tsv")
+    assert {q.id for q in queries} == set(judged)
+    ids = {c.metadata["document_id"] for c in demo_engine.browse(DEMO_COLLECTION, 0, 200)}
+    assert all(doc in ids for grades in judged.values() for doc in grades)
+
+
+def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> None:
+    queries = [q.text for q in sample_queries()]
     changed = 0
     for query in queries:
         result = demo_engine.search(query, k=20, top_n=10, collection=DEMO_COLLECTION)
