@@ -34,7 +34,10 @@ def embedder_rates(engine: Engine, texts: list[str], rounds: int) -> None:
 
     path = engine.embedder().path  # type: ignore[attr-defined]
     folder = tempfile.mkdtemp(prefix="wb-bench-embedder-")
-    onnx = SentenceTransformer(path, backend="onnx", device="cpu")
+    from workbench.rerankers.backends import quiet_session_options
+
+    quiet = {"session_options": quiet_session_options()}
+    onnx = SentenceTransformer(path, backend="onnx", device="cpu", model_kwargs=quiet)
     onnx.save_pretrained(folder)
     export_dynamic_quantized_onnx_model(onnx, "avx2", folder)
     models = {

@@ -107,6 +107,20 @@ def _choose(page, label: str, option: str) -> None:
     picker.press("Enter")
 
 
+def _set_slider(page, name: str, target: int) -> None:
+    """Move a slider by keyboard until it shows the target: a key press that lands while a rerun repaints the
+    page can be lost, so the slider's own value is read back after every press."""
+    for _ in range(40):
+        slider = page.get_by_role("slider", name=name)
+        value = int(slider.get_attribute("aria-valuetext") or slider.input_value())
+        if value == target:
+            return
+        slider.focus()
+        slider.press("ArrowLeft" if value > target else "ArrowRight")
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the slider {name!r} never reached {target}")
+
+
 def _screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its own container, so the viewport is made tall enough."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight ?? 1000")
@@ -131,10 +145,7 @@ def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     _no_exception(page)
     _screenshot(page, "explore.png")
 
-    slider = page.get_by_role("slider", name="top n — kept after reranking")
-    slider.focus()
-    for _ in range(5):
-        slider.press("ArrowLeft")
+    _set_slider(page, "top n — kept after reranking", 5)
     page.get_by_text("Reranked · top 5").wait_for()
     page.get_by_text("no model ran").wait_for()
     _no_exception(page)

@@ -137,6 +137,17 @@ class ExportCache:
             return folder, file_name
 
 
+def quiet_session_options() -> Any:
+    """ONNX Runtime options whose worker threads sleep between runs instead of spinning: a spinning pool takes
+    the CPU from everything else in the process (the torch embedder, the app, other searches)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
 def load_backend(
     model_path: str,
     backend: str,
@@ -175,7 +186,7 @@ def load_backend(
                 device="cpu",
                 max_length=max_length,
                 activation_fn=identity,
-                model_kwargs={"file_name": file_name},
+                model_kwargs={"file_name": file_name, "session_options": quiet_session_options()},
             )
 
         try:
