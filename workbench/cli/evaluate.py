@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.demo import DEMO_COLLECTION, demo_dir, ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
@@ -43,13 +44,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if not (args.qrels and args.queries):
             raise InputError("--qrels and --queries go together.")
         dataset = Dataset.from_files(args.queries, args.qrels)
+    elif args.dataset == "demo" and not Path("demo").exists():
+        dataset = Dataset.from_beir(demo_dir(), args.split)
+        args.collection = args.collection or DEMO_COLLECTION
     elif args.dataset:
         dataset = Dataset.from_beir(args.dataset, args.split)
     else:
         raise InputError("Name what to evaluate: a BEIR folder, or --qrels FILE --queries FILE.")
+    if not args.collection:
+        raise InputError("Name the collection to evaluate with --collection.")
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings_from(args))
 
+    if dataset.corpus is None and args.collection == DEMO_COLLECTION and args.dataset == "demo":
+        ensure_demo_collection(engine)
     try:
         engine.collection_info(args.collection)
     except WorkbenchError:
@@ -93,8 +101,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
-    evaluate.add_argument("dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
-    evaluate.add_argument("--collection", required=True, help="ingested from the BEIR corpus when missing")
+    evaluate.add_argument(
+        "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo`: the demo's judgments"
+    )
+    evaluate.add_argument(
+        "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
+    )
     evaluate.add_argument("-k", type=int, default=100, help="candidates per query (default 100)")
     evaluate.add_argument("-n", type=int, default=10, help="top n after reranking (default 10)")
     evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
