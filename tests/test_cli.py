@@ -118,9 +118,7 @@ def test_console_script_is_installed() -> None:
     assert done.returncode == 0 and "ingest" in done.stdout and "query" in done.stdout
 
 
-def test_eval_demo_builds_the_demo_and_reports_both_groups(
-    cli_env: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_eval_demo_builds_the_demo_and_reports_both_groups(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["eval", "demo", "-k", "20", "-n", "10", "--no-rerank", "--json", "--persist-dir", str(cli_env)]
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)

@@ -102,7 +102,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
     evaluate.add_argument(
-        "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo`: the demo's judgments"
+        "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo` (its judgments)"
     )
     evaluate.add_argument(
         "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
