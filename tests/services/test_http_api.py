@@ -249,3 +249,17 @@ def test_serve_refuses_other_interfaces_without_a_token(capsys: pytest.CaptureFi
 
     assert main(["serve", "--host", "0.0.0.0"]) == 2
     assert "WORKBENCH_API_TOKEN" in capsys.readouterr().err
+
+
+def test_serve_on_an_empty_data_folder_builds_the_demo_first(tmp_path: Path, served_data: Settings) -> None:
+    data = tmp_path / "fresh"
+    data.mkdir()
+    server = ApiServer(data, api_env(served_data, WORKBENCH_DATA_DIR=str(data)))
+    try:
+        server.wait_ready()
+        response = httpx.post(f"{server.url}/search", json={"query": "how many vacation days do I get"}, timeout=60)
+        assert response.status_code == 200, response.text
+        assert len(response.json()["results"]) == 5
+    finally:
+        log = server.stop()
+    assert "Demo collection ready: 150 passages" in log and "Traceback" not in log

@@ -1,4 +1,4 @@
-"""Commands that start something: the app, a local PostgreSQL with pgvector."""
+"""Commands that start something: the app, the HTTP API, the MCP server, a local PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, WorkbenchError
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
@@ -35,6 +36,22 @@ def app_command(port: int, host: str, headless: bool = True) -> list[str]:
     ]
 
 
+def _ensure_demo(settings: Settings) -> None:
+    """Build the demo collection before a server starts when it is the default collection, so that the first
+    visit or request does not wait (or find nothing). A failure is reported and the server starts anyway: its
+    own health check and errors then say what is wrong."""
+    if settings.collection != DEMO_COLLECTION:
+        return
+    warn(f"Checking the demo collection in {settings.store_location} (built offline on first start)…")
+    try:
+        with ProgressBar("demo") as bar:
+            info = ensure_demo_collection(Engine(settings), progress=bar)
+    except WorkbenchError as exc:
+        warn(f"The demo collection could not be built: {exc}")
+        return
+    warn(f"Demo collection ready: {info.count} passages.")
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.host not in {"127.0.0.1", "localhost", "::1"} and settings.app_password is None:
@@ -42,12 +59,7 @@ def _cmd_app(args: argparse.Namespace) -> int:
             f"--host {args.host} makes the app reachable from other machines: set WORKBENCH_APP_PASSWORD first "
             "(a shared password every visitor types), or keep the default 127.0.0.1."
         )
-    if settings.collection == DEMO_COLLECTION:
-        # Built before the server starts, so the first visit does not wait on a blank page.
-        warn(f"Checking the demo collection in {settings.store_location} (built offline on first start)…")
-        with ProgressBar("demo") as bar:
-            info = ensure_demo_collection(Engine(settings), progress=bar)
-        warn(f"Demo collection ready: {info.count} passages.")
+    _ensure_demo(settings)
     warn(f"Starting the workbench at http://{args.host}:{args.port}")
     return subprocess.call(app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty()))
 
@@ -86,6 +98,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"--host {args.host} makes the API reachable from other machines: set WORKBENCH_API_TOKEN first (clients "
             "then send 'Authorization: Bearer <token>'), or keep the default 127.0.0.1."
         )
+    _ensure_demo(settings)
     warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
