@@ -95,6 +95,22 @@ def test_auto_picks_torch_until_a_backend_is_measured_and_half_precision_on_cuda
     assert choose_backend("onnx-int8", "cpu", "0" * 32) == "onnx-int8"
 
 
+def test_auto_takes_a_measured_backend_only_when_it_is_faster_and_within_the_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workbench.rerankers import backends
+
+    # The shared QA reranker as measured (docs/performance.md): no backend is faster here, so torch.
+    assert choose_backend("auto", "cpu", "ac223383d8fad187" + "0" * 16) == "torch"
+    monkeypatch.setitem(
+        backends.MEASURED,
+        "f" * 16,
+        {"onnx": {"loss": 0.001, "speedup": 1.3}, "onnx-int8": {"loss": 0.02, "speedup": 2.5}},
+    )
+    assert choose_backend("auto", "cpu", "f" * 32) == "onnx"  # int8 is faster but loses too much
+    assert choose_backend("auto", "cuda", "f" * 32) == "torch"
+
+
 def test_cuda_without_a_gpu_is_a_clear_error(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
     import torch
 

@@ -37,7 +37,13 @@ _export_lock = threading.Lock()
 # Measured on the 2-core development machine (AMD EPYC, AVX2 without VNNI): for each model fingerprint prefix,
 # each backend's worst nDCG@10 loss against fp32 torch (SciFact and Cranfield, k = 20 and 50) and its CPU speed
 # relative to fp32 torch. See docs/performance.md for the runs.
-MEASURED: dict[str, dict[str, dict[str, float]]] = {}
+MEASURED: dict[str, dict[str, dict[str, float]]] = {
+    # ../shared/models/minilm-l6-qa-reranker. "loss" is the worst nDCG@10 drop (negative: it scored higher).
+    "ac223383d8fad187": {
+        "onnx": {"loss": 0.0, "speedup": 1.00},
+        "onnx-int8": {"loss": -0.0036, "speedup": 1.01},
+    },
+}
 MAX_LOSS = 0.005
 MIN_SPEEDUP = 1.1
 
