@@ -230,6 +230,7 @@ CLI_CASES = [
     (["delete", "nature"], "pass --yes"),
     (["eval", "--collection", "x1x"], "Name what to evaluate"),
     (["eval", "/no/beir", "--collection", "x1x"], "not a BEIR folder"),
+    (["eval", "{demo}"], "Name the collection to evaluate with --collection"),
     (["eval", "{demo}", "--collection", "nature", "--max-queries", "-1"], "max queries must be 1 or more"),
     (["eval", "{demo}", "--collection", "nature", "--depth", "10,x"], "--depth takes whole numbers"),
     (["eval", "{demo}", "--collection", "nature", "-k", "10", "--depth", "20"], "Depth values must be between 1 and k"),

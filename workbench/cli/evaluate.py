@@ -40,23 +40,24 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     check_plan(args.k, args.n, args.max_queries, depth)
     modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
+    demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
     if args.qrels or args.queries:
         if not (args.qrels and args.queries):
             raise InputError("--qrels and --queries go together.")
         dataset = Dataset.from_files(args.queries, args.qrels)
-    elif args.dataset == "demo" and not Path("demo").exists():
+    elif demo:
         dataset = Dataset.from_beir(demo_dir(), args.split)
         args.collection = args.collection or DEMO_COLLECTION
     elif args.dataset:
         dataset = Dataset.from_beir(args.dataset, args.split)
     else:
-        raise InputError("Name what to evaluate: a BEIR folder, or --qrels FILE --queries FILE.")
+        raise InputError("Name what to evaluate: a BEIR folder, `demo`, or --qrels FILE --queries FILE.")
     if not args.collection:
         raise InputError("Name the collection to evaluate with --collection.")
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings_from(args))
 
-    if dataset.corpus is None and args.collection == DEMO_COLLECTION and args.dataset == "demo":
+    if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     try:
         engine.collection_info(args.collection)
