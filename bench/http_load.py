@@ -34,6 +34,7 @@ def run(
     top_k: int,
     k: int,
     distinct: bool = True,
+    phase: str = "",
 ) -> tuple[list[float], int, float]:
     def client(n: int) -> tuple[list[float], int]:
         latencies, errors = [], 0
@@ -41,7 +42,7 @@ def run(
             for i in range(per_client):
                 query = queries[(n * 7 + i) % len(queries)]
                 if distinct:  # a tag makes every request new to the result cache: each one reranks
-                    query = f"{query} (#{n}.{i})"
+                    query = f"{query} ({phase}#{n}.{i})"
                 started = time.perf_counter()
                 try:
                     response = http.post("/search", json={"query": query, "top_k": top_k, "k": k})
@@ -93,9 +94,10 @@ def main() -> int:
     queries = [json.loads(line)["text"] for line in args.queries_file.read_text().splitlines() if line.strip()]
     # Distinct queries so that the result cache does not answer; the first pass warms the token cache.
     distinct = not args.repeat
-    run(args.url, headers, queries, 1, 3, args.top_k, args.k, distinct)
-    many = run(args.url, headers, queries, args.clients, args.queries, args.top_k, args.k, distinct)
-    one = run(args.url, headers, queries, 1, max(args.queries // 2, 5), args.top_k, args.k, distinct)
+    # Each phase tags its queries differently, so that no phase is answered from an earlier one's results.
+    run(args.url, headers, queries, 1, 3, args.top_k, args.k, distinct, phase="warm")
+    many = run(args.url, headers, queries, args.clients, args.queries, args.top_k, args.k, distinct, phase="many")
+    one = run(args.url, headers, queries, 1, max(args.queries // 2, 5), args.top_k, args.k, distinct, phase="one")
     print(f"{args.url} · models {health.get('models')} · top_k {args.top_k}, k {args.k}")
     report(f"{args.clients} clients x {args.queries}", *many)
     report("1 client", *one)
