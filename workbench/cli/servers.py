@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -61,7 +60,13 @@ def _cmd_app(args: argparse.Namespace) -> int:
         )
     _ensure_demo(settings)
     warn(f"Starting the workbench at http://{args.host}:{args.port}")
-    return subprocess.call(app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty()))
+    command = app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Streamlit replaces this process, so a signal to `workbench app` (a service manager's SIGTERM, a test's
+    # terminate) reaches the server itself instead of leaving it running as an orphan.
+    os.execv(command[0], command)
+    return 0  # not reached
 
 
 def _cmd_postgres(args: argparse.Namespace) -> int:
