@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
-from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
@@ -35,16 +34,17 @@ def app_command(port: int, host: str, headless: bool = True) -> list[str]:
     ]
 
 
-def _ensure_demo(settings: Settings) -> None:
+def _ensure_demo(engine: Engine) -> None:
     """Build the demo collection before a server starts when it is the default collection, so that the first
     visit or request does not wait (or find nothing). A failure is reported and the server starts anyway: its
     own health check and errors then say what is wrong."""
+    settings = engine.settings
     if settings.collection != DEMO_COLLECTION:
         return
     warn(f"Checking the demo collection in {settings.store_location} (built offline on first start)…")
     try:
         with ProgressBar("demo") as bar:
-            info = ensure_demo_collection(Engine(settings), progress=bar)
+            info = ensure_demo_collection(engine, progress=bar)
     except WorkbenchError as exc:
         warn(f"The demo collection could not be built: {exc}")
         return
@@ -53,12 +53,12 @@ def _ensure_demo(settings: Settings) -> None:
 
 def _cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if args.host not in {"127.0.0.1", "localhost", "::1"} and settings.app_password is None:
+    if not _loopback(args.host) and settings.app_password is None:
         raise ConfigError(
             f"--host {args.host} makes the app reachable from other machines: set WORKBENCH_APP_PASSWORD first "
             "(a shared password every visitor types), or keep the default 127.0.0.1."
         )
-    _ensure_demo(settings)
+    _ensure_demo(Engine(settings))
     warn(f"Starting the workbench at http://{args.host}:{args.port}")
     command = app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty())
     sys.stdout.flush()
@@ -103,9 +103,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"--host {args.host} makes the API reachable from other machines: set WORKBENCH_API_TOKEN first (clients "
             "then send 'Authorization: Bearer <token>'), or keep the default 127.0.0.1."
         )
-    _ensure_demo(settings)
+    engine = Engine(settings)  # one engine per process: the one that checked the demo serves the requests
+    _ensure_demo(engine)
     warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(create_app(engine=engine), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
 
