@@ -14,6 +14,29 @@ for arg in "$@"; do
   esac
 done
 
+# Debian's packages download while pip installs; the script waits for both before it says ready.
+apt_pid=""
+if [ "$want_test" = 1 ]; then
+  missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing Debian's ${missing[*]} for the tests"
+    (
+      set -euo pipefail
+      sudo_cmd=""
+      [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+      $sudo_cmd apt-get update -qq
+      # The tests start their own broker on a private port: keep the package's service from starting one.
+      printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null
+      $sudo_cmd chmod +x /usr/sbin/policy-rc.d
+      trap '$sudo_cmd rm -f /usr/sbin/policy-rc.d' EXIT
+      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+    ) &
+    apt_pid=$!
+  fi
+fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
@@ -34,20 +57,8 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-if [ "$want_test" = 1 ]; then
-  missing=()
-  [ -x /usr/bin/chromium ] || missing+=(chromium)
-  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    echo "setup: installing Debian's ${missing[*]} for the tests"
-    sudo_cmd=""
-    [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    # The tests start their own broker on a private port: keep the package's service from starting one.
-    printf '#!/bin/sh\nexit 101\n' | $sudo_cmd tee /usr/sbin/policy-rc.d >/dev/null
-    $sudo_cmd chmod +x /usr/sbin/policy-rc.d
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
-    $sudo_cmd rm -f /usr/sbin/policy-rc.d
-  fi
+if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
+  echo "setup: installing Debian's ${missing[*]} failed (see apt-get's messages above)" >&2
+  exit 1
 fi
-echo "setup: ready (.venv)"
+echo "setup: ready (.venv) in ${SECONDS} s"

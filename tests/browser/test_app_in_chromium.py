@@ -133,21 +133,21 @@ def _screenshot(page, name: str) -> None:
 
 
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
-    page.get_by_role("heading", name="Explore").wait_for()
-    box = page.get_by_label("Query")
+    page.get_by_role("heading", name="Explore").first.wait_for()
+    box = page.get_by_label("Query", exact=True)
     box.fill(QUERY)
     box.press("Enter")
-    page.get_by_text("Reranked · top 10").wait_for()
-    page.get_by_text("Vector search · top 10 of 50").wait_for()
-    page.get_by_text("nDCG@10 after reranking").wait_for()
-    page.get_by_text("Rank before → after reranking").wait_for()
+    page.get_by_text("Reranked · top 10").first.wait_for()
+    page.get_by_text("Vector search · top 10 of 50").first.wait_for()
+    page.get_by_text("nDCG@10 after reranking").first.wait_for()
+    page.get_by_text("Rank before → after reranking").first.wait_for()
     page.get_by_text("dropped from the top n").first.wait_for()  # the slopegraph's legend
     _no_exception(page)
     _screenshot(page, "explore.png")
 
     _set_slider(page, "top n — kept after reranking", 5)
-    page.get_by_text("Reranked · top 5").wait_for()
-    page.get_by_text("no model ran").wait_for()
+    page.get_by_text("Reranked · top 5").first.wait_for()
+    page.get_by_text("no model ran").first.wait_for()
     _no_exception(page)
 
 
@@ -155,13 +155,13 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_text("Sample queries").first.click()  # the expander folds once a query is typed
-    page.get_by_text("Where reranking should help", exact=True).wait_for()
+    page.get_by_text("Where reranking should help", exact=True).first.wait_for()
     pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
     for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
         pill.click()
         try:
-            expect(page.get_by_label("Query")).to_have_value(
+            expect(page.get_by_label("Query", exact=True)).to_have_value(
                 "my mum passed away, how long can I stay home", timeout=20_000
             )
             break
@@ -174,15 +174,15 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
 
 def test_latency_load_run(page) -> None:
     page.get_by_role("link", name="Latency").click()
-    page.get_by_role("heading", name="Latency").wait_for()
-    page.get_by_text("This session's searches").wait_for()
-    runs = page.get_by_label("Queries to run")
+    page.get_by_role("heading", name="Latency").first.wait_for()
+    page.get_by_text("This session's searches").first.wait_for()
+    runs = page.get_by_label("Queries to run", exact=True)
     runs.fill("6")
     runs.press("Enter")
     page.wait_for_timeout(500)
     page.get_by_role("button", name="Start load run").click()
-    page.get_by_text("queries/s").wait_for()
-    page.get_by_text("Load run: per-stage ms").wait_for()
+    page.get_by_text("queries/s").first.wait_for()
+    page.get_by_text("Load run: per-stage ms").first.wait_for()
     _no_exception(page)
     _screenshot(page, "latency.png")
 
@@ -191,10 +191,10 @@ def test_compare_keeps_the_explore_query(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("link", name="Compare").click()
-    page.get_by_role("heading", name="Compare").wait_for()
-    expect(page.get_by_label("Query")).to_have_value("my mum passed away, how long can I stay home")
+    page.get_by_role("heading", name="Compare").first.wait_for()
+    expect(page.get_by_label("Query", exact=True)).to_have_value("my mum passed away, how long can I stay home")
     page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
-    page.get_by_text("RBO (p=0.9)").wait_for()
+    page.get_by_text("RBO (p=0.9)").first.wait_for()
     page.get_by_text("· hybrid ·").first.wait_for()
     _no_exception(page)
     _screenshot(page, "compare.png")
@@ -202,14 +202,14 @@ def test_compare_keeps_the_explore_query(page) -> None:
 
 def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_role("link", name="Evaluate").click()
-    page.get_by_role("heading", name="Evaluate").wait_for()
-    page.get_by_label("k (candidates)").fill("20")
+    page.get_by_role("heading", name="Evaluate").first.wait_for()
+    page.get_by_label("k (candidates)", exact=True).fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
-    page.get_by_text("p-value (randomization)").wait_for()
-    page.get_by_text("demo_data on 'demo': 50 queries, k=20, top 10").wait_for()
-    page.get_by_text("By query group").wait_for()
-    page.get_by_text("Quality and rerank time as k grows").wait_for()
+    page.get_by_text("p-value (randomization)").first.wait_for()
+    page.get_by_text("demo_data on 'demo': 50 queries, k=20, top 10").first.wait_for()
+    page.get_by_text("By query group").first.wait_for()
+    page.get_by_text("Quality and rerank time as k grows").first.wait_for()
     _no_exception(page)
     _screenshot(page, "evaluate.png")
 
@@ -224,27 +224,27 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
         f"<img src=http://{HOSTILE_HOST}/raw.png> :red[alarm]\n"
     )
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections").wait_for()
-    page.get_by_label("Collection name").fill("bird-uploads")
+    page.get_by_role("heading", name="Collections").first.wait_for()
+    page.get_by_label("Collection name", exact=True).fill("bird-uploads")
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
         [
             {"name": f"../../../..{victim}", "mimeType": "text/markdown", "buffer": body.encode()},
             {"name": "facts.csv", "mimeType": "text/csv", "buffer": b"id,text\n1,Kestrels hover over fields.\n"},
         ]
     )
-    page.get_by_text("facts.csv").wait_for()
+    page.get_by_text("facts.csv").first.wait_for()
     page.get_by_role("button", name="Ingest").click()
-    page.get_by_text(re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added")).wait_for()
+    page.get_by_text(re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added")).first.wait_for()
     assert not victim.exists()
     _no_exception(page)
 
     page.get_by_role("link", name="Explore").click()
-    page.get_by_role("heading", name="Explore").wait_for()
+    page.get_by_role("heading", name="Explore").first.wait_for()
     _choose(page, "Collection", "bird-uploads")
-    box = page.get_by_label("Query")
+    box = page.get_by_label("Query", exact=True)
     box.fill("pelicans diving for fish")
     box.press("Enter")
-    page.get_by_text("Reranked · top 2").wait_for()
+    page.get_by_text("Reranked · top 2").first.wait_for()
     main = page.locator("[data-testid='stMain']")
     page.get_by_text("[click me](http:").first.wait_for()  # the link is shown as text
     assert main.locator(f"img[src*='{HOSTILE_HOST}']").count() == 0
@@ -254,13 +254,13 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
 
 def test_collections_delete(page) -> None:
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections").wait_for()
+    page.get_by_role("heading", name="Collections").first.wait_for()
     _choose(page, "Collection to delete", "bird-uploads")
     confirm = page.get_by_label("Type 'bird-uploads' to confirm")
     confirm.fill("bird-uploads")
     confirm.press("Enter")
     page.get_by_role("button", name="Delete collection").click()
-    page.get_by_text("Deleted bird-uploads.").wait_for()
+    page.get_by_text("Deleted bird-uploads.").first.wait_for()
     from workbench.stores import ChromaBackend
 
     names = {c.name for c in ChromaBackend(path=Path(RUN["data"]) / "chroma").list_collections()}  # type: ignore[arg-type]

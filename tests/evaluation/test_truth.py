@@ -4,6 +4,7 @@ Anserini's flat index; Cranfield: dense 0.382 and BM25 0.352, the shared collect
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -14,6 +15,15 @@ from workbench.engine import Engine
 from workbench.evaluation import Dataset, run_evaluation
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _lowest_cpu_priority() -> None:
+    """On a worker of their own (tests/conftest.py), these tests take only the CPU the rest of the suite
+    leaves idle, so the two run side by side without slowing the suite's servers and browser."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.nice(19)
+
 
 REFERENCES = {
     # name: (dense nDCG@10, tolerance), (BM25 nDCG@10, tolerance)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -116,8 +117,12 @@ def test_a_postgresql_that_goes_away_is_a_connection_error() -> None:
     collection = backend.create("going-away", embedding_model="m", dimension=4)
     assert collection.search(3, vector=np.ones(4, dtype=np.float32)) == []
     server.stop()
-    with pytest.raises(StoreConnectionError) as caught:
-        collection.search(3, vector=np.ones(4, dtype=np.float32))
+    try:
+        with pytest.raises(StoreConnectionError) as caught:
+            collection.search(3, vector=np.ones(4, dtype=np.float32))
+    finally:
+        backend.close()
+        shutil.rmtree(folder, ignore_errors=True)
     message = str(caught.value)
     assert f"127.0.0.1:{server.port}" in message and "Secret99" not in message and "search 'going-away'" in message
 

@@ -397,3 +397,12 @@ class PgVectorBackend(StoreBackend):
         with self.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {_qualified(collection.table)}")
             cur.execute(f"DELETE FROM {schema}.collections WHERE name = %s", [name])
+
+    def close(self) -> None:
+        """Close the connection pool this backend shares with others on the same URL (a pool left open
+        to a server that has gone keeps reconnecting in the background)."""
+        with _pools_lock:
+            for url, pool in list(_pools.items()):
+                if pool is self._pool:
+                    _pools.pop(url)
+        self._pool.close()
