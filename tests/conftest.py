@@ -198,7 +198,6 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n 2` (pyproject's addopts): the reference-truth tests, minutes of CPU each, run on a worker of
     their own while the rest of the suite runs in order on the other (a scope per worker)."""
