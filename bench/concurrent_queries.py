@@ -5,8 +5,10 @@
 
 Runs the same distinct queries one at a time and then from 8 threads at once (caches off, so every query pays
 for its model call), interleaving the two modes over rounds; prints queries/s of each and their ratio (what
-micro-batching buys), and the error count. Then the repeated-query latency (the result cache) and the cost of
-changing top n (no model runs).
+micro-batching buys), and the error count. Then the ceiling of what merging calls can buy on this machine: the
+same queries' (query, passage) pairs scored by the bare cross-encoder as one call per query and as one call for
+all, interleaved. Last, the repeated-query latency (the result cache) and the cost of changing top n (no model
+runs).
 """
 
 from __future__ import annotations
@@ -83,6 +85,12 @@ def main() -> int:
         print(f"{mode:<16} {statistics.median(values):7.2f} queries/s")
     print(f"ratio: {together / single:.2f}x · errors: {errors}")
 
+    per_call, merged = batching_ceiling(engine, queries, args.k, args.collection, args.rounds)
+    print(
+        f"ceiling, the same {len(queries) * args.k} pairs: one call per query {per_call:.2f} s, "
+        f"one call for all {merged:.2f} s, ratio {per_call / merged:.2f}x"
+    )
+
     engine.search(queries[0], args.k, 10, collection=args.collection)
     repeated = []
     for _ in range(50):
@@ -98,6 +106,31 @@ def main() -> int:
     print(f"repeated query: p50 {statistics.median(repeated):.2f} ms, max {max(repeated):.2f} ms")
     print(f"changing top n: p50 {statistics.median(resliced):.2f} ms, model calls {reranker.model_calls - calls}")
     return 0
+
+
+def batching_ceiling(engine: Engine, queries: list[str], k: int, collection: str, rounds: int) -> tuple[float, float]:
+    """Median seconds to score the queries' candidate pairs with the bare CrossEncoder (same folder, max length
+    and batch size as the engine, length-sorted batches either way): one call per query, then one for all."""
+    from sentence_transformers import CrossEncoder
+
+    reranker = engine.reranker()
+    model = CrossEncoder(reranker.path, max_length=engine.settings.reranker_max_length, device="cpu")
+    per_query = [
+        [(query, c.text) for c in engine.search(query, k, 10, collection=collection).candidates] for query in queries
+    ]
+    every_pair = [pair for pairs in per_query for pair in pairs]
+    model.predict(every_pair[: reranker.batch_size], batch_size=reranker.batch_size, show_progress_bar=False)
+    per_call: list[float] = []
+    merged: list[float] = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for pairs in per_query:
+            model.predict(pairs, batch_size=reranker.batch_size, show_progress_bar=False)
+        per_call.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        model.predict(every_pair, batch_size=reranker.batch_size, show_progress_bar=False)
+        merged.append(time.perf_counter() - started)
+    return statistics.median(per_call), statistics.median(merged)
 
 
 if __name__ == "__main__":
