@@ -133,7 +133,7 @@ def _screenshot(page, name: str) -> None:
 
 
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
-    page.get_by_role("heading", name="Explore").first.wait_for()
+    page.get_by_role("heading", name="Explore", exact=True).first.wait_for()
     box = page.get_by_label("Query", exact=True)
     box.fill(QUERY)
     box.press("Enter")
@@ -174,7 +174,7 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
 
 def test_latency_load_run(page) -> None:
     page.get_by_role("link", name="Latency").click()
-    page.get_by_role("heading", name="Latency").first.wait_for()
+    page.get_by_role("heading", name="Latency", exact=True).first.wait_for()
     page.get_by_text("This session's searches").first.wait_for()
     runs = page.get_by_label("Queries to run", exact=True)
     runs.fill("6")
@@ -191,7 +191,7 @@ def test_compare_keeps_the_explore_query(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("link", name="Compare").click()
-    page.get_by_role("heading", name="Compare").first.wait_for()
+    page.get_by_role("heading", name="Compare", exact=True).first.wait_for()
     expect(page.get_by_label("Query", exact=True)).to_have_value("my mum passed away, how long can I stay home")
     page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
     page.get_by_text("RBO (p=0.9)").first.wait_for()
@@ -202,7 +202,7 @@ def test_compare_keeps_the_explore_query(page) -> None:
 
 def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_role("link", name="Evaluate").click()
-    page.get_by_role("heading", name="Evaluate").first.wait_for()
+    page.get_by_role("heading", name="Evaluate", exact=True).first.wait_for()
     page.get_by_label("k (candidates)", exact=True).fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
@@ -224,7 +224,7 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
         f"<img src=http://{HOSTILE_HOST}/raw.png> :red[alarm]\n"
     )
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections").first.wait_for()
+    page.get_by_role("heading", name="Collections", exact=True).first.wait_for()
     page.get_by_label("Collection name", exact=True).fill("bird-uploads")
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
         [
@@ -239,7 +239,7 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
     _no_exception(page)
 
     page.get_by_role("link", name="Explore").click()
-    page.get_by_role("heading", name="Explore").first.wait_for()
+    page.get_by_role("heading", name="Explore", exact=True).first.wait_for()
     _choose(page, "Collection", "bird-uploads")
     box = page.get_by_label("Query", exact=True)
     box.fill("pelicans diving for fish")
@@ -254,7 +254,7 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
 
 def test_collections_delete(page) -> None:
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections").first.wait_for()
+    page.get_by_role("heading", name="Collections", exact=True).first.wait_for()
     _choose(page, "Collection to delete", "bird-uploads")
     confirm = page.get_by_label("Type 'bird-uploads' to confirm")
     confirm.fill("bird-uploads")
