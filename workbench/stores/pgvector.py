@@ -402,7 +402,6 @@ class PgVectorBackend(StoreBackend):
         """Close the connection pool this backend shares with others on the same URL (a pool left open
         to a server that has gone keeps reconnecting in the background)."""
         with _pools_lock:
-            for url, pool in list(_pools.items()):
-                if pool is self._pool:
-                    _pools.pop(url)
+            if _pools.get(self.url) is self._pool:
+                _pools.pop(self.url)
         self._pool.close()
