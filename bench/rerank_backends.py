@@ -25,6 +25,24 @@ from workbench.errors import CollectionNotFoundError, ConfigError
 from workbench.rerankers import CrossEncoderReranker
 
 
+def candidate_pairs(
+    engine: Engine, dataset: Path, collection: str, queries: int, k: int
+) -> list[tuple[str, list[str]]]:
+    """The first `queries` queries of a BEIR dataset with the texts of their k dense candidates (the dataset is
+    ingested into `collection` the first time)."""
+    try:
+        engine.collection_info(collection)
+    except CollectionNotFoundError:
+        print(f"ingesting {dataset} into '{collection}' (once)...", file=sys.stderr)
+        engine.ingest(dataset, collection)
+    texts = [json.loads(line)["text"] for line in (dataset / "queries.jsonl").read_text().splitlines()]
+    work = []
+    for query in texts[:queries]:
+        result = engine.search(query, k, 1, collection=collection, reranker=None)
+        work.append((query, [c.text for c in result.candidates]))
+    return work
+
+
 def embedder_rates(engine: Engine, texts: list[str], rounds: int) -> None:
     """The embedder through sentence-transformers' own backends (exported to a temp folder for the run)."""
     import tempfile
@@ -62,14 +80,20 @@ def embedder_rates(engine: Engine, texts: list[str], rounds: int) -> None:
         print(f"  {name:<10} {statistics.median(values):8.1f} texts/s  {statistics.median(values) / base:5.2f}x")
 
 
-def main() -> int:
+def pairs_parser(description: str | None, queries: int) -> argparse.ArgumentParser:
+    """The options every reranker-speed bench shares: which dataset and collection, k, queries and rounds."""
     repo = Path(__file__).resolve().parents[1]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, default=repo.parent / "shared" / "data" / "scifact")
     parser.add_argument("--collection", default="scifact")
     parser.add_argument("-k", type=int, default=50)
-    parser.add_argument("--queries", type=int, default=6)
+    parser.add_argument("--queries", type=int, default=queries)
     parser.add_argument("--rounds", type=int, default=3)
+    return parser
+
+
+def main() -> int:
+    parser = pairs_parser(__doc__, queries=6)
     parser.add_argument("--backends", default="torch,onnx,onnx-int8")
     parser.add_argument("--cuda", action="store_true", help="also measure torch on CUDA (fp16/bf16) when present")
     parser.add_argument(
@@ -81,16 +105,7 @@ def main() -> int:
 
     settings = Settings()
     engine = Engine(settings)
-    try:
-        engine.collection_info(args.collection)
-    except CollectionNotFoundError:
-        print(f"ingesting {args.dataset} into '{args.collection}' (once)...", file=sys.stderr)
-        engine.ingest(args.dataset, args.collection)
-    queries = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").read_text().splitlines()]
-    work = []
-    for query in queries[: args.queries]:
-        result = engine.search(query, args.k, 1, collection=args.collection, reranker=None)
-        work.append((query, [c.text for c in result.candidates]))
+    work = candidate_pairs(engine, args.dataset, args.collection, args.queries, args.k)
     pairs = sum(len(texts) for _, texts in work)
 
     rerankers: dict[str, CrossEncoderReranker] = {}

@@ -1,0 +1,166 @@
+"""Every int8 route ONNX Runtime offers for the reranker, against fp32, on real pairs, interleaved in one run.
+
+    python bench/int8_variants.py                     # 2 SciFact queries x k=50, 3 rounds
+    python bench/int8_variants.py --queries 4 --rounds 5
+
+Why it exists: the `onnx-int8` backend (sentence-transformers' `avx2` dynamic quantization) is no faster than fp32
+on CPUs without VNNI. This bench checks that the cause is the hardware and not the configuration, by timing the
+other choices ONNX Runtime's own tools give: unsigned or signed int8 weights (MLAS's U8U8 and U8S8 kernels),
+per-tensor or per-channel scales, reduced range, and ONNX Runtime's transformer fusions (attention, LayerNorm,
+GELU) with and without int8. Every variant gets the same length-sorted batches the workbench feeds its backends,
+padded per batch; torch fp32 on the same batches is the baseline. Quality is each variant's Spearman rank
+correlation with fp32 over each query's candidates (median and worst), the same figure docs/performance.md uses.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rerank_backends import candidate_pairs, pairs_parser
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.models import resolve_model
+from workbench.rerankers.backends import ExportCache, quiet_session_options
+
+Batch = dict[str, np.ndarray]
+
+
+def batches_for(
+    tokenizer: object, work: list[tuple[str, list[str]]], max_length: int, size: int
+) -> list[tuple[int, Batch]]:
+    """Each query's pairs tokenized, sorted by length and cut into batches padded to their own longest pair,
+    with the index of the query each batch belongs to."""
+    batches: list[tuple[int, Batch]] = []
+    for index, (query, texts) in enumerate(work):
+        pairs = sorted(((query, text) for text in texts), key=lambda pair: len(pair[1]))
+        for start in range(0, len(pairs), size):
+            chunk = pairs[start : start + size]
+            encoded = tokenizer(  # type: ignore[operator]
+                [q for q, _ in chunk],
+                [t for _, t in chunk],
+                truncation=True,
+                max_length=max_length,
+                padding=True,
+                return_tensors="np",
+            )
+            batches.append((index, {name: np.asarray(value, dtype=np.int64) for name, value in encoded.items()}))
+    return batches
+
+
+def onnx_variants(fp32_file: Path, folder: Path) -> dict[str, Path]:
+    """The fp32 export and its int8 and fused variants, made with ONNX Runtime's own quantizer and optimizer."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    files = {"onnx fp32": fp32_file}
+    plans = {
+        "int8 U8U8 per-channel": {"weight_type": QuantType.QUInt8, "per_channel": True},
+        "int8 U8S8 per-tensor": {"weight_type": QuantType.QInt8, "per_channel": False},
+        "int8 U8S8 per-channel": {"weight_type": QuantType.QInt8, "per_channel": True},
+        "int8 U8S8 reduce-range": {"weight_type": QuantType.QInt8, "per_channel": True, "reduce_range": True},
+    }
+    for index, (name, options) in enumerate(plans.items()):
+        target = folder / f"int8-{index}.onnx"
+        quantize_dynamic(fp32_file, target, **options)  # type: ignore[arg-type]
+        files[name] = target
+    fused = folder / "fused.onnx"
+    # MiniLM-L6: 12 heads, hidden size 384 (read from the graph when 0, but explicit is clearer).
+    optimize_model(str(fp32_file), model_type="bert", num_heads=12, hidden_size=384).save_model_to_file(str(fused))
+    files["fused fp32"] = fused
+    fused_int8 = folder / "fused-int8.onnx"
+    quantize_dynamic(
+        fused,
+        fused_int8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops carry no inferred types
+    )
+    files["fused int8 U8S8"] = fused_int8
+    return files
+
+
+def runners(model_path: str, files: dict[str, Path]) -> dict[str, Callable[[Batch], np.ndarray]]:
+    """One scoring function per variant, torch fp32 first; each returns the batch's logits."""
+    import onnxruntime as ort
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(model_path).eval()
+
+    def torch_fp32(batch: Batch) -> np.ndarray:
+        with torch.inference_mode():
+            inputs = {name: torch.from_numpy(value) for name, value in batch.items()}
+            return model(**inputs).logits[:, 0].numpy()
+
+    scorers: dict[str, Callable[[Batch], np.ndarray]] = {"torch fp32": torch_fp32}
+    for name, path in files.items():
+        session = ort.InferenceSession(str(path), quiet_session_options(), providers=["CPUExecutionProvider"])
+        wanted = {node.name for node in session.get_inputs()}
+
+        def score(batch: Batch, session: ort.InferenceSession = session, wanted: set[str] = wanted) -> np.ndarray:
+            return session.run(None, {k: v for k, v in batch.items() if k in wanted})[0][:, 0]
+
+        scorers[name] = score
+    return scorers
+
+
+def main() -> int:
+    args = pairs_parser(__doc__, queries=2).parse_args()
+
+    from scipy.stats import spearmanr
+    from transformers import AutoTokenizer
+
+    settings = Settings()
+    engine = Engine(settings)
+    model_path = resolve_model(settings.reranker_model, settings, setting="RERANKER_MODEL")
+    work = candidate_pairs(engine, args.dataset, args.collection, args.queries, args.k)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    size = settings.reranker_batch_size or 32  # 0 means the device's default: 32 on the CPU
+    owned = batches_for(tokenizer, work, settings.reranker_max_length, size)
+    batches = [batch for _, batch in owned]
+    pairs = sum(len(batch["input_ids"]) for batch in batches)
+    folder, file_name = ExportCache(settings).ensure(model_path, "onnx", lambda m: print(m, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="wb-int8-") as scratch:
+        print("quantizing and fusing (ONNX Runtime's tools)...", file=sys.stderr)
+        scorers = runners(model_path, onnx_variants(folder / file_name, Path(scratch)))
+        scores = {name: [scorer(batch) for batch in batches] for name, scorer in scorers.items()}  # warm-up
+        rates: dict[str, list[float]] = {name: [] for name in scorers}
+        names = list(scorers)
+        for round_number in range(args.rounds):
+            shift = round_number % len(names)
+            for name in names[shift:] + names[:shift]:
+                started = time.perf_counter()
+                for batch in batches:
+                    scorers[name](batch)
+                rates[name].append(pairs / (time.perf_counter() - started))
+
+    print(
+        f"{pairs} pairs ({len(work)} SciFact queries x k={args.k}), {args.rounds} interleaved rounds, "
+        f"{sum(int(b['attention_mask'].sum()) for b in batches) / pairs:.1f} tokens/pair"
+    )
+    print(f"{'variant':<24} {'pairs/s':>8} {'vs torch':>9}   rank correlation with fp32, median (min)")
+    baseline = statistics.median(rates["torch fp32"])
+    for name in names:
+        correlations = []
+        for index in range(len(work)):
+            mine = np.concatenate([s for (q, _), s in zip(owned, scores[name], strict=True) if q == index])
+            reference = np.concatenate([s for (q, _), s in zip(owned, scores["torch fp32"], strict=True) if q == index])
+            correlations.append(float(spearmanr(mine, reference)[0]))
+        rate = statistics.median(rates[name])
+        print(
+            f"{name:<24} {rate:8.1f} {rate / baseline:8.2f}x   "
+            f"{statistics.median(correlations):.3f} ({min(correlations):.3f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
