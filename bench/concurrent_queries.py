@@ -7,7 +7,9 @@ Runs the same distinct queries one at a time and then from 8 threads at once (ca
 for its model call), interleaving the two modes over rounds; prints queries/s of each and their ratio (what
 micro-batching buys), and the error count. Then the ceiling of what merging calls can buy on this machine: the
 same queries' (query, passage) pairs scored by the bare cross-encoder as one call per query and as one call for
-all, interleaved. Last, the repeated-query latency (the result cache) and the cost of changing top n (no model
+all, interleaved, and how the model's speed scales with cores (one torch thread, all of them, and one query per
+core in parallel): when one query already keeps every core busy, neither merging nor parallel queries can add
+throughput. Last, the repeated-query latency (the result cache) and the cost of changing top n (no model
 runs).
 """
 
@@ -20,6 +22,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from workbench.config import Settings
 from workbench.demo import demo_dir, ensure_demo_collection
@@ -85,11 +88,14 @@ def main() -> int:
         print(f"{mode:<16} {statistics.median(values):7.2f} queries/s")
     print(f"ratio: {together / single:.2f}x · errors: {errors}")
 
-    per_call, merged = batching_ceiling(engine, queries, args.k, args.collection, args.rounds)
+    model, per_query = bare_model_and_pairs(engine, queries, args.k, args.collection)
+    per_call, merged = batching_ceiling(model, per_query, engine.reranker().batch_size, args.rounds)
     print(
         f"ceiling, the same {len(queries) * args.k} pairs: one call per query {per_call:.2f} s, "
         f"one call for all {merged:.2f} s, ratio {per_call / merged:.2f}x"
     )
+    scaling = core_scaling(model, per_query, engine.reranker().batch_size)
+    print("cores: " + ", ".join(f"{name} {rate:.1f} pairs/s" for name, rate in scaling.items()))
 
     engine.search(queries[0], args.k, 10, collection=args.collection)
     repeated = []
@@ -108,9 +114,10 @@ def main() -> int:
     return 0
 
 
-def batching_ceiling(engine: Engine, queries: list[str], k: int, collection: str, rounds: int) -> tuple[float, float]:
-    """Median seconds to score the queries' candidate pairs with the bare CrossEncoder (same folder, max length
-    and batch size as the engine, length-sorted batches either way): one call per query, then one for all."""
+def bare_model_and_pairs(
+    engine: Engine, queries: list[str], k: int, collection: str
+) -> tuple[Any, list[list[tuple[str, str]]]]:
+    """The bare CrossEncoder (same folder and max length as the engine's) and each query's candidate pairs."""
     from sentence_transformers import CrossEncoder
 
     reranker = engine.reranker()
@@ -118,19 +125,58 @@ def batching_ceiling(engine: Engine, queries: list[str], k: int, collection: str
     per_query = [
         [(query, c.text) for c in engine.search(query, k, 10, collection=collection).candidates] for query in queries
     ]
+    model.predict(per_query[0], batch_size=reranker.batch_size, show_progress_bar=False)
+    return model, per_query
+
+
+def batching_ceiling(
+    model: Any, per_query: list[list[tuple[str, str]]], batch: int, rounds: int
+) -> tuple[float, float]:
+    """Median seconds to score the pairs with the bare model (length-sorted batches either way): one call per
+    query, then one call for all."""
     every_pair = [pair for pairs in per_query for pair in pairs]
-    model.predict(every_pair[: reranker.batch_size], batch_size=reranker.batch_size, show_progress_bar=False)
     per_call: list[float] = []
     merged: list[float] = []
     for _ in range(rounds):
         started = time.perf_counter()
         for pairs in per_query:
-            model.predict(pairs, batch_size=reranker.batch_size, show_progress_bar=False)
+            model.predict(pairs, batch_size=batch, show_progress_bar=False)
         per_call.append(time.perf_counter() - started)
         started = time.perf_counter()
-        model.predict(every_pair, batch_size=reranker.batch_size, show_progress_bar=False)
+        model.predict(every_pair, batch_size=batch, show_progress_bar=False)
         merged.append(time.perf_counter() - started)
     return statistics.median(per_call), statistics.median(merged)
+
+
+def core_scaling(model: Any, per_query: list[list[tuple[str, str]]], batch: int) -> dict[str, float]:
+    """Pairs/s of the bare model on one torch thread, on all of them, and with one query per core in parallel
+    (one torch thread each), over the first queries' pairs."""
+    import torch
+
+    cores = torch.get_num_threads()
+    work = per_query[: max(2, cores)]
+    pairs = sum(len(p) for p in work)
+
+    def score_all() -> None:
+        for query_pairs in work:
+            model.predict(query_pairs, batch_size=batch, show_progress_bar=False)
+
+    rates: dict[str, float] = {}
+    try:
+        for name, threads in (("1 thread", 1), (f"{cores} threads", cores)):
+            torch.set_num_threads(threads)
+            started = time.perf_counter()
+            score_all()
+            rates[name] = pairs / (time.perf_counter() - started)
+        torch.set_num_threads(1)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=cores) as pool:
+            for query_pairs in work:
+                pool.submit(model.predict, query_pairs, batch_size=batch, show_progress_bar=False)
+        rates[f"{cores} queries in parallel x 1 thread"] = pairs / (time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(cores)
+    return rates
 
 
 if __name__ == "__main__":
