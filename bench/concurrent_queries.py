@@ -171,8 +171,9 @@ def core_scaling(model: Any, per_query: list[list[tuple[str, str]]], batch: int)
         torch.set_num_threads(1)
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=cores) as pool:
-            for query_pairs in work:
-                pool.submit(model.predict, query_pairs, batch_size=batch, show_progress_bar=False)
+            futures = [pool.submit(model.predict, q, batch_size=batch, show_progress_bar=False) for q in work]
+            for future in futures:
+                future.result()
         rates[f"{cores} queries in parallel x 1 thread"] = pairs / (time.perf_counter() - started)
     finally:
         torch.set_num_threads(cores)

@@ -7,9 +7,10 @@ Why it exists: the `onnx-int8` backend (sentence-transformers' `avx2` dynamic qu
 on CPUs without VNNI. This bench checks that the cause is the hardware and not the configuration, by timing the
 other choices ONNX Runtime's own tools give: unsigned or signed int8 weights (MLAS's U8U8 and U8S8 kernels),
 per-tensor or per-channel scales, reduced range, and ONNX Runtime's transformer fusions (attention, LayerNorm,
-GELU) with and without int8. Every variant gets the same length-sorted batches the workbench feeds its backends,
-padded per batch; torch fp32 on the same batches is the baseline. Quality is each variant's Spearman rank
-correlation with fp32 over each query's candidates (median and worst), the same figure docs/performance.md uses.
+GELU) with and without int8. Every variant gets the same batches: each query's pairs sorted by length and padded
+per batch, as the workbench does, at its max length and batch size. torch fp32 on the same batches is the
+baseline. Quality is each variant's Spearman rank correlation with fp32 over each query's candidates (median and
+worst), the same figure docs/performance.md uses.
 """
 
 from __future__ import annotations
@@ -54,11 +55,14 @@ def batches_for(
     return batches
 
 
-def onnx_variants(fp32_file: Path, folder: Path) -> dict[str, Path]:
+def onnx_variants(fp32_file: Path, folder: Path, model_path: str) -> dict[str, Path]:
     """The fp32 export and its int8 and fused variants, made with ONNX Runtime's own quantizer and optimizer."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_path)
 
     files = {"onnx fp32": fp32_file}
     plans = {
@@ -72,8 +76,10 @@ def onnx_variants(fp32_file: Path, folder: Path) -> dict[str, Path]:
         quantize_dynamic(fp32_file, target, **options)  # type: ignore[arg-type]
         files[name] = target
     fused = folder / "fused.onnx"
-    # MiniLM-L6: 12 heads, hidden size 384 (read from the graph when 0, but explicit is clearer).
-    optimize_model(str(fp32_file), model_type="bert", num_heads=12, hidden_size=384).save_model_to_file(str(fused))
+    optimized = optimize_model(
+        str(fp32_file), model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size
+    )
+    optimized.save_model_to_file(str(fused))
     files["fused fp32"] = fused
     fused_int8 = folder / "fused-int8.onnx"
     quantize_dynamic(
@@ -130,7 +136,7 @@ def main() -> int:
     folder, file_name = ExportCache(settings).ensure(model_path, "onnx", lambda m: print(m, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="wb-int8-") as scratch:
         print("quantizing and fusing (ONNX Runtime's tools)...", file=sys.stderr)
-        scorers = runners(model_path, onnx_variants(folder / file_name, Path(scratch)))
+        scorers = runners(model_path, onnx_variants(folder / file_name, Path(scratch), model_path))
         scores = {name: [scorer(batch) for batch in batches] for name, scorer in scorers.items()}  # warm-up
         rates: dict[str, list[float]] = {name: [] for name in scorers}
         names = list(scorers)
