@@ -18,7 +18,9 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +129,11 @@ class ExportCache:
                 from sentence_transformers import CrossEncoder
                 from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
-                model = CrossEncoder(model_path, backend="onnx", device="cpu")
-                model.save_pretrained(str(staging))
-                if backend == "onnx-int8":
-                    export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(staging))
+                with _quiet_export():
+                    model = CrossEncoder(model_path, backend="onnx", device="cpu")
+                    model.save_pretrained(str(staging))
+                    if backend == "onnx-int8":
+                        export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(staging))
                 manifest = {"fingerprint": model_print, file_name: _file_hash(staging / file_name)}
                 (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
                 staging.rename(folder)
@@ -141,6 +144,23 @@ class ExportCache:
                     "Set RERANKER_BACKEND=torch to run without ONNX."
                 ) from exc
             return folder, file_name
+
+
+@contextmanager
+def _quiet_export() -> Iterator[None]:
+    """Silences what the export prints besides our own progress message: sentence-transformers' advice to save the
+    export (we do, in the cache) and the tracer's warnings about constants, which are expected for this graph."""
+    import torch
+
+    advice = logging.getLogger("sentence_transformers.backend.utils")
+    level = advice.level
+    advice.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            yield
+    finally:
+        advice.setLevel(level)
 
 
 def quiet_session_options() -> Any:
