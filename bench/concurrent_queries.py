@@ -6,11 +6,11 @@
 Runs the same distinct queries one at a time and then from 8 threads at once (caches off, so every query pays
 for its model call), interleaving the two modes over rounds; prints queries/s of each and their ratio (what
 micro-batching buys), and the error count. Then the ceiling of what merging calls can buy on this machine: the
-same queries' (query, passage) pairs scored by the bare cross-encoder as one call per query and as one call for
-all, interleaved, and how the model's speed scales with cores (one torch thread, all of them, and one query per
-core in parallel): when one query already keeps every core busy, neither merging nor parallel queries can add
-throughput. Last, the repeated-query latency (the result cache) and the cost of changing top n (no model
-runs).
+same queries' (query, passage) pairs scored by the engine's model called bare, as one call per query and as one
+call for all, interleaved; and, on the CPU, how the model's speed scales with cores (one torch thread, all of
+them, and one query per core in parallel): when one query already keeps every core busy, neither merging nor
+parallel queries can add throughput. Last, the repeated-query latency (the result cache) and the cost of
+changing top n (no model runs).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,9 @@ def main() -> int:
         f"ceiling, the same {len(queries) * args.k} pairs: one call per query {per_call:.2f} s, "
         f"one call for all {merged:.2f} s, ratio {per_call / merged:.2f}x"
     )
-    scaling = core_scaling(model, per_query, engine.reranker().batch_size)
-    print("cores: " + ", ".join(f"{name} {rate:.1f} pairs/s" for name, rate in scaling.items()))
+    if engine.reranker().backend.endswith(":cpu"):
+        scaling = core_scaling(model, per_query, engine.reranker().batch_size, max(3, args.rounds))
+        print("cores: " + ", ".join(f"{name} {rate:.1f} pairs/s" for name, rate in scaling.items()))
 
     engine.search(queries[0], args.k, 10, collection=args.collection)
     repeated = []
@@ -117,11 +119,15 @@ def main() -> int:
 def bare_model_and_pairs(
     engine: Engine, queries: list[str], k: int, collection: str
 ) -> tuple[Any, list[list[tuple[str, str]]]]:
-    """The bare CrossEncoder (same folder and max length as the engine's) and each query's candidate pairs."""
-    from sentence_transformers import CrossEncoder
+    """The engine's own CrossEncoder (same backend, device and precision), to be called bare, without the
+    engine's caches and batcher, and each query's candidate pairs."""
+    from workbench.models import load_cross_encoder
 
     reranker = engine.reranker()
-    model = CrossEncoder(reranker.path, max_length=engine.settings.reranker_max_length, device="cpu")
+    settings = engine.settings
+    model, _, _ = load_cross_encoder(
+        reranker.path, settings.reranker_device, settings.reranker_max_length, settings.reranker_backend, settings
+    )
     per_query = [
         [(query, c.text) for c in engine.search(query, k, 10, collection=collection).candidates] for query in queries
     ]
@@ -148,36 +154,43 @@ def batching_ceiling(
     return statistics.median(per_call), statistics.median(merged)
 
 
-def core_scaling(model: Any, per_query: list[list[tuple[str, str]]], batch: int) -> dict[str, float]:
-    """Pairs/s of the bare model on one torch thread, on all of them, and with one query per core in parallel
-    (one torch thread each), over the first queries' pairs."""
+def core_scaling(model: Any, per_query: list[list[tuple[str, str]]], batch: int, rounds: int) -> dict[str, float]:
+    """Median pairs/s of the bare model on one torch thread, on all of them, and with one query per core in
+    parallel (one torch thread each), over the first queries' pairs, the three interleaved over rounds."""
     import torch
 
     cores = torch.get_num_threads()
     work = per_query[: max(2, cores)]
     pairs = sum(len(p) for p in work)
 
-    def score_all() -> None:
+    def serial(threads: int) -> None:
+        torch.set_num_threads(threads)
         for query_pairs in work:
             model.predict(query_pairs, batch_size=batch, show_progress_bar=False)
 
-    rates: dict[str, float] = {}
-    try:
-        for name, threads in (("1 thread", 1), (f"{cores} threads", cores)):
-            torch.set_num_threads(threads)
-            started = time.perf_counter()
-            score_all()
-            rates[name] = pairs / (time.perf_counter() - started)
+    def parallel() -> None:
         torch.set_num_threads(1)
-        started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=cores) as pool:
             futures = [pool.submit(model.predict, q, batch_size=batch, show_progress_bar=False) for q in work]
             for future in futures:
                 future.result()
-        rates[f"{cores} queries in parallel x 1 thread"] = pairs / (time.perf_counter() - started)
+
+    modes: dict[str, Callable[[], None]] = {
+        "1 thread": lambda: serial(1),
+        f"{cores} threads": lambda: serial(cores),
+        f"{cores} queries in parallel x 1 thread": parallel,
+    }
+    rates: dict[str, list[float]] = {name: [] for name in modes}
+    try:
+        for round_number in range(rounds):
+            names = list(modes)
+            for name in names[round_number % 3 :] + names[: round_number % 3]:
+                started = time.perf_counter()
+                modes[name]()
+                rates[name].append(pairs / (time.perf_counter() - started))
     finally:
         torch.set_num_threads(cores)
-    return rates
+    return {name: statistics.median(values) for name, values in rates.items()}
 
 
 if __name__ == "__main__":
