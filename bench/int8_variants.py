@@ -7,8 +7,8 @@ Why it exists: the `onnx-int8` backend (sentence-transformers' `avx2` dynamic qu
 on CPUs without VNNI. This bench checks that the cause is the hardware and not the configuration, by timing the
 other choices ONNX Runtime's own tools give: unsigned or signed int8 weights (MLAS's U8U8 and U8S8 kernels),
 per-tensor or per-channel scales, reduced range, and ONNX Runtime's transformer fusions (attention, LayerNorm,
-GELU) with and without int8. Every variant gets the same batches: each query's pairs sorted by length and padded
-per batch, as the workbench does, at its max length and batch size. torch fp32 on the same batches is the
+GELU) with and without int8. Every variant gets the same batches, made by the reranker's own `encode` and
+`batches` (its truncation, length sort, batch size and per-batch padding). torch fp32 on the same batches is the
 baseline. Quality is each variant's Spearman rank correlation with fp32 over each query's candidates (median and
 worst), the same figure docs/performance.md uses.
 """
@@ -27,32 +27,20 @@ from rerank_backends import candidate_pairs, pairs_parser
 
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.models import resolve_model
+from workbench.rerankers import CrossEncoderReranker
 from workbench.rerankers.backends import ExportCache, quiet_session_options
 
 Batch = dict[str, np.ndarray]
 
 
-def batches_for(
-    tokenizer: object, work: list[tuple[str, list[str]]], max_length: int, size: int
-) -> list[tuple[int, Batch]]:
-    """Each query's pairs tokenized, sorted by length and cut into batches padded to their own longest pair,
+def batches_for(reranker: CrossEncoderReranker, work: list[tuple[str, list[str]]]) -> list[tuple[int, Batch]]:
+    """Each query's pairs encoded and batched exactly as the reranker feeds its model (`encode`, `batches`),
     with the index of the query each batch belongs to."""
-    batches: list[tuple[int, Batch]] = []
-    for index, (query, texts) in enumerate(work):
-        pairs = sorted(((query, text) for text in texts), key=lambda pair: len(pair[1]))
-        for start in range(0, len(pairs), size):
-            chunk = pairs[start : start + size]
-            encoded = tokenizer(  # type: ignore[operator]
-                [q for q, _ in chunk],
-                [t for _, t in chunk],
-                truncation=True,
-                max_length=max_length,
-                padding=True,
-                return_tensors="np",
-            )
-            batches.append((index, {name: np.asarray(value, dtype=np.int64) for name, value in encoded.items()}))
-    return batches
+    return [
+        (index, arrays)
+        for index, (query, texts) in enumerate(work)
+        for _, arrays in reranker.batches(reranker.encode(query, texts))
+    ]
 
 
 def onnx_variants(fp32_file: Path, folder: Path, model_path: str) -> dict[str, Path]:
@@ -122,15 +110,15 @@ def main() -> int:
     args = pairs_parser(__doc__, queries=2).parse_args()
 
     from scipy.stats import spearmanr
-    from transformers import AutoTokenizer
 
     settings = Settings()
     engine = Engine(settings)
-    model_path = resolve_model(settings.reranker_model, settings, setting="RERANKER_MODEL")
     work = candidate_pairs(engine, args.dataset, args.collection, args.queries, args.k)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    size = settings.reranker_batch_size or 32  # 0 means the device's default: 32 on the CPU
-    owned = batches_for(tokenizer, work, settings.reranker_max_length, size)
+    reranker = CrossEncoderReranker(
+        settings.reranker_model, settings.model_copy(update={"reranker_backend": "torch", "reranker_device": "cpu"})
+    )
+    model_path = reranker.path
+    owned = batches_for(reranker, work)
     batches = [batch for _, batch in owned]
     pairs = sum(len(batch["input_ids"]) for batch in batches)
     folder, file_name = ExportCache(settings).ensure(model_path, "onnx", lambda m: print(m, file=sys.stderr))

@@ -98,6 +98,17 @@ def _no_exception(page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+def _shown(page, text, exact: bool = False) -> None:
+    """Wait for a text to appear. The first match is enough: Streamlit may render the same words twice (a
+    caption and a table, the page being left and the page arriving), and strict mode would fail on that."""
+    page.get_by_text(text, exact=exact).first.wait_for()
+
+
+def _on_page(page, heading: str) -> None:
+    """Wait for a page's own heading (matched exactly, so no heading on the previous page satisfies it)."""
+    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
+
+
 def _choose(page, label: str, option: str) -> None:
     """Pick an option of a select box by typing it (the list is virtualised)."""
     picker = page.get_by_label(label, exact=True).first
@@ -133,21 +144,21 @@ def _screenshot(page, name: str) -> None:
 
 
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
-    page.get_by_role("heading", name="Explore", exact=True).first.wait_for()
+    _on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
     box.fill(QUERY)
     box.press("Enter")
-    page.get_by_text("Reranked · top 10").first.wait_for()
-    page.get_by_text("Vector search · top 10 of 50").first.wait_for()
-    page.get_by_text("nDCG@10 after reranking").first.wait_for()
-    page.get_by_text("Rank before → after reranking").first.wait_for()
-    page.get_by_text("dropped from the top n").first.wait_for()  # the slopegraph's legend
+    _shown(page, "Reranked · top 10")
+    _shown(page, "Vector search · top 10 of 50")
+    _shown(page, "nDCG@10 after reranking")
+    _shown(page, "Rank before → after reranking")
+    _shown(page, "dropped from the top n")  # the slopegraph's legend
     _no_exception(page)
     _screenshot(page, "explore.png")
 
     _set_slider(page, "top n — kept after reranking", 5)
-    page.get_by_text("Reranked · top 5").first.wait_for()
-    page.get_by_text("no model ran").first.wait_for()
+    _shown(page, "Reranked · top 5")
+    _shown(page, "no model ran")
     _no_exception(page)
 
 
@@ -155,7 +166,7 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_text("Sample queries").first.click()  # the expander folds once a query is typed
-    page.get_by_text("Where reranking should help", exact=True).first.wait_for()
+    _shown(page, "Where reranking should help", exact=True)
     pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
     for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
@@ -168,21 +179,21 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
         except AssertionError:
             if attempt == 2:
                 raise
-    page.get_by_text("Bereavement leave").first.wait_for()
+    _shown(page, "Bereavement leave")
     _no_exception(page)
 
 
 def test_latency_load_run(page) -> None:
     page.get_by_role("link", name="Latency").click()
-    page.get_by_role("heading", name="Latency", exact=True).first.wait_for()
-    page.get_by_text("This session's searches").first.wait_for()
+    _on_page(page, "Latency")
+    _shown(page, "This session's searches")
     runs = page.get_by_label("Queries to run", exact=True)
     runs.fill("6")
     runs.press("Enter")
     page.wait_for_timeout(500)
     page.get_by_role("button", name="Start load run").click()
-    page.get_by_text("queries/s").first.wait_for()
-    page.get_by_text("Load run: per-stage ms").first.wait_for()
+    _shown(page, "queries/s")
+    _shown(page, "Load run: per-stage ms")
     _no_exception(page)
     _screenshot(page, "latency.png")
 
@@ -191,25 +202,25 @@ def test_compare_keeps_the_explore_query(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("link", name="Compare").click()
-    page.get_by_role("heading", name="Compare", exact=True).first.wait_for()
+    _on_page(page, "Compare")
     expect(page.get_by_label("Query", exact=True)).to_have_value("my mum passed away, how long can I stay home")
     page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
-    page.get_by_text("RBO (p=0.9)").first.wait_for()
-    page.get_by_text("· hybrid ·").first.wait_for()
+    _shown(page, "RBO (p=0.9)")
+    _shown(page, "· hybrid ·")
     _no_exception(page)
     _screenshot(page, "compare.png")
 
 
 def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_role("link", name="Evaluate").click()
-    page.get_by_role("heading", name="Evaluate", exact=True).first.wait_for()
+    _on_page(page, "Evaluate")
     page.get_by_label("k (candidates)", exact=True).fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
-    page.get_by_text("p-value (randomization)").first.wait_for()
-    page.get_by_text("demo_data on 'demo': 50 queries, k=20, top 10").first.wait_for()
-    page.get_by_text("By query group").first.wait_for()
-    page.get_by_text("Quality and rerank time as k grows").first.wait_for()
+    _shown(page, "p-value (randomization)")
+    _shown(page, "demo_data on 'demo': 50 queries, k=20, top 10")
+    _shown(page, "By query group")
+    _shown(page, "Quality and rerank time as k grows")
     _no_exception(page)
     _screenshot(page, "evaluate.png")
 
@@ -224,7 +235,7 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
         f"<img src=http://{HOSTILE_HOST}/raw.png> :red[alarm]\n"
     )
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections", exact=True).first.wait_for()
+    _on_page(page, "Collections")
     page.get_by_label("Collection name", exact=True).fill("bird-uploads")
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
         [
@@ -232,21 +243,21 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
             {"name": "facts.csv", "mimeType": "text/csv", "buffer": b"id,text\n1,Kestrels hover over fields.\n"},
         ]
     )
-    page.get_by_text("facts.csv").first.wait_for()
+    _shown(page, "facts.csv")
     page.get_by_role("button", name="Ingest").click()
-    page.get_by_text(re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added")).first.wait_for()
+    _shown(page, re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added"))
     assert not victim.exists()
     _no_exception(page)
 
     page.get_by_role("link", name="Explore").click()
-    page.get_by_role("heading", name="Explore", exact=True).first.wait_for()
+    _on_page(page, "Explore")
     _choose(page, "Collection", "bird-uploads")
     box = page.get_by_label("Query", exact=True)
     box.fill("pelicans diving for fish")
     box.press("Enter")
-    page.get_by_text("Reranked · top 2").first.wait_for()
+    _shown(page, "Reranked · top 2")
     main = page.locator("[data-testid='stMain']")
-    page.get_by_text("[click me](http:").first.wait_for()  # the link is shown as text
+    _shown(page, "[click me](http:")  # the link is shown as text
     assert main.locator(f"img[src*='{HOSTILE_HOST}']").count() == 0
     assert main.locator(f"a[href*='{HOSTILE_HOST}']").count() == 0
     _no_exception(page)
@@ -254,13 +265,13 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
 
 def test_collections_delete(page) -> None:
     page.get_by_role("link", name="Collections").click()
-    page.get_by_role("heading", name="Collections", exact=True).first.wait_for()
+    _on_page(page, "Collections")
     _choose(page, "Collection to delete", "bird-uploads")
     confirm = page.get_by_label("Type 'bird-uploads' to confirm")
     confirm.fill("bird-uploads")
     confirm.press("Enter")
     page.get_by_role("button", name="Delete collection").click()
-    page.get_by_text("Deleted bird-uploads.").first.wait_for()
+    _shown(page, "Deleted bird-uploads.")
     from workbench.stores import ChromaBackend
 
     names = {c.name for c in ChromaBackend(path=Path(RUN["data"]) / "chroma").list_collections()}  # type: ignore[arg-type]

@@ -4,8 +4,7 @@ the chosen backend through a micro-batcher, behind the single-flight score cache
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -97,9 +96,7 @@ class CrossEncoderReranker:
         return pairs
 
     # Running ------------------------------------------------------------------------------------------------
-    def _features(self, batch: list[Encoded]) -> dict[str, Any]:
-        import torch
-
+    def _arrays(self, batch: list[Encoded]) -> dict[str, np.ndarray]:
         width = max(len(ids) for ids, _ in batch)
         pad = self.tokenizer.pad_token_id or 0
         ids = np.full((len(batch), width), pad, dtype=np.int64)
@@ -110,19 +107,26 @@ class CrossEncoderReranker:
             types[row, : len(pair_types)] = pair_types
             mask[row, : len(pair_ids)] = 1
         features = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        device = self._model.device
-        return {k: torch.from_numpy(v).to(device) for k, v in features.items() if k in self._inputs}
+        return {k: v for k, v in features.items() if k in self._inputs}
+
+    def batches(self, pairs: list[Encoded]) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        """The pairs sorted by length and cut into batches of `batch_size`, each padded to its own longest pair:
+        (the batch's indices into `pairs`, its model inputs as arrays)."""
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]), reverse=True)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            yield chunk, self._arrays([pairs[i] for i in chunk])
 
     def _run(self, pairs: list[Encoded]) -> list[float]:
-        """One model run over `pairs`: sorted by length, batched, each batch padded to its own longest pair."""
+        """One model run over `pairs`, batch by batch (`batches`)."""
         import torch
 
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]), reverse=True)
         scores = [0.0] * len(pairs)
+        device = self._model.device
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                output = self._model.model(**self._features([pairs[i] for i in chunk]), return_dict=True)
+            for chunk, arrays in self.batches(pairs):
+                features = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+                output = self._model.model(**features, return_dict=True)
                 logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
                 for i, value in zip(chunk, logits, strict=True):
                     scores[i] = float(value)
