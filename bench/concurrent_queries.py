@@ -121,12 +121,16 @@ def bare_model_and_pairs(
 ) -> tuple[Any, list[list[tuple[str, str]]]]:
     """The engine's own CrossEncoder (same backend, device and precision), to be called bare, without the
     engine's caches and batcher, and each query's candidate pairs."""
-    from workbench.models import load_cross_encoder
+    from workbench.rerankers import load_cross_encoder
 
     reranker = engine.reranker()
     settings = engine.settings
     model, _, _ = load_cross_encoder(
-        reranker.path, settings.reranker_device, settings.reranker_max_length, settings.reranker_backend, settings
+        reranker.path,
+        settings.reranker_device,
+        settings.reranker_max_length,
+        settings.reranker_backend,
+        exports_root=settings.exports_dir,
     )
     per_query = [
         [(query, c.text) for c in engine.search(query, k, 10, collection=collection).candidates] for query in queries

@@ -121,7 +121,8 @@ def main() -> int:
     owned = batches_for(reranker, work)
     batches = [batch for _, batch in owned]
     pairs = sum(len(batch["input_ids"]) for batch in batches)
-    folder, file_name = ExportCache(settings).ensure(model_path, "onnx", lambda m: print(m, file=sys.stderr))
+    exports = ExportCache(settings.exports_dir)
+    folder, file_name = exports.ensure(model_path, "onnx", lambda m: print(m, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="wb-int8-") as scratch:
         print("quantizing and fusing (ONNX Runtime's tools)...", file=sys.stderr)
         scorers = runners(model_path, onnx_variants(folder / file_name, Path(scratch), model_path))

@@ -6,7 +6,8 @@ import pytest
 
 from workbench.config import Settings
 from workbench.errors import ModelNotFoundError
-from workbench.models import load_cross_encoder, resolve_model
+from workbench.models import resolve_model
+from workbench.rerankers import load_cross_encoder
 
 
 def test_a_folder_path_resolves_to_itself(tiny_models: dict[str, Path]) -> None:

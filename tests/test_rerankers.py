@@ -79,7 +79,7 @@ def test_a_damaged_export_is_rebuilt_never_used(
     tmp_path: Path, tiny_models: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = _settings(tmp_path, tiny_models)
-    cache = ExportCache(settings)
+    cache = ExportCache(settings.exports_dir)
     messages: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -23,11 +23,12 @@ from workbench.embeddings import LangChainEmbedder
 from workbench.engine import DEFAULT, Engine, get_engine
 from workbench.errors import ConfigError, InputError
 from workbench.events import EventSink, RetrievalCompleted
-from workbench.inputs import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, validate_depths, validate_top_k
+from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import redact_text
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk, StageTimings
+from workbench.vocab import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"

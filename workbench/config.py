@@ -1,8 +1,10 @@
 """One settings object, read from the environment and an optional `workbench.toml`.
 
-Precedence, highest first: arguments given in code, environment variables, `workbench.toml`
-(the file named by WORKBENCH_CONFIG, else `./workbench.toml`; WORKBENCH_CONFIG="" turns the file off),
-then the defaults below. Relative paths in the TOML file are taken relative to the file itself.
+Precedence, highest first: arguments given in code, environment variables, `workbench.toml` (the file named by
+WORKBENCH_CONFIG, else `./workbench.toml`; WORKBENCH_CONFIG="" turns the file off), then the defaults below.
+Relative folders in the TOML file (data_dir, persist_dir, models_dir, data_roots, a collection's persist_dir) are
+taken from the file's own folder, and so are model ids written as `./...` or `../...`; with no data_dir set
+anywhere, the workbench keeps its files in the user's data folder, never in the current folder.
 """
 
 from __future__ import annotations
@@ -11,23 +13,32 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from workbench.errors import ConfigError
+from workbench.paths import config_file, demo_dir, user_data_dir
+from workbench.redact import redact_url
+from workbench.vocab import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_K,
+    DEFAULT_RERANKER_MODEL,
+    DEFAULT_STORE_TIMEOUT,
+    DEFAULT_TOP_N,
+    NO_RERANKER,
+    RRF_K,
+    STORES,
+    BackendChoice,
+    Device,
+    RetrievalMode,
+    StoreKind,
+)
 
-DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-NO_RERANKER = "none"
-StoreKind = Literal["chroma", "qdrant", "pgvector"]
-RetrievalKind = Literal["dense", "bm25", "hybrid"]
-RerankerBackend = Literal["auto", "torch", "onnx", "onnx-int8"]
-Device = Literal["auto", "cpu", "cuda", "mps"]
-
-_PATH_KEYS = {"persist_dir", "models_dir", "reranker_model", "embedding_model", "data_dir", "data_roots"}
-_PATH_LIST_KEYS = {"models_dir", "data_roots"}
+_FOLDER_KEYS = {"persist_dir", "data_dir", "models_dir", "data_roots"}  # relative: from the file's folder
+_MODEL_KEYS = {"reranker_model", "embedding_model"}  # hub ids stay ids; only ./ and ../ are paths
+_LIST_KEYS = {"models_dir", "data_roots"}  # os.pathsep separated
 
 
 def _alias(*names: str) -> AliasChoices:
@@ -42,8 +53,8 @@ class Settings(BaseSettings):
     # Reranker (PRODUCT.md contract 5)
     reranker_model: str = Field(DEFAULT_RERANKER_MODEL, validation_alias=_alias("reranker_model", "RERANKER_MODEL"))
     reranker_device: Device = Field("auto", validation_alias=_alias("reranker_device", "RERANKER_DEVICE"))
-    k_retrieve: int = Field(50, ge=1, le=200, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))
-    k_return: int = Field(10, ge=1, le=200, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
+    k_retrieve: int = Field(DEFAULT_K, ge=1, le=200, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))
+    k_return: int = Field(DEFAULT_TOP_N, ge=1, le=200, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
     cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
     cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
     reranker_batch_size: int = Field(
@@ -55,11 +66,11 @@ class Settings(BaseSettings):
     reranker_max_length: int = Field(
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
     )
-    reranker_backend: RerankerBackend = Field("auto", validation_alias=_alias("reranker_backend", "RERANKER_BACKEND"))
+    reranker_backend: BackendChoice = Field("auto", validation_alias=_alias("reranker_backend", "RERANKER_BACKEND"))
 
     # First-stage retrieval
-    retrieval: RetrievalKind = Field("dense", validation_alias=_alias("retrieval", "WORKBENCH_RETRIEVAL"))
-    rrf_k: int = Field(60, ge=1, le=1000, validation_alias=_alias("rrf_k", "WORKBENCH_RRF_K"))
+    retrieval: RetrievalMode = Field("dense", validation_alias=_alias("retrieval", "WORKBENCH_RETRIEVAL"))
+    rrf_k: int = Field(RRF_K, ge=1, le=1000, validation_alias=_alias("rrf_k", "WORKBENCH_RRF_K"))
     hybrid_dense_weight: float = Field(
         1.0, ge=0, le=100, validation_alias=_alias("hybrid_dense_weight", "WORKBENCH_HYBRID_DENSE_WEIGHT")
     )
@@ -86,7 +97,7 @@ class Settings(BaseSettings):
     pg_url: str | None = Field(None, validation_alias=_alias("pg_url", "WORKBENCH_PG_URL"))
     pg_schema: str = Field("workbench", validation_alias=_alias("pg_schema", "WORKBENCH_PG_SCHEMA"))
     store_timeout: float = Field(
-        10.0, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
+        DEFAULT_STORE_TIMEOUT, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
     )
     collection: str = Field("demo", validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
 
@@ -96,7 +107,7 @@ class Settings(BaseSettings):
     collections: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # Where the workbench keeps its own files (embedded stores, exports, indexes, sessions)
-    data_dir: Path = Field(Path(".workbench"), validation_alias=_alias("data_dir", "WORKBENCH_DATA_DIR"))
+    data_dir: Path = Field(default_factory=user_data_dir, validation_alias=_alias("data_dir", "WORKBENCH_DATA_DIR"))
     # Folders the app may read server-side paths from (os.pathsep separated); default: data_dir and the demo
     data_roots: str | None = Field(None, validation_alias=_alias("data_roots", "WORKBENCH_DATA_ROOTS"))
     app_password: SecretStr | None = Field(None, validation_alias=_alias("app_password", "WORKBENCH_APP_PASSWORD"))
@@ -159,30 +170,39 @@ class Settings(BaseSettings):
     @property
     def store_url(self) -> str | None:
         """The configured store's server URL (None for an embedded folder)."""
-        return {"chroma": self.chroma_url, "qdrant": self.qdrant_url, "pgvector": self.pg_url}[self.store]
+        return self.url_of(self.store)
+
+    def url_of(self, kind: str) -> str | None:
+        """The server URL configured for a store kind (WORKBENCH_CHROMA_URL, ...), None when there is none."""
+        return getattr(self, STORES[kind].url_field)
 
     @property
     def store_location(self) -> str:
         """Where the configured store lives, safe to show: a redacted URL, or the embedded store's folder."""
-        from workbench.redact import redact_url
-
         url = self.store_url
         return redact_url(url) if url else str(self.resolved_persist_dir)
 
     @property
     def resolved_persist_dir(self) -> Path:
-        """The embedded store's folder: persist_dir, else `<data_dir>/<store>` (`.workbench/chroma`)."""
-        return Path(self.persist_dir) if self.persist_dir else Path(self.data_dir) / self.store
+        """The embedded store's folder: persist_dir, else `<data_dir>/<store>`."""
+        return Path(self.persist_dir) if self.persist_dir else self.embedded_dir(self.store)
 
-    def store_options(self) -> dict[str, Any]:
-        """Store-specific settings handed to the backend (pgvector's schema)."""
-        return {"schema": self.pg_schema} if self.store == "pgvector" else {}
+    @property
+    def exports_dir(self) -> Path:
+        """Where ONNX exports of model folders are kept: `<data_dir>/exports`."""
+        return Path(self.data_dir) / "exports"
+
+    def embedded_dir(self, kind: str) -> Path:
+        """The folder an embedded store of this kind uses by default: `<data_dir>/<kind>`."""
+        return Path(self.data_dir) / kind
+
+    def store_options(self, kind: str | None = None) -> dict[str, Any]:
+        """Store-specific settings handed to a backend of this kind (default: the configured store)."""
+        return {"schema": self.pg_schema} if (kind or self.store) == "pgvector" else {}
 
     def data_root_paths(self) -> list[Path]:
         """Folders the app may read server-side paths from: WORKBENCH_DATA_ROOTS (os.pathsep separated), else
         the workbench's data folder; the demo's folder is always readable."""
-        from workbench.demo import demo_dir
-
         named = [Path(p).expanduser() for p in (self.data_roots or "").split(os.pathsep) if p]
         return [*(named or [Path(self.data_dir)]), demo_dir()]
 
@@ -211,30 +231,24 @@ class _TomlSource(PydanticBaseSettingsSource):
         super().__init__(settings_cls)
         self._values = self._load()
 
-    @staticmethod
-    def config_path() -> Path | None:
-        named = os.environ.get("WORKBENCH_CONFIG")
-        if named is not None:
-            return Path(named) if named else None
-        default = Path("workbench.toml")
-        return default if default.exists() else None
-
     def _load(self) -> dict[str, Any]:
-        path = self.config_path()
+        path = config_file()
         if path is None:
             return {}
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise ConfigError(f"WORKBENCH_CONFIG names {path}, which does not exist.") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path} cannot be read ({type(exc).__name__}).") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
         data = data.get("workbench", data)
         base = path.resolve().parent
-        for key in _PATH_KEYS & data.keys():
-            parts = str(data[key]).split(os.pathsep) if key in _PATH_LIST_KEYS else [str(data[key])]
-            parts = [str((base / p).resolve()) if p.startswith(("./", "../")) else p for p in parts]
-            data[key] = os.pathsep.join(parts)
+        _resolve_paths(data, base)
+        for table in (data.get("collections") or {}).values():
+            if isinstance(table, dict):
+                _resolve_paths(table, base)
         return data
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
@@ -242,6 +256,18 @@ class _TomlSource(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return {k: v for k, v in self._values.items() if k in self.settings_cls.model_fields}
+
+
+def _resolve_paths(values: dict[str, Any], base: Path) -> None:
+    """Relative folders and `./`/`../` model paths in a TOML table, made absolute from `base` (in place)."""
+    for key in (_FOLDER_KEYS | _MODEL_KEYS) & values.keys():
+        parts = str(values[key]).split(os.pathsep) if key in _LIST_KEYS else [str(values[key])]
+        resolved = []
+        for part in parts:
+            is_path = bool(part) and (key in _FOLDER_KEYS or part.startswith(("./", "../")))
+            expanded = Path(part).expanduser()
+            resolved.append(str((base / expanded).resolve()) if is_path and not expanded.is_absolute() else part)
+        values[key] = os.pathsep.join(resolved)
 
 
 @lru_cache(maxsize=1)

@@ -6,17 +6,27 @@ constraints at once, exact keywords, far phrasings) and a cross-encoder may help
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.ingest import ProgressCallback
+from workbench.judgments import attach_judgments
+from workbench.paths import demo_dir
 from workbench.types import CollectionInfo
+from workbench.vocab import DEMO_COLLECTION
 
-DEMO_COLLECTION = "demo"
+__all__ = [
+    "DEMO_COLLECTION",
+    "GROUPS",
+    "SampleQuery",
+    "demo_dir",
+    "demo_needs_building",
+    "ensure_demo_collection",
+    "prepare_demo",
+    "sample_queries",
+]
 GROUPS = {
     "vector-works": "where vector search already works",
     "rerank-helps": "where reranking should help",
@@ -30,12 +40,6 @@ class SampleQuery(BaseModel):
     text: str
     group: str
     kind: str | None = None
-
-
-def demo_dir() -> Path:
-    """The demo folder: WORKBENCH_DEMO_DIR, else the copy inside the package."""
-    named = os.environ.get("WORKBENCH_DEMO_DIR")
-    return Path(named) if named else Path(__file__).resolve().parent / "demo_data"
 
 
 def sample_queries(group: str | None = None) -> list[SampleQuery]:
@@ -64,8 +68,6 @@ def ensure_demo_collection(
 ) -> CollectionInfo:
     """Build the demo collection if it is missing or incomplete, attach its judgments; return its info.
     Offline and idempotent."""
-    from workbench.judgments import attach_judgments
-
     docs = demo_dir() / "docs"
     if not docs.is_dir():
         raise IngestError(f"The demo corpus is missing: no folder at {docs}. Set WORKBENCH_DEMO_DIR to its folder.")
@@ -80,3 +82,27 @@ def ensure_demo_collection(
         engine.settings, name, demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", replace=False
     )
     return info
+
+
+def _demo_info(engine: Engine) -> CollectionInfo | None:
+    try:
+        return engine.collection_info(DEMO_COLLECTION)
+    except CollectionNotFoundError:
+        return None
+
+
+def demo_needs_building(engine: Engine) -> bool:
+    """True when the demo is the default collection and is missing or empty: starting a front end builds it."""
+    if engine.settings.collection != DEMO_COLLECTION:
+        return False
+    info = _demo_info(engine)
+    return info is None or info.count == 0
+
+
+def prepare_demo(engine: Engine, progress: ProgressCallback | None = None) -> CollectionInfo | None:
+    """What every front end does before it serves: when the demo is the default collection, build it if it is
+    missing (offline, with `progress`); when the demo exists, attach its judgments if they are not yet. Returns
+    the demo's info, or None when the demo is neither the default nor present."""
+    if engine.settings.collection == DEMO_COLLECTION or _demo_info(engine) is not None:
+        return ensure_demo_collection(engine, progress=progress)
+    return None

@@ -7,16 +7,19 @@ read the same on every store.
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
-from workbench.models import load_sentence_transformer, resolve_model
+from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
+from workbench.redact import redact_text
+from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX
 
-OPENAI_PREFIX = "openai:"
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 
 @runtime_checkable
@@ -31,6 +34,24 @@ class Embedder(Protocol):
     def embed_documents(self, texts: list[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def load_sentence_transformer(
+    path: str, device: str = "auto", setting: str = "WORKBENCH_EMBEDDING_MODEL"
+) -> SentenceTransformer:
+    """The SentenceTransformer at a resolved path, loaded once per process and device."""
+    chosen = pick_device(device, "WORKBENCH_EMBEDDING_DEVICE")
+
+    def load() -> SentenceTransformer:
+        from sentence_transformers import SentenceTransformer
+
+        quiet_transformers()
+        try:
+            return SentenceTransformer(path, device=chosen)
+        except Exception as exc:
+            raise load_failure(path, setting, exc) from exc
+
+    return LOADED.get("sentence_transformer", (path, chosen), load)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -92,8 +113,6 @@ class LangChainEmbedder:
         except WorkbenchError:
             raise
         except Exception as exc:
-            from workbench.redact import redact_text
-
             reason = redact_text(" ".join(str(exc).split())[:300]) or type(exc).__name__
             if is_connection_problem(exc):
                 raise ModelError(
@@ -117,8 +136,9 @@ class LangChainEmbedder:
 
 def _langchain_model_id(embeddings: Any) -> str:
     name = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
-    prefix = "openai:" if type(embeddings).__name__.startswith(("OpenAI", "AzureOpenAI")) else "langchain:"
-    return f"{prefix}{name}" if name else f"langchain:{type(embeddings).__name__}"
+    openai = type(embeddings).__name__.startswith(("OpenAI", "AzureOpenAI"))
+    prefix = OPENAI_EMBEDDING_PREFIX if openai else LANGCHAIN_EMBEDDING_PREFIX
+    return f"{prefix}{name}" if name else f"{LANGCHAIN_EMBEDDING_PREFIX}{type(embeddings).__name__}"
 
 
 class EmbedderAsLangChain(Embeddings):
@@ -136,7 +156,7 @@ class EmbedderAsLangChain(Embeddings):
 
 def create_embedder(model_id: str, settings: Settings) -> Embedder:
     """The embedder a model id names: `openai:<model>` through langchain-openai, else sentence-transformers."""
-    if model_id.startswith(OPENAI_PREFIX):
+    if model_id.startswith(OPENAI_EMBEDDING_PREFIX):
         if not os.environ.get("OPENAI_API_KEY"):
             raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")
         try:
@@ -145,10 +165,10 @@ def create_embedder(model_id: str, settings: Settings) -> Embedder:
             raise ConfigError(
                 f"Embedding model '{model_id}' needs langchain-openai: pip install langchain-openai."
             ) from exc
-        name = model_id.removeprefix(OPENAI_PREFIX)
+        name = model_id.removeprefix(OPENAI_EMBEDDING_PREFIX)
         timeout = settings.store_timeout * 3
         return LangChainEmbedder(OpenAIEmbeddings(model=name, timeout=timeout, max_retries=1), model_id=model_id)
-    if model_id.startswith("langchain:"):
+    if model_id.startswith(LANGCHAIN_EMBEDDING_PREFIX):
         raise ConfigError(
             f"Collection was embedded with '{model_id}', a LangChain embeddings object the workbench cannot "
             "recreate by name: pass the same object as `embedder=` to the engine."

@@ -20,7 +20,6 @@ from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.inputs import (
-    MAX_K,
     parse_filters,
     validate_collection_name,
     validate_depths,
@@ -28,7 +27,7 @@ from workbench.inputs import (
     validate_query,
     validate_retrieval,
 )
-from workbench.rerankers import CrossEncoderReranker, Reranker, ScoreCache, TokenCache
+from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
@@ -42,6 +41,7 @@ from workbench.types import (
     SearchResult,
     StageTimings,
 )
+from workbench.vocab import MAX_K
 
 
 class UseDefault:
@@ -109,15 +109,13 @@ class Engine:
             if not self.settings.reranker_enabled:
                 return None
             model_id = self.settings.reranker_model
-        if model_id is None:
-            return None
-        if not isinstance(model_id, str):
+        if model_id is not None and not isinstance(model_id, str):
             raise InputError(f"reranker must be a model id, a folder, None or DEFAULT; got {model_id!r}.")
-        if model_id.strip().lower() in {"", "none"}:
+        if is_no_reranker(model_id):
             return None
         with self._lock:
             if model_id not in self._rerankers:
-                self._rerankers[model_id] = CrossEncoderReranker(
+                self._rerankers[model_id] = create_reranker(
                     model_id, self.settings, cache=self.score_cache, token_cache=self.token_cache
                 )
             return self._rerankers[model_id]

@@ -12,11 +12,19 @@ WorkbenchError
 └── QueryTimeoutError        a search that took longer than WORKBENCH_QUERY_TIMEOUT
 
 Messages name what to change (a setting, a file, a value) and never carry secrets or temp paths.
+
+`ERROR_STATUS` is the one table from an error to what a front end answers: `error_status` gives the HTTP status
+(the API), `error_message` the words (the app, the CLI, the API, the MCP tools); every front end calls these two.
 """
 
 from __future__ import annotations
 
 import socket
+from typing import Final
+
+from pydantic import ValidationError
+
+from workbench.redact import shown
 
 
 class WorkbenchError(Exception):
@@ -134,3 +142,45 @@ def is_connection_problem(exc: BaseException) -> bool:
         if any(phrase in str(link).lower() for phrase in _CONNECTION_PHRASES):
             return True
     return False
+
+
+# The one error -> status table, most specific first. A status of 503 says the service cannot do it as
+# configured (a model, a store, a setting); 4xx says the request itself is wrong.
+ERROR_STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
+    (InputError, 422),
+    (IngestError, 422),
+    (CollectionNotFoundError, 404),
+    (QueryTimeoutError, 504),
+    (ModelError, 503),
+    (StoreError, 503),
+    (ConfigError, 503),
+    (ValidationError, 503),  # settings that do not validate (an environment variable out of range)
+    (WorkbenchError, 500),
+)
+UNEXPECTED_STATUS: Final = 500
+
+
+def error_status(exc: BaseException) -> int:
+    """The HTTP status an error answers with (500 only for what the workbench did not expect)."""
+    return next((status for kind, status in ERROR_STATUS if isinstance(exc, kind)), UNEXPECTED_STATUS)
+
+
+def is_expected(exc: BaseException) -> bool:
+    """True for the errors the workbench raises on purpose (and settings that do not validate)."""
+    return isinstance(exc, WorkbenchError | ValidationError)
+
+
+def error_message(exc: BaseException, *, remote: bool = False) -> str:
+    """The words a user sees for an error: the workbench's own message, secrets masked, no traceback.
+
+    Settings that do not validate name each setting and its problem. An unexpected error names its type, and
+    its text too unless `remote` (an API or MCP client, who must not see the server's internals).
+    """
+    if isinstance(exc, WorkbenchError):
+        return shown(exc)
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return shown(f"invalid setting: {problems}")
+    if remote:
+        return f"Unexpected error ({type(exc).__name__}); see the server log."
+    return shown(f"Unexpected error ({type(exc).__name__}): {exc}")

@@ -1,4 +1,4 @@
-"""Limits and validation shared by every front end (app, CLI, HTTP, MCP, contracts), named once.
+"""Validation shared by every front end (app, CLI, HTTP, MCP, contracts), against the limits in `vocab`.
 
 One typing rule for metadata: a text value that reads as a JSON number or boolean *is* that number or
 boolean. It applies to metadata at ingest (a CSV's "2" is stored as 2) and to every filter, whether it
@@ -18,27 +18,22 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Final
 
 from workbench.errors import InputError
-
-MAX_QUERY_CHARS: Final = 512
-MAX_K: Final = 200
-MAX_TOP_K: Final = 20
-DEFAULT_TOP_K: Final = 5
-DISPLAY_CHARS: Final = 800
-MAX_FILTERS: Final = 16
-MAX_FILTER_KEY_CHARS: Final = 128
-MAX_FILTER_VALUE_CHARS: Final = 1024
-MAX_BROWSE_LIMIT: Final = 1000
-MAX_UPLOAD_NAME_CHARS: Final = 120
+from workbench.redact import CONTROL_CHARACTERS as _CONTROL
+from workbench.redact import plain_text
+from workbench.vocab import (
+    MAX_BROWSE_LIMIT,
+    MAX_FILTER_KEY_CHARS,
+    MAX_FILTER_VALUE_CHARS,
+    MAX_FILTERS,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MAX_UPLOAD_NAME_CHARS,
+    RETRIEVAL_MODES,
+)
 
 Scalar = str | int | float | bool
 _COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
-# C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells.
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def plain_text(text: str) -> str:
-    """`text` with control characters (terminal escapes, NUL, bell) replaced by spaces: safe to print."""
-    return _CONTROL.sub(" ", text)
 
 
 def validate_query(query: Any) -> str:
@@ -96,9 +91,6 @@ def validate_page(offset: Any, limit: Any) -> tuple[int, int]:
     if not 1 <= limit <= MAX_BROWSE_LIMIT:
         raise InputError(f"limit must be between 1 and {MAX_BROWSE_LIMIT}; got {limit}.")
     return offset, limit
-
-
-RETRIEVAL_MODES: Final = ("dense", "bm25", "hybrid")
 
 
 def validate_retrieval(value: Any) -> str:

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
-from workbench.inputs import MAX_K
 from workbench.types import Metadata, StageTimings
+from workbench.vocab import MAX_K
 
 STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
 

@@ -16,9 +16,9 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.events import EventSink, open_sink
-from workbench.inputs import DEFAULT_TOP_K
 from workbench.redact import redact_text
 from workbench.types import CollectionInfo
+from workbench.vocab import DEFAULT_TOP_K
 
 INSTRUCTIONS = (
     "Rerank Workbench: search document collections. Vector search (or BM25, or both) finds candidates and a "

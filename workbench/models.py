@@ -1,4 +1,5 @@
-"""Model ids to local folders, and each model loaded once per process.
+"""Model ids to local folders, the device a model runs on, and the process-wide table of loaded models (each
+family's loader lives with the family: `embeddings`, `rerankers.backends`).
 
 Resolution order for an id such as `cross-encoder/ms-marco-MiniLM-L-6-v2`:
 1. the id itself, when it is an existing folder;
@@ -12,18 +13,15 @@ from __future__ import annotations
 
 import json
 import threading
-from functools import lru_cache
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, ModelError, ModelNotFoundError, WorkbenchError
+from workbench.errors import ConfigError, ModelError, ModelNotFoundError
 
-if TYPE_CHECKING:
-    from sentence_transformers import CrossEncoder, SentenceTransformer
-
+T = TypeVar("T")
 _BUNDLED_MINILM = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
-_load_lock = threading.Lock()
 
 
 def _is_model_folder(path: Path) -> bool:
@@ -104,7 +102,8 @@ def pick_device(device: str, setting: str = "RERANKER_DEVICE") -> str:
     return device
 
 
-def _load_failure(path: str, setting: str, exc: Exception) -> ModelError:
+def load_failure(path: str, setting: str, exc: Exception) -> ModelError:
+    """A model folder that failed to load, as the error a user can act on."""
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
     return ModelError(
         f"The model folder {path} cannot be loaded ({type(exc).__name__}: {reason}). It may be incomplete or "
@@ -112,7 +111,8 @@ def _load_failure(path: str, setting: str, exc: Exception) -> ModelError:
     )
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
+    """Silence transformers' progress bars and advice while the workbench loads a model."""
     try:
         from transformers.utils import logging as hf_logging
 
@@ -122,69 +122,34 @@ def _quiet_transformers() -> None:
         pass
 
 
-@lru_cache(maxsize=16)
-def _load_sentence_transformer(path: str, device: str) -> SentenceTransformer:
-    from sentence_transformers import SentenceTransformer
+class LoadedModels:
+    """Models loaded once per process, by kind and key (path, device, options). A load runs under one lock,
+    so two threads asking for the same model load it once; a failed load is not kept."""
 
-    _quiet_transformers()
-    return SentenceTransformer(path, device=device)
+    def __init__(self) -> None:
+        self._models: dict[tuple[str, Hashable], Any] = {}
+        self._lock = threading.Lock()
 
+    def get(self, kind: str, key: Hashable, load: Callable[[], T]) -> T:
+        """The model of `kind` under `key`, from `load()` the first time."""
+        with self._lock:
+            if (kind, key) not in self._models:
+                self._models[(kind, key)] = load()
+            return self._models[(kind, key)]
 
-@lru_cache(maxsize=16)
-def _load_cross_encoder(path: str, device: str, max_length: int, backend: str, data_dir: str) -> tuple[Any, str, str]:
-    from workbench.config import Settings
-    from workbench.rerankers.backends import load_backend
-
-    _quiet_transformers()
-    return load_backend(path, backend, device, max_length, Settings(data_dir=data_dir), _progress.get("say"))
-
-
-_progress: dict[str, Any] = {}
-
-
-def load_sentence_transformer(
-    path: str, device: str = "auto", setting: str = "WORKBENCH_EMBEDDING_MODEL"
-) -> SentenceTransformer:
-    """The SentenceTransformer at a resolved path, loaded once per process and device."""
-    chosen = pick_device(device, "WORKBENCH_EMBEDDING_DEVICE")
-    with _load_lock:
-        try:
-            return _load_sentence_transformer(path, chosen)
-        except Exception as exc:
-            raise _load_failure(path, setting, exc) from exc
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return sum(1 for k, _ in self._models if k == kind)
 
 
-def load_cross_encoder(
-    path: str,
-    device: str = "auto",
-    max_length: int = 256,
-    backend: str = "auto",
-    settings: Settings | None = None,
-    progress: Any = None,
-    setting: str = "RERANKER_MODEL",
-) -> tuple[CrossEncoder, str, str]:
-    """The CrossEncoder at a resolved path for a backend (torch, onnx, onnx-int8, auto), loaded once per
-    process, device, max length and backend: (model returning raw logits, backend label, model fingerprint).
-    ONNX exports are made once and kept in the data folder; `progress(message)` hears when one is made."""
-    chosen = pick_device(device)
-    data_dir = str(settings.data_dir) if settings is not None else ".workbench"
-    with _load_lock:
-        _progress["say"] = progress
-        try:
-            return _load_cross_encoder(path, chosen, max_length, backend, data_dir)
-        except WorkbenchError:
-            raise
-        except Exception as exc:
-            raise _load_failure(path, setting, exc) from exc
-        finally:
-            _progress.pop("say", None)
+LOADED = LoadedModels()
 
 
-def loaded_models() -> dict[str, Any]:
+def loaded_models() -> dict[str, int]:
     """How many models of each kind this process holds (for the app's status line and tests)."""
     return {
-        "sentence_transformers": _load_sentence_transformer.cache_info().currsize,
-        "cross_encoders": _load_cross_encoder.cache_info().currsize,
+        "sentence_transformers": LOADED.count("sentence_transformer"),
+        "cross_encoders": LOADED.count("cross_encoder"),
     }
 
 
@@ -221,35 +186,3 @@ def is_cross_encoder(folder: Path) -> bool:
     architectures = config.get("architectures") or []
     labels = config.get("num_labels") or len(config.get("id2label") or {}) or 1
     return any(str(a).endswith("ForSequenceClassification") for a in architectures) and labels == 1
-
-
-def discover_rerankers(settings: Settings) -> list[ModelChoice]:
-    """Cross-encoders this machine has: in WORKBENCH_MODELS_DIR (as <name> or <org>/<name>), in the Hugging
-    Face cache (by hub id), and the configured RERANKER_MODEL when it resolves locally."""
-    found: dict[str, ModelChoice] = {}
-    for models_dir in settings.model_dirs():
-        if not models_dir.is_dir():
-            continue
-        for config in sorted([*models_dir.glob("*/config.json"), *models_dir.glob("*/*/config.json")]):
-            folder = config.parent
-            if is_cross_encoder(folder):
-                model_id = folder.relative_to(models_dir).as_posix()
-                found.setdefault(model_id, ModelChoice(model_id, folder.resolve(), f"models dir {models_dir}"))
-    try:
-        from huggingface_hub.constants import HF_HUB_CACHE
-
-        for snapshot in sorted(Path(HF_HUB_CACHE).glob("models--*/snapshots/*")):
-            if is_cross_encoder(snapshot):
-                model_id = snapshot.parents[1].name.removeprefix("models--").replace("--", "/")
-                found.setdefault(model_id, ModelChoice(model_id, snapshot, "Hugging Face cache"))
-    except ImportError:  # pragma: no cover - huggingface_hub comes with sentence-transformers
-        pass
-    configured = settings.reranker_model
-    if settings.reranker_enabled and configured not in found:
-        try:
-            offline = settings.model_copy(update={"offline": True})
-            path = Path(resolve_model(configured, offline, setting="RERANKER_MODEL"))
-            found[configured] = ModelChoice(configured, path, "RERANKER_MODEL")
-        except ModelNotFoundError:
-            pass
-    return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))

@@ -1,7 +1,8 @@
 """Secrets never reach a screen or a log: user info and key parameters are removed from URLs and messages.
 
 `redact_url` is for a URL the workbench shows (a store's location); `redact_text` scrubs any message,
-including ones a client library wrote, before a front end prints it.
+including ones a client library wrote, before a front end prints it; `plain_text` removes control characters
+(terminal escapes); `shown` does both, for any text that reaches a user.
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ _PARAM = re.compile(
 )
 _BEARER = re.compile(r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=\-]{6,}", re.IGNORECASE)
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+# C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain_text(text: str) -> str:
+    """`text` with control characters (terminal escapes, NUL, bell) replaced by spaces: safe to print."""
+    return CONTROL_CHARACTERS.sub(" ", text)
+
+
+def shown(text: object) -> str:
+    """Any text safe to show a user: control characters removed, secrets masked."""
+    return redact_text(plain_text(str(text)))
 
 
 def redact_url(url: str | None) -> str:

@@ -22,9 +22,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from workbench.config import Settings
-from workbench.errors import InputError, StoreError, WorkbenchError, is_connection_problem
-from workbench.inputs import plain_text
-from workbench.redact import redact_text, redact_url
+from workbench.errors import InputError, WorkbenchError
+from workbench.redact import plain_text, redact_url
+from workbench.stores.base import translate_store_error
+from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
+from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
 MAX_SESSION_ID = 128
 MAX_ROLE = 32
@@ -99,6 +101,7 @@ class SessionStore(ABC):
     """Turns and summaries by session id; safe to use from many threads."""
 
     location: str
+    timeout: float | None = None
 
     def __init__(self, recent_limit: int = 10, ttl_days: float | None = None) -> None:
         self.recent_limit = recent_limit
@@ -147,10 +150,9 @@ class SessionStore(ABC):
         except WorkbenchError:
             raise
         except Exception as exc:
-            reason = redact_text(" ".join(str(exc).split())[:300])
-            kind = "cannot reach" if is_connection_problem(exc) else "failed to"
-            verb = f"{kind} {action}" if kind == "failed to" else f"cannot {action}: the store is unreachable"
-            raise StoreError(f"The session store at {self.location} {verb} ({reason}).") from exc
+            raise translate_store_error(
+                exc, store="the session store", location=self.location, action=action, timeout=self.timeout
+            ) from exc
 
     @abstractmethod
     def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None: ...
@@ -260,47 +262,33 @@ class PostgresSessionStore(SessionStore):
         schema: str = "workbench",
         recent_limit: int = 10,
         ttl_days: float | None = None,
-        timeout: float = 10.0,
+        timeout: float = DEFAULT_STORE_TIMEOUT,
     ) -> None:
-        from psycopg_pool import ConnectionPool
-
-        from workbench.stores.pgvector import _ident
-
         super().__init__(recent_limit, ttl_days)
+        self.url = url
         self.location = redact_url(url)
-        self._schema = _ident(schema, "schema")
-        self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=8,
-            timeout=timeout,
-            kwargs={
-                "connect_timeout": max(round(timeout), 1),
-                "options": f"-c statement_timeout={int(timeout * 1000)}",
-            },
-            open=False,
-        )
-        with self._errors("connect"):
-            self._pool.open(wait=True, timeout=timeout)
-            with self._cursor() as cur:
-                cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
-                cur.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._schema}.session_turns (id bigserial PRIMARY KEY, "
-                    "session_id text NOT NULL, role text NOT NULL, text text NOT NULL, meta jsonb NOT NULL, "
-                    "created_at timestamptz NOT NULL)"
-                )
-                cur.execute(
-                    f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns "
-                    "(session_id, id)"
-                )
-                cur.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
-                    "summary text NOT NULL, updated_at timestamptz NOT NULL)"
-                )
+        self.timeout = timeout
+        self._schema = sql_ident(schema, "schema")
+        self._pool = shared_pool(url, timeout, store="the session store")
+        with self._errors("create its tables"), self._cursor() as cur:
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._schema}.session_turns (id bigserial PRIMARY KEY, "
+                "session_id text NOT NULL, role text NOT NULL, text text NOT NULL, meta jsonb NOT NULL, "
+                "created_at timestamptz NOT NULL)"
+            )
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns "
+                "(session_id, id)"
+            )
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
+                "summary text NOT NULL, updated_at timestamptz NOT NULL)"
+            )
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
-        with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cur:
+        with transaction(self._pool) as cur:
             yield cur
 
     def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None:
@@ -360,7 +348,7 @@ class PostgresSessionStore(SessionStore):
                 cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE updated_at < %s", [cutoff])
 
     def close(self) -> None:
-        self._pool.close()
+        close_pool(self.url, self._pool)
 
 
 _stores: dict[str, SessionStore] = {}
@@ -374,7 +362,7 @@ def open_session_store(settings: Settings) -> SessionStore:
     with _stores_lock:
         if key in _stores:
             return _stores[key]
-    if target.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(target):
         store: SessionStore = PostgresSessionStore(
             target,
             schema=settings.pg_schema,

@@ -7,9 +7,8 @@ the same name in each. `copy_collection` fills one store from another without em
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -17,16 +16,19 @@ from pydantic import BaseModel
 from workbench.compare import Agreement, agreement
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
-from workbench.errors import InputError
-from workbench.evaluation.io import Dataset
+from workbench.errors import InputError, StoreError
+from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate
+from workbench.evaluation.runner import document_runs
 from workbench.inputs import validate_depths, validate_query
 from workbench.redact import redact_url
 from workbench.stores.base import Collection
-from workbench.stores.registry import StoreConfig, open_backend
-from workbench.types import Chunk
+from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
+from workbench.types import Chunk, CollectionInfo, Hit, Metadata
+from workbench.vocab import MAX_QUERY_CHARS, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at
 
 _PAGE = 1000
+EXACT = "exact scan"
 
 
 class StoreTarget(BaseModel):
@@ -38,26 +40,21 @@ class StoreTarget(BaseModel):
     @classmethod
     def parse(cls, text: str) -> StoreTarget:
         kind, _, location = text.partition(":")
-        if kind not in {"chroma", "qdrant", "pgvector"}:
-            raise InputError(f"A store is chroma, qdrant or pgvector, optionally with ':location'; got '{text}'.")
+        if kind not in STORES:
+            raise InputError(
+                f"A store is {', '.join(STORE_KINDS)}, optionally with ':location'; got '{redact_url(text)}'."
+            )
         return cls(kind=kind, location=location or None)
 
     def config(self, settings: Settings, collection: str) -> StoreConfig:
-        location = self.location
-        if location is None:
-            location = {"chroma": settings.chroma_url, "qdrant": settings.qdrant_url, "pgvector": settings.pg_url}[
-                self.kind
-            ] or (None if self.kind == "pgvector" else str(settings.data_dir.joinpath(self.kind)))
-        if location is None:
-            raise InputError("pgvector needs a URL: pgvector:postgresql://... or WORKBENCH_PG_URL.")
-        is_url = location.startswith(("http://", "https://", "postgresql://", "postgres://"))
-        return StoreConfig(
-            kind=self.kind,
-            collection=collection,
-            persist_dir=None if is_url else location,
-            url=location if is_url else None,
-            timeout=settings.store_timeout,
-            options={"schema": settings.pg_schema} if self.kind == "pgvector" else {},
+        """Where this target's copy of `collection` lives (its location, else the kind's configured one)."""
+        is_url = bool(self.location) and str(self.location).startswith(URL_SCHEMES)
+        return StoreConfig.at(
+            settings,
+            self.kind,
+            collection,
+            url=self.location if is_url else None,
+            persist_dir=None if is_url else self.location,
         )
 
     @property
@@ -66,10 +63,7 @@ class StoreTarget(BaseModel):
 
 
 def open_target(target: StoreTarget, settings: Settings, collection: str) -> Collection:
-    config = target.config(settings, collection)
-    return open_backend(
-        config.kind, config.persist_dir, config.url, timeout=config.timeout, options=config.options
-    ).get(collection)
+    return backend_for(target.config(settings, collection)).get(collection)
 
 
 def copy_collection(
@@ -77,8 +71,7 @@ def copy_collection(
 ) -> Collection:
     """Every chunk and vector of `source` written into the same-named collection of `target` (created when
     missing). Re-running writes nothing new: chunks already there with the same content hash are skipped."""
-    config = target.config(settings, source.name)
-    backend = open_backend(config.kind, config.persist_dir, config.url, timeout=config.timeout, options=config.options)
+    backend = backend_for(target.config(settings, source.name))
     info = source.info()
     destination = backend.create(
         source.name, embedding_model=info.embedding_model or "unknown", dimension=info.dimension or 0
@@ -100,6 +93,83 @@ def copy_collection(
         if len(page) < _PAGE:
             break
     return destination
+
+
+def _all_chunks(collection: Collection) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    while True:
+        page = collection.browse(len(chunks), _PAGE)
+        chunks += page
+        if len(page) < _PAGE:
+            return chunks
+
+
+class ExactScan(Collection):
+    """A collection's stored vectors searched by brute force: the exact nearest neighbours that its store's
+    approximate (HNSW) index stands in for. Read-only; the engine searches it like any store."""
+
+    store: ClassVar[str] = EXACT
+
+    def __init__(self, source: Collection) -> None:
+        self.name = source.name
+        self.location = f"{source.store} at {source.location}"
+        self.timeout = source.timeout
+        self._info = source.info()
+        self._ids, self._matrix = source.vectors()
+        self._chunks = {c.id: c for c in _all_chunks(source)}
+
+    def count(self) -> int:
+        return len(self._ids)
+
+    def info(self) -> CollectionInfo:
+        return self._info.model_copy(update={"store": EXACT, "location": self.location, "count": self.count()})
+
+    def search(
+        self, k: int, filters: Metadata | None = None, *, vector: np.ndarray | None = None, text: str | None = None
+    ) -> list[Hit]:
+        if filters:
+            raise InputError("The exact scan compares whole collections: it takes no filters.")
+        if not self._ids:
+            return []
+        scores = self._matrix @ np.asarray(self.require_vector(vector), dtype=np.float32)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [
+            Hit(id=chunk.id, text=chunk.text, metadata=chunk.metadata, score=float(scores[i]))
+            for i in top
+            for chunk in [self._chunks[self._ids[i]]]
+        ]
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
+        raise StoreError("The exact scan is read-only.")
+
+    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+        wanted = set(ids)
+        return {
+            c.id: c.metadata.get("content_hash")
+            for c in self._chunks.values()
+            if c.id in wanted or c.metadata.get("origin") in origins
+        }
+
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        raise StoreError("The exact scan is read-only.")
+
+    def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
+        return [self._chunks[i] for i in self._ids[offset : offset + limit]]
+
+    def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        return list(self._ids), self._matrix
+
+
+def comparison_engine(engine: Engine, collections: dict[str, Collection], reranker: Any = DEFAULT) -> Engine:
+    """An engine over the given collections (by label) that shares `engine`'s models and score cache: the
+    collection's own embedder and the chosen reranker, so each store's list comes from `Engine.search`
+    (deduplication, filters, timings) and a pair scored for one store is not scored again for another."""
+    registry = StoreRegistry(engine.settings)
+    for label, collection in collections.items():
+        registry.register_collection(label, collection)
+    first = next(iter(collections.values()))
+    embedder = engine.embedder(first.embedding_model())
+    return Engine(engine.settings, registry=registry, embedder=embedder, reranker=engine.reranker(reranker))
 
 
 class StoreRun(BaseModel):
@@ -133,15 +203,6 @@ def _all_chunks(collection: Collection) -> list[Chunk]:
             return chunks
 
 
-def _exact(vectors: tuple[list[str], np.ndarray], query: np.ndarray, k: int) -> list[str]:
-    ids, matrix = vectors
-    if not ids:
-        return []
-    scores = matrix @ np.asarray(query, dtype=np.float32)
-    top = np.argsort(-scores, kind="stable")[:k]
-    return [ids[i] for i in top]
-
-
 def compare_stores(
     engine: Engine,
     query: str,
@@ -153,36 +214,35 @@ def compare_stores(
     repeats: int = 5,
     reranker: Any = DEFAULT,
 ) -> StoreComparison:
-    """One query against the same collection in each target store."""
+    """One query against the same collection in each target store, each through `Engine.search`: its
+    candidates, its search time (median of `repeats` uncached searches), its recall against an exact scan of
+    the first store's vectors, and its top n after reranking."""
     query = validate_query(query)
     k, top_n = validate_depths(k, top_n)
     if len(targets) < 1:
         raise InputError("Name at least one store to compare.")
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
     first = next(iter(stores.values()))
-    embedder = engine.embedder(first.embedding_model())
-    vector = embedder.embed_query(query)
-    exact = _exact(first.vectors(), vector, k)
-    model = engine.reranker(reranker)
+    searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, reranker)
+    scan = searcher.search(query, k, top_n, collection=EXACT, reranker=None, retrieval="dense")
+    exact = [c.id for c in scan.candidates]
     runs = []
-    for label, store in stores.items():
-        times = []
-        for _ in range(max(repeats, 1)):
-            started = time.perf_counter()
-            hits = store.search(k, vector=vector)
-            times.append((time.perf_counter() - started) * 1000)
-        ids = [h.id for h in hits]
-        reranked = ids
-        if model is not None and hits:
-            scores, _ = model.score(query, [h.text for h in hits])
-            reranked = [ids[i] for i in np.argsort(-np.asarray(scores), kind="stable")]
+    for label in stores:
+        times = [
+            searcher.search(
+                query, k, top_n, collection=label, reranker=None, retrieval="dense", use_cache=False
+            ).timings.search_ms
+            for _ in range(max(repeats, 1))
+        ]
+        result = searcher.search(query, k, top_n, collection=label, retrieval="dense")
+        ids = [c.id for c in result.candidates]
         runs.append(
             StoreRun(
                 store=label,
                 ids=ids,
                 search_ms_p50=float(np.median(times)),
                 recall_vs_exact=len(set(ids) & set(exact)) / len(exact) if exact else 1.0,
-                reranked_ids=reranked[:top_n],
+                reranked_ids=[r.id for r in result.reranked],
             )
         )
     pairs = {f"{a.store} vs {b.store}": agreement(a.ids, b.ids) for i, a in enumerate(runs) for b in runs[i + 1 :]}
@@ -214,57 +274,45 @@ def recall_study(
     reranker: Any = DEFAULT,
     progress: Callable[[int, int], None] | None = None,
 ) -> RecallStudy:
-    """Each store's HNSW search against a brute-force scan of the same vectors, over the judged queries."""
+    """Each store's HNSW search against a brute-force scan of the same vectors, over the judged queries, every
+    list through `Engine.search` (the reranker scores each pair once, whichever lists share it)."""
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
-    first = next(iter(stores.values()))
-    vectors = first.vectors()
-    embedder = engine.embedder(first.embedding_model())
-    model = engine.reranker(reranker)
+    searcher = comparison_engine(engine, {EXACT: ExactScan(next(iter(stores.values()))), **stores}, reranker)
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
-    chunks = _all_chunks(first)
-    texts = {c.id: c.text for c in chunks}
-    document = {c.id: str(c.metadata.get("document_id", c.id)) for c in chunks}
-    runs: dict[str, dict[str, dict[str, float]]] = {"exact": {}, **{label: {} for label in stores}}
-    runs_before: dict[str, dict[str, dict[str, float]]] = {"exact": {}, **{label: {} for label in stores}}
+    runs: dict[str, Run] = {name: {} for name in (EXACT, *stores)}
+    runs_before: dict[str, Run] = {name: {} for name in (EXACT, *stores)}
     recall: dict[str, list[float]] = {label: [] for label in stores}
     times: dict[str, list[float]] = {label: [] for label in stores}
     for done, (qid, text) in enumerate(items, start=1):
-        query = text[:512]
-        vector = embedder.embed_query(query)
-        exact = _exact(vectors, vector, k)
-        candidates = {"exact": exact}
-        for label, store in stores.items():
-            started = time.perf_counter()
-            hits = store.search(k, vector=vector)
-            times[label].append((time.perf_counter() - started) * 1000)
-            candidates[label] = [h.id for h in hits]
-            recall[label].append(len(set(candidates[label]) & set(exact)) / len(exact) if exact else 1.0)
-        for name, ids in candidates.items():
-            runs_before[name][qid] = {document[i]: float(len(ids) - r) for r, i in enumerate(ids)}
-            if model is not None and ids:
-                scores, _ = model.score(query, [texts[i] for i in ids])
-                runs[name][qid] = {document[i]: float(s) for i, s in zip(ids, scores, strict=True)}
+        query = text[:MAX_QUERY_CHARS]
+        exact: list[str] = []
+        for name in runs:
+            result = searcher.search(query, k, min(10, k), collection=name, retrieval="dense")
+            runs_before[name][qid], runs[name][qid] = document_runs(result.candidates)
+            ids = [c.id for c in result.candidates]
+            if name == EXACT:
+                exact = ids
             else:
-                runs[name][qid] = runs_before[name][qid]
+                times[name].append(result.timings.search_ms)
+                recall[name].append(len(set(ids) & set(exact)) / len(exact) if exact else 1.0)
         if progress:
             progress(done, len(items))
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
-    rows = []
-    for label in stores:
-        rows.append(
-            {
-                "store": label,
-                f"recall@{k} vs exact": float(np.mean(recall[label])),
-                "search ms p50": float(np.median(times[label])),
-                "ndcg@10 before": evaluate(qrels, runs_before[label], k)[0]["ndcg@10"],
-                "ndcg@10 after": evaluate(qrels, runs[label], k)[0]["ndcg@10"],
-            }
-        )
+    rows = [
+        {
+            "store": label,
+            f"{recall_at(k)} vs exact": float(np.mean(recall[label])),
+            "search ms p50": float(np.median(times[label])),
+            f"{NDCG_10} before": evaluate(qrels, runs_before[label], k)[0][NDCG_10],
+            f"{NDCG_10} after": evaluate(qrels, runs[label], k)[0][NDCG_10],
+        }
+        for label in stores
+    ]
     return RecallStudy(
         collection=collection,
         k=k,
         queries=len(items),
-        exact_ndcg_before=evaluate(qrels, runs_before["exact"], k)[0]["ndcg@10"],
-        exact_ndcg_after=evaluate(qrels, runs["exact"], k)[0]["ndcg@10"],
+        exact_ndcg_before=evaluate(qrels, runs_before[EXACT], k)[0][NDCG_10],
+        exact_ndcg_after=evaluate(qrels, runs[EXACT], k)[0][NDCG_10],
         rows=rows,
     )

@@ -30,10 +30,11 @@ from workbench.errors import (
     WorkbenchError,
 )
 from workbench.events import open_sink
-from workbench.inputs import DEFAULT_TOP_K, MAX_K, MAX_TOP_K, parse_filters, validate_query
+from workbench.inputs import parse_filters, validate_query
 from workbench.redact import redact_text
 from workbench.sessions import open_session_store
 from workbench.types import CollectionInfo
+from workbench.vocab import DEFAULT_TOP_K, MAX_K, MAX_TOP_K
 
 log = logging.getLogger("workbench.api")
 _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")

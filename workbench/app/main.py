@@ -24,9 +24,11 @@ from workbench.app.state import (
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
-from workbench.inputs import MAX_K, parse_filters
-from workbench.models import discover_rerankers, resolve_model, short_model_name
+from workbench.inputs import parse_filters
+from workbench.models import resolve_model, short_model_name
+from workbench.rerankers import discover_rerankers
 from workbench.types import CollectionInfo
+from workbench.vocab import MAX_K
 
 st.set_page_config(page_title="Rerank Workbench", page_icon=str(STATIC_DIR / "favicon.png"), layout="wide")
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
-from workbench.inputs import DEFAULT_TOP_K
 from workbench.redact import redact_text
+from workbench.vocab import DEFAULT_TOP_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")

@@ -13,8 +13,8 @@ import re
 import pandas as pd
 import streamlit as st
 
-from workbench.inputs import DISPLAY_CHARS
 from workbench.types import Candidate, RankedHit, SearchResult
+from workbench.vocab import DISPLAY_CHARS
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=\"'])")
 # HTML-ish characters and ':' (Streamlit's :color[...] and :icon: directives) as entities: the Markdown parser

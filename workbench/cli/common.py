@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
-from workbench.inputs import plain_text
-from workbench.redact import redact_text
+from workbench.redact import plain_text, redact_text
 
 
 def store_options(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 
@@ -38,17 +38,16 @@ def _ensure_demo(engine: Engine) -> None:
     """Build the demo collection before a server starts when it is the default collection, so that the first
     visit or request does not wait (or find nothing). A failure is reported and the server starts anyway: its
     own health check and errors then say what is wrong."""
-    settings = engine.settings
-    if settings.collection != DEMO_COLLECTION:
-        return
-    warn(f"Checking the demo collection in {settings.store_location} (built offline on first start)…")
+    if engine.settings.collection == DEMO_COLLECTION:
+        warn(f"Checking the demo collection in {engine.settings.store_location} (built offline on first start)…")
     try:
         with ProgressBar("demo") as bar:
-            info = ensure_demo_collection(engine, progress=bar)
+            info = prepare_demo(engine, progress=bar)
     except WorkbenchError as exc:
         warn(f"The demo collection could not be built: {exc}")
         return
-    warn(f"Demo collection ready: {info.count} passages.")
+    if info is not None:
+        warn(f"Demo collection ready: {info.count} passages.")
 
 
 def _cmd_app(args: argparse.Namespace) -> int:

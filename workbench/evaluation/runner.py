@@ -20,8 +20,8 @@ from workbench.evaluation.report import (
     RunComparison,
 )
 from workbench.evaluation.significance import paired_t_test, randomization_test, wins_ties_losses
-from workbench.inputs import MAX_QUERY_CHARS
 from workbench.types import Candidate
+from workbench.vocab import MAX_QUERY_CHARS
 
 
 def document_runs(candidates: list[Candidate]) -> tuple[dict[str, float], dict[str, float]]:

@@ -1,37 +1,34 @@
-"""Rerankers: a protocol, the cross-encoder (backends torch, onnx, onnx-int8; fp16/bf16 on CUDA), the score
-and token caches, and micro-batching of concurrent searches."""
+"""Rerankers: one protocol (`Reranker`), one factory choosing the kind from the model id (`create_reranker`),
+the cross-encoder (backends torch, onnx, onnx-int8; fp16/bf16 on CUDA), the score and token caches, and
+micro-batching of concurrent searches."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-from workbench.rerankers.backends import BACKENDS, ExportCache, choose_backend, fingerprint
+from workbench.rerankers.backends import ExportCache, choose_backend, fingerprint, load_cross_encoder
+from workbench.rerankers.base import Reranker
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores (query, document) pairs; higher is more relevant."""
-
-    model_id: str
-    backend: str
-
-    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
-        """Scores for each text, and how many of them came from the cache."""
-        ...
-
+from workbench.rerankers.discovery import discover_rerankers
+from workbench.rerankers.factory import KINDS, RerankerKind, create_reranker, is_no_reranker, reranker_kind
+from workbench.vocab import BACKENDS
 
 __all__ = [
     "BACKENDS",
+    "KINDS",
     "CrossEncoderReranker",
     "ExportCache",
     "MicroBatcher",
     "Reranker",
+    "RerankerKind",
     "ScoreCache",
     "TokenCache",
     "choose_backend",
+    "create_reranker",
+    "discover_rerankers",
     "fingerprint",
+    "is_no_reranker",
+    "load_cross_encoder",
+    "reranker_kind",
     "truncate_pair",
 ]

@@ -24,12 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from workbench.config import Settings
-from workbench.errors import ModelError
-from workbench.models import pick_device
+from workbench.config import get_settings
+from workbench.errors import ModelError, WorkbenchError
+from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
 
 log = logging.getLogger("workbench.rerankers")
-BACKENDS = ("torch", "onnx", "onnx-int8")
 QUANTIZATION = "avx2"  # the dynamic int8 configuration for x86 CPUs without AVX-512 (most of them)
 INT8_FILE = f"onnx/model_quint8_{QUANTIZATION}.onnx"
 FP32_FILE = "onnx/model.onnx"
@@ -89,10 +88,11 @@ def choose_backend(requested: str, device: str, model_print: str) -> str:
 
 
 class ExportCache:
-    """ONNX exports of model folders in the workbench's data folder, checked against a manifest on every use."""
+    """ONNX exports of model folders under `root` (`<data_dir>/exports`), checked against a manifest on every
+    use."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.root = Path(settings.data_dir) / "exports"
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
 
     def folder(self, model_path: str | Path, model_print: str, backend: str) -> Path:
         return self.root / f"{Path(model_path).name}-{model_print[:16]}" / backend
@@ -174,12 +174,43 @@ def quiet_session_options() -> Any:
     return options
 
 
-def load_backend(
+def load_cross_encoder(
+    path: str,
+    device: str = "auto",
+    max_length: int = 256,
+    backend: str = "auto",
+    *,
+    exports_root: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    setting: str = "RERANKER_MODEL",
+) -> tuple[Any, str, str]:
+    """The CrossEncoder at a resolved path for a backend (torch, onnx, onnx-int8, auto), loaded once per process,
+    device, max length and backend: (model returning raw logits, backend label, model fingerprint).
+
+    ONNX exports are made once and kept under `exports_root` (default: the process settings' exports folder);
+    `progress(message)` hears when one is made.
+    """
+    chosen = pick_device(device)
+    root = Path(exports_root) if exports_root is not None else get_settings().exports_dir
+
+    def load() -> tuple[Any, str, str]:
+        quiet_transformers()
+        try:
+            return _load_backend(path, backend, chosen, max_length, ExportCache(root), progress)
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            raise load_failure(path, setting, exc) from exc
+
+    return LOADED.get("cross_encoder", (path, chosen, max_length, backend, str(root)), load)
+
+
+def _load_backend(
     model_path: str,
     backend: str,
     device: str,
     max_length: int,
-    settings: Settings,
+    exports: ExportCache,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Any, str, str]:
     """A sentence-transformers CrossEncoder for `backend` on `device` that returns raw logits, its backend
@@ -187,7 +218,6 @@ def load_backend(
     import torch
     from sentence_transformers import CrossEncoder
 
-    device = pick_device(device)
     model_print = fingerprint(model_path)
     chosen = choose_backend(backend, device, model_print)
     identity = torch.nn.Identity()
@@ -202,7 +232,6 @@ def load_backend(
             )
             precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
             return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}", model_print
-        exports = ExportCache(settings)
 
         def load_export() -> Any:
             folder, file_name = exports.ensure(model_path, chosen, progress)

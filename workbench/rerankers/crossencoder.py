@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from workbench.config import Settings
-from workbench.models import load_cross_encoder, resolve_model
+from workbench.models import resolve_model
+from workbench.rerankers.backends import load_cross_encoder
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
 
@@ -54,7 +55,12 @@ class CrossEncoderReranker:
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
         self.max_length = settings.reranker_max_length
         self._model, self.backend, self.fingerprint = load_cross_encoder(
-            self.path, settings.reranker_device, self.max_length, settings.reranker_backend, settings, progress
+            self.path,
+            settings.reranker_device,
+            self.max_length,
+            settings.reranker_backend,
+            exports_root=settings.exports_dir,
+            progress=progress,
         )
         on_gpu = self.backend.endswith(":cuda") or ":cuda:" in self.backend
         self.batch_size = settings.reranker_batch_size or (128 if on_gpu else 32)

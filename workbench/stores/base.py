@@ -15,6 +15,7 @@ import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -30,6 +31,7 @@ from workbench.errors import (
 from workbench.inputs import normalise_value, validate_collection_name
 from workbench.redact import redact_text
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
+from workbench.vocab import STORE_TIMEOUT_SETTING as TIMEOUT_SETTING
 
 # Collection-level metadata keys the workbench writes when it creates a collection.
 EMBEDDING_MODEL_KEY = "workbench_embedding_model"
@@ -37,7 +39,6 @@ DIMENSION_KEY = "workbench_dimension"
 # Chunk-level metadata: a hash of the chunk's text, and the document (file or passage) it came from.
 CONTENT_HASH_KEY = "content_hash"
 ORIGIN_KEY = "origin"
-TIMEOUT_SETTING = "WORKBENCH_STORE_TIMEOUT"
 
 check_collection_name = validate_collection_name
 
@@ -59,8 +60,8 @@ def translate_store_error(
     if is_connection_problem(exc):
         wait = f" after {timeout:g} s" if timeout and "time" in _reason(exc).lower() else ""
         return StoreConnectionError(
-            f"Cannot reach {store} at {location} ({action}){wait}: {_reason(exc)}. Check that the server is running "
-            f"and the URL is right; {TIMEOUT_SETTING} sets how long to wait"
+            f"Cannot reach {store} at {location} ({action}){wait}: {_reason(exc)}. The server is unreachable: check "
+            f"that it is running and the URL is right; {TIMEOUT_SETTING} sets how long to wait"
             + (f" (now {timeout:g} s)." if timeout else ".")
         )
     return StoreError(f"{store} failed to {action} at {location}: {_reason(exc)}")
@@ -210,6 +211,19 @@ class StoreBackend(_Translating):
     @property
     def store(self) -> str:
         return self.kind
+
+    @classmethod
+    def open(
+        cls,
+        persist_dir: str | Path | None = None,
+        url: str | None = None,
+        *,
+        timeout: float | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> StoreBackend:
+        """The backend at a server URL, else in a local folder (what the registry calls for every kind)."""
+        wait = {"timeout": timeout} if timeout else {}
+        return cls(path=None if url else persist_dir, url=url, **wait, **(options or {}))  # type: ignore[call-arg]
 
     @abstractmethod
     def list_collections(self) -> list[CollectionInfo]:

@@ -33,8 +33,8 @@ from workbench.stores.base import (
     translate_store_error,
 )
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
+from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
-DEFAULT_TIMEOUT = 10.0
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 _ID_BATCH = 500
@@ -200,7 +200,7 @@ class ChromaBackend(StoreBackend):
     kind: ClassVar[str] = "chroma"
 
     def __init__(
-        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_STORE_TIMEOUT
     ) -> None:
         if (path is None) == (url is None):
             raise InputError("Chroma needs exactly one of a persist folder or a server URL.")

@@ -19,9 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,21 +36,11 @@ from workbench.stores.base import (
     batched,
     check_collection_name,
     clean_metadata,
-    translate_store_error,
 )
+from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, transaction
+from workbench.stores.postgres import sql_ident as _ident
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-
-DEFAULT_TIMEOUT = 10.0
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_pools: dict[str, Any] = {}
-_pools_lock = threading.Lock()
-
-
-def _ident(name: str, what: str) -> str:
-    """A SQL identifier, quoted; only plain names are accepted (they come from settings, not from users)."""
-    if not _IDENT.match(name or ""):
-        raise ConfigError(f"The pgvector {what} '{name}' is not a plain SQL name (letters, digits, '_').")
-    return f'"{name}"'
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, STORES
 
 
 def _qualified(table: str) -> str:
@@ -226,7 +216,7 @@ class PgVectorBackend(StoreBackend):
         url: str,
         *,
         schema: str = "workbench",
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_STORE_TIMEOUT,
         table: str | None = None,
         id_column: str = "id",
         text_column: str = "text",
@@ -234,7 +224,7 @@ class PgVectorBackend(StoreBackend):
         metadata_column: str | None = "metadata",
         embedding_model: str | None = None,
     ) -> None:
-        if not url.startswith(("postgresql://", "postgres://")):
+        if not is_postgres_url(url):
             raise InputError(f"A PostgreSQL URL looks like postgresql://user@host:5432/db; got '{redact_url(url)}'.")
         self.url = url
         self.location = redact_url(url)
@@ -257,48 +247,30 @@ class PgVectorBackend(StoreBackend):
         )
         if table:
             _qualified(table)
-        self._pool = self._pool_for(url, timeout)
+        self._pool = shared_pool(url, timeout)
         if not table:
             self._ensure_schema()
-
-    def _pool_for(self, url: str, timeout: float) -> Any:
-        from psycopg_pool import ConnectionPool
-
-        with _pools_lock:
-            if url in _pools:
-                return _pools[url]
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=8,
-            timeout=timeout,
-            check=ConnectionPool.check_connection,  # a connection the server dropped is replaced, not used
-            kwargs={
-                "connect_timeout": max(round(timeout), 1),
-                "options": f"-c statement_timeout={int(timeout * 1000)}",
-                "autocommit": False,
-            },
-            open=False,
-        )
-        try:
-            pool.open(wait=True, timeout=timeout)
-        except Exception as exc:
-            pool.close()
-            raise translate_store_error(
-                exc, store="pgvector", location=self.location, action="connect", timeout=timeout
-            ) from exc
-        with _pools_lock:
-            if url in _pools:
-                pool.close()
-                return _pools[url]
-            _pools[url] = pool
-            return pool
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
         """A cursor in a transaction (committed on success), from the shared pool."""
-        with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cur:
+        with transaction(self._pool) as cur:
             yield cur
+
+    @classmethod
+    def open(
+        cls,
+        persist_dir: str | Path | None = None,
+        url: str | None = None,
+        *,
+        timeout: float | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> PgVectorBackend:
+        if not url:
+            raise ConfigError(
+                f"The pgvector store needs a PostgreSQL URL: set {STORES['pgvector'].url_env} or pass --url."
+            )
+        return cls(url, timeout=timeout or DEFAULT_STORE_TIMEOUT, **(options or {}))
 
     def _ensure_schema(self) -> None:
         schema = _ident(self.schema, "schema")
@@ -399,9 +371,5 @@ class PgVectorBackend(StoreBackend):
             cur.execute(f"DELETE FROM {schema}.collections WHERE name = %s", [name])
 
     def close(self) -> None:
-        """Close the connection pool this backend shares with others on the same URL (a pool left open
-        to a server that has gone keeps reconnecting in the background)."""
-        with _pools_lock:
-            if _pools.get(self.url) is self._pool:
-                _pools.pop(self.url)
-        self._pool.close()
+        """Close the connection pool this backend shares with others on the same URL."""
+        close_pool(self.url, self._pool)

@@ -33,12 +33,12 @@ from workbench.stores.base import (
     translate_store_error,
 )
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
+from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
 _POINT_NAMESPACE = uuid.UUID("5d3a1c1e-8a7e-4f57-9a59-2b1b4f0c7a11")
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 MEMORY = ":memory:"
-DEFAULT_TIMEOUT = 10.0
 _ID_BATCH = 500
 
 
@@ -205,7 +205,7 @@ class QdrantBackend(StoreBackend):
     kind: ClassVar[str] = "qdrant"
 
     def __init__(
-        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_STORE_TIMEOUT
     ) -> None:
         if (path is None) == (url is None):
             raise InputError("Qdrant needs exactly one of a local folder (or ':memory:') or a server URL.")
@@ -246,7 +246,7 @@ class QdrantBackend(StoreBackend):
             client = QdrantClient(
                 url=address,
                 api_key=api_key,
-                timeout=max(round(self.timeout or DEFAULT_TIMEOUT), 1),
+                timeout=max(round(self.timeout or DEFAULT_STORE_TIMEOUT), 1),
                 check_compatibility=False,
             )
             client.get_collections()

@@ -15,10 +15,24 @@ from typing import Any
 from workbench.config import Settings
 from workbench.errors import CollectionNotFoundError, ConfigError
 from workbench.stores.base import Collection, StoreBackend
+from workbench.stores.chroma import ChromaBackend
 from workbench.stores.langchain import LangChainCollection
+from workbench.stores.pgvector import PgVectorBackend
+from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
+from workbench.vocab import LANGCHAIN_STORE, STORE_KINDS, STORES
 
-SERVER_STORES = ("chroma", "qdrant", "pgvector")
+# The one registry of store kinds: a kind (named in `vocab.STORES`) and the backend class that opens it.
+STORE_BACKENDS: dict[str, type[StoreBackend]] = {
+    "chroma": ChromaBackend,
+    "qdrant": QdrantBackend,
+    "pgvector": PgVectorBackend,
+}
+SERVER_STORES = STORE_KINDS
+
+
+def _unknown_store(kind: str, where: str = "") -> ConfigError:
+    return ConfigError(f"{where}Unknown store '{kind}': use {', '.join(STORE_KINDS)} (or register a LangChain store).")
 
 
 @dataclass(frozen=True)
@@ -35,15 +49,41 @@ class StoreConfig:
     options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings, collection: str | None = None) -> StoreConfig:
-        url = settings.store_url
+    def at(
+        cls,
+        settings: Settings,
+        kind: str,
+        collection: str,
+        *,
+        url: str | None = None,
+        persist_dir: str | Path | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> StoreConfig:
+        """A collection in a store of `kind`: at `url`, else in `persist_dir`, else at the URL configured for the
+        kind (WORKBENCH_CHROMA_URL, ...), else in the kind's folder in the data folder (`<data_dir>/<kind>`)."""
+        if kind not in STORES:
+            raise _unknown_store(kind)
+        url = url or (None if persist_dir else settings.url_of(kind))
+        if not url and not persist_dir and STORES[kind].embedded:
+            persist_dir = settings.embedded_dir(kind)
         return cls(
-            kind=settings.store,
-            collection=collection or settings.collection,
-            persist_dir=None if url else str(settings.resolved_persist_dir),
+            kind=kind,
+            collection=collection,
+            persist_dir=None if url or persist_dir is None else str(persist_dir),
             url=url,
             timeout=settings.store_timeout,
-            options=settings.store_options(),
+            options={**settings.store_options(kind), **(options or {})},
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, collection: str | None = None) -> StoreConfig:
+        """A collection in the configured store (WORKBENCH_STORE and its URL or folder)."""
+        return cls.at(
+            settings,
+            settings.store,
+            collection or settings.collection,
+            url=settings.store_url,
+            persist_dir=settings.resolved_persist_dir,
         )
 
     @classmethod
@@ -52,29 +92,18 @@ class StoreConfig:
         store's own options (pgvector: schema, table, id_column, text_column, embedding_column, ...)."""
         values = dict(values)
         kind = str(values.pop("store", settings.store))
-        if kind not in SERVER_STORES:
-            raise ConfigError(f"Collection '{name}' names the store '{kind}': use chroma, qdrant or pgvector.")
-        default_url = {"chroma": settings.chroma_url, "qdrant": settings.qdrant_url, "pgvector": settings.pg_url}[kind]
-        url = values.pop("url", None) or (None if "persist_dir" in values else default_url)
-        persist_dir = values.pop("persist_dir", None)
-        if not url and not persist_dir:
-            persist_dir = str(Path(settings.data_dir) / kind)
-        options = {"schema": settings.pg_schema} if kind == "pgvector" else {}
-        options.update(values)
-        return cls(
-            kind=kind,
-            collection=str(options.pop("collection", name)),
-            persist_dir=None if url else persist_dir,
-            url=url,
-            timeout=settings.store_timeout,
-            options=options,
-        )
+        if kind not in STORES:
+            raise _unknown_store(kind, f"Collection '{name}' names the store '{kind}'. ")
+        url, persist_dir = values.pop("url", None), values.pop("persist_dir", None)
+        target = str(values.pop("collection", name))
+        return cls.at(settings, kind, target, url=url, persist_dir=persist_dir, options=values)
 
     @property
     def missing_folder(self) -> bool:
         """An embedded store whose folder does not exist yet (nothing to read there)."""
         return (
-            self.kind in {"chroma", "qdrant"}
+            self.kind in STORES
+            and STORES[self.kind].embedded
             and self.url is None
             and self.persist_dir not in (None, ":memory:")
             and not Path(self.persist_dir).exists()  # type: ignore[arg-type]
@@ -89,26 +118,14 @@ def open_backend(
     timeout: float | None = None,
     options: dict[str, Any] | None = None,
 ) -> StoreBackend:
-    """A Chroma, Qdrant or pgvector backend at a folder or URL (clients are shared per location)."""
-    wait = {"timeout": timeout} if timeout else {}
-    if kind == "chroma":
-        from workbench.stores.chroma import ChromaBackend
-
-        return ChromaBackend(path=None if url else persist_dir, url=url, **wait)
-    if kind == "qdrant":
-        from workbench.stores.qdrant import QdrantBackend
-
-        return QdrantBackend(path=None if url else persist_dir, url=url, **wait)
-    if kind == "pgvector":
-        from workbench.stores.pgvector import PgVectorBackend
-
-        if not url:
-            raise ConfigError("The pgvector store needs a PostgreSQL URL: set WORKBENCH_PG_URL or pass --url.")
-        return PgVectorBackend(url, **wait, **(options or {}))
-    raise ConfigError(f"Unknown store '{kind}': use chroma, qdrant or pgvector (or register a LangChain store).")
+    """The backend of a store kind at a folder or URL (clients are shared per location)."""
+    if kind not in STORE_BACKENDS:
+        raise _unknown_store(kind)
+    return STORE_BACKENDS[kind].open(persist_dir, url, timeout=timeout, options=options)
 
 
-def _backend_for(config: StoreConfig) -> StoreBackend:
+def backend_for(config: StoreConfig) -> StoreBackend:
+    """The backend holding the collection a StoreConfig names."""
     return open_backend(config.kind, config.persist_dir, config.url, timeout=config.timeout, options=config.options)
 
 
@@ -129,7 +146,7 @@ class StoreRegistry:
 
     def register_langchain(self, name: str, vector_store: Any) -> None:
         """Point `name` at a LangChain VectorStore object."""
-        self.register(name, StoreConfig(kind="langchain", collection=name, vector_store=vector_store))
+        self.register(name, StoreConfig(kind=LANGCHAIN_STORE, collection=name, vector_store=vector_store))
 
     def register_collection(self, name: str, collection: Collection) -> None:
         """Serve `name` from a collection object already opened (its real store type is recorded)."""
@@ -149,7 +166,7 @@ class StoreRegistry:
         return StoreConfig.from_settings(self.settings, name)
 
     def _is_object(self, config: StoreConfig) -> bool:
-        return config.vector_store is not None or config.kind == "langchain"
+        return config.vector_store is not None or config.kind == LANGCHAIN_STORE
 
     def backend(self, name: str | None = None) -> StoreBackend:
         """The backend holding `name` (the default store when None or unregistered)."""
@@ -158,7 +175,7 @@ class StoreRegistry:
             raise ConfigError(
                 f"'{name}' is a registered store object: it has no backend to create or delete collections."
             )
-        return _backend_for(config)
+        return backend_for(config)
 
     def get(self, name: str) -> Collection:
         """The collection registered as `name`, opened on first use and cached."""
@@ -166,12 +183,12 @@ class StoreRegistry:
             if name in self._collections:
                 return self._collections[name]
             config = self.config(name)
-        if config.kind == "langchain":
+        if config.kind == LANGCHAIN_STORE:
             collection: Collection = LangChainCollection(config.vector_store, name=name)
         elif config.missing_folder:
             raise CollectionNotFoundError(name, f"{config.kind} at {Path(config.persist_dir or '').resolve()}")
         else:
-            collection = _backend_for(config).get(config.collection)
+            collection = backend_for(config).get(config.collection)
         with self._lock:
             return self._collections.setdefault(name, collection)
 
@@ -180,7 +197,7 @@ class StoreRegistry:
         config = self.config(name)
         if self._is_object(config):
             return self.get(name)
-        collection = _backend_for(config).create(
+        collection = backend_for(config).create(
             config.collection, embedding_model=embedding_model, dimension=dimension
         )
         with self._lock:
@@ -204,7 +221,7 @@ class StoreRegistry:
     def list(self) -> list[CollectionInfo]:
         """Collections in the default store, plus every registered one."""
         default = StoreConfig.from_settings(self.settings)
-        infos = {} if default.missing_folder else {c.name: c for c in _backend_for(default).list_collections()}
+        infos = {} if default.missing_folder else {c.name: c for c in backend_for(default).list_collections()}
         with self._lock:
             registered = {name: self.config(name) for name in self.settings.collections} | dict(self._configs)
         for name, config in registered.items():

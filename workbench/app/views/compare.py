@@ -10,9 +10,9 @@ from workbench.app.state import STATE, CompareSide, bind, controls, engine_resou
 from workbench.app.widgets import SCORE_NOTE, downloads, reranked_row
 from workbench.compare import agreement
 from workbench.engine import DEFAULT
-from workbench.inputs import MAX_K
 from workbench.judgments import load_judgments, query_figures
-from workbench.models import discover_rerankers
+from workbench.rerankers import discover_rerankers
+from workbench.vocab import MAX_K
 
 engine = engine_resource()
 c = controls()

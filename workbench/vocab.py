@@ -1,0 +1,106 @@
+"""Every vocabulary, limit and default of the workbench, each defined once and imported everywhere else.
+
+A new store kind, retrieval mode, backend or metric is one line here (plus its implementation file); the
+settings' types, the CLI's choices, the app's pickers and the validators all read these definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+# Stores -----------------------------------------------------------------------------------------------------
+StoreKind = Literal["chroma", "qdrant", "pgvector"]
+STORE_KINDS: Final[tuple[str, ...]] = get_args(StoreKind)
+
+
+@dataclass(frozen=True)
+class StoreKindInfo:
+    """A store kind: the setting holding its server URL (field and environment name), whether it also runs
+    embedded in a local folder, and the settings field of any store-specific option it takes."""
+
+    kind: str
+    url_field: str
+    url_env: str
+    embedded: bool
+    url_example: str
+
+
+STORES: Final[dict[str, StoreKindInfo]] = {
+    "chroma": StoreKindInfo("chroma", "chroma_url", "WORKBENCH_CHROMA_URL", True, "http://127.0.0.1:8000"),
+    "qdrant": StoreKindInfo("qdrant", "qdrant_url", "WORKBENCH_QDRANT_URL", True, "http://127.0.0.1:6333"),
+    "pgvector": StoreKindInfo(
+        "pgvector", "pg_url", "WORKBENCH_PG_URL", False, "postgresql://user@127.0.0.1:5432/db"
+    ),
+}
+LANGCHAIN_STORE: Final = "langchain"  # a LangChain VectorStore object registered in code
+URL_SCHEMES: Final = ("http://", "https://", "postgresql://", "postgres://")
+DEFAULT_STORE_TIMEOUT: Final = 10.0  # seconds a store's server may take (WORKBENCH_STORE_TIMEOUT)
+STORE_TIMEOUT_SETTING: Final = "WORKBENCH_STORE_TIMEOUT"
+
+# First-stage retrieval --------------------------------------------------------------------------------------
+RetrievalMode = Literal["dense", "bm25", "hybrid"]
+RETRIEVAL_MODES: Final[tuple[str, ...]] = get_args(RetrievalMode)
+
+
+@dataclass(frozen=True)
+class RetrievalModeInfo:
+    """How a retrieval mode is named: on a picker, as a list's heading, and for its score."""
+
+    mode: str
+    label: str
+    heading: str
+    score_name: str
+    description: str
+
+
+RRF_K: Final = 60  # reciprocal rank fusion's constant (WORKBENCH_RRF_K)
+RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
+    "dense": RetrievalModeInfo("dense", "dense", "Vector search", "vector", "vector search"),
+    "bm25": RetrievalModeInfo("bm25", "BM25", "BM25", "BM25", "keywords"),
+    "hybrid": RetrievalModeInfo(
+        "hybrid", "hybrid", "Hybrid (dense + BM25)", "RRF", "both, fused by reciprocal rank"
+    ),
+}
+
+# Rerankers --------------------------------------------------------------------------------------------------
+BackendChoice = Literal["auto", "torch", "onnx", "onnx-int8"]
+BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
+BACKENDS: Final[tuple[str, ...]] = BACKEND_CHOICES[1:]  # what runs a model; "auto" picks one of these
+Device = Literal["auto", "cpu", "cuda", "mps"]
+DEVICES: Final[tuple[str, ...]] = get_args(Device)
+NO_RERANKER: Final = "none"
+DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+DEFAULT_EMBEDDING_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
+OPENAI_EMBEDDING_PREFIX: Final = "openai:"
+LANGCHAIN_EMBEDDING_PREFIX: Final = "langchain:"
+
+# Metrics ----------------------------------------------------------------------------------------------------
+NDCG_10: Final = "ndcg@10"
+MRR_10: Final = "mrr@10"
+MAP_100: Final = "map@100"
+P_10: Final = "p@10"
+PRIMARY_METRIC: Final = NDCG_10  # the metric verdicts, wins and losses are counted on
+
+
+def recall_at(k: int) -> str:
+    """The name of Recall at the run depth k ('recall@50')."""
+    return f"recall@{k}"
+
+
+# Limits of the interactive surfaces (seed 002) and of what any front end accepts -----------------------------
+MAX_QUERY_CHARS: Final = 512
+MAX_K: Final = 200
+MAX_TOP_K: Final = 20
+DEFAULT_TOP_K: Final = 5
+DEFAULT_K: Final = 50  # RERANKER_K_RETRIEVE
+DEFAULT_TOP_N: Final = 10  # RERANKER_K_RETURN
+DISPLAY_CHARS: Final = 800
+MAX_FILTERS: Final = 16
+MAX_FILTER_KEY_CHARS: Final = 128
+MAX_FILTER_VALUE_CHARS: Final = 1024
+MAX_BROWSE_LIMIT: Final = 1000
+MAX_UPLOAD_NAME_CHARS: Final = 120
+
+# The demo ---------------------------------------------------------------------------------------------------
+DEMO_COLLECTION: Final = "demo"
