@@ -18,9 +18,10 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.evaluation.io import Qrels, read_qrels, read_queries
 from workbench.evaluation.metrics import evaluate
-from workbench.evaluation.runner import document_runs
+from workbench.evaluation.runs import document_runs
 from workbench.inputs import validate_collection_name
 from workbench.types import SearchResult
+from workbench.vocab import NDCG_10
 
 _cache: dict[Path, tuple[float, Judgments]] = {}
 _cache_lock = threading.Lock()
@@ -116,8 +117,8 @@ def query_figures(result: SearchResult, query_id: str, grades: dict[str, int]) -
     """nDCG@10 and the first relevant rank of the result's candidates, in vector and in reranked order."""
     before, after = document_runs(result.candidates)
     qrels = {query_id: grades}
-    ndcg_before = evaluate(qrels, {query_id: before}, max(len(before), 1))[1].get(query_id, {}).get("ndcg@10", 0.0)
-    ndcg_after = evaluate(qrels, {query_id: after}, max(len(after), 1))[1].get(query_id, {}).get("ndcg@10", 0.0)
+    ndcg_before = evaluate(qrels, {query_id: before}, max(len(before), 1))[1].get(query_id, {}).get(NDCG_10, 0.0)
+    ndcg_after = evaluate(qrels, {query_id: after}, max(len(after), 1))[1].get(query_id, {}).get(NDCG_10, 0.0)
     return QueryFigures(
         query_id=query_id,
         ndcg_before=ndcg_before,

@@ -129,8 +129,8 @@ def load_run(
     )
 
 
-class DepthPoint(BaseModel):
-    """Rerank time at one k (median over the queries)."""
+class DepthTiming(BaseModel):
+    """Rerank time at one k over a set of queries (caches bypassed)."""
 
     k: int
     rerank_ms_p50: float
@@ -148,7 +148,7 @@ def rerank_time_by_k(
     reranker: Any = DEFAULT,
     retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> list[DepthPoint]:
+) -> list[DepthTiming]:
     """How rerank time grows with k: each query at each k, caches bypassed."""
     queries = [q for q in queries if q.strip()]
     if not queries:
@@ -172,7 +172,7 @@ def rerank_time_by_k(
                 progress(done, total)
         rerank = [r.timings.rerank_ms for r in rows]
         points.append(
-            DepthPoint(
+            DepthTiming(
                 k=k,
                 rerank_ms_p50=float(np.percentile(rerank, 50)),
                 rerank_ms_p95=float(np.percentile(rerank, 95)),

@@ -14,9 +14,8 @@ from typing import Any
 from workbench.compat import SearchResponse, retrieve_text, search_documents
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, error_message
 from workbench.events import EventSink, open_sink
-from workbench.redact import redact_text
 from workbench.types import CollectionInfo
 from workbench.vocab import DEFAULT_TOP_K
 
@@ -69,7 +68,7 @@ def build_server(
         try:
             return search_documents(engine, query, top_k, collection=collection, filters=filters, events=sink)
         except WorkbenchError as exc:
-            raise ToolError(redact_text(str(exc))) from exc
+            raise ToolError(error_message(exc, remote=True)) from exc
 
     @server.tool(
         description=(
@@ -82,7 +81,7 @@ def build_server(
         try:
             return engine.collections()
         except WorkbenchError as exc:
-            raise ToolError(redact_text(str(exc))) from exc
+            raise ToolError(error_message(exc, remote=True)) from exc
 
     return server
 

@@ -278,8 +278,7 @@ class PostgresSessionStore(SessionStore):
                 "created_at timestamptz NOT NULL)"
             )
             cur.execute(
-                f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns "
-                "(session_id, id)"
+                f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns (session_id, id)"
             )
             cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "

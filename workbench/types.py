@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from workbench.errors import InputError
+from workbench.vocab import RetrievalMode
+
 Metadata = dict[str, Any]
 Movement = Literal["up", "down", "same", "new"]
 
@@ -27,7 +30,7 @@ class Chunk(BaseModel):
         return self.text
 
 
-Retrieval = Literal["dense", "bm25", "hybrid"]
+Retrieval = RetrievalMode
 SourceScores = dict[str, dict[str, float]]
 
 
@@ -148,8 +151,6 @@ class SearchResult(BaseModel):
 
     def top(self, n: int) -> SearchResult:
         """The same result re-sliced to a top n of `n` (1 ≤ n ≤ number of candidates); runs no model."""
-        from workbench.errors import InputError
-
         if not 1 <= n <= max(len(self.candidates), 1):
             raise InputError(f"top_n must be between 1 and {len(self.candidates)} (the candidates held); got {n}.")
         return self.model_copy(update={"top_n": n})

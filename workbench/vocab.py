@@ -29,9 +29,7 @@ class StoreKindInfo:
 STORES: Final[dict[str, StoreKindInfo]] = {
     "chroma": StoreKindInfo("chroma", "chroma_url", "WORKBENCH_CHROMA_URL", True, "http://127.0.0.1:8000"),
     "qdrant": StoreKindInfo("qdrant", "qdrant_url", "WORKBENCH_QDRANT_URL", True, "http://127.0.0.1:6333"),
-    "pgvector": StoreKindInfo(
-        "pgvector", "pg_url", "WORKBENCH_PG_URL", False, "postgresql://user@127.0.0.1:5432/db"
-    ),
+    "pgvector": StoreKindInfo("pgvector", "pg_url", "WORKBENCH_PG_URL", False, "postgresql://user@127.0.0.1:5432/db"),
 }
 LANGCHAIN_STORE: Final = "langchain"  # a LangChain VectorStore object registered in code
 URL_SCHEMES: Final = ("http://", "https://", "postgresql://", "postgres://")
@@ -58,9 +56,7 @@ RRF_K: Final = 60  # reciprocal rank fusion's constant (WORKBENCH_RRF_K)
 RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
     "dense": RetrievalModeInfo("dense", "dense", "Vector search", "vector", "vector search"),
     "bm25": RetrievalModeInfo("bm25", "BM25", "BM25", "BM25", "keywords"),
-    "hybrid": RetrievalModeInfo(
-        "hybrid", "hybrid", "Hybrid (dense + BM25)", "RRF", "both, fused by reciprocal rank"
-    ),
+    "hybrid": RetrievalModeInfo("hybrid", "hybrid", "Hybrid (dense + BM25)", "RRF", "both, fused by reciprocal rank"),
 }
 
 # Rerankers --------------------------------------------------------------------------------------------------

@@ -17,9 +17,8 @@ import streamlit as st
 from pydantic import BaseModel, Field
 
 from workbench.config import Settings
-from workbench.engine import Engine
-from workbench.errors import WorkbenchError
-from workbench.redact import redact_text
+from workbench.engine import DEFAULT, Engine
+from workbench.errors import error_message, is_expected
 from workbench.vocab import DEFAULT_TOP_K
 
 log = logging.getLogger("workbench.app")
@@ -169,12 +168,8 @@ def engine_resource() -> Engine:
 
 
 def error_text(exc: BaseException) -> str:
-    """The message a user sees for an exception: the engine's own words, secrets masked, no trace."""
-    if isinstance(exc, WorkbenchError):
-        return redact_text(str(exc))
-    if isinstance(exc, ValueError):
-        return redact_text(f"Invalid input: {exc}")
-    return redact_text(f"Unexpected error ({type(exc).__name__}): {exc}")
+    """The message a user sees for an exception: the one error table's words (`errors.error_message`)."""
+    return error_message(exc)
 
 
 @contextlib.contextmanager
@@ -183,7 +178,7 @@ def shown_errors(where: Any = None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:  # the app must keep working after anything a store or a model throws
-        if not isinstance(exc, WorkbenchError | ValueError):
+        if not is_expected(exc):
             log.exception("unexpected error in the app")
         (where or st).error(error_text(exc), icon=":material/error:")
 
@@ -203,8 +198,6 @@ class Controls(BaseModel):
     @property
     def reranker(self) -> Any:
         """The engine's reranker argument: the chosen model, DEFAULT for the configured one, or None."""
-        from workbench.engine import DEFAULT
-
         if not self.rerank:
             return None
         return self.reranker_model or DEFAULT

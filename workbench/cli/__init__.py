@@ -10,12 +10,9 @@ import os
 import sys
 import textwrap
 
-from pydantic import ValidationError
-
 from workbench.cli import collections, evaluate, servers
 from workbench.cli.collections import format_result
-from workbench.cli.common import shown
-from workbench.errors import WorkbenchError
+from workbench.errors import error_message, is_expected
 
 __all__ = ["build_parser", "format_result", "main"]
 
@@ -48,20 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except WorkbenchError as exc:
-        print(f"error: {shown(exc)}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"error: invalid setting: {shown(problems)}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback for users; WORKBENCH_DEBUG=1 shows it
-        if os.environ.get("WORKBENCH_DEBUG"):
+        if os.environ.get("WORKBENCH_DEBUG") and not is_expected(exc):
             raise
-        print(f"error: unexpected {type(exc).__name__}: {shown(exc)} (WORKBENCH_DEBUG=1 shows where)", file=sys.stderr)
+        hint = "" if is_expected(exc) else " (WORKBENCH_DEBUG=1 shows where)"
+        print(f"error: {error_message(exc)}{hint}", file=sys.stderr)
         return 2
 
 

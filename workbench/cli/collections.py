@@ -8,10 +8,14 @@ import shutil
 import sys
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.demo import ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
+from workbench.evaluation import Dataset
 from workbench.inputs import parse_filters
+from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
+from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, STORE_KINDS
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -137,8 +141,6 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from workbench.demo import ensure_demo_collection
-
     with ProgressBar("demo") as bar:
         info = ensure_demo_collection(Engine(settings_from(args)), progress=bar)
     print(shown(f"{info.name}: {info.count} chunks in {info.store} at {info.location}"))
@@ -166,9 +168,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     query.add_argument("-k", type=int, default=None, help="candidates from vector search (default 50)")
     query.add_argument("-n", type=int, default=None, help="results kept after reranking (default 10)")
     query.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality; repeatable")
-    query.add_argument("--retrieval", choices=["dense", "bm25", "hybrid"], help="candidate source (default: dense)")
+    query.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="candidate source (default: WORKBENCH_RETRIEVAL)")
     query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
-    query.add_argument("--backend", help="reranker backend: torch, onnx, onnx-int8 or auto")
+    query.add_argument("--backend", help=f"reranker backend: {', '.join(BACKEND_CHOICES)}")
     query.add_argument("--no-rerank", action="store_true", help="keep the vector order")
     query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
     store_options(query)
@@ -191,9 +193,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _cmd_compare_stores(args: argparse.Namespace) -> int:
-    from workbench.evaluation import Dataset
-    from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
-
     engine = Engine(settings_from(args))
     targets = [StoreTarget.parse(t) for t in args.store_in or []]
     if len(targets) < 2:
@@ -269,7 +268,7 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
         dest="store_in",
         action="append",
         metavar="STORE",
-        help="chroma, qdrant or pgvector, optionally :location (folder or URL); repeat for each",
+        help=f"{', '.join(STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
     )
     compare.add_argument(
         "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"

@@ -1,4 +1,4 @@
-"""What every command shares: store options, settings from arguments, a progress bar, safe printing."""
+"""What every command shares: store options, settings from arguments, a progress bar, safe printing (`shown`)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
-from workbench.redact import plain_text, redact_text
+from workbench.redact import shown
+from workbench.vocab import STORE_KINDS, STORES
+
+__all__ = ["ProgressBar", "settings_from", "shown", "store_options", "warn"]
 
 
 def store_options(parser: argparse.ArgumentParser) -> None:
     """--store, --persist-dir and --url, on every command that opens a store."""
     group = parser.add_argument_group("store")
-    group.add_argument(
-        "--store", choices=["chroma", "qdrant", "pgvector"], help="vector store (default: WORKBENCH_STORE)"
-    )
+    group.add_argument("--store", choices=STORE_KINDS, help="vector store (default: WORKBENCH_STORE)")
     group.add_argument("--persist-dir", help="folder of an embedded store (default: WORKBENCH_PERSIST_DIR)")
-    group.add_argument("--url", help="a Chroma or Qdrant server URL, or a postgresql:// URL for pgvector")
+    group.add_argument(
+        "--url", help="the store's server URL: " + ", ".join(f"{k} {v.url_example}" for k, v in STORES.items())
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -30,17 +33,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["persist_dir"] = Path(args.persist_dir)
     if getattr(args, "url", None):
         store = overrides.get("store") or Settings().store
-        overrides[{"chroma": "chroma_url", "qdrant": "qdrant_url", "pgvector": "pg_url"}[store]] = args.url
+        overrides[STORES[store].url_field] = args.url
     if getattr(args, "reranker", None):
         overrides["reranker_model"] = args.reranker
     if getattr(args, "backend", None):
         overrides["reranker_backend"] = args.backend
     return Settings(**overrides)
-
-
-def shown(text: Any) -> str:
-    """Text safe for a terminal: control characters (escape sequences) removed, secrets masked."""
-    return redact_text(plain_text(str(text)))
 
 
 def warn(text: str) -> None:

@@ -7,16 +7,17 @@ import os
 import sys
 from pathlib import Path
 
+from workbench.app import ENTRY_SCRIPT, streamlit_flags
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.localpg import LocalPostgres
+from workbench.mcp import run as run_mcp
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
     """The `streamlit run` command line of the installed app (one place, for the CLI and the tests)."""
-    from workbench.app import ENTRY_SCRIPT, streamlit_flags
-
     flags = streamlit_flags()
     if not headless:
         flags[flags.index("--server.headless") + 1] = "false"
@@ -69,8 +70,6 @@ def _cmd_app(args: argparse.Namespace) -> int:
 
 
 def _cmd_postgres(args: argparse.Namespace) -> int:
-    from workbench.localpg import LocalPostgres
-
     folder = Path(args.dir or Path(settings_from(args).data_dir) / "postgres").resolve()
     server = LocalPostgres(folder, port=args.port)
     if args.action == "start":
@@ -92,6 +91,7 @@ def _loopback(host: str) -> bool:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    # Deferred: FastAPI and uvicorn take a second to import, which every other command would pay.
     import uvicorn
 
     from workbench.api import create_app
@@ -110,14 +110,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from workbench.mcp import run
-
     settings = settings_from(args)
     if args.http is not None:
         if not _loopback(args.host):
             raise ConfigError("The MCP server over HTTP has no authentication: keep it on 127.0.0.1.")
         warn(f"Serving MCP over streamable HTTP at http://{args.host}:{args.http}/mcp")
-    run(settings, args.http, args.host)
+    run_mcp(settings, args.http, args.host)
     return 0
 
 

@@ -8,22 +8,33 @@ from workbench.evaluation.io import Dataset, read_qrels, read_queries, read_trec
 from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.report import PRIMARY, DepthPoint, EvaluationReport, QueryOutcome, RunComparison
 from workbench.evaluation.runner import compare_runs, depth_curve, run_evaluation
+from workbench.evaluation.runs import document_runs, fold_documents
 from workbench.evaluation.service import check_plan, evaluate_dataset, judged_coverage
-from workbench.evaluation.significance import paired_t_test, randomization_test, wins_ties_losses
+from workbench.evaluation.significance import (
+    Paired,
+    paired_comparison,
+    paired_t_test,
+    randomization_test,
+    wins_ties_losses,
+)
 
 __all__ = [
     "PRIMARY",
     "Dataset",
     "DepthPoint",
     "EvaluationReport",
+    "Paired",
     "QueryOutcome",
     "RunComparison",
     "check_plan",
     "compare_runs",
     "depth_curve",
+    "document_runs",
     "evaluate",
     "evaluate_dataset",
+    "fold_documents",
     "judged_coverage",
+    "paired_comparison",
     "paired_t_test",
     "randomization_test",
     "read_qrels",

@@ -6,11 +6,12 @@ import ir_measures
 from ir_measures import AP, RR, P, R, nDCG
 
 from workbench.evaluation.io import Qrels, Run
+from workbench.vocab import MAP_100, MRR_10, NDCG_10, P_10, recall_at
 
 
 def measures(k: int) -> dict[str, object]:
     """The workbench's metric names and their ir-measures measures; Recall is taken at the run depth k."""
-    return {"ndcg@10": nDCG @ 10, "mrr@10": RR @ 10, f"recall@{k}": R @ k, "map@100": AP @ 100, "p@10": P @ 10}
+    return {NDCG_10: nDCG @ 10, MRR_10: RR @ 10, recall_at(k): R @ k, MAP_100: AP @ 100, P_10: P @ 10}
 
 
 def evaluate(qrels: Qrels, run: Run, k: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:

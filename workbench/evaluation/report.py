@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from workbench.evaluation.io import Run, trec_run_text
-
-PRIMARY = "ndcg@10"
+from workbench.vocab import MRR_10
+from workbench.vocab import PRIMARY_METRIC as PRIMARY
 
 
 class QueryOutcome(BaseModel):
@@ -201,13 +201,13 @@ class EvaluationReport(BaseModel):
                 "",
                 "## By query group",
                 "",
-                f"| group | queries | {PRIMARY} before | {PRIMARY} after | mrr@10 before | mrr@10 after | "
+                f"| group | queries | {PRIMARY} before | {PRIMARY} after | {MRR_10} before | {MRR_10} after | "
                 "helped / tied / hurt | p |",
                 "|---|---:|---:|---:|---:|---:|---|---:|",
             ]
             lines += [
                 f"| {g.group} | {g.queries} | {g.before[PRIMARY]:.4f} | {g.after[PRIMARY]:.4f} | "
-                f"{g.before['mrr@10']:.4f} | {g.after['mrr@10']:.4f} | {g.wins} / {g.ties} / {g.losses} | "
+                f"{g.before[MRR_10]:.4f} | {g.after[MRR_10]:.4f} | {g.wins} / {g.ties} / {g.losses} | "
                 f"{g.p_value:.4f} |"
                 for g in self.groups
             ]

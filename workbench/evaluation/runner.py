@@ -19,21 +19,10 @@ from workbench.evaluation.report import (
     QueryOutcome,
     RunComparison,
 )
-from workbench.evaluation.significance import paired_t_test, randomization_test, wins_ties_losses
-from workbench.types import Candidate
+from workbench.evaluation.runs import fold_documents, scored_chunks
+from workbench.evaluation.significance import paired_comparison
+from workbench.latency import rerank_time_by_k
 from workbench.vocab import MAX_QUERY_CHARS
-
-
-def document_runs(candidates: list[Candidate]) -> tuple[dict[str, float], dict[str, float]]:
-    """Chunk candidates to document runs: each document takes its best chunk's score."""
-    before: dict[str, float] = {}
-    after: dict[str, float] = {}
-    for c in candidates:
-        doc = str(c.metadata.get("document_id", c.id))
-        before[doc] = max(before.get(doc, float("-inf")), c.vector_score)
-        score = c.rerank_score if c.rerank_score is not None else c.vector_score
-        after[doc] = max(after.get(doc, float("-inf")), score)
-    return before, after
 
 
 def run_evaluation(
@@ -62,10 +51,8 @@ def run_evaluation(
         result = engine.search(
             text[:MAX_QUERY_CHARS], k, min(top_n, k), collection=collection, reranker=reranker, retrieval=retrieval
         )
-        before_run[qid], after_run[qid] = document_runs(result.candidates)
-        candidates[qid] = [
-            (str(c.metadata.get("document_id", c.id)), c.vector_score, c.rerank_score) for c in result.candidates
-        ]
+        candidates[qid] = scored_chunks(result.candidates)
+        before_run[qid], after_run[qid] = fold_documents(candidates[qid])
         cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
         embedding_model, reranker_model = result.embedding_model, result.reranker_model
         if progress:
@@ -74,9 +61,7 @@ def run_evaluation(
     before, per_before = evaluate(qrels, before_run, k)
     after, per_after = evaluate(qrels, after_run, k)
     ids = list(per_before)
-    a = [per_before[q][PRIMARY] for q in ids]
-    b = [per_after[q][PRIMARY] for q in ids]
-    wins, ties, losses = wins_ties_losses(a, b)
+    paired = paired_comparison([per_before[q][PRIMARY] for q in ids], [per_after[q][PRIMARY] for q in ids])
     groups = _group_figures(dataset.groups, ids, per_before, per_after)
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
@@ -91,11 +76,11 @@ def run_evaluation(
         queries=len(ids),
         before=before,
         after=after,
-        p_value=randomization_test(a, b),
-        p_value_ttest=paired_t_test(a, b),
-        wins=wins,
-        ties=ties,
-        losses=losses,
+        p_value=paired.p_value,
+        p_value_ttest=paired.p_value_ttest,
+        wins=paired.wins,
+        ties=paired.ties,
+        losses=paired.losses,
         unjudged_before=unjudged_before,
         unjudged_after=unjudged_after,
         judged_looked_at=looked,
@@ -121,19 +106,17 @@ def _group_figures(
             members.setdefault(groups[qid], []).append(qid)
     figures = []
     for group, qids in members.items():
-        a = [before[q][PRIMARY] for q in qids]
-        b = [after[q][PRIMARY] for q in qids]
-        wins, ties, losses = wins_ties_losses(a, b)
+        paired = paired_comparison([before[q][PRIMARY] for q in qids], [after[q][PRIMARY] for q in qids])
         figures.append(
             GroupFigures(
                 group=group,
                 queries=len(qids),
                 before={m: float(np.mean([before[q][m] for q in qids])) for m in before[qids[0]]},
                 after={m: float(np.mean([after[q][m] for q in qids])) for m in after[qids[0]]},
-                wins=wins,
-                ties=ties,
-                losses=losses,
-                p_value=randomization_test(a, b),
+                wins=paired.wins,
+                ties=paired.ties,
+                losses=paired.losses,
+                p_value=paired.p_value,
             )
         )
     return figures
@@ -153,34 +136,25 @@ def depth_curve(
     call. Rerank time is measured afresh (caches bypassed) on `timing_queries` queries per k."""
     ks = sorted({k for k in ks if 1 <= k <= report.k})
     qrels = {qid: dataset.qrels[qid] for qid in report.candidates}
+    sample = [dataset.queries[qid][:MAX_QUERY_CHARS] for qid in list(report.candidates)[:timing_queries]]
+    timings = {}
+    if sample and ks:
+        measured = rerank_time_by_k(
+            engine, sample, ks, collection=report.collection, reranker=reranker, retrieval=report.retrieval
+        )
+        timings = {t.k: t.rerank_ms_p50 for t in measured}
     points = []
-    sample = list(report.candidates)[:timing_queries]
     for k in ks:
         before: Run = {}
         after: Run = {}
         for qid, rows in report.candidates.items():
-            before[qid], after[qid] = {}, {}
-            for doc, vector, rerank in rows[:k]:
-                before[qid][doc] = max(before[qid].get(doc, float("-inf")), vector)
-                after[qid][doc] = max(after[qid].get(doc, float("-inf")), rerank if rerank is not None else vector)
-        times = [
-            engine.search(
-                dataset.queries[qid][:MAX_QUERY_CHARS],
-                k,
-                min(report.top_n, k),
-                collection=report.collection,
-                reranker=reranker,
-                retrieval=report.retrieval,
-                use_cache=False,
-            ).timings.rerank_ms
-            for qid in sample
-        ]
+            before[qid], after[qid] = fold_documents(rows[:k])
         points.append(
             DepthPoint(
                 k=k,
                 before=evaluate(qrels, before, k)[0],
                 after=evaluate(qrels, after, k)[0],
-                rerank_ms_p50=float(np.median(times)) if times else None,
+                rerank_ms_p50=timings.get(k),
             )
         )
     return points
@@ -196,15 +170,15 @@ def compare_runs(
     a, per_a = evaluate(qrels, run_a, k)
     b, per_b = evaluate(qrels, run_b, k)
     ids = list(per_a)
-    wins, ties, losses = wins_ties_losses([per_a[q][PRIMARY] for q in ids], [per_b[q][PRIMARY] for q in ids])
+    paired = paired_comparison([per_a[q][PRIMARY] for q in ids], [per_b[q][PRIMARY] for q in ids])
     return RunComparison(
         name_a=names[0],
         name_b=names[1],
         a=a,
         b=b,
         queries=len(ids),
-        p_value=randomization_test([per_a[q][PRIMARY] for q in ids], [per_b[q][PRIMARY] for q in ids]),
-        wins=wins,
-        ties=ties,
-        losses=losses,
+        p_value=paired.p_value,
+        wins=paired.wins,
+        ties=paired.ties,
+        losses=paired.losses,
     )

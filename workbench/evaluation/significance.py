@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from pydantic import BaseModel
 from scipy import stats
 
 
@@ -33,3 +34,27 @@ def wins_ties_losses(a: Sequence[float], b: Sequence[float], tolerance: float = 
     """Queries where b beats a, ties, and loses."""
     diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     return int((diffs > tolerance).sum()), int((np.abs(diffs) <= tolerance).sum()), int((diffs < -tolerance).sum())
+
+
+class Paired(BaseModel):
+    """Two systems compared query by query: how many queries the second helps, ties and hurts, and the paired
+    randomization and t-test p-values of the mean difference."""
+
+    wins: int
+    ties: int
+    losses: int
+    p_value: float
+    p_value_ttest: float
+
+
+def paired_comparison(a: Sequence[float], b: Sequence[float]) -> Paired:
+    """Per-query values of system a and system b (same queries, same order) compared: the one paired comparison
+    every report, group and run comparison uses."""
+    wins, ties, losses = wins_ties_losses(a, b)
+    return Paired(
+        wins=wins,
+        ties=ties,
+        losses=losses,
+        p_value=randomization_test(a, b),
+        p_value_ttest=paired_t_test(a, b),
+    )

@@ -197,9 +197,7 @@ class StoreRegistry:
         config = self.config(name)
         if self._is_object(config):
             return self.get(name)
-        collection = backend_for(config).create(
-            config.collection, embedding_model=embedding_model, dimension=dimension
-        )
+        collection = backend_for(config).create(config.collection, embedding_model=embedding_model, dimension=dimension)
         with self._lock:
             self._collections[name] = collection
         return collection

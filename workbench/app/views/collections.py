@@ -12,7 +12,7 @@ import streamlit as st
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
 from workbench.app.widgets import problems_table
-from workbench.errors import IngestError
+from workbench.errors import IngestError, InputError
 from workbench.judgments import attach_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
 
@@ -76,7 +76,7 @@ with st.form("create"):
 if submitted:
     with shown_errors():
         if not name.strip():
-            raise ValueError("give the collection a name")
+            raise InputError("Give the collection a name.")
         bar = st.progress(0.0, text="reading files")
 
         def progress(done: int, total: int) -> None:
@@ -87,7 +87,7 @@ if submitted:
             refused = []
             if source == "Uploaded files":
                 if not uploads:
-                    raise ValueError("choose at least one file to upload")
+                    raise InputError("Choose at least one file to upload.")
                 saved, refused = save_uploads(uploads, Path(tmp), SUPPORTED_SUFFIXES)
                 if not saved:
                     raise IngestError(
@@ -130,7 +130,7 @@ with st.form("judgments"):
 if attach:
     with shown_errors():
         if qrels_file is None or queries_file is None:
-            raise ValueError("upload both a qrels file and a queries file")
+            raise InputError("Upload both a qrels file and a queries file.")
         with tempfile.TemporaryDirectory() as tmp:
             judged = attach_judgments(
                 engine.settings, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))

@@ -17,6 +17,7 @@ from workbench.app.state import STATE, controls, engine_resource, error_text, pa
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
+from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.report import EvaluationReport
 from workbench.inputs import parse_int_list
@@ -81,7 +82,7 @@ with st.form("eval-form"):
 def _dataset(tmp: Path) -> Dataset:
     if source == UPLOAD:
         if queries_file is None or qrels_file is None:
-            raise ValueError("upload both a queries file and a qrels file")
+            raise InputError("Upload both a queries file and a qrels file.")
         return Dataset.from_files(save_upload(queries_file, tmp), save_upload(qrels_file, tmp))
     if source == ATTACHED:
         folder = presets[ATTACHED]

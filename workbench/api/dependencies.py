@@ -1,0 +1,83 @@
+"""What the routes depend on, as typed dependencies: the service's state (engine, settings, event sink, session
+store), the bearer-token check, and engine work run in a thread under the query timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import QueryTimeoutError
+from workbench.events import EventSink, open_sink
+from workbench.sessions import SessionStore, open_session_store
+
+
+class ServiceState:
+    """One per running API: the engine every request shares, its settings, the event sink, the session store,
+    and whether the models are loaded (`ready`, `models`, `warm_error`)."""
+
+    def __init__(self, settings: Settings, engine: Engine | None) -> None:
+        self.settings = settings
+        self.engine = engine or Engine(settings)
+        self.ready = threading.Event()
+        self.models: dict[str, str] = {}
+        self.warm_error: str | None = None
+        self.events: EventSink = open_sink(settings)
+        self.sessions: SessionStore = open_session_store(settings)
+
+
+def service_state(request: Request) -> ServiceState:
+    return request.app.state.wb
+
+
+State = Annotated[ServiceState, Depends(service_state)]
+
+
+def engine(state: State) -> Engine:
+    return state.engine
+
+
+def session_store(state: State) -> SessionStore:
+    return state.sessions
+
+
+EngineDep = Annotated[Engine, Depends(engine)]
+Sessions = Annotated[SessionStore, Depends(session_store)]
+_bearer = HTTPBearer(auto_error=False, description="WORKBENCH_API_TOKEN, when it is set")
+
+
+def require_token(state: State, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    """When WORKBENCH_API_TOKEN is set, the request must carry `Authorization: Bearer <token>` (compared in
+    constant time); 401 otherwise."""
+    token = state.settings.api_token
+    if token is None:
+        return
+    given = credentials.credentials.strip().encode("utf-8") if credentials else b""
+    if not hmac.compare_digest(given, token.get_secret_value().encode("utf-8")):
+        raise HTTPException(
+            status_code=401,
+            detail="Missing or wrong token: send 'Authorization: Bearer <WORKBENCH_API_TOKEN>'.",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+Authorised = [Depends(require_token)]
+
+
+async def run_bounded(state: ServiceState, function: Callable[[], Any]) -> Any:
+    """Run engine work in a worker thread, at most WORKBENCH_QUERY_TIMEOUT seconds (504 after that)."""
+    timeout = state.settings.query_timeout
+    try:
+        return await asyncio.wait_for(anyio.to_thread.run_sync(function, abandon_on_cancel=True), timeout)
+    except TimeoutError as exc:
+        raise QueryTimeoutError(
+            f"The search took longer than {timeout:g} s (WORKBENCH_QUERY_TIMEOUT); try a smaller k or raise the limit."
+        ) from exc

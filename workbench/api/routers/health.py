@@ -1,0 +1,29 @@
+"""GET /health: open without a token; `ready` once the models are loaded, `degraded` (503) with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from workbench.api.dependencies import State
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: str
+    models: dict[str, str] = Field(default_factory=dict)
+    events: dict[str, Any] = Field(default_factory=dict)
+
+
+@router.get("/health", response_model=Health)
+async def health(state: State) -> Health | JSONResponse:
+    if not state.ready.is_set():
+        return Health(status="starting")
+    if state.warm_error:
+        degraded = Health(status="degraded", models={"error": state.warm_error})
+        return JSONResponse(degraded.model_dump(), status_code=503)
+    return Health(status="ready", models=state.models, events=state.events.stats())

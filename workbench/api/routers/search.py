@@ -1,0 +1,77 @@
+"""POST /search (seed 002's search, with scores, rank before, timings, trace id) and POST /retrieve (seed 000's
+retrieve_top_docs as {"result": str})."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from pydantic import BaseModel, Field, field_validator
+
+from workbench.api.dependencies import Authorised, State, run_bounded
+from workbench.compat import SearchResponse, retrieve_text, search_documents
+from workbench.inputs import parse_filters, validate_query
+from workbench.vocab import DEFAULT_TOP_K, MAX_K, MAX_TOP_K
+
+router = APIRouter(tags=["search"], dependencies=Authorised)
+_TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+class SearchRequest(BaseModel):
+    """Seed 002's request, with the workbench's options."""
+
+    query: str = Field(..., description="1-512 characters after trimming")
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="results returned (1-20)")
+    collection: str | None = Field(None, description="default: WORKBENCH_COLLECTION")
+    filters: dict[str, Any] | None = Field(None, description="metadata equalities, e.g. {'page': 2}")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="candidates reranked (default max(top_k, 50))")
+    rerank: bool = True
+    retrieval: str | None = Field(None, description="dense, bm25 or hybrid")
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return validate_query(value)
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return parse_filters(value) if value is not None else None
+
+
+class RetrieveRequest(BaseModel):
+    """Seed 000's arguments (the store and embeddings are the service's own)."""
+
+    collection_name: str
+    query: str
+    k: int = 10
+    top_n: int = 3
+
+
+@router.post("/search", response_model=SearchResponse)
+async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, Header()] = "") -> SearchResponse:
+    trace = x_trace_id if _TRACE.match(x_trace_id) else None
+    return await run_bounded(
+        state,
+        lambda: search_documents(
+            state.engine,
+            body.query,
+            body.top_k,
+            collection=body.collection,
+            filters=body.filters,
+            k=body.k,
+            rerank=body.rerank,
+            retrieval=body.retrieval,
+            trace_id=trace,
+            events=state.events,
+        ),
+    )
+
+
+@router.post("/retrieve")
+async def retrieve(body: RetrieveRequest, state: State) -> dict[str, str]:
+    text = await run_bounded(
+        state, lambda: retrieve_text(state.engine, body.collection_name, body.query, body.k, body.top_n)
+    )
+    return {"result": text}
