@@ -19,7 +19,7 @@ from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, StoreError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate
-from workbench.evaluation.runner import document_runs
+from workbench.evaluation.runs import document_runs
 from workbench.inputs import validate_depths, validate_query
 from workbench.redact import redact_url
 from workbench.stores.base import Collection
