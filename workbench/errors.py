@@ -158,6 +158,7 @@ ERROR_STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (WorkbenchError, 500),
 )
 UNEXPECTED_STATUS: Final = 500
+EXPECTED_ERRORS: Final = (WorkbenchError, ValidationError)  # raised on purpose (or settings that do not validate)
 
 
 def error_status(exc: BaseException) -> int:
@@ -167,7 +168,7 @@ def error_status(exc: BaseException) -> int:
 
 def is_expected(exc: BaseException) -> bool:
     """True for the errors the workbench raises on purpose (and settings that do not validate)."""
-    return isinstance(exc, WorkbenchError | ValidationError)
+    return isinstance(exc, EXPECTED_ERRORS)
 
 
 def error_message(exc: BaseException, *, remote: bool = False) -> str:

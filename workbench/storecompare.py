@@ -25,7 +25,7 @@ from workbench.redact import redact_url
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-from workbench.vocab import MAX_QUERY_CHARS, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at
+from workbench.vocab import MAX_QUERY_CHARS, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
 
 _PAGE = 1000
 EXACT = "exact scan"
@@ -42,7 +42,7 @@ class StoreTarget(BaseModel):
         kind, _, location = text.partition(":")
         if kind not in STORES:
             raise InputError(
-                f"A store is {', '.join(STORE_KINDS)}, optionally with ':location'; got '{redact_url(text)}'."
+                f"A store is {spoken(STORE_KINDS)}, optionally with ':location'; got '{redact_url(text)}'."
             )
         return cls(kind=kind, location=location or None)
 

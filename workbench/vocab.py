@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+
+def spoken(names: tuple[str, ...] | list[str], last: str = "or") -> str:
+    """A vocabulary as a message names it: 'chroma, qdrant or pgvector'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
 # Stores -----------------------------------------------------------------------------------------------------
 StoreKind = Literal["chroma", "qdrant", "pgvector"]
 STORE_KINDS: Final[tuple[str, ...]] = get_args(StoreKind)

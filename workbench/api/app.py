@@ -32,7 +32,7 @@ from workbench.api.dependencies import ServiceState, service_state
 from workbench.api.routers import collections, docs, health, search, sessions
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import WorkbenchError, error_message, error_status
+from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
 from workbench.redact import redact_text
 
 log = logging.getLogger("workbench.api")
@@ -118,9 +118,15 @@ def _error_handlers(app: FastAPI) -> None:
         errors = [{k: v for k, v in e.items() if k in {"loc", "msg", "type"}} for e in exc.errors()]
         return JSONResponse({"detail": _field_message(errors), "errors": errors}, status_code=422)
 
+    async def expected(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": error_message(exc, remote=True)}, status_code=error_status(exc))
+
+    # One handler per class of the error table: a handler for Exception itself would run in Starlette's outermost
+    # middleware, which re-raises after answering.
+    for kind in EXPECTED_ERRORS:
+        app.add_exception_handler(kind, expected)
+
     @app.exception_handler(Exception)
-    async def failed(request: Request, exc: Exception) -> JSONResponse:
-        status = error_status(exc)
-        if status >= 500 and status not in {503, 504}:
-            log.exception("unexpected error in %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": error_message(exc, remote=True)}, status_code=status)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": error_message(exc, remote=True)}, status_code=error_status(exc))

@@ -15,7 +15,7 @@ from workbench.evaluation import Dataset
 from workbench.inputs import parse_filters
 from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, STORE_KINDS
+from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, STORE_KINDS, spoken
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -170,7 +170,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     query.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality; repeatable")
     query.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="candidate source (default: WORKBENCH_RETRIEVAL)")
     query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
-    query.add_argument("--backend", help=f"reranker backend: {', '.join(BACKEND_CHOICES)}")
+    query.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     query.add_argument("--no-rerank", action="store_true", help="keep the vector order")
     query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
     store_options(query)
@@ -268,7 +268,7 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
         dest="store_in",
         action="append",
         metavar="STORE",
-        help=f"{', '.join(STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
+        help=f"{spoken(STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
     )
     compare.add_argument(
         "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"

@@ -13,7 +13,7 @@ from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.inputs import parse_int_list, validate_retrieval
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES
+from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, spoken
 
 
 def _writable_folder(path: str) -> Path:
@@ -119,12 +119,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     evaluate.add_argument(
         "--retrieval",
-        help=f"candidate source: {', '.join(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
+        help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
     )
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
     evaluate.add_argument("--json", action="store_true")
     evaluate.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
-    evaluate.add_argument("--backend", help=f"reranker backend: {', '.join(BACKEND_CHOICES)}")
+    evaluate.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     store_options(evaluate)
     evaluate.set_defaults(handler=_cmd_eval)

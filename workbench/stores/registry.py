@@ -20,7 +20,7 @@ from workbench.stores.langchain import LangChainCollection
 from workbench.stores.pgvector import PgVectorBackend
 from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
-from workbench.vocab import LANGCHAIN_STORE, STORE_KINDS, STORES
+from workbench.vocab import LANGCHAIN_STORE, STORE_KINDS, STORES, spoken
 
 # The one registry of store kinds: a kind (named in `vocab.STORES`) and the backend class that opens it.
 STORE_BACKENDS: dict[str, type[StoreBackend]] = {
@@ -32,7 +32,7 @@ SERVER_STORES = STORE_KINDS
 
 
 def _unknown_store(kind: str, where: str = "") -> ConfigError:
-    return ConfigError(f"{where}Unknown store '{kind}': use {', '.join(STORE_KINDS)} (or register a LangChain store).")
+    return ConfigError(f"{where}Unknown store '{kind}': use {spoken(STORE_KINDS)} (or register a LangChain store).")
 
 
 @dataclass(frozen=True)
