@@ -30,7 +30,9 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(tmp_path: Path, real_rera
     names = zipfile.ZipFile(wheel).namelist()
     for needed in (
         "workbench/app/main.py",
-        "workbench/app/views/explore.py",
+        "workbench/app/pages/explore.py",
+        "workbench/streamlit_app.py",
+        "workbench/.streamlit/config.toml",
         "workbench/app/static/favicon.png",
         "workbench/demo_data/queries.jsonl",
         "workbench/demo_data/qrels/test.tsv",

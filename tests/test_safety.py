@@ -76,7 +76,7 @@ def test_every_surface_masks_store_credentials(
     try:
         at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=120)
         at.run()
-        at.switch_page("views/collections.py").run()
+        at.switch_page("app/pages/collections.py").run()
         texts = [str(d.value.to_dict()) for d in at.dataframe] + [c.value for c in at.caption]
         texts += [str(getattr(c, "help", "")) for c in at.sidebar.caption]
         assert any(f"127.0.0.1:{port}" in t for t in texts)

@@ -126,20 +126,20 @@ def test_state_survives_page_switches_and_k_changes(app_env: dict) -> None:
     assert any("top n = 1" in c.value for c in at.sidebar.caption)
     at.sidebar.slider(key="w.k").set_value(40).run()
     assert at.sidebar.slider(key="w.top_n").value == 6  # the user's choice comes back with k
-    at.switch_page("views/compare.py").run()
+    at.switch_page("app/pages/compare.py").run()
     assert at.text_input(key="w.compare_query").value == "what happens if I lose my work laptop"
     at.number_input(key="w.compare_b.k").set_value(12).run()
-    at.switch_page("views/latency.py").run()
-    at.switch_page("views/compare.py").run()
+    at.switch_page("app/pages/latency.py").run()
+    at.switch_page("app/pages/compare.py").run()
     assert at.number_input(key="w.compare_b.k").value == 12
-    at.switch_page("views/explore.py").run()
+    at.switch_page("app/pages/explore.py").run()
     assert at.text_input(key="w.query").value == "what happens if I lose my work laptop"
     assert "Reranked · top 6" in headers(at)
 
 
 def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     at = new_app()
-    at.switch_page("views/compare.py").run()
+    at.switch_page("app/pages/compare.py").run()
     at.text_input(key="w.compare_query").input(QUERY).run()
     assert not at.exception and not at.error
     labels = [m.label for m in at.metric]
@@ -170,7 +170,7 @@ def test_latency_counts_each_search_once_and_runs_a_load_run(app_env: dict) -> N
     at = search(new_app(), "deadline for submitting expense receipts")
     at.sidebar.slider(key="w.top_n").set_value(3).run()  # a re-slice: not a new search
     search(at, "deadline for submitting expense receipts")  # the same search again: not counted again
-    at.switch_page("views/latency.py").run()
+    at.switch_page("app/pages/latency.py").run()
     assert not at.exception
     table = at.dataframe[-1].value
     assert list(table["query"]).count("deadline for submitting expense receipts") == 1
@@ -191,7 +191,7 @@ def test_collections_ingest_refreshes_the_list_and_reports_bad_files(app_env: di
     (folder / "b.md").write_text("# Birds\n\n## Owls\nOwls hunt at night and hear mice under snow.\n")
     (folder / "c.txt").write_bytes(b"\xff\xfe\x81 not text")
     at = new_app()
-    at.switch_page("views/collections.py").run()
+    at.switch_page("app/pages/collections.py").run()
     at.radio(key="new-source").set_value("A folder on this machine").run()
     assert not [u for u in at.get("file_uploader") if u.key == "new-files"]  # only what "From" names is shown
     at.text_input(key="new-name").input("bird-notes")
@@ -218,7 +218,7 @@ def test_collections_ingest_refreshes_the_list_and_reports_bad_files(app_env: di
 @pytest.mark.parametrize("outside", ["/etc", "../../..", "{home}"])
 def test_folders_outside_the_allowed_roots_are_refused(app_env: dict, outside: str) -> None:
     at = new_app()
-    at.switch_page("views/collections.py").run()
+    at.switch_page("app/pages/collections.py").run()
     at.radio(key="new-source").set_value("A folder on this machine").run()
     at.text_input(key="new-name").input("sneaky")
     at.text_input(key="new-folder").input(outside.format(home=str(Path.home())))
@@ -233,7 +233,7 @@ def test_folders_outside_the_allowed_roots_are_refused(app_env: dict, outside: s
 def test_uploads_with_hostile_names_stay_in_their_own_folder(app_env: dict, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     at = new_app()
-    at.switch_page("views/collections.py").run()
+    at.switch_page("app/pages/collections.py").run()
     at.text_input(key="new-name").input("uploaded-notes")
     at.get("file_uploader")[0].set_value(
         [
@@ -271,7 +271,7 @@ def test_passages_are_shown_as_text_not_markdown(app_env: dict) -> None:
 
 def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -> None:
     at = new_app()
-    at.switch_page("views/evaluate.py").run()
+    at.switch_page("app/pages/evaluate.py").run()
     assert not at.exception
     assert at.radio(key="eval-source").value == "The demo handbook's judgments (50 queries)"
     at.number_input(key="eval-k").set_value(10)
@@ -294,7 +294,7 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
 
 def test_evaluate_refuses_top_n_above_k_and_judgments_of_another_collection(app_env: dict) -> None:
     at = new_app()
-    at.switch_page("views/evaluate.py").run()
+    at.switch_page("app/pages/evaluate.py").run()
     at.number_input(key="eval-k").set_value(10)
     at.number_input(key="eval-max").set_value(3)
     next(b for b in at.button if b.label == "Run evaluation").click().run()
@@ -355,7 +355,7 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     queries = b'{"_id": "q1", "text": "how many vacation days do I get per year"}\n'
     qrels = b"query-id\tcorpus-id\tscore\nq1\tleave-policy.md#1\t2\n"
     at = new_app()
-    at.switch_page("views/evaluate.py").run()
+    at.switch_page("app/pages/evaluate.py").run()
     at.radio(key="eval-source").set_value("Upload queries and qrels").run()
     at.get("file_uploader")[0].set_value(("../../../../../../tmp/evil-queries.jsonl", queries, "application/json"))
     at.get("file_uploader")[1].set_value((f"../../../..{victim}", qrels, "text/tab-separated-values"))
@@ -366,7 +366,7 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     assert not victim.exists() and not Path("/tmp/evil-queries.jsonl").exists()
     assert any("'demo': 1 queries" in h.value for h in at.subheader)
 
-    at.switch_page("views/collections.py").run()
+    at.switch_page("app/pages/collections.py").run()
     at.selectbox(key="judge-collection").set_value("demo")
     at.get("file_uploader")[1].set_value((f"../../..{victim}", qrels, "text/tab-separated-values"))
     at.get("file_uploader")[2].set_value(("/etc/cron.d/q.jsonl", queries, "application/json"))

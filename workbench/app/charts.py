@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from workbench.app.widgets import label_of
 from workbench.types import Candidate, SearchResult, StageTimings
+from workbench.vocab import RETRIEVAL
 
 STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
 MOVE_COLORS = {"up": "#16a34a", "down": "#dc2626", "new": "#2563eb", "same": "#6b7280", "dropped": "#9ca3af"}
@@ -111,7 +112,7 @@ def slopegraph(result: SearchResult) -> go.Figure:
         title="rank",
         range=[depth + 0.5, 0.5],
     )
-    first = {"dense": "vector search", "bm25": "BM25", "hybrid": "hybrid (RRF)"}.get(result.retrieval, "first stage")
+    first = RETRIEVAL[result.retrieval].heading
     fig.update_xaxes(tickvals=[0, 1], ticktext=[first, "reranked"], range=[-0.75, 1.75])
     fig.update_layout(
         height=max(360, 34 * (depth + 2)),

@@ -1,5 +1,6 @@
-"""Rerank Workbench, the Streamlit entry script: page setup, the password gate, the first-run demo build,
-navigation and the shared sidebar (drawn here, once, for every page)."""
+"""Rerank Workbench's app: `run()` sets the page up, asks for the password (when one is set), builds the demo on
+first start, draws the shared sidebar (once, for every page) and runs the page the user is on. The entry scripts
+(`app.py` in a checkout, `workbench/streamlit_app.py` in the package) only call `run()`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import streamlit as st
 
-from workbench.app import STATIC_DIR, VIEWS_DIR
+from workbench.app import PAGES_DIR, STATIC_DIR
 from workbench.app.state import (
     STATE,
     Controls,
@@ -21,16 +22,14 @@ from workbench.app.state import (
     shown_errors,
     widget_key,
 )
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.demo import demo_needs_building, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
 from workbench.types import CollectionInfo
-from workbench.vocab import MAX_K
-
-st.set_page_config(page_title="Rerank Workbench", page_icon=str(STATIC_DIR / "favicon.png"), layout="wide")
+from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES
 
 
 def password_gate(engine: Engine) -> None:
@@ -51,22 +50,23 @@ def password_gate(engine: Engine) -> None:
 
 
 def ensure_demo(engine: Engine) -> None:
-    """On the first visit of a session, build the demo collection if it is missing (offline, with progress)."""
+    """On the first visit of a session, build the demo collection if it is missing (offline, with progress) and
+    attach its judgments (`demo.prepare_demo`, as every front end does)."""
     if STATE.demo_checked:
         return
     with shown_errors():
-        names = {c.name for c in engine.collections()}
-        if DEMO_COLLECTION not in names and engine.settings.collection == DEMO_COLLECTION:
+        if demo_needs_building(engine):
             log.info("Building the demo collection (first start, offline)…")
             with st.status("First start: building the demo collection (offline)…", expanded=True) as status:
                 bar = st.progress(0.0, text="Embedding the demo handbook")
-                info = ensure_demo_collection(
+                info = prepare_demo(
                     engine, progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total}")
                 )
-                status.update(label=f"Demo collection ready: {info.count} passages", state="complete")
-            log.info("Demo collection ready: %s passages", info.count)
-        elif DEMO_COLLECTION in names:
-            ensure_demo_collection(engine)  # attaches the demo's judgments if they are not yet
+                label = f"Demo collection ready: {info.count} passages" if info else "Demo collection ready"
+                status.update(label=label, state="complete")
+            log.info("Demo collection ready: %s passages", info.count if info else "?")
+        else:
+            prepare_demo(engine)
     STATE.demo_checked = True
 
 
@@ -128,10 +128,11 @@ def sidebar(engine: Engine) -> Controls:
         st.markdown("### Candidates")
         retrieval = st.radio(
             "First stage",
-            ["dense", "bm25", "hybrid"],
+            RETRIEVAL_MODES,
             horizontal=True,
-            format_func={"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}.get,
-            help="dense: vector search · BM25: keywords · hybrid: both, fused by reciprocal rank (k = 60)",
+            format_func=lambda mode: RETRIEVAL[mode].label,
+            help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values())
+            + f" (k = {settings.rrf_k})",
             **bind("retrieval"),
         )
         k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
@@ -171,17 +172,27 @@ def sidebar(engine: Engine) -> Controls:
     )
 
 
-engine = engine_resource()
-password_gate(engine)
-ensure_demo(engine)
-pages = {
-    "explore": st.Page(VIEWS_DIR / "explore.py", title="Explore", icon=":material/manage_search:", default=True),
-    "compare": st.Page(VIEWS_DIR / "compare.py", title="Compare", icon=":material/compare_arrows:"),
-    "latency": st.Page(VIEWS_DIR / "latency.py", title="Latency", icon=":material/timer:"),
-    "evaluate": st.Page(VIEWS_DIR / "evaluate.py", title="Evaluate", icon=":material/fact_check:"),
-    "collections": st.Page(VIEWS_DIR / "collections.py", title="Collections", icon=":material/folder_open:"),
-}
-publish_pages(pages)
-navigation = st.navigation(list(pages.values()))
-publish_controls(sidebar(engine))
-navigation.run()
+PAGES = (
+    # (file in pages/, title, icon); the first is the default page
+    ("explore", "Explore", ":material/manage_search:"),
+    ("compare", "Compare", ":material/compare_arrows:"),
+    ("latency", "Latency", ":material/timer:"),
+    ("evaluate", "Evaluate", ":material/fact_check:"),
+    ("collections", "Collections", ":material/folder_open:"),
+)
+
+
+def run() -> None:
+    """The whole app, one script run: what every entry script calls."""
+    st.set_page_config(page_title="Rerank Workbench", page_icon=str(STATIC_DIR / "favicon.png"), layout="wide")
+    engine = engine_resource()
+    password_gate(engine)
+    ensure_demo(engine)
+    pages = {
+        name: st.Page(PAGES_DIR / f"{name}.py", title=title, icon=icon, default=index == 0)
+        for index, (name, title, icon) in enumerate(PAGES)
+    }
+    publish_pages(pages)
+    navigation = st.navigation(list(pages.values()))
+    publish_controls(sidebar(engine))
+    navigation.run()

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.types import Candidate, RankedHit, SearchResult
-from workbench.vocab import DISPLAY_CHARS
+from workbench.vocab import DISPLAY_CHARS, RETRIEVAL
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=\"'])")
 # HTML-ish characters and ':' (Streamlit's :color[...] and :icon: directives) as entities: the Markdown parser
@@ -96,7 +96,7 @@ def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, r
     with st.container(border=True):
         fate = "" if c.rerank_rank <= top_n else f" · :gray-badge[dropped → \\#{c.rerank_rank}]"
         grade = grade_badge(grades.get(_document(c.metadata, c.id)) if grades is not None else None)
-        name = {"dense": "vector", "bm25": "BM25", "hybrid": "RRF"}[retrieval]
+        name = RETRIEVAL[retrieval].score_name
         sources = ""
         if c.sources:
             sources = " · " + " · ".join(f"{k} \\#{int(v['rank'])}" for k, v in sorted(c.sources.items()))

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from workbench.app import ENTRY_SCRIPT, streamlit_flags
+from workbench.app import ENTRY_SCRIPT
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
@@ -17,10 +17,8 @@ from workbench.mcp import run as run_mcp
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
-    """The `streamlit run` command line of the installed app (one place, for the CLI and the tests)."""
-    flags = streamlit_flags()
-    if not headless:
-        flags[flags.index("--server.headless") + 1] = "false"
+    """The `streamlit run` command line of the installed app (one place, for the CLI and the tests). The app's
+    other options are in the `.streamlit/config.toml` beside the entry script, which Streamlit reads itself."""
     return [
         sys.executable,
         "-m",
@@ -31,7 +29,8 @@ def app_command(port: int, host: str, headless: bool = True) -> list[str]:
         str(port),
         "--server.address",
         host,
-        *flags,
+        "--server.headless",
+        "true" if headless else "false",
     ]
 
 

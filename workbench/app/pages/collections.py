@@ -1,0 +1,183 @@
+"""Collections: list, create from uploads or an allowed folder, attach judgments, browse, delete."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
+from workbench.app.uploads import save_upload, save_uploads, server_path
+from workbench.app.widgets import problems_table
+from workbench.errors import IngestError, InputError
+from workbench.judgments import attach_judgments, load_judgments
+from workbench.loaders import SUPPORTED_SUFFIXES
+
+
+def run() -> None:
+    """The Collections page, drawn under the sidebar that `main.run` draws."""
+    engine = engine_resource()
+
+    st.title("Collections")
+    if STATE.flash:
+        st.success(STATE.flash)
+        STATE.flash = None
+    if STATE.ingest_report is not None and STATE.ingest_report.problems:
+        report = STATE.ingest_report
+        st.warning(f"{len(report.problems)} files of that ingest were skipped; the others were ingested:")
+        st.dataframe(problems_table(report.problems), hide_index=True, width="stretch")
+
+    infos = []
+    with shown_errors():
+        infos = engine.collections()
+    names = [i.name for i in infos]
+    table = pd.DataFrame([i.model_dump() for i in infos])
+    if table.empty:
+        st.info("No collections yet.")
+    else:
+        table["judgments"] = [
+            (lambda j: f"{j.query_count} queries" if j else "")(load_judgments(engine.settings, n)) for n in names
+        ]
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.download_button("Collections (CSV)", table.to_csv(index=False), "collections.csv", "text/csv")
+
+    st.divider()
+    st.subheader("Create or update a collection")
+    source = st.radio("From", ["Uploaded files", "A folder on this machine"], horizontal=True, key="new-source")
+    with st.form("create"):
+        name = st.text_input("Collection name", key="new-name", placeholder="my-docs")
+        uploads = folder = None
+        if source == "Uploaded files":
+            uploads = st.file_uploader(
+                "Files (txt, md, pdf, csv, jsonl)",
+                type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES],
+                accept_multiple_files=True,
+                key="new-files",
+            )
+        else:
+            roots = ", ".join(str(r) for r in engine.settings.data_root_paths())
+            folder = st.text_input(
+                "Folder or BEIR folder (with corpus.jsonl)", key="new-folder", help=f"Allowed folders: {roots}"
+            )
+        c1, c2, c3 = st.columns(3)
+        chunk_size = c1.number_input(
+            "Chunk size (characters)", 50, 20000, value=engine.settings.chunk_size, step=50, key="new-chunk-size"
+        )
+        chunk_overlap = c2.number_input(
+            "Chunk overlap (characters)", 0, 5000, value=engine.settings.chunk_overlap, step=10, key="new-chunk-overlap"
+        )
+        text_columns = c3.text_input(
+            "CSV text columns (optional)",
+            key="new-text-columns",
+            help="Comma-separated. Empty: a column named text, content or body; else every column as 'name: value'.",
+        )
+        submitted = st.form_submit_button("Ingest", type="primary")
+
+    if submitted:
+        with shown_errors():
+            if not name.strip():
+                raise InputError("Give the collection a name.")
+            bar = st.progress(0.0, text="reading files")
+
+            def progress(done: int, total: int) -> None:
+                bar.progress(done / max(total, 1), text=f"{done}/{total} chunks written")
+
+            columns = [c.strip() for c in text_columns.split(",") if c.strip()] or None
+            with tempfile.TemporaryDirectory() as tmp:
+                refused = []
+                if source == "Uploaded files":
+                    if not uploads:
+                        raise InputError("Choose at least one file to upload.")
+                    saved, refused = save_uploads(uploads, Path(tmp), SUPPORTED_SUFFIXES)
+                    if not saved:
+                        raise IngestError(
+                            "No file could be ingested: " + "; ".join(f"{p.name}: {p.reason}" for p in refused)
+                        )
+                    path, shown = Path(tmp), "your upload"
+                else:
+                    path = server_path(folder or "", engine.settings, "folder")
+                    shown = str(path)
+                report = engine.ingest(
+                    path,
+                    name.strip(),
+                    chunk_size=int(chunk_size),
+                    chunk_overlap=int(chunk_overlap),
+                    text_columns=columns,
+                    progress=progress,
+                    shown_as=shown,
+                )
+            report.problems = [*refused, *report.problems]
+            STATE.ingest_report = report
+            STATE.flash = report.summary()
+            set_value("browse_collection", report.collection)
+            st.rerun()  # the list above shows the new collection
+
+    if not names:
+        st.stop()
+
+    st.divider()
+    st.subheader("Attach judgments")
+    st.caption(
+        "Qrels and the queries they judge, attached to a collection: Explore then marks judged documents and scores "
+        "judged queries, and Evaluate offers them."
+    )
+    with st.form("judgments"):
+        target = st.selectbox("Collection", names, key="judge-collection")
+        j1, j2 = st.columns(2)
+        qrels_file = j1.file_uploader("Qrels (BEIR TSV or TREC)", type=["tsv", "txt", "qrels"], key="judge-qrels")
+        queries_file = j2.file_uploader(
+            "Queries (BEIR jsonl or id<TAB>text)", type=["jsonl", "tsv", "txt"], key="judge-q"
+        )
+        attach = st.form_submit_button("Attach")
+    if attach:
+        with shown_errors():
+            if qrels_file is None or queries_file is None:
+                raise InputError("Upload both a qrels file and a queries file.")
+            with tempfile.TemporaryDirectory() as tmp:
+                judged = attach_judgments(
+                    engine.settings, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))
+                )
+            st.success(f"Attached judgments for {judged.query_count} queries to '{target}'.")
+
+    st.divider()
+    st.subheader("Browse")
+    if STATE.browse_collection not in names:
+        set_value("browse_collection", names[0])
+    c1, c2, c3 = st.columns([2, 1, 1])
+    chosen = c1.selectbox("Collection", names, **bind("browse_collection"))
+    page_size = c2.selectbox("Page size", [10, 20, 50], index=1, key="browse-size")
+    total = next((i.count for i in infos if i.name == chosen), 0)
+    pages = max(1, math.ceil(total / page_size))
+    page = c3.number_input(f"Page (of {pages})", 1, pages, value=1, key=f"browse-page-{chosen}-{page_size}")
+    with shown_errors():
+        chunks = engine.browse(chosen, (int(page) - 1) * page_size, page_size)
+        first = (int(page) - 1) * page_size + 1
+        st.caption(f"{total:,} chunks in '{chosen}'; showing {first:,}–{first + len(chunks) - 1:,}.")
+        rows = pd.DataFrame([{"id": c.id, "text": " ".join(c.text.split())[:300], **c.metadata} for c in chunks])
+        if rows.empty:
+            st.caption("No chunks on this page.")
+        else:
+            st.dataframe(rows, hide_index=True, width="stretch")
+            st.download_button("This page (CSV)", rows.to_csv(index=False), "chunks.csv", "text/csv")
+
+    st.divider()
+    st.subheader("Delete")
+    doomed = st.selectbox(
+        "Collection to delete", names, index=None, placeholder="Choose a collection", key="delete-collection"
+    )
+    if doomed:
+        confirm = st.text_input(f"Type '{doomed}' to confirm", key=f"delete-confirm-{doomed}")
+        if st.button("Delete collection", type="secondary", disabled=confirm.strip() != doomed, key="delete-button"):
+            with shown_errors():
+                engine.delete_collection(doomed)
+                STATE.flash = f"Deleted {doomed}."
+                if STATE.collection == doomed:
+                    STATE.collection = None
+                st.rerun()
+
+
+if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
+    run()

@@ -1,0 +1,216 @@
+"""Compare: one query through two configurations side by side, with overlap and rank correlation."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app.history import remember
+from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
+from workbench.app.widgets import SCORE_NOTE, downloads, reranked_row
+from workbench.compare import agreement
+from workbench.engine import DEFAULT
+from workbench.judgments import load_judgments, query_figures
+from workbench.rerankers import discover_rerankers
+from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
+
+PRESETS = {
+    "reranker off vs on": (CompareSide(rerank=False), CompareSide(rerank=True)),
+    "dense vs hybrid candidates (both reranked)": (CompareSide(retrieval="dense"), CompareSide(retrieval="hybrid")),
+    "dense vs hybrid, no reranker": (
+        CompareSide(retrieval="dense", rerank=False),
+        CompareSide(retrieval="hybrid", rerank=False),
+    ),
+}
+
+
+def run() -> None:
+    """The Compare page, drawn under the sidebar that `main.run` draws."""
+    engine = engine_resource()
+    c = controls()
+
+    st.title("Compare")
+    st.caption(
+        "The same query through two configurations: reranker on or off, dense or hybrid candidates, two depths, two "
+        "rerankers, or two collections (and so two embedders). The sidebar's filters apply to both."
+    )
+
+    names = []
+    with shown_errors():
+        names = [info.name for info in engine.collections()]
+    if not names:
+        st.info("No collections yet: create one on the Collections page.")
+        st.stop()
+    choices = discover_rerankers(engine.settings)
+    by_id = {m.id: m for m in choices}
+    model_ids = list(by_id)
+
+    def _apply_preset(name: str) -> None:
+        a, b = PRESETS[name]
+        for side, preset in (("compare_a", a), ("compare_b", b)):
+            current: CompareSide = getattr(STATE, side)
+            for field in ("rerank", "retrieval"):
+                set_value(f"{side}.{field}", getattr(preset, field))
+            set_value(f"{side}.k", c.k)
+            set_value(f"{side}.collection", c.collection or current.collection)
+
+    st.markdown("Start from:")
+    preset_columns = st.columns(len(PRESETS))
+    for column, preset in zip(preset_columns, PRESETS, strict=True):
+        column.button(preset, on_click=_apply_preset, args=(preset,), width="stretch")
+
+    def config_form(side: str, title: str) -> CompareSide:
+        config: CompareSide = getattr(STATE, side)
+        if config.collection not in names:
+            set_value(f"{side}.collection", c.collection if c.collection in names else names[0])
+        if config.model not in model_ids:
+            set_value(f"{side}.model", model_ids[0] if model_ids else None)
+        st.markdown(f"#### {title}")
+        st.selectbox("Collection", names, **bind(f"{side}.collection"))
+        st.number_input("k", 1, MAX_K, **bind(f"{side}.k"))
+        st.radio(
+            "Candidates",
+            RETRIEVAL_MODES,
+            horizontal=True,
+            format_func=lambda mode: RETRIEVAL[mode].label,
+            **bind(f"{side}.retrieval"),
+        )
+        rerank = st.toggle("Rerank", disabled=not model_ids, **bind(f"{side}.rerank"))
+        if model_ids:
+            st.selectbox(
+                "Reranker",
+                model_ids,
+                format_func=lambda i: by_id[i].short_name,
+                disabled=not rerank,
+                help="\n\n".join(f"- {m.short_name}: {m.id} ({m.path})" for m in choices),
+                **bind(f"{side}.model"),
+            )
+        return getattr(STATE, side)
+
+    left, right = st.columns(2)
+    with left:
+        a = config_form("compare_a", "Configuration A")
+    with right:
+        b = config_form("compare_b", "Configuration B")
+
+    most = min(a.k, b.k)
+    if STATE.compare_top_n > most:
+        set_value("compare_top_n", most)
+    top_n = st.slider("top n compared", 1, max(most, 2), **bind("compare_top_n")) if most > 1 else 1
+    if not STATE.compare_query and STATE.query:
+        set_value("compare_query", STATE.query)
+    query = st.text_input("Query", **bind("compare_query"))
+    if not query.strip():
+        st.info("Type a query to compare the two configurations.")
+        st.stop()
+    if c.filter_error:
+        st.error(f"The comparison did not run: {c.filter_error}")
+        st.stop()
+
+    results = {}
+    for name, config in (("A", a), ("B", b)):
+        with shown_errors():
+            reranker = (config.model or DEFAULT) if config.rerank else None
+            results[name] = engine.search(
+                query,
+                config.k,
+                min(top_n, config.k),
+                c.filters,
+                collection=config.collection,
+                reranker=reranker,
+                retrieval=config.retrieval,
+            )
+            remember(engine, results[name])
+    if len(results) < 2:
+        st.stop()
+
+    ids_a = [r.id for r in results["A"].reranked]
+    ids_b = [r.id for r in results["B"].reranked]
+    agree = agreement(ids_a, ids_b)
+    m = st.columns(5)
+    m[0].metric(f"overlap@{agree.n}", f"{agree.overlap_at_n:.2f}", help=f"{agree.overlap} shared documents")
+    m[1].metric("Jaccard", f"{agree.jaccard:.2f}")
+    m[2].metric("Kendall τ (shared)", "—" if agree.kendall_tau is None else f"{agree.kendall_tau:.2f}")
+    m[3].metric("RBO (p=0.9)", f"{agree.rbo:.2f}")
+    m[4].metric("total ms A / B", f"{results['A'].timings.total_ms:.0f} / {results['B'].timings.total_ms:.0f}")
+
+    summary = pd.DataFrame([{"metric": k, "value": v} for k, v in agree.model_dump().items()])
+    st.download_button("Agreement (CSV)", summary.to_csv(index=False), "agreement.csv", "text/csv")
+    st.caption(SCORE_NOTE)
+
+    def _describe(side: str, config: CompareSide) -> str:
+        result = results[side]
+        model = by_id[config.model].short_name if config.rerank and config.model in by_id else "no reranker"
+        return f"{side}: {result.collection} · {result.retrieval} · k={result.k} · {model}"
+
+    left, right = st.columns(2)
+    shared = set(ids_a) & set(ids_b)
+    for column, side, config in ((left, "A", a), (right, "B", b)):
+        result = results[side]
+        with column:
+            st.subheader(_describe(side, config), help=result.reranker_model or "")
+            grades = None
+            judgments = load_judgments(engine.settings, result.collection)
+            match = judgments.for_query(result.query) if judgments else None
+            if match:
+                grades = match[1]
+                figures = query_figures(result, *match)
+                shown = figures.ndcg_after if result.reranker_model else figures.ndcg_before
+                st.metric("nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}")
+            for row in result.reranked:
+                reranked_row(row, grades)
+                if row.id not in shared:
+                    st.caption(f"only in {side}")
+            downloads(result, f"compare-{side}")
+
+    st.divider()
+    st.subheader("The same query across stores")
+    st.caption(
+        "The collection of the same name in each store you pick (fill one from another with `workbench compare-stores "
+        "--copy-from`): do they return the same candidates, how fast, and how close is each store's HNSW search to an "
+        "exact scan of the same vectors."
+    )
+    available = [kind for kind in STORE_KINDS if STORES[kind].embedded or engine.settings.url_of(kind)]
+    picked = st.multiselect("Stores", available, default=available[:2], key="stores-picked")
+    if st.button("Compare stores", disabled=len(picked) < 2, key="stores-run"):
+        from workbench.storecompare import StoreTarget, compare_stores
+
+        with shown_errors():
+            across = compare_stores(
+                engine,
+                query,
+                c.collection or names[0],
+                [StoreTarget(kind=kind) for kind in picked],
+                k=c.k,
+                top_n=c.top_n,
+                reranker=c.reranker,
+            )
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "store": r.store,
+                            "search ms (p50)": r.search_ms_p50,
+                            f"recall@{across.k} vs exact": r.recall_vs_exact,
+                            f"top {across.top_n} after reranking": ", ".join(r.reranked_ids),
+                        }
+                        for r in across.runs
+                    ]
+                ),
+                hide_index=True,
+                width="stretch",
+            )
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {"stores": pair, f"overlap@{a.n}": a.overlap_at_n, "Kendall τ": a.kendall_tau, "RBO": a.rbo}
+                        for pair, a in across.agreement.items()
+                    ]
+                ),
+                hide_index=True,
+                width="stretch",
+            )
+
+
+if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
+    run()

@@ -1,0 +1,261 @@
+"""Evaluate: judgments in, metrics before and after reranking out, with significance, groups and a depth curve.
+
+The page calls the same service as `workbench eval` (`evaluate_dataset`), which checks every argument
+before any work and refuses judgments that do not belong to the collection.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app.charts import delta_bars, quality_by_depth
+from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
+from workbench.app.uploads import beir_folders, save_upload, server_path
+from workbench.app.widgets import text_md
+from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
+from workbench.errors import InputError
+from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
+from workbench.evaluation.report import EvaluationReport
+from workbench.inputs import parse_int_list
+from workbench.judgments import judgments_folder, load_judgments
+
+DEMO = "The demo handbook's judgments (50 queries)"
+ATTACHED = "Judgments attached to the collection in the sidebar"
+FOLDER = "A BEIR folder on this machine"
+UPLOAD = "Upload queries and qrels"
+
+
+def run() -> None:
+    """The Evaluate page, drawn under the sidebar that `main.run` draws."""
+    engine = engine_resource()
+    c = controls()
+    st.title("Evaluate")
+    st.caption(
+        "Run judged queries through the engine and see what the reranker does: by how much, on which queries, "
+        "and whether the difference is real. It may help, do nothing or hurt; the figures say which."
+    )
+
+    presets: dict[str, Path | None] = {DEMO: demo_dir()}
+    if c.collection and c.collection != DEMO_COLLECTION and load_judgments(engine.settings, c.collection):
+        presets[ATTACHED] = judgments_folder(engine.settings, c.collection)
+    for folder in beir_folders(engine.settings):
+        if folder != demo_dir().resolve():
+            presets[f"BEIR: {folder.name}"] = folder
+    presets[FOLDER] = None
+    presets[UPLOAD] = None
+
+    source = st.radio("Judgments", list(presets), key="eval-source")
+    default_collection = {
+        DEMO: DEMO_COLLECTION,
+        ATTACHED: c.collection or "",
+    }.get(source, (presets[source].name if presets.get(source) else c.collection or ""))
+    with st.form("eval-form"):
+        folder_text = split = ""
+        queries_file = qrels_file = None
+        if source == FOLDER:
+            folder_text = st.text_input(
+                "BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), inside the allowed folders",
+                key="eval-folder",
+            )
+        if source not in {UPLOAD, ATTACHED, DEMO}:
+            split = st.text_input("qrels split", "test", key="eval-split")
+        if source == UPLOAD:
+            queries_file = st.file_uploader(
+                "Queries (BEIR queries.jsonl or id<TAB>text)", type=["jsonl", "tsv", "txt"], key="eval-queries"
+            )
+            qrels_file = st.file_uploader(
+                "Qrels (BEIR TSV or TREC qrels)", type=["tsv", "txt", "qrels"], key="eval-qrels"
+            )
+        outside_file = st.file_uploader(
+            "Optional: an outside TREC run to compare", type=["trec", "txt", "run"], key="eval-outside"
+        )
+        c1, c2, c3, c4 = st.columns(4)
+        collection = c1.text_input(
+            "Collection (ingested from a BEIR corpus when missing)",
+            value=default_collection,
+            key=f"eval-collection-{source}",
+        )
+        k = c2.number_input("k (candidates)", 1, 200, value=50, key="eval-k")
+        top_n = c3.number_input("top n", 1, 200, value=10, key="eval-top-n")
+        max_queries = c4.number_input("max queries (0 = all)", 0, 100000, value=0, key="eval-max")
+        depth_ks = st.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
+        submitted = st.form_submit_button("Run evaluation", type="primary")
+
+    def _dataset(tmp: Path) -> Dataset:
+        if source == UPLOAD:
+            if queries_file is None or qrels_file is None:
+                raise InputError("Upload both a queries file and a qrels file.")
+            return Dataset.from_files(save_upload(queries_file, tmp), save_upload(qrels_file, tmp))
+        if source == ATTACHED:
+            folder = presets[ATTACHED]
+            return Dataset.from_files(
+                folder / "queries.jsonl", folder / "qrels.tsv", name=f"judgments of {c.collection}"
+            )
+        if source == DEMO:
+            return Dataset.from_beir(demo_dir(), "test")
+        folder = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
+        return Dataset.from_beir(folder, split.strip() or "test")
+
+    if submitted:
+        STATE.eval_report, STATE.eval_error = None, None  # a failed run must not leave the old report on screen
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                dataset = _dataset(Path(tmp))
+                outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
+            wanted = parse_int_list(depth_ks, "Depth curve k values") if depth_ks.strip() else []
+            depth = [d for d in wanted if d <= int(k)]
+            if len(depth) < len(wanted):
+                st.info(
+                    f"Depth values above k ({int(k)}) were left out: {', '.join(str(d) for d in wanted if d > int(k))}."
+                )
+            ingest_bar = st.empty()
+            bar = st.progress(0.0, text="running queries")
+            STATE.eval_report = evaluate_dataset(
+                engine,
+                dataset,
+                collection.strip() or dataset.name,
+                k=int(k),
+                top_n=int(top_n),
+                reranker=c.reranker,
+                retrieval=c.retrieval,
+                max_queries=int(max_queries) or None,
+                depth=depth,
+                outside_run=outside,
+                outside_name=outside_file.name if outside_file is not None else "outside run",
+                progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
+                ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
+            )
+        except Exception as exc:  # shown, never raised: the page keeps working
+            STATE.eval_error = error_text(exc)
+
+    if STATE.eval_error:
+        st.error(STATE.eval_error, icon=":material/error:")
+    report: EvaluationReport | None = STATE.eval_report
+    if report is None:
+        if not STATE.eval_error:
+            st.info(
+                "Pick judgments and press Run evaluation. The demo's judgments are ready to run; a BEIR corpus is "
+                "ingested into the collection if it is missing."
+            )
+        st.stop()
+
+    st.subheader(
+        f"{report.dataset} on '{report.collection}': {report.queries} queries, k={report.k}, top {report.top_n}"
+    )
+    st.caption(
+        f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}` · {report.retrieval} "
+        f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
+    )
+    for warning in report.warnings:
+        st.warning(warning, icon=":material/warning:")
+    st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")
+    m = st.columns(4)
+    m[0].metric(
+        f"{PRIMARY} after", f"{report.after[PRIMARY]:.4f}", f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}"
+    )
+    m[1].metric("p-value (randomization)", f"{report.p_value:.4f}", help=f"paired t-test: {report.p_value_ttest:.4f}")
+    m[2].metric("helped / tied / hurt", f"{report.wins} / {report.ties} / {report.losses}")
+    m[3].metric(
+        f"unjudged in top {report.top_n}",
+        f"{report.unjudged_after} of {report.judged_looked_at}",
+        help=f"before reranking: {report.unjudged_before}",
+    )
+    change = report.after[PRIMARY] - report.before[PRIMARY]
+    direction = "helps" if change > 0 else "hurts" if change < 0 else "does not change"
+    verdict = "significant at 0.05" if report.significant else "not significant at 0.05"
+    st.markdown(
+        f"Reranking **{direction}** {PRIMARY} here ({change:+.4f}); the change is **{verdict}** "
+        f"(p = {report.p_value:.4f})."
+    )
+
+    if report.groups:
+        st.markdown("#### By query group")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "group": GROUPS.get(g.group, g.group),
+                        "queries": g.queries,
+                        f"{PRIMARY} before": g.before[PRIMARY],
+                        f"{PRIMARY} after": g.after[PRIMARY],
+                        "mrr@10 before": g.before["mrr@10"],
+                        "mrr@10 after": g.after["mrr@10"],
+                        "helped / tied / hurt": f"{g.wins} / {g.ties} / {g.losses}",
+                        "p": g.p_value,
+                    }
+                    for g in report.groups
+                ]
+            ).style.format(precision=4),
+            hide_index=True,
+            width="stretch",
+        )
+
+    if report.outside is not None:
+        o = report.outside
+        st.markdown(
+            f"**Outside run** `{text_md(o.name_a)}`: {PRIMARY} {o.a[PRIMARY]:.4f} vs reranked {o.b[PRIMARY]:.4f} over "
+            f"{o.queries} queries, p = {o.p_value:.4f}"
+        )
+
+    outcomes = report.ranked_outcomes()
+    st.plotly_chart(
+        delta_bars([o.query_id for o in outcomes], [o.delta for o in outcomes], PRIMARY),
+        width="stretch",
+        key="delta-bars",
+    )
+    if report.depth:
+        st.plotly_chart(
+            quality_by_depth(
+                [p.k for p in report.depth],
+                [p.before[PRIMARY] for p in report.depth],
+                [p.after[PRIMARY] for p in report.depth],
+                [p.rerank_ms_p50 for p in report.depth],
+                PRIMARY,
+            ),
+            width="stretch",
+            key="depth-curve",
+        )
+
+    def open_in_explore(query: str) -> None:
+        set_value("query", query)
+        set_value("collection", report.collection)
+        set_value("k", min(report.k, 200))
+        set_value("retrieval", report.retrieval)
+        STATE.top_n_wanted = min(report.top_n, report.k)
+
+    hurt, helped = st.columns(2)
+    for column, title, rows in (
+        (hurt, "Most hurt by reranking", report.most_hurt()),
+        (helped, "Most helped by reranking", report.most_helped()),
+    ):
+        with column:
+            st.markdown(f"#### {title}")
+            if not rows:
+                st.caption("None.")
+            for o in rows:
+                c1, c2 = st.columns([4, 1])
+                scores = f"{o.before[PRIMARY]:.3f} → **{o.after[PRIMARY]:.3f}**"
+                c1.markdown(f"`{text_md(o.query_id)}` {text_md(o.query[:120])}  \n{scores}")
+                if c2.button("Explore", key=f"explore-{title}-{o.query_id}", on_click=open_in_explore, args=(o.query,)):
+                    st.switch_page(page("explore"))
+
+    per_query = pd.DataFrame(report.per_query_rows())
+    d = st.columns(4)
+    d[0].download_button(
+        "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.collection}.before.trec"
+    )
+    d[1].download_button(
+        "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.collection}.after.trec"
+    )
+    d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.collection}.report.md", "text/markdown")
+    d[3].download_button(
+        "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
+    )
+
+
+if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
+    run()

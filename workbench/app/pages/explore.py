@@ -1,0 +1,151 @@
+"""Explore: one query, the first-stage list beside the reranked list, movements, judgments, slopegraph, timings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from workbench.app.charts import slopegraph, stage_bar
+from workbench.app.history import open_history, remember
+from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
+from workbench.app.widgets import SCORE_NOTE, downloads, reranked_row, text_md, vector_row
+from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
+from workbench.judgments import load_judgments, query_figures
+from workbench.vocab import RETRIEVAL
+
+
+def run() -> None:
+    """The Explore page, drawn under the sidebar that `main.run` draws."""
+    engine = engine_resource()
+    c = controls()
+
+    st.title("Explore")
+    st.caption(
+        "First-stage retrieval beside cross-encoder reranking. Change top n freely: the result is reranked once and "
+        "re-sliced, no model runs."
+    )
+
+    def _use_sample(group: str) -> None:
+        picked = st.session_state.get(widget_key(f"sample.{group}"))
+        if picked:
+            set_value("query", picked)
+
+    if c.collection == DEMO_COLLECTION:
+        with st.expander("Sample queries", expanded=not STATE.query):
+            for group, title in GROUPS.items():
+                st.markdown(f"**{title.capitalize()}**")
+                st.pills(
+                    title,
+                    [q.text for q in sample_queries(group)],
+                    key=widget_key(f"sample.{group}"),
+                    on_change=_use_sample,
+                    args=(group,),
+                    label_visibility="collapsed",
+                )
+
+    open_history(engine)
+    query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
+
+    if c.collection is None:
+        st.stop()
+    if not query.strip():
+        st.info("Type a query and press Enter, or pick a sample query.")
+        st.stop()
+    if c.filter_error:
+        st.error(f"The search did not run: {c.filter_error}", icon=":material/filter_alt_off:")
+        st.stop()
+
+    result = None
+    with shown_errors():
+        result = engine.search(
+            query,
+            c.k,
+            c.top_n,
+            c.filters,
+            collection=c.collection,
+            reranker=c.reranker,
+            retrieval=c.retrieval,
+        )
+    if result is None:
+        st.stop()
+    remember(engine, result)
+
+    cached = result.cache.result_cached
+    moved_up = sum(r.movement in {"up", "new"} for r in result.reranked)
+    cols = st.columns(5)
+    cols[0].metric("candidates", len(result.candidates), help=f"k = {result.k} · {result.retrieval}")
+    cols[1].metric("moved up or new", moved_up)
+    cols[2].metric("dropped from top n", len(result.dropped))
+    if cached:
+        cols[3].metric("rerank ms now", "0", help=f"cached view; the first run took {result.timings.rerank_ms:.0f} ms")
+        cols[4].metric("total ms now", "0", help=f"cached view; the first run took {result.timings.total_ms:.0f} ms")
+        st.success("Re-sliced from the cached result: no model ran for this view.", icon=":material/cached:")
+    else:
+        cols[3].metric(
+            "rerank ms", f"{result.timings.rerank_ms:.0f}", help=f"scored by {result.reranker_backend or '—'}"
+        )
+        cols[4].metric("total ms", f"{result.timings.total_ms:.0f}")
+        if result.cache.score_hits:
+            st.info(f"{result.cache.score_hits} of {len(result.candidates)} scores came from the score cache.")
+    if result.duplicates_removed:
+        st.caption(f"{result.duplicates_removed} duplicate passages removed from the candidates.")
+    if not result.candidates:
+        where = " with these filters" if result.filters else ""
+        st.warning(f"Nothing matched{where}: try other words or loosen the filters.")
+        st.stop()
+
+    grades = None
+    judgments = load_judgments(engine.settings, result.collection)
+    if judgments is not None:
+        match = judgments.for_query(result.query)
+        if match is None:
+            st.caption(
+                f"'{result.collection}' has judgments for {judgments.query_count} queries; this query is not one of "
+                "them, so no figures for it."
+            )
+        else:
+            query_id, grades = match
+            figures = query_figures(result, query_id, grades)
+            j = st.columns(3)
+
+            def _rank(value: int | None) -> str:
+                return f"#{value}" if value else f"none in the top {len(result.candidates)}"
+
+            j[0].metric(
+                "nDCG@10 after reranking",
+                f"{figures.ndcg_after:.3f}",
+                f"{figures.ndcg_after - figures.ndcg_before:+.3f} vs first stage {figures.ndcg_before:.3f}",
+            )
+            j[1].metric("first relevant, before", _rank(figures.first_relevant_before))
+            j[2].metric("first relevant, after", _rank(figures.first_relevant_after))
+            st.caption(
+                f"Judged query `{text_md(query_id)}`: {figures.relevant_judged} relevant documents judged; badges mark "
+                "judged documents in both lists (2 relevant, 1 partly relevant)."
+            )
+
+    st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
+    if result.reranker_model:
+        st.caption(f"{SCORE_NOTE} Scored by `{result.reranker_backend}`.")
+
+    left, right = st.columns(2)
+    first_stage = RETRIEVAL[result.retrieval].heading
+    with left:
+        st.subheader(f"{first_stage} · top {result.top_n} of {len(result.candidates)}")
+        for candidate in result.candidates[: result.top_n]:
+            vector_row(candidate, result.top_n, grades, result.retrieval)
+    with right:
+        st.subheader(f"Reranked · top {result.top_n}")
+        if result.reranker_model is None:
+            st.caption("Reranking is off: the order is the first-stage order.")
+        for row in result.reranked:
+            reranked_row(row, grades)
+
+    st.plotly_chart(slopegraph(result), width="stretch", key="slopegraph")
+    downloads(result, "explore")
+    if st.button(
+        "Compare this query in two configurations →", on_click=set_value, args=("compare_query", result.query)
+    ):
+        st.switch_page(page("compare"))
+
+
+if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
+    run()

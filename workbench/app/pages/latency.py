@@ -1,0 +1,136 @@
+"""Latency: stage timings of this session's searches, a load run, and rerank time against k."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app.charts import depth_chart, stage_distribution
+from workbench.app.state import STATE, controls, engine_resource, shown_errors
+from workbench.demo import sample_queries
+from workbench.errors import InputError
+from workbench.inputs import parse_int_list
+from workbench.latency import STAGES, load_run, rerank_time_by_k, summarize
+from workbench.types import StageTimings
+
+
+def run() -> None:
+    """The Latency page, drawn under the sidebar that `main.run` draws."""
+    engine = engine_resource()
+    c = controls()
+
+    st.title("Latency")
+
+    st.subheader("This session's searches")
+    history = pd.DataFrame([h.model_dump() for h in STATE.history])
+    if history.empty:
+        st.info("No searches yet in this session: run some on Explore, or start a load run below.")
+    else:
+        measured = history[~history["cached"]]
+        st.caption(
+            f"{len(history)} distinct searches; {len(history) - len(measured)} came from a cache (no model ran) and "
+            "are listed but left out of the figures. Changing top n re-slices a search and is not counted again."
+        )
+        if measured.empty:
+            st.info("Every search so far came from a cache: there are no model runs to measure yet.")
+        else:
+            summary = pd.DataFrame(
+                [
+                    s.model_dump()
+                    for s in summarize(StageTimings(**row) for row in measured[list(STAGES)].to_dict("records"))
+                ]
+            )
+            st.dataframe(summary.style.format(precision=1), hide_index=True, width="stretch")
+            st.plotly_chart(
+                stage_distribution(measured, f"Per-stage ms over {len(measured)} measured searches"),
+                width="stretch",
+                key="session-box",
+            )
+        st.dataframe(history, hide_index=True, width="stretch")
+        st.download_button("Every search (CSV)", history.to_csv(index=False), "session_searches.csv", "text/csv")
+
+    st.divider()
+    st.subheader("Load run")
+    st.caption(
+        "N searches at a chosen concurrency, caches bypassed so every query pays for its model calls. Uses the "
+        "sidebar's collection, k, top n, candidates, reranker and filters."
+    )
+    source = st.radio("Queries", ["Sample queries", "Upload a list (one per line)"], horizontal=True, key="load-source")
+    queries = [q.text for q in sample_queries()]
+    if source != "Sample queries":
+        upload = st.file_uploader("Query list (.txt, UTF-8)", type=["txt"], key="load-upload")
+        queries = []
+        if upload is not None:
+            try:
+                queries = [q.strip() for q in upload.getvalue().decode("utf-8-sig").splitlines() if q.strip()]
+            except UnicodeDecodeError:
+                st.error("The query list is not UTF-8 text: save it as UTF-8 and upload it again.")
+    c1, c2 = st.columns(2)
+    n = c1.number_input("Queries to run", 1, 2000, value=20, key="load-n")
+    concurrency = c2.number_input("Concurrency (threads)", 1, 16, value=2, key="load-concurrency")
+
+    if st.button("Start load run", type="primary", disabled=not queries or c.collection is None):
+        bar = st.progress(0.0, text="starting")
+        with shown_errors():
+            if c.filter_error:
+                raise InputError(c.filter_error)
+            STATE.load_run = load_run(
+                engine,
+                queries,
+                n=int(n),
+                concurrency=int(concurrency),
+                k=c.k,
+                top_n=c.top_n,
+                collection=c.collection,
+                filters=c.filters,
+                reranker=c.reranker,
+                retrieval=c.retrieval,
+                progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} queries"),
+            )
+    run = STATE.load_run
+    if run is not None:
+        st.markdown(
+            f"**{len(run.timings)} queries** at concurrency {run.concurrency}, k={run.k} → top {run.top_n}: "
+            f"{run.wall_seconds:.1f} s wall, **{run.queries_per_second:.2f} queries/s**"
+        )
+        if run.errors:
+            st.error(f"{len(run.errors)} queries failed; first: {run.errors[0]}")
+        table = pd.DataFrame([s.model_dump() for s in run.summary()])
+        st.dataframe(table.style.format(precision=1), hide_index=True, width="stretch")
+        frame = pd.DataFrame([t.model_dump() for t in run.timings])
+        d1, d2 = st.columns(2)
+        d1.download_button("Load run summary (CSV)", table.to_csv(index=False), "load_run.csv", "text/csv")
+        d2.download_button("Load run, every query (CSV)", frame.to_csv(index=False), "load_run_queries.csv", "text/csv")
+        st.plotly_chart(stage_distribution(frame, "Load run: per-stage ms"), width="stretch", key="load-box")
+
+    st.divider()
+    st.subheader("Rerank time against k")
+    ks_text = st.text_input("k values", "10, 25, 50, 100", key="depth-ks")
+    depth_queries = st.number_input("Queries per k", 1, 20, value=3, key="depth-queries")
+    if st.button("Measure", disabled=c.collection is None):
+        with shown_errors():
+            ks = parse_int_list(ks_text, "k values")
+            bar = st.progress(0.0)
+            STATE.depth_points = rerank_time_by_k(
+                engine,
+                (queries or [q.text for q in sample_queries()])[: int(depth_queries)],
+                ks,
+                collection=c.collection,
+                reranker=c.reranker,
+                retrieval=c.retrieval,
+                progress=lambda done, total: bar.progress(done / total),
+            )
+    points = STATE.depth_points
+    if points:
+        st.plotly_chart(
+            depth_chart([p.k for p in points], [p.rerank_ms_p50 for p in points], [p.rerank_ms_p95 for p in points]),
+            width="stretch",
+            key="depth-chart",
+        )
+        depth = pd.DataFrame([p.model_dump() for p in points])
+        st.dataframe(depth, hide_index=True, width="stretch")
+        st.download_button("Rerank time by k (CSV)", depth.to_csv(index=False), "rerank_by_k.csv", "text/csv")
+
+
+if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
+    run()
