@@ -82,3 +82,34 @@ def test_out_of_range_values_are_rejected(monkeypatch: pytest.MonkeyPatch) -> No
 def test_reranker_none_disables_reranking() -> None:
     assert not Settings(reranker_model="none").reranker_enabled
     assert Settings(reranker_model="x/y").reranker_enabled
+
+
+def test_relative_folders_in_the_toml_follow_the_file_not_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "workbench.toml").write_text(
+        'data_dir = "data"\nmodels_dir = "../models"\nreranker_model = "org/hub-id"\n'
+        "[collections.hr]\nstore = \"qdrant\"\npersist_dir = \"stores/hr\"\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("WORKBENCH_DATA_DIR", raising=False)
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(checkout / "workbench.toml"))
+    s = Settings()
+    assert Path(s.data_dir) == checkout / "data"
+    assert s.model_dirs() == [(tmp_path / "models").resolve()]
+    assert s.reranker_model == "org/hub-id"  # a hub id is not a path
+    assert s.collections["hr"]["persist_dir"] == str(checkout / "stores" / "hr")
+
+
+def test_without_a_settings_file_the_data_folder_is_the_users_never_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WORKBENCH_DATA_DIR", raising=False)
+    monkeypatch.delenv("WORKBENCH_CONFIG", raising=False)  # and no ./workbench.toml here
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert Path(Settings().data_dir) == tmp_path / "xdg" / "rerank-workbench"

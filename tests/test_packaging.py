@@ -1,8 +1,10 @@
 """The app is part of the installed package: the built wheel, installed into a clean virtual environment, runs
-`workbench app` away from the source tree and serves the demo (its pages, favicon and corpus are package data)."""
+`workbench app` away from the source tree and serves the demo (its pages, favicon and corpus are package data);
+and installing it keeps the torch a user already has."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,15 +20,72 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_wheel_carries_the_app_and_serves_the_demo(tmp_path: Path, real_reranker_dir: Path) -> None:
-    wheels = tmp_path / "dist"
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wheels = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(REPO)],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    [wheel] = wheels.glob("rerank_workbench-*.whl")
+    [built] = wheels.glob("rerank_workbench-*.whl")
+    return built
+
+
+def _new_venv(venv: Path) -> tuple[Path, Path]:
+    """A new virtual environment: (its python, its site-packages)."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    return python, site
+
+
+def _see_these_dependencies(site: Path) -> None:
+    """Let a venv's Python see this environment's packages as a plain path (its .pth files, and with them the
+    editable install of this checkout, are not read). Only after any real install: pip would otherwise see this
+    checkout's own install through it, and replace it."""
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+
+
+def test_installing_the_package_keeps_the_torch_a_user_has(wheel: Path, tmp_path: Path) -> None:
+    """The package asks for a lower bound on torch, so a newer torch already installed (a CUDA build, say) stays:
+    pip, offline, plans to install no torch. With an exact pin it would have to replace it, and fail offline."""
+    python, site = _new_venv(tmp_path / "venv")
+    newer = site / "torch-99.0.dist-info"
+    newer.mkdir()
+    (newer / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 99.0\n")
+    (newer / "INSTALLER").write_text("pip\n")
+    (newer / "RECORD").write_text("")
+    _see_these_dependencies(site)
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--dry-run", "--no-index", "--report", str(report), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    planned = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert "torch" not in planned, planned
+    assert "rerank-workbench" in planned
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, check=True
+    ).stdout
+    assert {"name": "torch", "version": "99.0"} in json.loads(listed)
+
+
+def test_the_wheel_carries_the_app_and_serves_the_demo(wheel: Path, tmp_path: Path, real_reranker_dir: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for needed in (
         "workbench/app/main.py",
@@ -43,25 +102,14 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(tmp_path: Path, real_rera
     assert not [n for n in names if n.startswith(("tests/", "bench/"))]
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    python, site = _new_venv(venv)
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    # The dependencies come from this environment's site-packages, added as a plain path (its .pth files, and
-    # with them the editable install of this checkout, are not read): the workbench itself is the wheel's.
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
-    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _see_these_dependencies(site)
     where = subprocess.run(
         [str(python), "-c", "import workbench.app; print(workbench.app.ENTRY_SCRIPT)"],
         capture_output=True,

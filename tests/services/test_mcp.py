@@ -118,3 +118,39 @@ def test_the_readme_client_config_names_a_working_command() -> None:
     server = config["mcpServers"]["rerank-workbench"]
     assert server["args"] == ["mcp"] and server["command"].endswith("workbench")
     assert os.path.basename(server["command"]) == "workbench"
+
+
+def test_mcp_started_elsewhere_lists_the_checkouts_collections(
+    tmp_path: Path, tiny_models: dict[str, Path], corpus_dir: Path
+) -> None:
+    """Desktop MCP clients start servers from their own folder: WORKBENCH_CONFIG alone must lead the server to the
+    checkout's data folder, which the checkout's workbench.toml names relative to itself."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from workbench.engine import Engine
+
+    repo = Path(__file__).resolve().parents[2]
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "workbench.toml").write_text((repo / "workbench.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    own = Settings(data_dir=checkout / "data", embedding_model=str(tiny_models["embedder"]), reranker_model="none")
+    Engine(own).ingest(corpus_dir, "handbook")
+    elsewhere = tmp_path / "client-folder"
+    elsewhere.mkdir()
+    base = {k: v for k, v in os.environ.items() if k not in {"WORKBENCH_DATA_DIR", "WORKBENCH_CONFIG"}}
+    base["XDG_DATA_HOME"] = str(tmp_path / "user-data")  # the user data folder, empty
+
+    async def listed(env: dict[str, str]) -> list[str]:
+        params = StdioServerParameters(
+            command=str(Path(sys.executable).parent / "workbench"), args=["mcp"], env=env, cwd=str(elsewhere)
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("list_collections", {})
+            return [c["name"] for c in result.structured_content["result"]]
+
+    configured = anyio.run(listed, {**base, "WORKBENCH_CONFIG": str(checkout / "workbench.toml")})
+    assert configured == ["handbook"]
+    assert (checkout / "data" / "chroma").is_dir() and not (elsewhere / "data").exists()
+    assert anyio.run(listed, base) == []  # without it: the user's data folder, never the client's folder

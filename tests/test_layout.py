@@ -1,0 +1,207 @@
+"""The shape of the code (ARCHITECTURE.md): floors that import only downwards, no import circle (function-local
+imports included), the front ends' libraries kept in the front ends, and the app's options read by both ways of
+starting it. Every module of the package must be placed on a floor here, so a new file is placed on purpose."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "workbench"
+
+# Lowest first. A module may import from its own floor or any floor below, never from one above.
+FLOORS: dict[str, tuple[str, ...]] = {
+    "ground": (
+        "workbench.types",
+        "workbench.errors",
+        "workbench.config",
+        "workbench.vocab",
+        "workbench.paths",
+        "workbench.redact",
+        "workbench.inputs",
+        "workbench.models",
+    ),
+    "stages": (
+        "workbench.embeddings",
+        "workbench.rerankers",
+        "workbench.retrieval",
+        "workbench.stores",
+        "workbench.ingest",
+        "workbench.loaders",
+    ),
+    "engine": ("workbench.engine",),
+    "services": (
+        "workbench.evaluation",
+        "workbench.judgments",
+        "workbench.compat",
+        "workbench.sessions",
+        "workbench.events",
+        "workbench.demo",
+        "workbench.storecompare",
+        "workbench.latency",
+        "workbench.compare",
+        "workbench.localpg",
+    ),
+    "front ends": (
+        "workbench.app",
+        "workbench.cli",
+        "workbench.api",
+        "workbench.mcp",
+        "workbench.streamlit_app",
+        "workbench",  # the package's public face re-exports from every floor
+    ),
+}
+FRONT_END_LIBRARIES = ("streamlit", "fastapi", "starlette", "uvicorn", "mcp")
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _floor(module: str) -> int:
+    best = None
+    for level, (_, prefixes) in enumerate(FLOORS.items()):
+        for prefix in prefixes:
+            matches = module == prefix or module.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (level, len(prefix))
+    assert best is not None, f"{module} is on no floor: add it to FLOORS in tests/test_layout.py"
+    return best[0]
+
+
+def _imports(module: str) -> list[tuple[str, int, bool]]:
+    """(imported name, line, inside a function) for every import statement of a module."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    local: set[int] = set()
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            local |= {id(n) for n in ast.walk(function) if isinstance(n, ast.Import | ast.ImportFrom)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno, id(node) in local) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join([*base, node.module] if node.module else base)
+            else:
+                prefix = node.module or ""
+            found.append((prefix, node.lineno, id(node) in local))
+            found += [(f"{prefix}.{alias.name}", node.lineno, id(node) in local) for alias in node.names]
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        graph[module] = {name for name, _, _ in _imports(module) if name in MODULES and name != module}
+    return graph
+
+
+def test_every_module_is_on_a_floor() -> None:
+    for module in MODULES:
+        _floor(module)
+
+
+def test_no_module_imports_from_a_floor_above_it() -> None:
+    upward = [
+        f"{module} ({list(FLOORS)[_floor(module)]}) imports {target} ({list(FLOORS)[_floor(target)]}), line {line}"
+        for module in MODULES
+        for target, line, _ in _imports(module)
+        if target in MODULES and _floor(target) > _floor(module)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle() -> None:
+    """Tarjan's strongly connected components over every import, function-local ones included."""
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    assert not circles, circles
+
+
+def test_function_local_imports_of_the_package_are_only_front_ends_deferring_a_slow_import() -> None:
+    """A function-local import that dodges a cycle means the code is on the wrong floor; only a front end may
+    defer importing another front end (the CLI does not load FastAPI for every command)."""
+    local = [
+        f"{module} line {line}: {target}"
+        for module in MODULES
+        for target, line, inside in _imports(module)
+        if inside and target in MODULES and _floor(module) < len(FLOORS) - 1
+    ]
+    assert not local, "\n".join(local)
+
+
+def test_streamlit_fastapi_and_mcp_are_imported_by_front_ends_only() -> None:
+    below = [
+        f"{module} line {line}: {target}"
+        for module in MODULES
+        if _floor(module) < len(FLOORS) - 1
+        for target, line, _ in _imports(module)
+        if target.split(".")[0] in FRONT_END_LIBRARIES
+    ]
+    assert not below, "\n".join(below)
+
+
+@pytest.mark.parametrize("entry", ["app.py", "workbench/streamlit_app.py"])
+def test_both_entry_scripts_read_the_apps_streamlit_options(entry: str, tmp_path: Path) -> None:
+    """`streamlit run app.py` (a checkout) and `workbench app` (the package's entry script) find the same
+    .streamlit/config.toml beside their script, from any current folder."""
+    probe = (
+        "import streamlit.config as c\n"
+        f"c._main_script_path = {str(REPO / entry)!r}\n"
+        "c.get_config_options(force_reparse=True)\n"
+        "print(c.get_option('theme.primaryColor'), c.get_option('server.fileWatcherType'),"
+        " c.get_option('browser.gatherUsageStats'), c.get_option('server.address'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
+    assert out == ["#4f46e5", "none", "False", "127.0.0.1"]
+    assert (REPO / ".streamlit" / "config.toml").resolve() == (PACKAGE / ".streamlit" / "config.toml").resolve()
