@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.browser.conftest import chromium_page
 from tests.conftest import free_port, wait_for_http
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
 QUERY = "how many vacation days do I get per year"
 HOSTILE_HOST = "198.51.100.7"
 RUN: dict[str, object] = {}
@@ -65,33 +65,10 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
 
 @pytest.fixture(scope="module")
 def page(app_url: str):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium is missing at {CHROMIUM}: run `bash scripts/setup.sh --browser`.")
-    from playwright.sync_api import sync_playwright
-
     requests: list[str] = []
     RUN["requests"] = requests
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        context = browser.new_context(viewport={"width": 1500, "height": 1000})
-        context.on("request", lambda request: requests.append(request.url))
-        page = context.new_page()
-        page.set_default_timeout(180_000)
-        page.goto(app_url)
-        yield page
-        browser.close()
+    with chromium_page(app_url, requests) as opened:
+        yield opened
 
 
 def _no_exception(page) -> None:
