@@ -27,6 +27,8 @@ from workbench.vocab import (
     DEFAULT_RERANKER_MODEL,
     DEFAULT_STORE_TIMEOUT,
     DEFAULT_TOP_N,
+    DEMO_COLLECTION,
+    MAX_K,
     NO_RERANKER,
     RRF_K,
     STORES,
@@ -53,8 +55,8 @@ class Settings(BaseSettings):
     # Reranker (PRODUCT.md contract 5)
     reranker_model: str = Field(DEFAULT_RERANKER_MODEL, validation_alias=_alias("reranker_model", "RERANKER_MODEL"))
     reranker_device: Device = Field("auto", validation_alias=_alias("reranker_device", "RERANKER_DEVICE"))
-    k_retrieve: int = Field(DEFAULT_K, ge=1, le=200, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))
-    k_return: int = Field(DEFAULT_TOP_N, ge=1, le=200, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
+    k_retrieve: int = Field(DEFAULT_K, ge=1, le=MAX_K, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))
+    k_return: int = Field(DEFAULT_TOP_N, ge=1, le=MAX_K, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
     cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
     cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
     reranker_batch_size: int = Field(
@@ -99,7 +101,7 @@ class Settings(BaseSettings):
     store_timeout: float = Field(
         DEFAULT_STORE_TIMEOUT, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
     )
-    collection: str = Field("demo", validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
+    collection: str = Field(DEMO_COLLECTION, validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
 
     # Named collections with store settings of their own, from workbench.toml's [collections.<name>] tables:
     # store, url, persist_dir, collection, and for pgvector schema, table, id/text/embedding/metadata_column,

@@ -27,6 +27,7 @@ __all__ = [
     "prepare_demo",
     "sample_queries",
 ]
+
 GROUPS = {
     "vector-works": "where vector search already works",
     "rerank-helps": "where reranking should help",

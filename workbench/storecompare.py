@@ -95,15 +95,6 @@ def copy_collection(
     return destination
 
 
-def _all_chunks(collection: Collection) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    while True:
-        page = collection.browse(len(chunks), _PAGE)
-        chunks += page
-        if len(page) < _PAGE:
-            return chunks
-
-
 class ExactScan(Collection):
     """A collection's stored vectors searched by brute force: the exact nearest neighbours that its store's
     approximate (HNSW) index stands in for. Read-only; the engine searches it like any store."""
@@ -116,7 +107,7 @@ class ExactScan(Collection):
         self.timeout = source.timeout
         self._info = source.info()
         self._ids, self._matrix = source.vectors()
-        self._chunks = {c.id: c for c in _all_chunks(source)}
+        self._chunks = {c.id: c for c in source.all_chunks()}
 
     def count(self) -> int:
         return len(self._ids)
@@ -192,15 +183,6 @@ class StoreComparison(BaseModel):
     runs: list[StoreRun]
     exact_ids: list[str]
     agreement: dict[str, Agreement]
-
-
-def _all_chunks(collection: Collection) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    while True:
-        page = collection.browse(len(chunks), _PAGE)
-        chunks += page
-        if len(page) < _PAGE:
-            return chunks
 
 
 def compare_stores(

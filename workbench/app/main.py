@@ -131,8 +131,7 @@ def sidebar(engine: Engine) -> Controls:
             RETRIEVAL_MODES,
             horizontal=True,
             format_func=lambda mode: RETRIEVAL[mode].label,
-            help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values())
-            + f" (k = {settings.rrf_k})",
+            help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values()) + f" (k = {settings.rrf_k})",
             **bind("retrieval"),
         )
         k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))

@@ -19,7 +19,6 @@ from workbench.stores.base import Collection
 from workbench.types import Chunk
 
 __all__ = ["RRF_K", "BM25Index", "BM25Indexes", "reciprocal_rank_fusion", "tokenize"]
-_PAGE = 1000
 
 
 class BM25Indexes:
@@ -57,13 +56,8 @@ class BM25Indexes:
     def rebuild(self, name: str, collection: Collection) -> BM25Index:
         """Read every chunk from the store, index them, save."""
         index = self._index(name, collection)
-        chunks: list[Chunk] = []
         try:
-            while True:
-                page = collection.browse(len(chunks), _PAGE)
-                chunks += page
-                if len(page) < _PAGE:
-                    break
+            chunks = collection.all_chunks()
         except StoreError as exc:
             raise StoreError(
                 f"BM25 needs to read every chunk of '{name}', and the store cannot list them: {exc}"

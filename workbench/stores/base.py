@@ -180,6 +180,15 @@ class Collection(_Translating):
         """Every chunk id and its stored vector (for exact search against the store's index)."""
         raise StoreError(f"{self.store} collection '{self.name}' cannot list its vectors.")
 
+    def all_chunks(self, page_size: int = 1000) -> list[Chunk]:
+        """Every stored chunk, read a page at a time in the stable order of `browse`."""
+        chunks: list[Chunk] = []
+        while True:
+            page = self.browse(len(chunks), page_size)
+            chunks += page
+            if len(page) < page_size:
+                return chunks
+
     def content_hashes(self, ids: Sequence[str]) -> dict[str, str | None]:
         """For the ids already stored, their content hash (None when they have none)."""
         return self.stored_chunks((), ids)
