@@ -2,7 +2,9 @@
 # Installs everything Rerank Workbench needs on a fresh machine, offline from any model hub:
 # a virtual environment in .venv, torch pinned to the local CPU wheel, the package (editable) with its
 # test tools. With --test (or --browser) it also installs what the test suite starts itself: Debian's
-# Chromium (browser tests) and RabbitMQ (event tests). A second run does nothing.
+# Chromium (browser tests) and RabbitMQ (event tests), and the Infinity reranker server in a virtual
+# environment of its own, .venv-infinity (its pins differ from ours; it serves a shared model folder offline).
+# A second run does nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +57,14 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing rerank-workbench and its dependencies"
   "${pip[@]}" install -e ".[dev]"
   touch "$stamp"
+fi
+
+# Infinity, a real reranker server for the tests of reranker services, beside (not inside) our environment.
+infinity=.venv-infinity
+if [ "$want_test" = 1 ] && [ ! -x "$infinity/bin/infinity_emb" ]; then
+  echo "setup: installing the Infinity reranker server into $infinity"
+  "$python" -m venv "$infinity"
+  "$infinity/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" "infinity-emb[server,torch]==0.0.78"
 fi
 
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from workbench.errors import ConfigError
@@ -24,6 +24,7 @@ from workbench.redact import redact_url
 from workbench.vocab import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_K,
+    DEFAULT_RERANK_TIMEOUT,
     DEFAULT_RERANKER_MODEL,
     DEFAULT_STORE_TIMEOUT,
     DEFAULT_TOP_N,
@@ -69,6 +70,22 @@ class Settings(BaseSettings):
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
     )
     reranker_backend: BackendChoice = Field("auto", validation_alias=_alias("reranker_backend", "RERANKER_BACKEND"))
+    # Rerankers that are services (seed 004's RERANKER_SERVICE_URL is the default reranker when RERANKER_MODEL is
+    # not set), more rerankers to offer beside the local folders, and how remote ones are called.
+    reranker_service_url: str | None = Field(
+        None, validation_alias=_alias("reranker_service_url", "RERANKER_SERVICE_URL")
+    )
+    rerankers: str | None = Field(None, validation_alias=_alias("rerankers", "WORKBENCH_RERANKERS"))
+    rerank_timeout: float = Field(
+        DEFAULT_RERANK_TIMEOUT, gt=0, le=3600, validation_alias=_alias("rerank_timeout", "WORKBENCH_RERANK_TIMEOUT")
+    )
+    rerank_retries: int = Field(3, ge=0, le=10, validation_alias=_alias("rerank_retries", "WORKBENCH_RERANK_RETRIES"))
+    rerank_max_documents: int = Field(
+        0, ge=0, le=100_000, validation_alias=_alias("rerank_max_documents", "WORKBENCH_RERANK_MAX_DOCUMENTS")
+    )  # 0: each service's own limit
+    cohere_url: str = Field("https://api.cohere.com", validation_alias=_alias("cohere_url", "WORKBENCH_COHERE_URL"))
+    jina_url: str = Field("https://api.jina.ai", validation_alias=_alias("jina_url", "WORKBENCH_JINA_URL"))
+    voyage_url: str = Field("https://api.voyageai.com", validation_alias=_alias("voyage_url", "WORKBENCH_VOYAGE_URL"))
 
     # First-stage retrieval
     retrieval: RetrievalMode = Field("dense", validation_alias=_alias("retrieval", "WORKBENCH_RETRIEVAL"))
@@ -158,11 +175,23 @@ class Settings(BaseSettings):
         "session_db",
         "api_token",
         "events",
+        "reranker_service_url",
+        "rerankers",
         mode="before",
     )
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _service_is_the_default_reranker(self) -> Settings:
+        if self.reranker_service_url and "reranker_model" not in self.model_fields_set:
+            self.reranker_model = self.reranker_service_url
+        return self
+
+    def extra_rerankers(self) -> list[str]:
+        """The reranker ids WORKBENCH_RERANKERS offers beside the local folders (comma separated)."""
+        return [r.strip() for r in (self.rerankers or "").split(",") if r.strip()]
 
     @property
     def reranker_enabled(self) -> bool:

@@ -234,6 +234,7 @@ class Engine:
             embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
             reranker_model=rerank_model.model_id if rerank_model else None,
             reranker_backend=rerank_model.backend if rerank_model else None,
+            score_scale=rerank_model.score_scale if rerank_model else None,
             candidates=candidates,
             timings=StageTimings(
                 embed_ms=(embedded - started) * 1000,

@@ -154,10 +154,10 @@ def loaded_models() -> dict[str, int]:
 
 
 class ModelChoice:
-    """A model found on this machine: the id that names it (what RERANKER_MODEL takes), its folder, and where
-    it was found (models dir, Hugging Face cache, or the configured setting)."""
+    """A model a user can pick: the id that names it (what RERANKER_MODEL takes), where it is (a folder, or for a
+    service its redacted URL) and how it was found (models dir, Hugging Face cache, a setting)."""
 
-    def __init__(self, model_id: str, path: Path, source: str) -> None:
+    def __init__(self, model_id: str, path: Path | str, source: str) -> None:
         self.id = model_id
         self.path = path
         self.source = source
@@ -171,10 +171,16 @@ class ModelChoice:
 
 
 def short_model_name(model_id: str | None) -> str:
-    """A model's readable name: the last part of its id or folder ('minilm-l6-qa-reranker')."""
+    """A model's readable name: the last part of its id or folder ('minilm-l6-qa-reranker'); a service by its
+    kind and host ('service 127.0.0.1:7997'); a hosted model as named ('cohere:rerank-v3.5')."""
     if not model_id:
         return "none"
-    return Path(str(model_id).rstrip("/\\")).name or str(model_id)
+    text = str(model_id)
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+        return f"{'tei' if scheme.startswith('tei+') else 'service'} {host}"
+    return Path(text.rstrip("/\\")).name or text
 
 
 def is_cross_encoder(folder: Path) -> bool:

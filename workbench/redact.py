@@ -83,10 +83,22 @@ def redact_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+_known_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """A secret's value (an API key read from the environment), masked wherever it appears from now on."""
+    if value and len(value) >= 6:
+        _known_secrets.add(value)
+
+
 def redact_text(text: str) -> str:
-    """Any message with URL user info, key=value secrets, bearer tokens and API keys masked."""
+    """Any message with URL user info, key=value secrets, bearer tokens, API keys and every registered secret
+    value masked."""
     if not text:
         return text
+    for secret in _known_secrets:
+        text = text.replace(secret, MASK)
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     text = _PARAM.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}", text)
     text = _BEARER.sub(lambda m: f"{m['scheme']}{MASK}", text)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from workbench.errors import InputError
-from workbench.vocab import RetrievalMode
+from workbench.vocab import RetrievalMode, ScoreScale
 
 Metadata = dict[str, Any]
 Movement = Literal["up", "down", "same", "new"]
@@ -111,6 +111,9 @@ class SearchResult(BaseModel):
     embedding_model: str
     reranker_model: str | None
     reranker_backend: str | None = Field(None, description="what scored the pairs, e.g. torch:cpu, onnx-int8:cpu")
+    score_scale: ScoreScale | None = Field(
+        None, description="the rerank scores' scale: 'logit' (a model's raw output) or 'probability' (0 to 1)"
+    )
     candidates: list[Candidate]
     timings: StageTimings
     cache: CacheStats = Field(default_factory=CacheStats)

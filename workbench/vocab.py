@@ -73,6 +73,15 @@ BACKENDS: Final[tuple[str, ...]] = BACKEND_CHOICES[1:]  # what runs a model; "au
 Device = Literal["auto", "cpu", "cuda", "mps"]
 DEVICES: Final[tuple[str, ...]] = get_args(Device)
 NO_RERANKER: Final = "none"
+BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
+ScoreScale = Literal["logit", "probability"]
+SCORE_SCALES: Final[tuple[str, ...]] = get_args(ScoreScale)
+# Reranker ids by form (rerankers/factory.py): a folder or hub id is a local cross-encoder; these forms are not.
+SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
+TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank
+HOSTED_PREFIXES: Final = ("cohere:", "jina:", "voyage:")  # hosted APIs, keys from the environment
+HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}
+DEFAULT_RERANK_TIMEOUT: Final = 30.0  # seconds a reranker service may take per request (WORKBENCH_RERANK_TIMEOUT)
 DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 DEFAULT_EMBEDDING_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 OPENAI_EMBEDDING_PREFIX: Final = "openai:"

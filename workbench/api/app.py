@@ -2,6 +2,7 @@
 
     POST /search          seed 002's search (+ vector and rerank scores, rank before, timings, trace id)
     POST /retrieve        seed 000's retrieve_top_docs as {"result": str}
+    POST /rerank          the Cohere-style rerank of the engine's reranker; GET /models lists it
     GET  /collections     every collection; GET /collections/{name} one
     GET  /health          {"status": "starting" | "ready", ...}: ready once the models are loaded
     /session/...          session memory (seed 004)
@@ -29,7 +30,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from workbench.api.dependencies import ServiceState, service_state
-from workbench.api.routers import collections, docs, health, search, sessions
+from workbench.api.routers import collections, docs, health, rerank, search, sessions
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
@@ -78,7 +79,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     )
     app.middleware("http")(_limit_body)
     _error_handlers(app)
-    for area in (health, search, collections, sessions, docs):
+    for area in (health, search, rerank, collections, sessions, docs):
         app.include_router(area.router)
     return app
 

@@ -264,3 +264,53 @@ def quality_by_depth(
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
+
+
+def quality_against_latency(
+    names: Sequence[str],
+    quality: Sequence[float],
+    latency_ms: Sequence[float],
+    on_front: Sequence[bool],
+    first_stage: float,
+    metric: str,
+) -> go.Figure:
+    """Each reranker's quality against its latency per query (p50), the Pareto front joined and marked, the
+    first stage's quality as a line: up and to the left is better."""
+    fig = go.Figure()
+    fig.add_hline(y=first_stage, line={"color": "#9ca3af", "dash": "dash"}, annotation_text="first stage")
+    front = sorted((lat, q) for lat, q, flag in zip(latency_ms, quality, on_front, strict=True) if flag)
+    if len(front) > 1:
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in front],
+                y=[p[1] for p in front],
+                mode="lines",
+                name="Pareto front",
+                line={"color": "#4f46e5", "dash": "dot"},
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=list(latency_ms),
+            y=list(quality),
+            mode="markers+text",
+            text=[_plain(n, 28) for n in names],
+            textposition="top center",
+            marker={
+                "size": 13,
+                "color": ["#4f46e5" if flag else "#9ca3af" for flag in on_front],
+                "symbol": ["star" if flag else "circle" for flag in on_front],
+            },
+            name="rerankers (star: on the front)",
+            hovertemplate="%{text}<br>%{y:.4f} at %{x:.0f} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"{metric} against rerank time per query",
+        xaxis_title="rerank ms per query (p50)",
+        yaxis_title=metric,
+        height=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig

@@ -102,6 +102,8 @@ class AppState:
     compare_query = _Field("")
     # Evaluate, Latency, Collections
     eval_report: _Field[Any] = _Field(None)
+    reranker_comparison: _Field[Any] = _Field(None)
+    prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
     load_run: _Field[Any] = _Field(None)
     depth_points: _Field[Any] = _Field(None)

@@ -7,12 +7,12 @@ fetch anything, and a link must not be clickable).
 
 from __future__ import annotations
 
-import math
 import re
 
 import pandas as pd
 import streamlit as st
 
+from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
 from workbench.vocab import DISPLAY_CHARS, RETRIEVAL
 
@@ -27,6 +27,12 @@ SCORE_NOTE = (
     "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
     "0–1 by 1/(1+e^−logit), easier to read but not a calibrated probability."
 )
+PROBABILITY_NOTE = (
+    "Rerank score: the service's own 0–1 score (higher is more relevant); services squash their model's logit, "
+    "so it is not a calibrated probability either."
+)
+
+
 GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: ("gray", "judged not relevant")}
 
 
@@ -39,13 +45,16 @@ def text_md(text: object) -> str:
     return _WWW.sub(rf"\1{_JOIN}&#46;", flat)
 
 
-def sigmoid(score: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(min(score, 60.0), -60.0)))
+def score_note(result: SearchResult) -> str:
+    """What the rerank scores of a result are, in words."""
+    return PROBABILITY_NOTE if result.score_scale == "probability" else SCORE_NOTE
 
 
-def score_md(rerank_score: float | None) -> str:
+def score_md(rerank_score: float | None, scale: str | None = "logit") -> str:
     if rerank_score is None:
         return "no reranker"
+    if scale == "probability":
+        return f"rerank `{rerank_score:.3f}` (0–1)"
     return f"rerank `{rerank_score:.2f}` · σ `{sigmoid(rerank_score):.2f}`"
 
 
@@ -108,12 +117,12 @@ def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, r
         _body(c.text)
 
 
-def reranked_row(r: RankedHit, grades: dict[str, int] | None = None) -> None:
+def reranked_row(r: RankedHit, grades: dict[str, int] | None = None, scale: str | None = "logit") -> None:
     with st.container(border=True):
         grade = grade_badge(grades.get(_document(r.metadata, r.id)) if grades is not None else None)
         st.markdown(
             f"**\\#{r.rank_after}** {movement_badge(r)} · **{text_md(label_of(r.metadata, r.text))}** · "
-            f"{score_md(r.rerank_score)} · first stage `{r.vector_score:.3f}`{grade}"
+            f"{score_md(r.rerank_score, scale)} · first stage `{r.vector_score:.3f}`{grade}"
         )
         st.caption(text_md(_where(r.metadata)))
         _body(r.text)
@@ -128,8 +137,9 @@ def candidates_frame(result: SearchResult) -> pd.DataFrame:
                 "id": c.id,
                 "document_id": c.metadata.get("document_id"),
                 "vector_score": c.vector_score,
-                "rerank_logit": c.rerank_score,
-                "rerank_sigmoid": None if c.rerank_score is None else sigmoid(c.rerank_score),
+                "rerank_score": c.rerank_score,
+                "rerank_scale": result.score_scale,
+                "rerank_0_1": None if c.rerank_score is None else to_probability(c.rerank_score, result.score_scale),
                 "title": c.metadata.get("title"),
                 "section": c.metadata.get("section"),
                 "page": c.metadata.get("page"),
@@ -149,8 +159,9 @@ def reranked_frame(result: SearchResult) -> pd.DataFrame:
                 "movement": r.movement_label,
                 "id": r.id,
                 "document_id": r.metadata.get("document_id"),
-                "rerank_logit": r.rerank_score,
-                "rerank_sigmoid": None if r.rerank_score is None else sigmoid(r.rerank_score),
+                "rerank_score": r.rerank_score,
+                "rerank_scale": result.score_scale,
+                "rerank_0_1": None if r.rerank_score is None else to_probability(r.rerank_score, result.score_scale),
                 "vector_score": r.vector_score,
                 "title": r.metadata.get("title"),
                 "section": r.metadata.get("section"),

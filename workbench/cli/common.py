@@ -34,8 +34,11 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if getattr(args, "url", None):
         store = overrides.get("store") or Settings().store
         overrides[STORES[store].url_field] = args.url
-    if getattr(args, "reranker", None):
-        overrides["reranker_model"] = args.reranker
+    chosen = getattr(args, "reranker", None)
+    if isinstance(chosen, list):  # `eval --reranker` repeats: one is the reranker, several are compared
+        chosen = chosen[0] if len(chosen) == 1 else None
+    if chosen:
+        overrides["reranker_model"] = chosen
     if getattr(args, "backend", None):
         overrides["reranker_backend"] = args.backend
     return Settings(**overrides)

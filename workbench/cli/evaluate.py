@@ -12,7 +12,9 @@ from workbench.demo import DEMO_COLLECTION, demo_dir, ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
+from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list, validate_retrieval
+from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
 from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, spoken
 
 
@@ -65,6 +67,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except WorkbenchError:
         if dataset.corpus is not None:
             warn(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}")
+    if len(args.reranker or []) > 1:
+        return _compare(engine, dataset, args, modes)
     summaries = []
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
         label = f"queries ({mode})" if mode else "queries"
@@ -101,6 +105,39 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: list[str | None]) -> int:
+    """`--reranker A --reranker B ...`: the rerankers side by side, one table per first stage."""
+    prices = parse_prices(args.price)
+    comparisons = []
+    for mode in modes:
+        label = f"rerankers ({mode})" if mode else "rerankers"
+        with ProgressBar(label, unit="query") as bar:
+            comparison = compare_rerankers(
+                engine,
+                dataset,
+                args.collection,
+                args.reranker,
+                k=args.k,
+                top_n=args.n,
+                retrieval=mode,
+                max_queries=args.max_queries,
+                prices=prices,
+                progress=bar,
+            )
+        comparisons.append(comparison)
+        if not args.json:
+            print(shown(comparison.to_markdown()))
+        if args.save_runs:
+            target = Path(args.save_runs) / f"{args.collection}.{comparison.retrieval}.rerankers"
+            target.with_suffix(".md").write_text(comparison.to_markdown(), encoding="utf-8")
+            target.with_suffix(".json").write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
+            warn(f"comparison written to {target}.md and .json")
+    if args.json:
+        data = [c.model_dump(mode="json") for c in comparisons]
+        print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
     evaluate.add_argument(
@@ -124,7 +161,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
     evaluate.add_argument("--json", action="store_true")
-    evaluate.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
+    evaluate.add_argument(
+        "--reranker",
+        action="append",
+        metavar="ID",
+        help="reranker: a folder or hub id (with @BACKEND), http(s)://host:port, tei+http://..., cohere:MODEL, "
+        "jina:MODEL or voyage:MODEL (default: RERANKER_MODEL); repeat it to compare rerankers side by side",
+    )
+    evaluate.add_argument(
+        "--price",
+        action="append",
+        metavar="KIND=USD",
+        help="a hosted reranker's price for the comparison: cohere per 1,000 searches, jina and voyage per million "
+        "tokens (defaults: " + ", ".join(f"{k} {v.usd:g}" for k, v in DEFAULT_PRICES.items()) + ")",
+    )
     evaluate.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     store_options(evaluate)
     evaluate.set_defaults(handler=_cmd_eval)

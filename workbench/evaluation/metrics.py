@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ir_measures
-from ir_measures import AP, RR, P, R, nDCG
+from ir_measures import AP, RR, Judged, P, R, nDCG
 
 from workbench.evaluation.io import Qrels, Run
 from workbench.vocab import MAP_100, MRR_10, NDCG_10, P_10, recall_at
@@ -42,3 +42,12 @@ def unjudged_at(qrels: Qrels, run: Run, n: int) -> tuple[int, int]:
         unjudged += sum(doc not in judged for doc, _ in ranked)
         total += len(ranked)
     return unjudged, total
+
+
+def judged_at(qrels: Qrels, run: Run, k: int = 10) -> tuple[float, dict[str, float]]:
+    """ir-measures' Judged@k: the share of each query's top k documents that has a judgment (any grade), its mean
+    over the queries the run answers, and per query."""
+    run = {str(qid): {str(doc): float(score) for doc, score in docs.items()} for qid, docs in run.items() if docs}
+    judged_qrels = {q: j for q, j in qrels.items() if q in run}
+    per_query = {m.query_id: float(m.value) for m in ir_measures.iter_calc([Judged @ k], judged_qrels, run)}
+    return (sum(per_query.values()) / len(per_query) if per_query else 0.0), per_query

@@ -52,27 +52,17 @@ def judged_coverage(engine: Engine, dataset: Dataset, collection: str) -> tuple[
     return len(found), len(sample)
 
 
-def evaluate_dataset(
+def prepare_collection(
     engine: Engine,
     dataset: Dataset,
     collection: str,
     *,
-    k: int = 100,
-    top_n: int = 10,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
-    max_queries: int | None = None,
-    depth: Sequence[int] = (),
-    outside_run: Run | None = None,
-    outside_name: str = "outside run",
     ingest_missing: bool = True,
-    progress: Progress | None = None,
     ingest_progress: Progress | None = None,
-) -> EvaluationReport:
-    """Judged queries through the engine: metrics before and after reranking, significance, optional depth
-    curve and outside-run comparison, with warnings about anything that makes the figures doubtful."""
-    k, top_n, max_queries, ks = check_plan(k, top_n, max_queries, depth)
-    engine.reranker(reranker)  # a missing model fails now, not after the ingest
+) -> list[str]:
+    """The collection ready for the dataset's judgments: ingested from the dataset's corpus when it is missing;
+    InputError when none of the judged documents is in it; warnings when some are missing or queries have no
+    text."""
     try:
         engine.collection_info(collection)
     except CollectionNotFoundError:
@@ -94,6 +84,33 @@ def evaluate_dataset(
         )
     if dataset.unmatched_judged:
         warnings.append(f"{len(dataset.unmatched_judged)} judged queries have no text and were left out.")
+    return warnings
+
+
+def evaluate_dataset(
+    engine: Engine,
+    dataset: Dataset,
+    collection: str,
+    *,
+    k: int = 100,
+    top_n: int = 10,
+    reranker: Any = DEFAULT,
+    retrieval: str | None = None,
+    max_queries: int | None = None,
+    depth: Sequence[int] = (),
+    outside_run: Run | None = None,
+    outside_name: str = "outside run",
+    ingest_missing: bool = True,
+    progress: Progress | None = None,
+    ingest_progress: Progress | None = None,
+) -> EvaluationReport:
+    """Judged queries through the engine: metrics before and after reranking, significance, optional depth
+    curve and outside-run comparison, with warnings about anything that makes the figures doubtful."""
+    k, top_n, max_queries, ks = check_plan(k, top_n, max_queries, depth)
+    engine.reranker(reranker)  # a missing model fails now, not after the ingest
+    warnings = prepare_collection(
+        engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress
+    )
     report = run_evaluation(
         engine,
         dataset,

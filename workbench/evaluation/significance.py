@@ -36,6 +36,38 @@ def wins_ties_losses(a: Sequence[float], b: Sequence[float], tolerance: float = 
     return int((diffs > tolerance).sum()), int((np.abs(diffs) <= tolerance).sum()), int((diffs < -tolerance).sum())
 
 
+def bootstrap_interval(
+    a: Sequence[float], b: Sequence[float], trials: int = 10000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """The paired bootstrap interval of mean(b - a): queries resampled with replacement `trials` times, the
+    percentile interval at `level` (0.95: the 2.5th and 97.5th percentiles). (0, 0) for no queries."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(diffs) == 0:
+        return 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = diffs[rng.integers(0, len(diffs), size=(trials, len(diffs)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+class Difference(BaseModel):
+    """How far system b is from system a on one metric, over the same queries: the mean difference, its paired
+    bootstrap 95 % interval and the paired randomization p-value."""
+
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def difference(a: Sequence[float], b: Sequence[float]) -> Difference:
+    """mean(b - a) with its interval and p-value."""
+    low, high = bootstrap_interval(a, b)
+    delta = float(np.mean(np.asarray(b, dtype=float) - np.asarray(a, dtype=float))) if len(a) else 0.0
+    return Difference(delta=delta, ci_low=low, ci_high=high, p_value=randomization_test(a, b))
+
+
 class Paired(BaseModel):
     """Two systems compared query by query: how many queries the second helps, ties and hurts, and the paired
     randomization and t-test p-values of the mean difference."""

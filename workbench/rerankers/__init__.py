@@ -5,7 +5,7 @@ micro-batching of concurrent searches."""
 from __future__ import annotations
 
 from workbench.rerankers.backends import ExportCache, choose_backend, fingerprint, load_cross_encoder
-from workbench.rerankers.base import Reranker
+from workbench.rerankers.base import Reranker, RerankerUsage, sigmoid, to_probability
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
@@ -21,6 +21,7 @@ __all__ = [
     "MicroBatcher",
     "Reranker",
     "RerankerKind",
+    "RerankerUsage",
     "ScoreCache",
     "TokenCache",
     "choose_backend",
@@ -30,5 +31,7 @@ __all__ = [
     "is_no_reranker",
     "load_cross_encoder",
     "reranker_kind",
+    "sigmoid",
+    "to_probability",
     "truncate_pair",
 ]

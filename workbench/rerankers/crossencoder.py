@@ -11,8 +11,10 @@ import numpy as np
 from workbench.config import Settings
 from workbench.models import resolve_model
 from workbench.rerankers.backends import load_cross_encoder
+from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
+from workbench.vocab import ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids
 
@@ -37,7 +39,8 @@ def truncate_pair(
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers cross-encoder behind the score cache. Scores are the model's raw logits.
+    """A sentence-transformers cross-encoder behind the score cache. Scores are the model's raw logits
+    (`score_scale` 'logit').
 
     `backend` says what runs it ('torch:cpu', 'onnx-int8:cpu', 'torch-fp16:cuda'); `model_calls` counts model
     runs (a micro-batched run that served several searches counts once).
@@ -75,6 +78,7 @@ class CrossEncoderReranker:
         self.model_calls = 0
         self.pairs_scored = 0
         self.tokens_scored = 0
+        self.score_scale: ScoreScale = "logit"
 
     @property
     def device(self) -> str:
@@ -154,6 +158,10 @@ class CrossEncoderReranker:
             return self.predict(query, texts), 0
         keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
         return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices]))
+
+    @property
+    def usage(self) -> RerankerUsage:
+        return RerankerUsage(requests=self.model_calls, documents=self.pairs_scored, tokens=self.tokens_scored)
 
     @property
     def tokens_per_pair(self) -> float:

@@ -1,5 +1,6 @@
 """The rerankers a user can pick: cross-encoder folders found on this machine (the models folders, the Hugging
-Face cache) and the configured RERANKER_MODEL."""
+Face cache), the configured RERANKER_MODEL and RERANKER_SERVICE_URL, the rerankers WORKBENCH_RERANKERS names
+(services, hosted APIs), and the configured cross-encoder's int8 variant (`<id>@onnx-int8`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from pathlib import Path
 from workbench.config import Settings
 from workbench.errors import ModelNotFoundError
 from workbench.models import ModelChoice, is_cross_encoder, resolve_model
+from workbench.redact import redact_url
+from workbench.rerankers.factory import reranker_kind, split_backend
+from workbench.vocab import BACKEND_SEPARATOR
 
 
 def discover_rerankers(settings: Settings) -> list[ModelChoice]:
@@ -33,10 +37,20 @@ def discover_rerankers(settings: Settings) -> list[ModelChoice]:
         pass
     configured = settings.reranker_model
     if settings.reranker_enabled and configured not in found:
-        try:
-            offline = settings.model_copy(update={"offline": True})
-            path = Path(resolve_model(configured, offline, setting="RERANKER_MODEL"))
-            found[configured] = ModelChoice(configured, path, "RERANKER_MODEL")
-        except ModelNotFoundError:
-            pass
+        if reranker_kind(configured).name != "cross-encoder":
+            found[configured] = ModelChoice(configured, redact_url(configured), "RERANKER_MODEL")
+        else:
+            try:
+                offline = settings.model_copy(update={"offline": True})
+                path = Path(resolve_model(split_backend(configured)[0], offline, setting="RERANKER_MODEL"))
+                found[configured] = ModelChoice(configured, path, "RERANKER_MODEL")
+            except ModelNotFoundError:
+                pass
+    extra = [settings.reranker_service_url or "", *settings.extra_rerankers()]
+    for model_id in (m for m in extra if m and m not in found):
+        found[model_id] = ModelChoice(model_id, redact_url(model_id), "WORKBENCH_RERANKERS or RERANKER_SERVICE_URL")
+    local = found.get(configured)
+    if local is not None and reranker_kind(configured).name == "cross-encoder" and split_backend(configured)[1] is None:
+        variant = f"{configured}{BACKEND_SEPARATOR}onnx-int8"
+        found.setdefault(variant, ModelChoice(variant, local.path, "int8 variant of RERANKER_MODEL (exported once)"))
     return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))

@@ -1,8 +1,12 @@
 """The one way to make a reranker: `create_reranker(model_id, settings)` chooses the kind from the id's form.
 
-Each kind is a `RerankerKind`: a test on the id and a constructor. A new kind (a reranker service, a hosted API)
-is one new file and one line in `KINDS`; the first kind whose test accepts the id builds it. A folder or a hub id
-is a local cross-encoder, the last kind, which accepts any id.
+    tei+http(s)://host:port      text-embeddings-inference's POST /rerank
+    http(s)://host:port[/path]   a server speaking the Cohere-style POST /rerank (Infinity, vLLM, workbench serve)
+    cohere:MODEL  jina:MODEL  voyage:MODEL   the hosted APIs (keys from COHERE_API_KEY, JINA_API_KEY, ...)
+    FOLDER or HUB-ID[@BACKEND]   a local cross-encoder, on RERANKER_BACKEND or the backend named after '@'
+
+Each kind is a `RerankerKind`: a test on the id and a constructor. A new kind is one new file and one line in
+`KINDS`; the first kind whose test accepts the id builds it. The local cross-encoder is last and accepts any id.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from workbench.errors import InputError
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker
-from workbench.vocab import NO_RERANKER
+from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
+from workbench.vocab import BACKEND_CHOICES, BACKEND_SEPARATOR, NO_RERANKER, SERVICE_SCHEMES, TEI_SCHEMES
 
 Progress = Callable[[str], None]
 
@@ -29,13 +34,34 @@ class RerankerKind:
     build: Callable[[str, Settings, ScoreCache, TokenCache, Progress | None], Reranker]
 
 
+def split_backend(model_id: str) -> tuple[str, str | None]:
+    """A cross-encoder id and the backend named after '@' ('minilm@onnx-int8' -> ('minilm', 'onnx-int8'))."""
+    base, separator, backend = model_id.rpartition(BACKEND_SEPARATOR)
+    return (base, backend) if separator and base and backend in BACKEND_CHOICES else (model_id, None)
+
+
 def _cross_encoder(
     model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
 ) -> Reranker:
-    return CrossEncoderReranker(model_id, settings, cache=cache, token_cache=tokens, progress=progress)
+    folder, backend = split_backend(model_id)
+    own = settings.model_copy(update={"reranker_backend": backend}) if backend else settings
+    reranker = CrossEncoderReranker(folder, own, cache=cache, token_cache=tokens, progress=progress)
+    reranker.model_id = model_id  # scores are cached under the whole id: another backend scores differently
+    return reranker
 
 
-KINDS: tuple[RerankerKind, ...] = (RerankerKind("cross-encoder", lambda model_id: True, _cross_encoder),)
+def _remote(kind: type) -> Callable[[str, Settings, ScoreCache, TokenCache, Progress | None], Reranker]:
+    return lambda model_id, settings, cache, _tokens, _progress: kind(model_id, settings, cache)
+
+
+KINDS: tuple[RerankerKind, ...] = (
+    RerankerKind("tei", lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
+    RerankerKind("service", lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
+    RerankerKind("cohere", lambda model_id: model_id.startswith("cohere:"), _remote(CohereReranker)),
+    RerankerKind("jina", lambda model_id: model_id.startswith("jina:"), _remote(JinaReranker)),
+    RerankerKind("voyage", lambda model_id: model_id.startswith("voyage:"), _remote(VoyageReranker)),
+    RerankerKind("cross-encoder", lambda model_id: True, _cross_encoder),
+)
 
 
 def is_no_reranker(model_id: str | None) -> bool:

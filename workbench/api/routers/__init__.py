@@ -1,1 +1,1 @@
-"""The API's routers, one per area: health, search (search and retrieve), collections, session memory, docs."""
+"""The API's routers, one per area: health, search (search and retrieve), rerank, collections, session memory, docs."""

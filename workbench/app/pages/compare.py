@@ -7,7 +7,7 @@ import streamlit as st
 
 from workbench.app.history import remember
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
-from workbench.app.widgets import SCORE_NOTE, downloads, reranked_row
+from workbench.app.widgets import downloads, reranked_row, score_note
 from workbench.compare import agreement
 from workbench.engine import DEFAULT
 from workbench.judgments import load_judgments, query_figures
@@ -136,7 +136,9 @@ def run() -> None:
 
     summary = pd.DataFrame([{"metric": k, "value": v} for k, v in agree.model_dump().items()])
     st.download_button("Agreement (CSV)", summary.to_csv(index=False), "agreement.csv", "text/csv")
-    st.caption(SCORE_NOTE)
+    notes = dict.fromkeys(score_note(results[side]) for side in ("A", "B") if results[side].reranker_model)
+    if notes:
+        st.caption(" ".join(notes))
 
     def _describe(side: str, config: CompareSide) -> str:
         result = results[side]
@@ -158,7 +160,7 @@ def run() -> None:
                 shown = figures.ndcg_after if result.reranker_model else figures.ndcg_before
                 st.metric("nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}")
             for row in result.reranked:
-                reranked_row(row, grades)
+                reranked_row(row, grades, result.score_scale)
                 if row.id not in shared:
                     st.caption(f"only in {side}")
             downloads(result, f"compare-{side}")

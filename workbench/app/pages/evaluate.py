@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from workbench.app import rerankers_view
 from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
@@ -20,8 +21,10 @@ from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list
 from workbench.judgments import judgments_folder, load_judgments
+from workbench.rerankers import discover_rerankers
 
 DEMO = "The demo handbook's judgments (50 queries)"
 ATTACHED = "Judgments attached to the collection in the sidebar"
@@ -48,6 +51,8 @@ def run() -> None:
     presets[FOLDER] = None
     presets[UPLOAD] = None
 
+    choices = discover_rerankers(engine.settings)
+    by_id = {m.id: m for m in choices}
     source = st.radio("Judgments", list(presets), key="eval-source")
     default_collection = {
         DEMO: DEMO_COLLECTION,
@@ -83,6 +88,14 @@ def run() -> None:
         top_n = c3.number_input("top n", 1, 200, value=10, key="eval-top-n")
         max_queries = c4.number_input("max queries (0 = all)", 0, 100000, value=0, key="eval-max")
         depth_ks = st.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
+        compared = st.multiselect(
+            "Rerankers side by side (optional: two or more, on the same candidates)",
+            [m.id for m in choices],
+            format_func=lambda i: by_id[i].short_name,
+            key="eval-rerankers",
+            help="Local cross-encoders, their int8 variant, and the services and hosted rerankers configured with "
+            "RERANKER_SERVICE_URL or WORKBENCH_RERANKERS.",
+        )
         submitted = st.form_submit_button("Run evaluation", type="primary")
 
     def _dataset(tmp: Path) -> Dataset:
@@ -101,7 +114,8 @@ def run() -> None:
         return Dataset.from_beir(folder, split.strip() or "test")
 
     if submitted:
-        STATE.eval_report, STATE.eval_error = None, None  # a failed run must not leave the old report on screen
+        # a failed run must not leave the old report on screen
+        STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 dataset = _dataset(Path(tmp))
@@ -129,6 +143,22 @@ def run() -> None:
                 progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
                 ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             )
+            if len(compared) > 1:
+                side = st.progress(0.0, text="rerankers side by side")
+                STATE.reranker_comparison = compare_rerankers(
+                    engine,
+                    dataset,
+                    collection.strip() or dataset.name,
+                    compared,
+                    k=int(k),
+                    top_n=int(top_n),
+                    retrieval=c.retrieval,
+                    max_queries=int(max_queries) or None,
+                    prices=STATE.prices,
+                    progress=lambda d, t: side.progress(d / t, text=f"rerankers: {d}/{t} searches"),
+                )
+            elif compared:
+                st.info("Pick two or more rerankers to see them side by side.")
         except Exception as exc:  # shown, never raised: the page keeps working
             STATE.eval_error = error_text(exc)
 
@@ -171,6 +201,9 @@ def run() -> None:
         f"Reranking **{direction}** {PRIMARY} here ({change:+.4f}); the change is **{verdict}** "
         f"(p = {report.p_value:.4f})."
     )
+
+    if STATE.reranker_comparison is not None:
+        rerankers_view.draw(STATE.reranker_comparison)
 
     if report.groups:
         st.markdown("#### By query group")

@@ -7,7 +7,7 @@ import streamlit as st
 from workbench.app.charts import slopegraph, stage_bar
 from workbench.app.history import open_history, remember
 from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
-from workbench.app.widgets import SCORE_NOTE, downloads, reranked_row, text_md, vector_row
+from workbench.app.widgets import downloads, reranked_row, score_note, text_md, vector_row
 from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.judgments import load_judgments, query_figures
 from workbench.vocab import RETRIEVAL
@@ -124,7 +124,7 @@ def run() -> None:
 
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
     if result.reranker_model:
-        st.caption(f"{SCORE_NOTE} Scored by `{result.reranker_backend}`.")
+        st.caption(f"{score_note(result)} Scored by `{result.reranker_backend}`.")
 
     left, right = st.columns(2)
     first_stage = RETRIEVAL[result.retrieval].heading
@@ -137,7 +137,7 @@ def run() -> None:
         if result.reranker_model is None:
             st.caption("Reranking is off: the order is the first-stage order.")
         for row in result.reranked:
-            reranked_row(row, grades)
+            reranked_row(row, grades, result.score_scale)
 
     st.plotly_chart(slopegraph(result), width="stretch", key="slopegraph")
     downloads(result, "explore")

@@ -1,0 +1,125 @@
+"""A local server speaking the hosted rerank APIs' request and response shapes (Cohere v2, Jina v1, Voyage v1),
+text-embeddings-inference's and the Cohere-style service's, under one prefix each. None of the hosted APIs can be
+reached from here, so this is what their clients are tested against.
+
+Scores follow a fixed rule the tests can recompute: the share of the query's words found in the document.
+`Behaviour` makes it refuse keys, answer 429 or 503 a given number of times, or stop listening after N requests.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from tests.conftest import free_port
+
+
+def overlap(query: str, document: str) -> float:
+    """The rule: the share of the query's distinct words that the document contains."""
+    words = set(re.findall(r"\w+", query.lower()))
+    found = set(re.findall(r"\w+", document.lower()))
+    return len(words & found) / len(words) if words else 0.0
+
+
+@dataclass
+class Behaviour:
+    key: str
+    busy: list[int] = field(default_factory=list)  # statuses to answer, one per request, before answering well
+    stop_after: int | None = None  # stop listening after this many rerank requests
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
+    app = FastAPI()
+
+    def gate(request: Request, body: dict[str, Any], keyed: bool) -> JSONResponse | None:
+        behaviour.requests.append({"path": request.url.path, "body": body})
+        if behaviour.stop_after is not None and len(behaviour.requests) >= behaviour.stop_after:
+            server[0].should_exit = True
+        if keyed and request.headers.get("authorization") != f"Bearer {behaviour.key}":
+            given = request.headers.get("authorization", "")
+            return JSONResponse({"message": f"invalid api token: {given}"}, status_code=401)
+        if behaviour.busy:
+            status = behaviour.busy.pop(0)
+            return JSONResponse({"message": "busy"}, status_code=status, headers={"Retry-After": "0"})
+        return None
+
+    def ranked(query: str, documents: list[str], field_name: str) -> list[dict[str, Any]]:
+        scored = [{"index": i, field_name: overlap(query, d)} for i, d in enumerate(documents)]
+        return sorted(scored, key=lambda r: -r[field_name])
+
+    @app.post("/cohere/v2/rerank")
+    async def cohere(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=True)
+        results = ranked(body["query"], body["documents"], "relevance_score")[: body.get("top_n")]
+        return refused or {"id": "x", "results": results, "meta": {"billed_units": {"search_units": 1}}}
+
+    @app.post("/jina/v1/rerank")
+    async def jina(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=True)
+        words = sum(len(d.split()) for d in body["documents"]) + len(body["query"].split())
+        results = ranked(body["query"], body["documents"], "relevance_score")[: body.get("top_n")]
+        return refused or {"model": body["model"], "results": results, "usage": {"total_tokens": words}}
+
+    @app.post("/voyage/v1/rerank")
+    async def voyage(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=True)
+        words = sum(len(d.split()) for d in body["documents"]) + len(body["query"].split())
+        data = ranked(body["query"], body["documents"], "relevance_score")
+        return refused or {"object": "list", "data": data, "usage": {"total_tokens": words}}
+
+    @app.post("/tei/rerank")
+    async def tei(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=False)
+        # TEI answers raw scores when asked: a logit, here the rule mapped to a logit-like range
+        return refused or [
+            {"index": r["index"], "score": 10 * r["score"] - 5} for r in ranked(body["query"], body["texts"], "score")
+        ]
+
+    @app.post("/service/rerank")
+    async def service(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=False)
+        return refused or {"results": ranked(body["query"], body["documents"], "relevance_score")}
+
+    @app.get("/service/models")
+    async def models() -> Any:
+        return {"object": "list", "data": [{"id": "fake-reranker", "object": "model"}]}
+
+    return app
+
+
+class RerankApis:
+    """The server in a thread on a free 127.0.0.1 port: `base` is its URL."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        holder: list[uvicorn.Server] = []
+        config = uvicorn.Config(create_app(behaviour, holder), host="127.0.0.1", port=self.port, log_level="error")
+        self.server = uvicorn.Server(config)
+        holder.append(self.server)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> RerankApis:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)

@@ -1,0 +1,309 @@
+"""Rerankers behind an HTTP API: reranker servers (Infinity, vLLM, Jina-compatible servers, another `workbench
+serve`) speaking the Cohere-style `POST /rerank`, text-embeddings-inference's `POST /rerank`, and the hosted APIs
+of Cohere, Jina and Voyage.
+
+Every kind shares one `RemoteReranker`: an httpx client with WORKBENCH_RERANK_TIMEOUT, retries with exponential
+backoff on 429 and 5xx (a Retry-After header is honoured), requests split at the service's document limit, the
+engine's score cache, usage counters (requests, documents, tokens and billed units as the service reports them),
+and failures as `ModelError`s that name the redacted URL and the setting to change. A kind only says how to
+write its request and read its answer.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, ClassVar
+
+import httpx
+
+from workbench.config import Settings
+from workbench.errors import ConfigError, ModelError, is_connection_problem
+from workbench.redact import redact_text, redact_url, register_secret
+from workbench.rerankers.base import RerankerUsage
+from workbench.rerankers.cache import ScoreCache
+from workbench.vocab import HOSTED_KEYS, TEI_SCHEMES, ScoreScale
+
+SETTING = "RERANKER_MODEL"
+_BACKOFF = 0.5  # seconds before the first retry; doubled each time
+_MAX_WAIT = 30.0
+
+
+class RemoteReranker:
+    """A reranker that is a service. Subclasses set `kind`, `score_scale`, `max_documents`, and write
+    `request` (the JSON body for one batch) and `read` (scores in input order, and the usage it reports)."""
+
+    kind: ClassVar[str] = "service"
+    score_scale: ScoreScale = "probability"
+    max_documents: ClassVar[int] = 1000
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache, *, url: str, key: str | None = None):
+        self.model_id = model_id
+        self.url = url
+        self.shown_url = redact_url(url)
+        self.backend = f"{self.kind} {self.shown_url}"
+        self.cache = cache
+        self.timeout = settings.rerank_timeout
+        self.retries = settings.rerank_retries
+        self.batch_limit = settings.rerank_max_documents or self.max_documents
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key:
+            register_secret(key)
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(timeout=self.timeout, headers=headers, follow_redirects=False)
+        self._lock = threading.Lock()
+        self.model_calls = 0
+        self._usage = RerankerUsage()
+
+    # What a kind writes and reads -------------------------------------------------------------------------
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        raise NotImplementedError
+
+    # Calling ------------------------------------------------------------------------------------------------
+    @property
+    def usage(self) -> RerankerUsage:
+        with self._lock:
+            return self._usage.model_copy()
+
+    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
+        """Scores for each text (on `score_scale`), and how many came from the score cache."""
+        if not use_cache:
+            return self.predict(query, texts), 0
+        keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
+        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices]))
+
+    def predict(self, query: str, texts: list[str]) -> list[float]:
+        """Every text scored by the service, in batches of at most `batch_limit` documents."""
+        scores: list[float] = []
+        for start in range(0, len(texts), self.batch_limit):
+            batch = texts[start : start + self.batch_limit]
+            answer = self._post(self.request(query, batch))
+            try:
+                batch_scores, used = self.read(answer, len(batch))
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                raise ModelError(
+                    f"The reranker at {self.shown_url} answered in a shape the workbench does not read "
+                    f"({type(exc).__name__}: {redact_text(str(exc))[:200]}): is it a {self.kind} reranker? "
+                    f"Check {SETTING}."
+                ) from exc
+            scores += batch_scores
+            with self._lock:
+                self.model_calls += 1
+                self._usage.requests += 1
+                self._usage.documents += len(batch)
+                self._usage.tokens += used.tokens
+                self._usage.billed_units += used.billed_units
+        return scores
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        wait = _BACKOFF
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._client.post(self.url, json=body)
+            except httpx.HTTPError as exc:
+                raise self._unreachable(exc) from exc
+            busy = response.status_code == 429 or response.status_code >= 500
+            if busy and attempt < self.retries:
+                time.sleep(min(_retry_after(response) or wait, _MAX_WAIT))
+                wait *= 2
+                continue
+            if response.status_code >= 400:
+                raise self._refused(response, attempt)
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise ModelError(
+                    f"The reranker at {self.shown_url} did not answer with JSON (status {response.status_code}). "
+                    f"Check {SETTING}."
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _unreachable(self, exc: Exception) -> ModelError:
+        reason = redact_text(" ".join(str(exc).split())[:200]) or type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(
+                f"The reranker at {self.shown_url} did not answer within {self.timeout:g} s ({type(exc).__name__}). "
+                f"Check that it is running and not overloaded, or raise WORKBENCH_RERANK_TIMEOUT."
+            )
+        where = "cannot be reached" if is_connection_problem(exc) else "failed"
+        return ModelError(
+            f"The reranker at {self.shown_url} {where} ({reason}). Check that it is running and that {SETTING} "
+            "names the right URL."
+        )
+
+    def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
+        detail = redact_text(" ".join(response.text.split())[:300])
+        if response.status_code in {401, 403}:
+            key = HOSTED_KEYS.get(self.kind)
+            fix = f"set {key} to a valid key" if key else "give the service a valid token"
+            return ModelError(f"The reranker at {self.shown_url} refused the request ({response.status_code}): {fix}.")
+        tried = f" after {attempt + 1} tries" if attempt else ""
+        return ModelError(
+            f"The reranker at {self.shown_url} answered {response.status_code}{tried}: {detail or 'no detail'}. "
+            f"Check {SETTING}."
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(float(response.headers.get("retry-after", "")), 0.0)
+    except ValueError:
+        return None
+
+
+def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
+    """Scores from `[{index, <field>}]` in input order; every input must have exactly one."""
+    scores: list[float | None] = [None] * count
+    for item in results:
+        scores[int(item["index"])] = float(item[field])
+    if any(s is None for s in scores):
+        raise ValueError(f"{scores.count(None)} of {count} documents came back without a score")
+    return [float(s) for s in scores]  # type: ignore[arg-type]
+
+
+def _endpoint(base: str, path: str) -> str:
+    """`base` as given when it already names the route, else with `path` added."""
+    base = base.rstrip("/")
+    return base if base.endswith(path) else base + path
+
+
+class RerankService(RemoteReranker):
+    """A server speaking the Cohere-style `POST /rerank` (Infinity, vLLM, Jina-compatible servers, `workbench
+    serve`): `{model?, query, documents, return_documents: false}` -> `{results: [{index, relevance_score}]}`.
+    Such servers answer probabilities. The model is the one the server lists at `GET /models` when it serves
+    exactly one; a URL ending in `/rerank` is used as given."""
+
+    kind = "service"
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
+        super().__init__(model_id, settings, cache, url=_endpoint(model_id, "/rerank"))
+        self.served_model = self._served_model()
+
+    def _served_model(self) -> str | None:
+        try:
+            listed = self._client.get(self.url.removesuffix("/rerank") + "/models", timeout=min(self.timeout, 10))
+            models = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None  # not every server lists its models; the request then names none
+        return models[0] if len(models) == 1 else None
+
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query, "documents": documents, "return_documents": False}
+        if self.served_model:
+            body["model"] = self.served_model
+        return body
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        usage = answer.get("usage") or {}
+        billed = (answer.get("meta") or {}).get("billed_units") or {}
+        return _indexed(answer["results"], count, "relevance_score"), RerankerUsage(
+            tokens=int(usage.get("total_tokens") or 0), billed_units=float(billed.get("search_units") or 0)
+        )
+
+
+class TeiReranker(RemoteReranker):
+    """Hugging Face text-embeddings-inference: `POST /rerank` `{query, texts, raw_scores: true}` ->
+    `[{index, score}]`, asked for raw scores, so the scale is the model's logit."""
+
+    kind = "tei"
+    score_scale: ScoreScale = "logit"
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
+        base = model_id
+        for scheme in TEI_SCHEMES:
+            base = base.replace(scheme, scheme.removeprefix("tei+"), 1) if base.startswith(scheme) else base
+        super().__init__(model_id, settings, cache, url=_endpoint(base, "/rerank"))
+
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        return _indexed(answer, count, "score"), RerankerUsage()
+
+
+def _hosted_key(kind: str) -> str:
+    variable = HOSTED_KEYS[kind]
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise ConfigError(f"The {kind} reranker needs an API key: set {variable} in the environment.")
+    return key
+
+
+class CohereReranker(RemoteReranker):
+    """Cohere's hosted rerank (`cohere:rerank-v3.5`): `POST /v2/rerank` `{model, query, documents, top_n}` ->
+    `{results: [{index, relevance_score}], meta: {billed_units: {search_units}}}`; key COHERE_API_KEY."""
+
+    kind = "cohere"
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
+        self.model = model_id.removeprefix("cohere:")
+        url = _endpoint(settings.cohere_url, "/v2/rerank")
+        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("cohere"))
+
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        billed = (answer.get("meta") or {}).get("billed_units") or {}
+        scores = _indexed(answer["results"], count, "relevance_score")
+        return scores, RerankerUsage(billed_units=float(billed.get("search_units") or 0))
+
+
+class JinaReranker(RemoteReranker):
+    """Jina's hosted rerank (`jina:jina-reranker-v2-base-multilingual`): `POST /v1/rerank` `{model, query,
+    documents, top_n, return_documents: false}` -> `{results: [{index, relevance_score}], usage: {total_tokens}}`;
+    key JINA_API_KEY."""
+
+    kind = "jina"
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
+        self.model = model_id.removeprefix("jina:")
+        url = _endpoint(settings.jina_url, "/v1/rerank")
+        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("jina"))
+
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "query": query,
+            "documents": documents,
+            "top_n": len(documents),
+            "return_documents": False,
+        }
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        usage = answer.get("usage") or {}
+        scores = _indexed(answer["results"], count, "relevance_score")
+        return scores, RerankerUsage(tokens=int(usage.get("total_tokens") or 0))
+
+
+class VoyageReranker(RemoteReranker):
+    """Voyage's hosted rerank (`voyage:rerank-2`): `POST /v1/rerank` `{query, documents, model, return_documents:
+    false, truncation: true}` -> `{data: [{index, relevance_score}], usage: {total_tokens}}`; key VOYAGE_API_KEY."""
+
+    kind = "voyage"
+
+    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
+        self.model = model_id.removeprefix("voyage:")
+        url = _endpoint(settings.voyage_url, "/v1/rerank")
+        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("voyage"))
+
+    def request(self, query: str, documents: list[str]) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "query": query,
+            "documents": documents,
+            "return_documents": False,
+            "truncation": True,
+        }
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        usage = answer.get("usage") or {}
+        scores = _indexed(answer["data"], count, "relevance_score")
+        return scores, RerankerUsage(tokens=int(usage.get("total_tokens") or 0))
