@@ -188,9 +188,14 @@ class RerankService(RemoteReranker):
 
     def _served_model(self) -> str | None:
         try:
-            listed = self._client.get(self.url.removesuffix("/rerank") + "/models", timeout=min(self.timeout, 10))
+            listed = self._client.get(self.url.removesuffix("/rerank") + "/models")
+        except (httpx.TimeoutException, httpx.ConnectError) as exc:  # down or hung: say so now, once
+            raise self._unreachable(exc) from exc
+        except httpx.HTTPError:
+            return None
+        try:
             models = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (ValueError, AttributeError):
             return None  # not every server lists its models; the request then names none
         return models[0] if len(models) == 1 else None
 
