@@ -91,7 +91,7 @@ def test_relative_folders_in_the_toml_follow_the_file_not_the_current_folder(
     checkout.mkdir()
     (checkout / "workbench.toml").write_text(
         'data_dir = "data"\nmodels_dir = "../models"\nreranker_model = "org/hub-id"\n'
-        "[collections.hr]\nstore = \"qdrant\"\npersist_dir = \"stores/hr\"\n"
+        '[collections.hr]\nstore = "qdrant"\npersist_dir = "stores/hr"\n'
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -26,7 +26,7 @@ def app_env(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Pat
         patch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
         patch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
         engine_resource.clear()
-        yield {"data": data, "allowed": allowed}
+        yield {"data": data, "allowed": allowed, "reranker": tiny_models["reranker"]}
         engine_resource.clear()
 
 
@@ -381,3 +381,36 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     attach_judgments(
         engine_resource().settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl"
     )
+
+
+def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configured reranker service is offered beside the local model; two picked give one table row each (after
+    the first stage's), a CSV, and quality against latency with the Pareto front."""
+    from tests.services.rerank_apis import Behaviour, RerankApis
+    from workbench.app.state import engine_resource
+
+    with RerankApis(Behaviour(key="unused")) as server:
+        service = f"{server.base}/service"
+        monkeypatch.setenv("WORKBENCH_RERANKERS", service)
+        engine_resource.clear()
+        try:
+            at = new_app()
+            at.switch_page("app/pages/evaluate.py").run()
+            picker = at.multiselect(key="eval-rerankers")
+            local = str(app_env["reranker"])
+            assert {f"service 127.0.0.1:{server.port}", "tiny-reranker", "tiny-reranker@onnx-int8"} <= set(
+                picker.options
+            )
+            at.number_input(key="eval-k").set_value(10)
+            at.number_input(key="eval-max").set_value(5)
+            at.text_input(key="eval-depth").input("")
+            picker.select(local).select(service)
+            next(b for b in at.button if b.label == "Run evaluation").click().run()
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            assert any(m.value == "#### Rerankers side by side" for m in at.markdown)
+            table = next(d for d in at.dataframe if "judged@10" in d.value.columns)
+            assert table.value["reranker"].iloc[0] == "first stage (no reranker)" and len(table.value) == 3
+            assert len(at.get("plotly_chart")) == 2  # per-query deltas, quality against latency
+            assert any(b.label == "Rerankers (CSV)" for b in at.get("download_button"))
+        finally:
+            engine_resource.clear()
