@@ -168,6 +168,16 @@ def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[floa
     return [float(s) for s in scores]  # type: ignore[arg-type]
 
 
+def _cohere_shaped(answer: Any, results_field: str, count: int) -> tuple[list[float], RerankerUsage]:
+    """Scores from `{<results_field>: [{index, relevance_score}]}`, and the usage the answer reports (tokens in
+    `usage.total_tokens`, billed searches in `meta.billed_units.search_units`)."""
+    usage = answer.get("usage") or {}
+    billed = (answer.get("meta") or {}).get("billed_units") or {}
+    return _indexed(answer[results_field], count, "relevance_score"), RerankerUsage(
+        tokens=int(usage.get("total_tokens") or 0), billed_units=float(billed.get("search_units") or 0)
+    )
+
+
 def _endpoint(base: str, path: str) -> str:
     """`base` as given when it already names the route, else with `path` added."""
     base = base.rstrip("/")
@@ -206,11 +216,7 @@ class RerankService(RemoteReranker):
         return body
 
     def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
-        usage = answer.get("usage") or {}
-        billed = (answer.get("meta") or {}).get("billed_units") or {}
-        return _indexed(answer["results"], count, "relevance_score"), RerankerUsage(
-            tokens=int(usage.get("total_tokens") or 0), billed_units=float(billed.get("search_units") or 0)
-        )
+        return _cohere_shaped(answer, "results", count)
 
 
 class TeiReranker(RemoteReranker):
@@ -241,74 +247,52 @@ def _hosted_key(kind: str) -> str:
     return key
 
 
-class CohereReranker(RemoteReranker):
-    """Cohere's hosted rerank (`cohere:rerank-v3.5`): `POST /v2/rerank` `{model, query, documents, top_n}` ->
-    `{results: [{index, relevance_score}], meta: {billed_units: {search_units}}}`; key COHERE_API_KEY."""
+class HostedReranker(RemoteReranker):
+    """A hosted API named `<kind>:<model>`: its URL from the `<kind>_url` setting plus `route`, its key from the
+    kind's variable. Answers are `{<results_field>: [{index, relevance_score}]}` with the usage in
+    `usage.total_tokens` or `meta.billed_units.search_units`; a kind writes only its request."""
 
-    kind = "cohere"
+    route: ClassVar[str] = "/v1/rerank"
+    results_field: ClassVar[str] = "results"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        self.model = model_id.removeprefix("cohere:")
-        url = _endpoint(settings.cohere_url, "/v2/rerank")
-        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("cohere"))
+        self.model = model_id.removeprefix(f"{self.kind}:")
+        url = _endpoint(getattr(settings, f"{self.kind}_url"), self.route)
+        super().__init__(model_id, settings, cache, url=url, key=_hosted_key(self.kind))
+
+    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
+        return _cohere_shaped(answer, self.results_field, count)
+
+
+class CohereReranker(HostedReranker):
+    """Cohere (`cohere:rerank-v3.5`): `POST /v2/rerank` `{model, query, documents, top_n}`; bills searches
+    (`meta.billed_units.search_units`); key COHERE_API_KEY."""
+
+    kind = "cohere"
+    route = "/v2/rerank"
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
 
-    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
-        billed = (answer.get("meta") or {}).get("billed_units") or {}
-        scores = _indexed(answer["results"], count, "relevance_score")
-        return scores, RerankerUsage(billed_units=float(billed.get("search_units") or 0))
 
-
-class JinaReranker(RemoteReranker):
-    """Jina's hosted rerank (`jina:jina-reranker-v2-base-multilingual`): `POST /v1/rerank` `{model, query,
-    documents, top_n, return_documents: false}` -> `{results: [{index, relevance_score}], usage: {total_tokens}}`;
-    key JINA_API_KEY."""
+class JinaReranker(HostedReranker):
+    """Jina (`jina:jina-reranker-v2-base-multilingual`): `POST /v1/rerank` `{model, query, documents, top_n,
+    return_documents: false}`; bills tokens (`usage.total_tokens`); key JINA_API_KEY."""
 
     kind = "jina"
 
-    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        self.model = model_id.removeprefix("jina:")
-        url = _endpoint(settings.jina_url, "/v1/rerank")
-        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("jina"))
-
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "query": query,
-            "documents": documents,
-            "top_n": len(documents),
-            "return_documents": False,
-        }
-
-    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
-        usage = answer.get("usage") or {}
-        scores = _indexed(answer["results"], count, "relevance_score")
-        return scores, RerankerUsage(tokens=int(usage.get("total_tokens") or 0))
+        body = {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
+        return {**body, "return_documents": False}
 
 
-class VoyageReranker(RemoteReranker):
-    """Voyage's hosted rerank (`voyage:rerank-2`): `POST /v1/rerank` `{query, documents, model, return_documents:
-    false, truncation: true}` -> `{data: [{index, relevance_score}], usage: {total_tokens}}`; key VOYAGE_API_KEY."""
+class VoyageReranker(HostedReranker):
+    """Voyage (`voyage:rerank-2`): `POST /v1/rerank` `{model, query, documents, return_documents: false,
+    truncation: true}` -> `{data: [...]}`; bills tokens (`usage.total_tokens`); key VOYAGE_API_KEY."""
 
     kind = "voyage"
-
-    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        self.model = model_id.removeprefix("voyage:")
-        url = _endpoint(settings.voyage_url, "/v1/rerank")
-        super().__init__(model_id, settings, cache, url=url, key=_hosted_key("voyage"))
+    results_field = "data"
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "query": query,
-            "documents": documents,
-            "return_documents": False,
-            "truncation": True,
-        }
-
-    def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
-        usage = answer.get("usage") or {}
-        scores = _indexed(answer["data"], count, "relevance_score")
-        return scores, RerankerUsage(tokens=int(usage.get("total_tokens") or 0))
+        body = {"model": self.model, "query": query, "documents": documents}
+        return {**body, "return_documents": False, "truncation": True}
