@@ -41,7 +41,7 @@ from workbench.types import (
     SearchResult,
     StageTimings,
 )
-from workbench.vocab import MAX_K
+from workbench.vocab import MAX_K, MAX_QUERY_CHARS
 
 
 class UseDefault:
@@ -141,17 +141,19 @@ class Engine:
         reranker: str | UseDefault | None = DEFAULT,
         retrieval: str | None = None,
         max_k: int = MAX_K,
+        max_query_chars: int | None = MAX_QUERY_CHARS,
         use_cache: bool = True,
     ) -> SearchResult:
         """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
 
         `filters` are metadata equalities in any form `inputs.parse_filters` takes. `reranker` is a model id,
         None for no reranking, or DEFAULT for the configured one. `retrieval` is dense, bm25 or hybrid
-        (default WORKBENCH_RETRIEVAL). `use_cache=False` skips the result and score caches (load runs measure
+        (default WORKBENCH_RETRIEVAL). `max_query_chars` is the interactive limit; evaluation passes None to score
+        the whole query. `use_cache=False` skips the result and score caches (load runs measure
         real work). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
         loads), ModelError, StoreError.
         """
-        query = validate_query(query)
+        query = validate_query(query, max_query_chars)
         k, top_n = validate_depths(
             self.settings.k_retrieve if k is None else k,
             min(self.settings.k_return, k or self.settings.k_retrieve) if top_n is None else top_n,

@@ -36,8 +36,12 @@ Scalar = str | int | float | bool
 _COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 
-def validate_query(query: Any) -> str:
-    """The query trimmed and free of control characters; 1 to 512 characters, else InputError."""
+def validate_query(query: Any, max_chars: int | None = MAX_QUERY_CHARS) -> str:
+    """The query trimmed, free of control characters and of invisible format characters (zero-width spaces,
+    bidirectional overrides, byte-order marks, soft hyphens); 1 to `max_chars` characters, else InputError.
+
+    `max_chars` is the interactive limit (512); evaluation passes None and scores the whole text (the models
+    truncate tokens themselves)."""
     if isinstance(query, bytes):
         try:
             query = query.decode("utf-8")
@@ -48,11 +52,13 @@ def validate_query(query: Any) -> str:
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in query):
         # Python turns undecodable command-line bytes into lone surrogates.
         raise InputError("The query holds bytes that are not valid UTF-8 text.")
-    trimmed = " ".join(plain_text(query).split()) if _CONTROL.search(query) else query.strip()
+    visible = "".join(ch for ch in query if unicodedata.category(ch) != "Cf")
+    trimmed = " ".join(plain_text(visible).split()) if _CONTROL.search(visible) else visible.strip()
     if not trimmed:
-        raise InputError(f"The query is empty: type 1 to {MAX_QUERY_CHARS} characters.")
-    if len(trimmed) > MAX_QUERY_CHARS:
-        raise InputError(f"The query is {len(trimmed)} characters long; the limit is {MAX_QUERY_CHARS}.")
+        limit = f"1 to {max_chars}" if max_chars else "at least 1"
+        raise InputError(f"The query is empty (nothing visible in it): type {limit} characters.")
+    if max_chars is not None and len(trimmed) > max_chars:
+        raise InputError(f"The query is {len(trimmed)} characters long; the limit is {max_chars}.")
     return trimmed
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.types import Metadata, StageTimings
-from workbench.vocab import MAX_K
+from workbench.vocab import MAX_K, MAX_QUERY_CHARS
 
 STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
 
@@ -148,6 +148,7 @@ def rerank_time_by_k(
     reranker: Any = DEFAULT,
     retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    max_query_chars: int | None = MAX_QUERY_CHARS,
 ) -> list[DepthTiming]:
     """How rerank time grows with k: each query at each k, caches bypassed."""
     queries = [q for q in queries if q.strip()]
@@ -156,7 +157,8 @@ def rerank_time_by_k(
     bad = [k for k in ks if not 1 <= k <= MAX_K]
     if not ks or bad:
         raise InputError(f"k values must be between 1 and {MAX_K}; got {', '.join(map(str, bad)) or 'none'}.")
-    engine.search(queries[0], min(ks), 1, collection=collection, reranker=reranker, retrieval=retrieval)
+    limit = {"max_query_chars": max_query_chars}
+    engine.search(queries[0], min(ks), 1, collection=collection, reranker=reranker, retrieval=retrieval, **limit)
     points = []
     total = len(ks) * len(queries)
     done = 0
@@ -164,7 +166,14 @@ def rerank_time_by_k(
         rows = []
         for query in queries:
             result = engine.search(
-                query, k, min(10, k), collection=collection, reranker=reranker, retrieval=retrieval, use_cache=False
+                query,
+                k,
+                min(10, k),
+                collection=collection,
+                reranker=reranker,
+                retrieval=retrieval,
+                use_cache=False,
+                **limit,
             )
             rows.append(result)
             done += 1

@@ -25,7 +25,7 @@ from workbench.redact import redact_url
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-from workbench.vocab import MAX_QUERY_CHARS, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
+from workbench.vocab import NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
 
 _PAGE = 1000
 EXACT = "exact scan"
@@ -266,10 +266,9 @@ def recall_study(
     recall: dict[str, list[float]] = {label: [] for label in stores}
     times: dict[str, list[float]] = {label: [] for label in stores}
     for done, (qid, text) in enumerate(items, start=1):
-        query = text[:MAX_QUERY_CHARS]
         exact: list[str] = []
         for name in runs:
-            result = searcher.search(query, k, min(10, k), collection=name, retrieval="dense")
+            result = searcher.search(text, k, min(10, k), collection=name, retrieval="dense", max_query_chars=None)
             runs_before[name][qid], runs[name][qid] = document_runs(result.candidates)
             ids = [c.id for c in result.candidates]
             if name == EXACT:

@@ -27,7 +27,7 @@ from workbench.evaluation.significance import Difference, difference
 from workbench.models import short_model_name
 from workbench.rerankers import RerankerUsage, reranker_kind
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
-from workbench.vocab import MAX_QUERY_CHARS, MRR_10, NDCG_10
+from workbench.vocab import MRR_10, NDCG_10
 
 COMPARED = (NDCG_10, MRR_10)  # the metrics compared against the first stage and the best row
 Progress = Callable[[int, int], None]
@@ -227,8 +227,9 @@ def compare_rerankers(
 
     first: Run = {}
     mode = retrieval
+    whole = {"max_query_chars": None}  # evaluation scores the whole query text
     for qid, text in items:
-        result = engine.search(text[:MAX_QUERY_CHARS], k, top_n, collection=collection, reranker=None, retrieval=mode)
+        result = engine.search(text, k, top_n, collection=collection, reranker=None, retrieval=mode, **whole)
         first[qid], _ = document_runs(result.candidates)
         mode = result.retrieval
         done += 1
@@ -245,8 +246,7 @@ def compare_rerankers(
         latencies: list[float] = []
         pairs = 0
         for qid, text in items:
-            query = text[:MAX_QUERY_CHARS]
-            result = engine.search(query, k, top_n, collection=collection, reranker=rid, retrieval=mode)
+            result = engine.search(text, k, top_n, collection=collection, reranker=rid, retrieval=mode, **whole)
             _, run[qid] = document_runs(result.candidates)
             if not result.cache.result_cached and result.cache.score_hits == 0 and result.candidates:
                 latencies.append(result.timings.rerank_ms)

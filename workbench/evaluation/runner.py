@@ -22,7 +22,6 @@ from workbench.evaluation.report import (
 from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.latency import rerank_time_by_k
-from workbench.vocab import MAX_QUERY_CHARS
 
 
 def run_evaluation(
@@ -49,7 +48,13 @@ def run_evaluation(
     mode = retrieval or engine.settings.retrieval
     for done, (qid, text) in enumerate(items, start=1):
         result = engine.search(
-            text[:MAX_QUERY_CHARS], k, min(top_n, k), collection=collection, reranker=reranker, retrieval=retrieval
+            text,
+            k,
+            min(top_n, k),
+            collection=collection,
+            reranker=reranker,
+            retrieval=retrieval,
+            max_query_chars=None,
         )
         candidates[qid] = scored_chunks(result.candidates)
         before_run[qid], after_run[qid] = fold_documents(candidates[qid])
@@ -136,11 +141,17 @@ def depth_curve(
     call. Rerank time is measured afresh (caches bypassed) on `timing_queries` queries per k."""
     ks = sorted({k for k in ks if 1 <= k <= report.k})
     qrels = {qid: dataset.qrels[qid] for qid in report.candidates}
-    sample = [dataset.queries[qid][:MAX_QUERY_CHARS] for qid in list(report.candidates)[:timing_queries]]
+    sample = [dataset.queries[qid] for qid in list(report.candidates)[:timing_queries]]
     timings = {}
     if sample and ks:
         measured = rerank_time_by_k(
-            engine, sample, ks, collection=report.collection, reranker=reranker, retrieval=report.retrieval
+            engine,
+            sample,
+            ks,
+            collection=report.collection,
+            reranker=reranker,
+            retrieval=report.retrieval,
+            max_query_chars=None,
         )
         timings = {t.k: t.rerank_ms_p50 for t in measured}
     points = []

@@ -1,0 +1,87 @@
+"""Hostile and odd requests the services must refuse cleanly: a deeply nested `meta` (it used to break a session
+for good), a foreign Host header (DNS rebinding against a tokenless API), invisible-only queries, a retried turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.services.conftest import ApiServer, api_env
+from workbench.config import Settings
+from workbench.errors import InputError
+from workbench.inputs import validate_query
+
+INVISIBLE = ["\u200b\u200b", "\u202e\u202d", "\ufeff", " \u200b\ufeff\u2060 ", "\u00ad", "\u200e\u200f"]
+
+
+@pytest.fixture(scope="module")
+def api(served_data: Settings):
+    server = ApiServer(Path(served_data.data_dir), api_env(served_data))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        log = server.stop()
+        assert "Traceback" not in log, log[-3000:]
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+def test_a_deeply_nested_meta_is_refused_and_the_session_stays_usable(api: ApiServer) -> None:
+    with httpx.Client(base_url=api.url, timeout=60) as c:
+        assert c.post("/session/turn", json={"session_id": "deep", "role": "user", "text": "hi"}).status_code == 200
+        body = json.dumps({"session_id": "deep", "role": "user", "text": "x", "meta": _nested(256)})
+        refused = c.post("/session/turn", content=body, headers={"content-type": "application/json"})
+        assert refused.status_code == 422 and "meta" in refused.json()["detail"], refused.text
+        assert "nested" in refused.json()["detail"]
+        assert c.post("/session/turn", json={"session_id": "deep", "role": "user", "text": "ok"}).status_code == 200
+        view = c.get("/session/deep")
+        assert view.status_code == 200 and [t["text"] for t in view.json()["turns"]] == ["hi", "ok"]
+        shallow = {"session_id": "deep", "role": "user", "text": "fine", "meta": _nested(8)}
+        assert c.post("/session/turn", json=shallow).status_code == 200
+
+
+def test_a_foreign_host_header_is_refused(api: ApiServer) -> None:
+    """A web page that rebinds its own name to 127.0.0.1 sends its name as Host: the API must not answer it."""
+    port = api.url.rsplit(":", 1)[1]
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", ""):
+        refused = httpx.get(f"{api.url}/collections", headers={"Host": host}, timeout=30)
+        assert refused.status_code == 421, (host, refused.status_code)
+        assert "Host" in refused.json()["detail"]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", "127.0.0.1"):
+        assert httpx.get(f"{api.url}/collections", headers={"Host": host}, timeout=30).status_code == 200, host
+
+
+@pytest.mark.parametrize("query", INVISIBLE)
+def test_invisible_only_queries_are_empty(query: str) -> None:
+    with pytest.raises(InputError, match="empty"):
+        validate_query(query)
+
+
+def test_invisible_only_queries_are_refused_over_http(api: ApiServer) -> None:
+    for query in INVISIBLE:
+        response = httpx.post(f"{api.url}/search", json={"query": query}, timeout=30)
+        assert response.status_code == 422 and "empty" in response.json()["detail"], (repr(query), response.text)
+    assert validate_query("\u200bvacation\u200b days") == "vacation days"
+
+
+def test_a_retried_turn_with_the_same_turn_id_is_stored_once(api: ApiServer) -> None:
+    with httpx.Client(base_url=api.url, timeout=60) as c:
+        turn = {"session_id": "retry", "role": "user", "text": "hello", "turn_id": "t-1"}
+        first = c.post("/session/turn", json=turn).json()
+        again = c.post("/session/turn", json=turn).json()
+        assert first["total_turns"] == again["total_turns"] == 1
+        other = c.post("/session/turn", json={**turn, "turn_id": "t-2"}).json()
+        assert other["total_turns"] == 2
+        unkeyed = c.post("/session/turn", json={k: v for k, v in turn.items() if k != "turn_id"})
+        assert unkeyed.json()["total_turns"] == 3  # without a key every turn is new, as before
+        bad = c.post("/session/turn", json={**turn, "turn_id": "x" * 200})
+        assert bad.status_code == 422 and "turn_id" in bad.json()["detail"]
