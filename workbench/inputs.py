@@ -25,6 +25,7 @@ from workbench.vocab import (
     MAX_FILTER_KEY_CHARS,
     MAX_FILTER_VALUE_CHARS,
     MAX_FILTERS,
+    MAX_JSON_DEPTH,
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_TOP_K,
@@ -60,6 +61,49 @@ def validate_query(query: Any, max_chars: int | None = MAX_QUERY_CHARS) -> str:
     if max_chars is not None and len(trimmed) > max_chars:
         raise InputError(f"The query is {len(trimmed)} characters long; the limit is {max_chars}.")
     return trimmed
+
+
+def json_depth(value: Any) -> int:
+    """How deeply a JSON value nests (a scalar is 0, `{"a": 1}` is 1), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def check_json(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH, max_bytes: int) -> str:
+    """A free-form JSON value a user sends (a turn's meta): plain JSON, nested at most `max_depth` levels, at most
+    `max_bytes` encoded; InputError naming `name` otherwise. Returns the encoded JSON."""
+    depth = json_depth(value)
+    if depth > max_depth:
+        raise InputError(f"{name} is nested {depth} levels deep; the limit is {max_depth}.")
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be plain JSON ({exc}).") from exc
+    if len(encoded.encode("utf-8")) > max_bytes:
+        raise InputError(f"{name} is larger than {max_bytes} bytes.")
+    return encoded
+
+
+LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for the names of this machine's loopback interface."""
+    return host.strip().strip("[]").lower() in LOOPBACK_NAMES
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port ('[::1]:8000' -> '::1', 'localhost:8000' -> 'localhost')."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def whole_number(name: str, value: Any) -> int:

@@ -23,10 +23,11 @@ from pydantic import BaseModel, Field
 
 from workbench.config import Settings
 from workbench.errors import InputError, WorkbenchError
+from workbench.inputs import check_json, json_depth
 from workbench.redact import plain_text, redact_url
 from workbench.stores.base import translate_store_error
 from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
-from workbench.vocab import DEFAULT_STORE_TIMEOUT
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, MAX_JSON_DEPTH
 
 MAX_SESSION_ID = 128
 MAX_ROLE = 32
@@ -66,7 +67,8 @@ def check_session_id(session_id: Any) -> str:
 
 
 def check_turn(role: Any, text: Any, meta: Any) -> tuple[str, str, dict[str, Any]]:
-    """A turn's role (1-32 characters), text (1-32,000) and metadata (a JSON object up to 16 KB)."""
+    """A turn's role (1-32 characters), text (1-32,000) and metadata (a JSON object, nested at most 32 levels,
+    up to 16 KB)."""
     if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE:
         raise InputError(f"role must be 1-{MAX_ROLE} characters, such as user or assistant.")
     if not isinstance(text, str) or not text.strip():
@@ -76,13 +78,36 @@ def check_turn(role: Any, text: Any, meta: Any) -> tuple[str, str, dict[str, Any
     meta = meta or {}
     if not isinstance(meta, dict):
         raise InputError("meta must be a JSON object.")
-    try:
-        encoded = json.dumps(meta, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"meta must be plain JSON ({exc}).") from exc
-    if len(encoded.encode("utf-8")) > MAX_META_BYTES:
-        raise InputError(f"meta is larger than {MAX_META_BYTES} bytes.")
+    check_json(meta, "meta", max_bytes=MAX_META_BYTES)
     return role.strip(), text, meta
+
+
+def check_turn_id(turn_id: Any) -> str | None:
+    """An idempotency key: a turn sent again with the same key (a client retrying after a lost reply) is stored
+    once. 1-128 characters of letters, digits and . _ : @ -; None for no key."""
+    if turn_id is None:
+        return None
+    if not isinstance(turn_id, str) or not _SESSION_ID.match(turn_id):
+        raise InputError(
+            f"turn_id must be 1-{MAX_SESSION_ID} characters of letters, digits and . _ : @ -; "
+            f"got {plain_text(repr(turn_id))[:40]}."
+        )
+    return turn_id
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _readable(meta: Any) -> dict[str, Any]:
+    """Stored metadata as it can be shown: a meta stored before depths were checked, and too deep to return, is
+    replaced by a note instead of breaking every read of its session."""
+    if isinstance(meta, dict) and json_depth(meta) <= MAX_JSON_DEPTH:
+        return meta
+    return {"dropped": f"this turn's meta was not a JSON object nested at most {MAX_JSON_DEPTH} levels"}
 
 
 def check_limit(limit: Any, default: int) -> int:
@@ -111,14 +136,22 @@ class SessionStore(ABC):
         return _now() - timedelta(days=self.ttl_days) if self.ttl_days else None
 
     def add_turn(
-        self, session_id: str, role: str, text: str, meta: dict[str, Any] | None = None, return_limit: int | None = None
+        self,
+        session_id: str,
+        role: str,
+        text: str,
+        meta: dict[str, Any] | None = None,
+        return_limit: int | None = None,
+        turn_id: str | None = None,
     ) -> SessionView:
-        """Append a turn; return the recent turns and the summary."""
+        """Append a turn; return the recent turns and the summary. A `turn_id` already stored in the session
+        (a retry) stores nothing again."""
         session_id = check_session_id(session_id)
         role, text, meta = check_turn(role, text, meta)
+        turn_id = check_turn_id(turn_id)
         limit = check_limit(return_limit, self.recent_limit)
         with self._errors("add a turn"):
-            self._insert(session_id, role, text, meta, _now())
+            self._insert(session_id, role, text, meta, _now(), turn_id)
         return self.get(session_id, limit)
 
     def get(self, session_id: str, limit: int | None = None) -> SessionView:
@@ -155,7 +188,9 @@ class SessionStore(ABC):
             ) from exc
 
     @abstractmethod
-    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None: ...
+    def _insert(
+        self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
+    ) -> None: ...
 
     @abstractmethod
     def _view(self, session_id: str, limit: int) -> SessionView: ...
@@ -191,6 +226,12 @@ class SqliteSessionStore(SessionStore):
                     session_id TEXT PRIMARY KEY, summary TEXT NOT NULL, updated_at TEXT NOT NULL);
                 """
             )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(turns)")}
+            if "turn_id" not in columns:  # a database from before idempotency keys
+                db.execute("ALTER TABLE turns ADD COLUMN turn_id TEXT")
+            db.execute(
+                "CREATE UNIQUE INDEX IF NOT EXISTS turns_once ON turns (session_id, turn_id) WHERE turn_id IS NOT NULL"
+            )
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -201,11 +242,14 @@ class SqliteSessionStore(SessionStore):
             self._local.db = db
         yield db
 
-    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None:
+    def _insert(
+        self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
+    ) -> None:
         with self._connection() as db:
             db.execute(
-                "INSERT INTO turns (session_id, role, text, meta, created_at) VALUES (?, ?, ?, ?, ?)",
-                (session_id, role, text, json.dumps(meta), at.isoformat()),
+                "INSERT OR IGNORE INTO turns (session_id, role, text, meta, created_at, turn_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, role, text, json.dumps(meta), at.isoformat(), turn_id),
             )
 
     def _view(self, session_id: str, limit: int) -> SessionView:
@@ -219,7 +263,9 @@ class SqliteSessionStore(SessionStore):
                 "SELECT summary, updated_at FROM summaries WHERE session_id = ?", (session_id,)
             ).fetchone()
         turns = [
-            Turn(session_id=session_id, role=r, text=t, meta=json.loads(m), created_at=datetime.fromisoformat(c))
+            Turn(
+                session_id=session_id, role=r, text=t, meta=_readable(_loads(m)), created_at=datetime.fromisoformat(c)
+            )
             for r, t, m, c in reversed(rows)
         ]
         return SessionView(
@@ -280,6 +326,11 @@ class PostgresSessionStore(SessionStore):
             cur.execute(
                 f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns (session_id, id)"
             )
+            cur.execute(f"ALTER TABLE {self._schema}.session_turns ADD COLUMN IF NOT EXISTS turn_id text")
+            cur.execute(
+                f"CREATE UNIQUE INDEX IF NOT EXISTS session_turns_once ON {self._schema}.session_turns "
+                "(session_id, turn_id) WHERE turn_id IS NOT NULL"
+            )
             cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
                 "summary text NOT NULL, updated_at timestamptz NOT NULL)"
@@ -290,12 +341,15 @@ class PostgresSessionStore(SessionStore):
         with transaction(self._pool) as cur:
             yield cur
 
-    def _insert(self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime) -> None:
+    def _insert(
+        self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
+    ) -> None:
         with self._cursor() as cur:
             cur.execute(
-                f"INSERT INTO {self._schema}.session_turns (session_id, role, text, meta, created_at) "
-                "VALUES (%s, %s, %s, %s::jsonb, %s)",
-                [session_id, role, text, json.dumps(meta), at],
+                f"INSERT INTO {self._schema}.session_turns (session_id, role, text, meta, created_at, turn_id) "
+                "VALUES (%s, %s, %s, %s::jsonb, %s, %s) "
+                "ON CONFLICT (session_id, turn_id) WHERE turn_id IS NOT NULL DO NOTHING",
+                [session_id, role, text, json.dumps(meta), at, turn_id],
             )
 
     def _view(self, session_id: str, limit: int) -> SessionView:
@@ -314,7 +368,8 @@ class PostgresSessionStore(SessionStore):
             )
             summary = cur.fetchone()
         turns = [
-            Turn(session_id=session_id, role=r, text=t, meta=m or {}, created_at=c) for r, t, m, c in reversed(rows)
+            Turn(session_id=session_id, role=r, text=t, meta=_readable(m or {}), created_at=c)
+            for r, t, m, c in reversed(rows)
         ]
         return SessionView(
             session_id=session_id,

@@ -113,6 +113,7 @@ MAX_FILTER_KEY_CHARS: Final = 128
 MAX_FILTER_VALUE_CHARS: Final = 1024
 MAX_BROWSE_LIMIT: Final = 1000
 MAX_UPLOAD_NAME_CHARS: Final = 120
+MAX_JSON_DEPTH: Final = 32  # how deeply free-form JSON a user sends may nest (a turn's meta, a request body)
 
 # The demo ---------------------------------------------------------------------------------------------------
 DEMO_COLLECTION: Final = "demo"

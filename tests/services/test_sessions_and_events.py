@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,6 +31,17 @@ def _store(target: str, **kwargs: object):  # type: ignore[no-untyped-def]
     if target.startswith("postgresql://"):
         return PostgresSessionStore(target, schema=f"s{abs(hash(target + str(time.time()))) % 10**8}", **kwargs)
     return SqliteSessionStore(target, **kwargs)
+
+
+def test_a_turn_id_stores_a_retried_turn_once_in_either_store(session_db: str) -> None:
+    store = _store(session_db)
+    session = f"idem-{uuid.uuid4().hex[:8]}"
+    for _ in range(3):
+        view = store.add_turn(session, "user", "hello", {"a": 1}, turn_id="turn-1")
+    assert view.total_turns == 1
+    assert store.add_turn(session, "assistant", "hi", turn_id="turn-2").total_turns == 2
+    assert store.add_turn(session, "assistant", "hi").total_turns == 3
+    assert store.add_turn(f"{session}-other", "user", "hello", turn_id="turn-1").total_turns == 1  # keys per session
 
 
 def test_turns_come_back_recent_and_in_order_with_the_summary(session_db: str) -> None:

@@ -9,7 +9,8 @@
     /docs                 OpenAPI
 
 Errors are JSON `{"detail": message}`: 422 names the field, 404 an unknown collection, 401 a missing or wrong
-token (when WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 413 a
+token (when WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 421 a Host
+header that does not name this machine (on a loopback address: a guard against DNS rebinding), 413 a
 body over WORKBENCH_MAX_BODY_BYTES, 503 a missing model or a store that is down (with the setting to change),
 504 a search past WORKBENCH_QUERY_TIMEOUT. Nothing a client sends produces a 500 or a traceback.
 
@@ -34,7 +35,8 @@ from workbench.api.routers import collections, docs, health, rerank, search, ses
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
-from workbench.redact import redact_text
+from workbench.inputs import host_name, is_loopback
+from workbench.redact import plain_text, redact_text
 
 log = logging.getLogger("workbench.api")
 
@@ -53,8 +55,12 @@ def _warm(state: ServiceState) -> None:
         state.ready.set()
 
 
-def create_app(settings: Settings | None = None, *, engine: Engine | None = None, warm: bool = True) -> FastAPI:
-    """The API over one engine. `warm=False` skips loading the models at start-up (tests of the plumbing)."""
+def create_app(
+    settings: Settings | None = None, *, engine: Engine | None = None, warm: bool = True, host: str = "127.0.0.1"
+) -> FastAPI:
+    """The API over one engine, served on `host`. `warm=False` skips loading the models at start-up (tests of
+    the plumbing). On a loopback address it answers only requests whose Host header names this machine: a web
+    page that rebinds its own name to 127.0.0.1 (DNS rebinding) gets 421, never the data."""
     settings = settings or (engine.settings if engine else Settings())
 
     @asynccontextmanager
@@ -77,11 +83,29 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         redoc_url=None,
         openapi_url=None,
     )
+    app.state.only_loopback_hosts = is_loopback(host)
     app.middleware("http")(_limit_body)
+    app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
     for area in (health, search, rerank, collections, sessions, docs):
         app.include_router(area.router)
     return app
+
+
+async def _check_host(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """421 for a Host header that does not name this machine, when the API is bound to a loopback address."""
+    if request.app.state.only_loopback_hosts:
+        given = request.headers.get("host", "")
+        if not is_loopback(host_name(given)):
+            shown = plain_text(given)[:80] or "(none)"
+            return JSONResponse(
+                {
+                    "detail": f"Host '{shown}' is not this server: the API on a loopback address answers requests to "
+                    "127.0.0.1, localhost or [::1] only (a guard against DNS rebinding)."
+                },
+                status_code=421,
+            )
+    return await call_next(request)
 
 
 async def _limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

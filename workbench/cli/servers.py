@@ -12,6 +12,7 @@ from workbench.cli.common import ProgressBar, settings_from, shown, store_option
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.inputs import is_loopback
 from workbench.localpg import LocalPostgres
 from workbench.mcp import run as run_mcp
 
@@ -52,7 +53,7 @@ def _ensure_demo(engine: Engine) -> None:
 
 def _cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if not _loopback(args.host) and settings.app_password is None:
+    if not is_loopback(args.host) and settings.app_password is None:
         raise ConfigError(
             f"--host {args.host} makes the app reachable from other machines: set WORKBENCH_APP_PASSWORD first "
             "(a shared password every visitor types), or keep the default 127.0.0.1."
@@ -85,10 +86,6 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
     return 0
 
 
-def _loopback(host: str) -> bool:
-    return host in {"127.0.0.1", "localhost", "::1"}
-
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     # Deferred: FastAPI and uvicorn take a second to import, which every other command would pay.
     import uvicorn
@@ -96,7 +93,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from workbench.api import create_app
 
     settings = settings_from(args)
-    if not _loopback(args.host) and settings.api_token is None:
+    if not is_loopback(args.host) and settings.api_token is None:
         raise ConfigError(
             f"--host {args.host} makes the API reachable from other machines: set WORKBENCH_API_TOKEN first (clients "
             "then send 'Authorization: Bearer <token>'), or keep the default 127.0.0.1."
@@ -104,14 +101,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     engine = Engine(settings)  # one engine per process: the one that checked the demo serves the requests
     _ensure_demo(engine)
     warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
-    uvicorn.run(create_app(engine=engine), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    app = create_app(engine=engine, host=args.host)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.http is not None:
-        if not _loopback(args.host):
+        if not is_loopback(args.host):
             raise ConfigError("The MCP server over HTTP has no authentication: keep it on 127.0.0.1.")
         warn(f"Serving MCP over streamable HTTP at http://{args.host}:{args.http}/mcp")
     run_mcp(settings, args.http, args.host)

@@ -19,6 +19,7 @@ class TurnRequest(BaseModel):
     text: str
     meta: dict[str, Any] | None = None
     return_limit: int | None = Field(None, description="recent turns returned (default SESSION_RECENT_LIMIT)")
+    turn_id: str | None = Field(None, description="idempotency key: a turn sent again with it is stored once")
 
 
 class SummaryRequest(BaseModel):
@@ -30,7 +31,8 @@ class SummaryRequest(BaseModel):
 async def add_turn(body: TurnRequest, state: State, store: Sessions) -> SessionView:
     """Append a turn; returns the recent turns (oldest first) and the summary."""
     return await run_bounded(
-        state, lambda: store.add_turn(body.session_id, body.role, body.text, body.meta, body.return_limit)
+        state,
+        lambda: store.add_turn(body.session_id, body.role, body.text, body.meta, body.return_limit, body.turn_id),
     )
 
 
