@@ -263,9 +263,7 @@ class SqliteSessionStore(SessionStore):
                 "SELECT summary, updated_at FROM summaries WHERE session_id = ?", (session_id,)
             ).fetchone()
         turns = [
-            Turn(
-                session_id=session_id, role=r, text=t, meta=_readable(_loads(m)), created_at=datetime.fromisoformat(c)
-            )
+            Turn(session_id=session_id, role=r, text=t, meta=_readable(_loads(m)), created_at=datetime.fromisoformat(c))
             for r, t, m, c in reversed(rows)
         ]
         return SessionView(

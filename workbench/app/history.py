@@ -9,6 +9,7 @@ import uuid
 import streamlit as st
 
 from workbench.app.state import STATE, HistoryEntry, log, set_value
+from workbench.app.widgets import text_md
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.sessions import open_session_store
@@ -18,11 +19,15 @@ _USER = re.compile(r"^[a-f0-9]{16}$")
 
 
 def user_session_id() -> str:
-    """The session-store id of this browser's user: `app:<id>`, the id kept in the URL (?u=...)."""
+    """The session-store id of this browser's user: `app:<id>`. The id is kept in the URL (?u=..., so a reload
+    finds the history again) and in this session's state (Streamlit drops query parameters when the page
+    changes): whichever still has it puts it back in the other."""
     user = st.query_params.get("u")
     if not user or not _USER.match(str(user)):
-        user = uuid.uuid4().hex[:16]
+        user = STATE.history_user if STATE.history_user and _USER.match(STATE.history_user) else uuid.uuid4().hex[:16]
+    if st.query_params.get("u") != user:
         st.query_params["u"] = user
+    STATE.history_user = str(user)
     return f"app:{user}"
 
 
@@ -86,5 +91,6 @@ def open_history(engine: Engine, limit: int = 15) -> None:
         return
     with st.expander(f"History ({view.total_turns} searches)", expanded=False):
         for position, entry in enumerate(entries):
-            label = f"{entry.query[:80]} — {entry.collection} · k={entry.k} · {entry.retrieval}"
+            # a query is shown as text: Markdown in it (an image link, bold) must not render or fetch anything
+            label = text_md(f"{entry.query[:80]} — {entry.collection} · k={entry.k} · {entry.retrieval}")
             st.button(label, key=f"history-{position}", on_click=_reopen, args=(entry,), type="tertiary")

@@ -95,6 +95,7 @@ class AppState:
     sample_pick: _Field[str | None] = _Field(None)
     last_signature: _Field[tuple | None] = _Field(None)
     history: _Field[list[HistoryEntry]] = _Field(factory=list)
+    history_user: _Field[str | None] = _Field(None)
     # Compare
     compare_a: _Field[CompareSide] = _Field(factory=lambda: CompareSide(rerank=False))
     compare_b: _Field[CompareSide] = _Field(factory=CompareSide)
