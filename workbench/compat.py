@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
 from workbench.engine import DEFAULT, Engine, get_engine
-from workbench.errors import ConfigError, InputError
+from workbench.errors import ConfigError, InputError, error_message, is_expected
 from workbench.events import EventSink, RetrievalCompleted
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import redact_text
@@ -75,16 +75,20 @@ def retrieve_top_docs(
     return retrieve_text(engine, collection_name, query, k, top_n)
 
 
-def retrieve_text(engine: Engine, collection_name: str, query: str, k: int = 10, top_n: int = 3) -> str:
+def retrieve_text(
+    engine: Engine, collection_name: str, query: str, k: int = 10, top_n: int = 3, *, remote: bool = False
+) -> str:
     """Seed 000's behaviour over any engine: the reranked top_n texts joined by newlines, NO_DOCUMENTS when
-    nothing matches, "Error retrieving from collection: ..." on any failure. Never raises."""
+    nothing matches, "Error retrieving from collection: ..." on any failure. Never raises. For a `remote` caller
+    (HTTP, MCP) the message hides the server's paths."""
     try:
         result = engine.search(query, k, top_n, collection=collection_name)
         if not result.candidates:
             return NO_DOCUMENTS
         return "\n".join(hit.text for hit in result.reranked)
     except Exception as exc:
-        return f"{ERROR_PREFIX} {redact_text(str(exc))}"
+        words = error_message(exc, remote=remote) if is_expected(exc) or remote else redact_text(str(exc))
+        return f"{ERROR_PREFIX} {words}"
 
 
 class SearchHit(BaseModel):

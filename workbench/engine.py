@@ -162,6 +162,8 @@ class Engine:
         filters = parse_filters(filters)
         mode = validate_retrieval(retrieval or self.settings.retrieval)
         name = collection or self.settings.collection
+        if not isinstance(name, str):
+            raise InputError(f"The collection must be named by text; got {type(name).__name__}.")
         store = self.registry.get(name)
         info = self._info(name)
         rerank_model = self.reranker(reranker)

@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from workbench.redact import shown
+from workbench.redact import hide_paths, shown
 
 
 class WorkbenchError(Exception):
@@ -174,11 +174,11 @@ def is_expected(exc: BaseException) -> bool:
 def error_message(exc: BaseException, *, remote: bool = False) -> str:
     """The words a user sees for an error: the workbench's own message, secrets masked, no traceback.
 
-    Settings that do not validate name each setting and its problem. An unexpected error names its type, and
-    its text too unless `remote` (an API or MCP client, who must not see the server's internals).
+    Settings that do not validate name each setting and its problem. For a `remote` user (an API or MCP client)
+    the server's own paths are hidden, and an unexpected error names only its type.
     """
     if isinstance(exc, WorkbenchError):
-        return shown(exc)
+        return hide_paths(shown(exc)) if remote else shown(exc)
     if isinstance(exc, ValidationError):
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return shown(f"invalid setting: {problems}")

@@ -49,7 +49,7 @@ def build_server(
         )
     )
     def retrieve_from_chroma(collection_name: str, query: str, k: int = 10, top_n: int = 3) -> str:
-        return retrieve_text(engine, collection_name, query, k, top_n)
+        return retrieve_text(engine, collection_name, query, k, top_n, remote=True)
 
     @server.tool(
         description=(

@@ -60,6 +60,16 @@ def plain_text(text: str) -> str:
     return CONTROL_CHARACTERS.sub(" ", text)
 
 
+# An absolute POSIX path that is not part of a URL ("http://host/x" keeps its path).
+_SERVER_PATH = re.compile(r"(?<![\w:/.\-])/(?:[\w.\-]+/)*[\w.\-]*[\w\-]/?")
+
+
+def hide_paths(text: str) -> str:
+    """`text` with the server's absolute paths replaced by '<server folder>': a remote client (the API, an MCP
+    client) learns nothing of the machine's layout."""
+    return _SERVER_PATH.sub("<server folder>", text)
+
+
 def shown(text: object) -> str:
     """Any text safe to show a user: control characters removed, secrets masked."""
     return redact_text(plain_text(str(text)))

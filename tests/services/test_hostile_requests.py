@@ -85,3 +85,44 @@ def test_a_retried_turn_with_the_same_turn_id_is_stored_once(api: ApiServer) -> 
         assert unkeyed.json()["total_turns"] == 3  # without a key every turn is new, as before
         bad = c.post("/session/turn", json={**turn, "turn_id": "x" * 200})
         assert bad.status_code == 422 and "turn_id" in bad.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "status", "words"),
+    [
+        (b'{"query": "\xff\xfe"}', "application/json", 400, "not UTF-8"),
+        (b"[" * 5000 + b"]" * 5000, "application/json", 422, "nested"),
+        (json.dumps({"query": "x", "filters": _nested(40)}).encode(), "application/json", 422, "nested 4"),
+        (b'{"query": "pension"}', "text/plain", 415, "Content-Type: application/json"),
+        (b'{"query": "x",,}', "application/json", 422, "not valid JSON"),
+    ],
+)
+def test_bodies_that_are_not_json_say_what_is_wrong(
+    api: ApiServer, content: bytes, content_type: str, status: int, words: str
+) -> None:
+    response = httpx.post(f"{api.url}/search", content=content, headers={"content-type": content_type}, timeout=30)
+    assert response.status_code == status and words in response.json()["detail"], response.text
+
+
+def test_unknown_fields_are_refused_by_name(api: ApiServer) -> None:
+    response = httpx.post(f"{api.url}/search", json={"query": "pension", "topk": 3}, timeout=30)
+    assert response.status_code == 422 and "topk" in response.json()["detail"], response.text
+    turn = {"session_id": "s", "role": "user", "text": "x", "metaa": {}}
+    assert httpx.post(f"{api.url}/session/turn", json=turn, timeout=30).status_code == 422
+
+
+def test_errors_never_show_the_servers_paths(api: ApiServer, served_data: Settings) -> None:
+    response = httpx.post(f"{api.url}/search", json={"query": "pension", "collection": "nope"}, timeout=30)
+    detail = response.json()["detail"]
+    assert response.status_code == 404 and "'nope'" in detail
+    assert str(served_data.data_dir) not in detail and "/tmp" not in detail and "<server folder>" in detail
+    text = httpx.post(f"{api.url}/retrieve", json={"collection_name": "nope", "query": "pension"}, timeout=30)
+    assert str(served_data.data_dir) not in text.json()["result"]
+
+
+def test_a_collection_named_by_a_number_is_refused_in_words() -> None:
+    from workbench.compat import retrieve_text
+    from workbench.engine import Engine
+
+    text = retrieve_text(Engine(Settings(offline=True, reranker_model="none")), 123, "pension")  # type: ignore[arg-type]
+    assert text.startswith("Error retrieving from collection:") and "named by text" in text

@@ -8,11 +8,13 @@
     /session/...          session memory (seed 004)
     /docs                 OpenAPI
 
-Errors are JSON `{"detail": message}`: 422 names the field, 404 an unknown collection, 401 a missing or wrong
-token (when WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 421 a Host
-header that does not name this machine (on a loopback address: a guard against DNS rebinding), 413 a
-body over WORKBENCH_MAX_BODY_BYTES, 503 a missing model or a store that is down (with the setting to change),
-504 a search past WORKBENCH_QUERY_TIMEOUT. Nothing a client sends produces a 500 or a traceback.
+Errors are JSON `{"detail": message}`: 422 names the field (an unknown field, a body that is not JSON or nests
+over 32 levels), 400 a body that is not UTF-8, 404 an unknown collection, 401 a missing or wrong token (when
+WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 421 a Host header that
+does not name this machine (on a loopback address: a guard against DNS rebinding), 413 a body over
+WORKBENCH_MAX_BODY_BYTES, 415 a body not sent as JSON, 503 a missing model or a store that is down (with the
+setting to change), 504 a search past WORKBENCH_QUERY_TIMEOUT. Messages never show the server's own paths.
+Nothing a client sends produces a 500 or a traceback.
 
 The application: the lifespan (engine, model warm-up, event sink, session store), the body limit, errors through
 the one error table (`workbench.errors`), and a router per area (`routers/`).
@@ -20,6 +22,7 @@ the one error table (`workbench.errors`), and a router per area (`routers/`).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -30,13 +33,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
-from workbench.api.dependencies import ServiceState, service_state
+from workbench.api.dependencies import ServiceState
 from workbench.api.routers import collections, docs, health, rerank, search, sessions
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
-from workbench.inputs import host_name, is_loopback
+from workbench.inputs import host_name, is_loopback, json_depth
 from workbench.redact import plain_text, redact_text
+from workbench.vocab import MAX_JSON_DEPTH
 
 log = logging.getLogger("workbench.api")
 
@@ -84,7 +88,7 @@ def create_app(
         openapi_url=None,
     )
     app.state.only_loopback_hosts = is_loopback(host)
-    app.middleware("http")(_limit_body)
+    app.add_middleware(BodyCheck)
     app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
     for area in (health, search, rerank, collections, sessions, docs):
@@ -108,24 +112,75 @@ async def _check_host(request: Request, call_next: Callable[[Request], Awaitable
     return await call_next(request)
 
 
-async def _limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """Refuse bodies over the limit, whether the client declares the length or streams it."""
-    limit = service_state(request).settings.max_body_bytes
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        return JSONResponse({"detail": f"The request body is larger than {limit} bytes."}, status_code=413)
-    if request.method in {"POST", "PUT", "PATCH"} and declared is None:
+class BodyCheck:
+    """Every body before FastAPI reads it (plain ASGI: the body is buffered, checked and replayed to the app): at
+    most WORKBENCH_MAX_BODY_BYTES (413, declared or streamed); a body sent to a route must say `Content-Type:
+    application/json` (415) and be UTF-8 JSON nested at most 32 levels (422, naming what is wrong)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        limit = scope["app"].state.wb.settings.max_body_bytes
+        too_large = JSONResponse({"detail": f"The request body is larger than {limit} bytes."}, status_code=413)
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            return await too_large(scope, receive, send)
+        if scope["method"] not in {"POST", "PUT", "PATCH"}:
+            return await self.app(scope, receive, send)
         body = b""
-        async for chunk in request.stream():
-            body += chunk
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return await self.app(scope, receive, send)  # the client went away: let the app see it
+            body += message.get("body", b"")
             if len(body) > limit:
-                return JSONResponse({"detail": f"The request body is larger than {limit} bytes."}, status_code=413)
+                return await too_large(scope, receive, send)
+            if not message.get("more_body"):
+                break
+        problem = _json_problem(body, headers.get("content-type", "")) if body else None
+        if problem is not None:
+            return await JSONResponse({"detail": problem[1]}, status_code=problem[0])(scope, receive, send)
+        replayed = False
 
         async def replay() -> dict[str, Any]:
-            return {"type": "http.request", "body": body, "more_body": False}
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-        request = Request(request.scope, replay)
-    return await call_next(request)
+        return await self.app(scope, replay, send)
+
+
+def _json_problem(body: bytes, content_type: str) -> tuple[int, str] | None:
+    """What is wrong with a JSON body, as (status, message), or None."""
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        shown = plain_text(content_type)[:60] or "none"
+        return 415, f"Send the body as JSON with 'Content-Type: application/json' (it said '{shown}')."
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return 400, f"The body is not UTF-8 text (byte {exc.start}): send JSON encoded as UTF-8."
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return 422, f"The body is nested too deeply: JSON is taken nested at most {MAX_JSON_DEPTH} levels."
+    except ValueError as exc:
+        return 422, f"The body is not valid JSON: {plain_text(str(exc))[:120]}."
+    depth = json_depth(value)
+    if depth > MAX_JSON_DEPTH:
+        where = ""
+        if isinstance(value, dict) and value:
+            deepest = max(value, key=lambda key: json_depth(value[key]))
+            where = f" (in '{plain_text(str(deepest))[:40]}')"
+        return 422, (
+            f"The body is nested {depth} levels deep{where}; JSON is taken nested at most {MAX_JSON_DEPTH} levels."
+        )
+    return None
 
 
 def _field_message(errors: list[dict[str, Any]]) -> str:
@@ -133,6 +188,8 @@ def _field_message(errors: list[dict[str, Any]]) -> str:
     for error in errors[:5]:
         location = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        if error.get("type") == "extra_forbidden":
+            message = "not a field of this request (check its spelling against /docs)"
         parts.append(f"{location}: {message}")
     return redact_text("; ".join(parts))
 

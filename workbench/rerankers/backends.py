@@ -256,7 +256,12 @@ def _load_backend(
     except ModelError:
         raise
     except Exception as exc:
+        advice = (
+            "Set RERANKER_MODEL to another model"
+            if chosen == "torch"
+            else ("Set RERANKER_BACKEND=torch, or RERANKER_MODEL to another model")
+        )
         raise ModelError(
             f"The reranker {Path(model_path).name} cannot be loaded for the {chosen} backend "
-            f"({type(exc).__name__}: {exc}). Set RERANKER_BACKEND=torch or RERANKER_MODEL to another model."
+            f"({type(exc).__name__}: {exc}). {advice}."
         ) from exc

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.engine import Engine
@@ -23,11 +23,15 @@ MAX_DOCUMENT_CHARS = 100_000
 
 
 class RerankDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     text: str
 
 
 class RerankRequest(BaseModel):
     """Cohere's request: documents as strings or `{text}` objects; `top_n` keeps the best n (default all)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query: str
     documents: list[str | RerankDocument] = Field(..., min_length=1, max_length=MAX_RERANK_DOCUMENTS)

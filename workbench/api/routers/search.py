@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.compat import SearchResponse, retrieve_text, search_documents
@@ -20,6 +20,8 @@ _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 class SearchRequest(BaseModel):
     """Seed 002's request, with the workbench's options."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query: str = Field(..., description="1-512 characters after trimming")
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="results returned (1-20)")
@@ -42,6 +44,8 @@ class SearchRequest(BaseModel):
 
 class RetrieveRequest(BaseModel):
     """Seed 000's arguments (the store and embeddings are the service's own)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     collection_name: str
     query: str
@@ -72,6 +76,6 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
 @router.post("/retrieve")
 async def retrieve(body: RetrieveRequest, state: State) -> dict[str, str]:
     text = await run_bounded(
-        state, lambda: retrieve_text(state.engine, body.collection_name, body.query, body.k, body.top_n)
+        state, lambda: retrieve_text(state.engine, body.collection_name, body.query, body.k, body.top_n, remote=True)
     )
     return {"result": text}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.api.dependencies import Authorised, Sessions, State, run_bounded
 from workbench.sessions import SessionView
@@ -14,6 +14,8 @@ router = APIRouter(prefix="/session", tags=["session memory"], dependencies=Auth
 
 
 class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     session_id: str
     role: str
     text: str
@@ -23,6 +25,8 @@ class TurnRequest(BaseModel):
 
 
 class SummaryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     session_id: str
     summary: str
 
