@@ -76,13 +76,20 @@ def retrieve_top_docs(
 
 
 def retrieve_text(
-    engine: Engine, collection_name: str, query: str, k: int = 10, top_n: int = 3, *, remote: bool = False
+    engine: Engine,
+    collection_name: str,
+    query: str,
+    k: int = 10,
+    top_n: int = 3,
+    *,
+    remote: bool = False,
+    deadline: float | None = None,
 ) -> str:
     """Seed 000's behaviour over any engine: the reranked top_n texts joined by newlines, NO_DOCUMENTS when
     nothing matches, "Error retrieving from collection: ..." on any failure. Never raises. For a `remote` caller
     (HTTP, MCP) the message hides the server's paths."""
     try:
-        result = engine.search(query, k, top_n, collection=collection_name)
+        result = engine.search(query, k, top_n, collection=collection_name, deadline=deadline)
         if not result.candidates:
             return NO_DOCUMENTS
         return "\n".join(hit.text for hit in result.reranked)
@@ -130,6 +137,7 @@ def search_documents(
     retrieval: str | None = None,
     trace_id: str | None = None,
     events: EventSink | None = None,
+    deadline: float | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
@@ -140,7 +148,14 @@ def search_documents(
     if isinstance(depth, int) and not isinstance(depth, bool) and depth < top_k:
         raise InputError(f"k ({depth}) must be at least top_k ({top_k}).")
     result = engine.search(
-        query, depth, top_k, filters, collection=collection, reranker=DEFAULT if rerank else None, retrieval=retrieval
+        query,
+        depth,
+        top_k,
+        filters,
+        collection=collection,
+        reranker=DEFAULT if rerank else None,
+        retrieval=retrieval,
+        deadline=deadline,
     )
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []

@@ -17,7 +17,7 @@ from cachetools import TTLCache
 
 from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
-from workbench.errors import CollectionNotFoundError, ConfigError, InputError
+from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.inputs import (
     parse_filters,
@@ -143,15 +143,17 @@ class Engine:
         max_k: int = MAX_K,
         max_query_chars: int | None = MAX_QUERY_CHARS,
         use_cache: bool = True,
+        deadline: float | None = None,
     ) -> SearchResult:
         """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
 
         `filters` are metadata equalities in any form `inputs.parse_filters` takes. `reranker` is a model id,
         None for no reranking, or DEFAULT for the configured one. `retrieval` is dense, bm25 or hybrid
         (default WORKBENCH_RETRIEVAL). `max_query_chars` is the interactive limit; evaluation passes None to score
-        the whole query. `use_cache=False` skips the result and score caches (load runs measure
-        real work). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
-        loads), ModelError, StoreError.
+        the whole query. `deadline` (a time.monotonic() instant) stops a search its caller gave up on: the reranker
+        stops at its next batch and QueryTimeoutError is raised. `use_cache=False` skips the result and score
+        caches (load runs measure real work). Raises InputError for bad inputs, CollectionNotFoundError (checked
+        before any model loads), ModelError, StoreError.
         """
         query = validate_query(query, max_query_chars)
         k, top_n = validate_depths(
@@ -207,7 +209,11 @@ class Engine:
         searched = time.perf_counter()
         hit_count = 0
         if rerank_model and hits:
-            scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache)
+            if deadline is not None and time.monotonic() > deadline:
+                raise QueryTimeoutError(
+                    "The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) before reranking."
+                )
+            scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache, deadline)
         else:
             scores = [None] * len(hits)
         reranked = time.perf_counter()

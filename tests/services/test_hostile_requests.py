@@ -4,6 +4,7 @@ for good), a foreign Host header (DNS rebinding against a tokenless API), invisi
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -126,3 +127,29 @@ def test_a_collection_named_by_a_number_is_refused_in_words() -> None:
 
     text = retrieve_text(Engine(Settings(offline=True, reranker_model="none")), 123, "pension")  # type: ignore[arg-type]
     assert text.startswith("Error retrieving from collection:") and "named by text" in text
+
+
+def test_a_search_past_the_timeout_stops_using_the_model(served_data: Settings, real_reranker_dir: Path) -> None:
+    """Four searches of 150 candidates answered 504 after half a second stop at the reranker's next batch: the
+    pairs scored settle far below the 4 x 150 that finishing them would score, and a small search right after is
+    answered (the abandoned ones do not starve it)."""
+    env = api_env(served_data, RERANKER_MODEL=str(real_reranker_dir), WORKBENCH_QUERY_TIMEOUT="0.5")
+    server = ApiServer(Path(served_data.data_dir), env)
+    try:
+        server.wait_ready()
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            for i in range(4):
+                big = c.post("/search", json={"query": f"pension and leave rules {i}", "k": 150, "top_k": 5})
+                assert big.status_code == 504, big.text
+            scored, previous = -1, -2
+            for _ in range(40):  # until the count stops growing
+                time.sleep(0.5)
+                previous, scored = scored, c.get("/health").json()["reranker"]["documents"]
+                if scored == previous:
+                    break
+            assert scored == previous and scored < 0.6 * 4 * 150, scored
+            small = c.post("/search", json={"query": "holiday carry over", "k": 5, "top_k": 3})
+            assert small.status_code == 200, small.text
+    finally:
+        log = server.stop()
+    assert "Traceback" not in log

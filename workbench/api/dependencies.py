@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import threading
+import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -70,6 +71,12 @@ def require_token(state: State, credentials: Annotated[HTTPAuthorizationCredenti
 
 
 Authorised = [Depends(require_token)]
+
+
+def deadline(state: ServiceState) -> float:
+    """When a request's engine work must stop (time.monotonic()): WORKBENCH_QUERY_TIMEOUT from now. Passed into
+    the engine, so that a search answered with 504 also stops using the model."""
+    return time.monotonic() + state.settings.query_timeout
 
 
 async def run_bounded(state: ServiceState, function: Callable[[], Any]) -> Any:

@@ -39,8 +39,11 @@ class Reranker(Protocol):
     @property
     def usage(self) -> RerankerUsage: ...
 
-    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
-        """Scores for each text, and how many of them came from the cache."""
+    def score(
+        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
+    ) -> tuple[list[float], int]:
+        """Scores for each text, and how many of them came from the cache; QueryTimeoutError once `deadline`
+        (a time.monotonic() instant) has passed, so a search nobody waits for stops using the model."""
         ...
 
 

@@ -4,6 +4,10 @@ Each request hands its (query, document) pairs to one worker thread per model; t
 milliseconds for other requests, sorts all their pairs by length, runs them in batches and hands each request
 its scores. So eight concurrent searches make a handful of full batches instead of eight queues of small ones
 fighting over the same cores.
+
+A request may carry a deadline (`time.monotonic()` seconds): one already past is failed without running, and a
+batch whose pairs all belong to requests past their deadline is skipped, so a search its caller gave up on (a
+504) stops using the model at the next batch instead of starving the searches behind it.
 """
 
 from __future__ import annotations
@@ -15,16 +19,25 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from workbench.errors import QueryTimeoutError
+
 Pair = Any  # an encoded pair: whatever the run function takes
+Request = tuple[list[Pair], Future[list[float]], float | None]  # pairs, where their scores go, deadline
+RunFunction = Callable[[list[Pair], Callable[[int], bool]], list[float]]  # (pairs, is pair i still wanted)
 
 
 class MicroBatcher:
     """Runs `run(pairs) -> scores` for the pairs of every request waiting within `window` seconds."""
 
-    def __init__(self, run: Callable[[list[Pair]], list[float]], window: float = 0.003, name: str = "rerank") -> None:
+    def __init__(
+        self,
+        run: Callable[[list[Pair], Callable[[int], bool]], list[float]],
+        window: float = 0.003,
+        name: str = "rerank",
+    ) -> None:
         self._run = run
         self.window = window
-        self._queue: queue.Queue[tuple[list[Pair], Future[list[float]]]] = queue.Queue()
+        self._queue: queue.Queue[Request] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._name = name
@@ -37,22 +50,23 @@ class MicroBatcher:
                 self._thread = threading.Thread(target=self._work, name=f"{self._name}-batcher", daemon=True)
                 self._thread.start()
 
-    def submit(self, pairs: Sequence[Pair]) -> list[float]:
-        """Scores for `pairs`, computed together with the pairs of concurrent requests."""
+    def submit(self, pairs: Sequence[Pair], deadline: float | None = None) -> list[float]:
+        """Scores for `pairs`, computed together with the pairs of concurrent requests; QueryTimeoutError when
+        `deadline` passes before they are scored."""
         if not pairs:
             return []
         future: Future[list[float]] = Future()
         self._ensure_worker()
-        self._queue.put((list(pairs), future))
+        self._queue.put((list(pairs), future, deadline))
         return future.result()
 
     def _work(self) -> None:
         while True:
             first = self._queue.get()
-            deadline = time.perf_counter() + self.window
+            window_ends = time.perf_counter() + self.window
             batch = [first]
             while True:
-                remaining = deadline - time.perf_counter()
+                remaining = window_ends - time.perf_counter()
                 if remaining <= 0:
                     break
                 try:
@@ -64,16 +78,44 @@ class MicroBatcher:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            pairs = [pair for items, _ in batch for pair in items]
-            try:
-                scores = self._run(pairs)
-            except BaseException as exc:  # every waiting request gets the error, the worker lives on
-                for _, future in batch:
-                    future.set_exception(exc)
-                continue
-            self.runs += 1
-            self.requests += len(batch)
-            start = 0
-            for items, future in batch:
+            self._serve(batch)
+
+    def _serve(self, batch: list[Request]) -> None:
+        """One model run for the gathered requests that are still wanted; each gets its scores or its error."""
+        for _, future, deadline in batch:
+            if _expired(deadline):
+                future.set_exception(_late())
+        batch = [entry for entry in batch if not entry[1].done()]
+        if not batch:
+            return
+        pairs = [pair for items, _, _ in batch for pair in items]
+        owner = [i for i, (items, _, _) in enumerate(batch) for _ in items]
+
+        def wanted(pair: int) -> bool:
+            return not _expired(batch[owner[pair]][2])
+
+        try:
+            scores = self._run(pairs, wanted)
+        except BaseException as exc:  # every waiting request gets the error, the worker lives on
+            for _, future, _ in batch:
+                future.set_exception(exc)
+            return
+        self.runs += 1
+        self.requests += len(batch)
+        start = 0
+        for items, future, deadline in batch:
+            if _expired(deadline):
+                future.set_exception(_late())
+            else:
                 future.set_result(scores[start : start + len(items)])
-                start += len(items)
+            start += len(items)
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _late() -> QueryTimeoutError:
+    return QueryTimeoutError(
+        "The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) and was stopped before the reranker finished."
+    )

@@ -127,14 +127,19 @@ class CrossEncoderReranker:
             chunk = order[start : start + self.batch_size]
             yield chunk, self._arrays([pairs[i] for i in chunk])
 
-    def _run(self, pairs: list[Encoded]) -> list[float]:
-        """One model run over `pairs`, batch by batch (`batches`)."""
+    def _run(self, pairs: list[Encoded], wanted: Callable[[int], bool] | None = None) -> list[float]:
+        """One model run over `pairs`, batch by batch (`batches`); a batch none of whose pairs is `wanted` any
+        more (their searches ran past their deadline) is skipped."""
         import torch
 
         scores = [0.0] * len(pairs)
+        ran: list[int] = []
         device = self._model.device
         with torch.inference_mode():
             for chunk, arrays in self.batches(pairs):
+                if wanted is not None and not any(wanted(i) for i in chunk):
+                    continue
+                ran += chunk
                 features = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
                 output = self._model.model(**features, return_dict=True)
                 logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
@@ -142,22 +147,24 @@ class CrossEncoderReranker:
                     scores[i] = float(value)
         with self._lock:
             self.model_calls += 1
-            self.pairs_scored += len(pairs)
-            self.tokens_scored += sum(len(p[0]) for p in pairs)
+            self.pairs_scored += len(ran)
+            self.tokens_scored += sum(len(pairs[i][0]) for i in ran)
         return scores
 
-    def predict(self, query: str, texts: Sequence[str]) -> list[float]:
-        """Score every text with the model, no score cache."""
+    def predict(self, query: str, texts: Sequence[str], deadline: float | None = None) -> list[float]:
+        """Score every text with the model, no score cache; QueryTimeoutError once `deadline` passes."""
         if not texts:
             return []
-        return self._batcher.submit(self.encode(query, texts))
+        return self._batcher.submit(self.encode(query, texts), deadline)
 
-    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
+    def score(
+        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
+    ) -> tuple[list[float], int]:
         """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
         if not use_cache:
-            return self.predict(query, texts), 0
+            return self.predict(query, texts, deadline), 0
         keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
-        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices]))
+        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices], deadline))
 
     @property
     def usage(self) -> RerankerUsage:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import httpx
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, ModelError, is_connection_problem
+from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_connection_problem
 from workbench.redact import redact_text, redact_url, register_secret
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.cache import ScoreCache
@@ -69,17 +69,22 @@ class RemoteReranker:
         with self._lock:
             return self._usage.model_copy()
 
-    def score(self, query: str, texts: list[str], use_cache: bool = True) -> tuple[list[float], int]:
+    def score(
+        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
+    ) -> tuple[list[float], int]:
         """Scores for each text (on `score_scale`), and how many came from the score cache."""
         if not use_cache:
-            return self.predict(query, texts), 0
+            return self.predict(query, texts, deadline), 0
         keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
-        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices]))
+        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices], deadline))
 
-    def predict(self, query: str, texts: list[str]) -> list[float]:
-        """Every text scored by the service, in batches of at most `batch_limit` documents."""
+    def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
+        """Every text scored by the service, in batches of at most `batch_limit` documents; no request is sent
+        once `deadline` (time.monotonic()) has passed."""
         scores: list[float] = []
         for start in range(0, len(texts), self.batch_limit):
+            if deadline is not None and time.monotonic() > deadline:
+                raise QueryTimeoutError("The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) and was stopped.")
             batch = texts[start : start + self.batch_limit]
             answer = self._post(self.request(query, batch))
             try:

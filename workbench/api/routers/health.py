@@ -17,6 +17,7 @@ class Health(BaseModel):
     status: str
     models: dict[str, str] = Field(default_factory=dict)
     events: dict[str, Any] = Field(default_factory=dict)
+    reranker: dict[str, Any] = Field(default_factory=dict, description="what the reranker has done since start")
 
 
 @router.get("/health", response_model=Health)
@@ -26,4 +27,6 @@ async def health(state: State) -> Health | JSONResponse:
     if state.warm_error:
         degraded = Health(status="degraded", models={"error": state.warm_error})
         return JSONResponse(degraded.model_dump(), status_code=503)
-    return Health(status="ready", models=state.models, events=state.events.stats())
+    reranker = state.engine.reranker() if "reranker" in state.models else None
+    usage = reranker.usage.model_dump() if reranker is not None else {}
+    return Health(status="ready", models=state.models, events=state.events.stats(), reranker=usage)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from workbench.api.dependencies import Authorised, State, run_bounded
+from workbench.api.dependencies import Authorised, State, deadline, run_bounded
 from workbench.engine import Engine
 from workbench.errors import InputError, ModelError
 from workbench.inputs import validate_query
@@ -80,13 +80,14 @@ async def models(state: State) -> dict[str, Any]:
 async def rerank(body: RerankRequest, state: State) -> dict[str, Any]:
     """Scores on the 0-1 scale (a cross-encoder's logit through the sigmoid), best first, `top_n` of them."""
     texts = body.texts()
+    until = deadline(state)
 
     def work() -> dict[str, Any]:
         reranker = _served(state.engine)
         names = {reranker.model_id, short_model_name(reranker.model_id)}
         if body.model and body.model not in names:
             raise InputError(f"model '{body.model}' is not served here: this workbench serves {reranker.model_id}.")
-        scores, _ = reranker.score(body.query, texts)
+        scores, _ = reranker.score(body.query, texts, deadline=until)
         order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: body.top_n or len(texts)]
         results = [
             {

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from workbench.api.dependencies import Authorised, State, run_bounded
+from workbench.api.dependencies import Authorised, State, deadline, run_bounded
 from workbench.compat import SearchResponse, retrieve_text, search_documents
 from workbench.inputs import parse_filters, validate_query
 from workbench.vocab import DEFAULT_TOP_K, MAX_K, MAX_TOP_K
@@ -56,6 +56,7 @@ class RetrieveRequest(BaseModel):
 @router.post("/search", response_model=SearchResponse)
 async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, Header()] = "") -> SearchResponse:
     trace = x_trace_id if _TRACE.match(x_trace_id) else None
+    until = deadline(state)
     return await run_bounded(
         state,
         lambda: search_documents(
@@ -69,13 +70,18 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             retrieval=body.retrieval,
             trace_id=trace,
             events=state.events,
+            deadline=until,
         ),
     )
 
 
 @router.post("/retrieve")
 async def retrieve(body: RetrieveRequest, state: State) -> dict[str, str]:
+    until = deadline(state)
     text = await run_bounded(
-        state, lambda: retrieve_text(state.engine, body.collection_name, body.query, body.k, body.top_n, remote=True)
+        state,
+        lambda: retrieve_text(
+            state.engine, body.collection_name, body.query, body.k, body.top_n, remote=True, deadline=until
+        ),
     )
     return {"result": text}
