@@ -26,8 +26,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from workbench.config import Settings
-from workbench.errors import ConfigError
-from workbench.redact import redact_url
+from workbench.errors import ConfigError, exception_chain
+from workbench.redact import redact_text, redact_url
 
 log = logging.getLogger("workbench.events")
 EXCHANGE = "workbench.events"
@@ -66,6 +66,9 @@ class RetrievalCompleted(BaseModel):
         )
 
 
+STALLED_AFTER = 2.0  # seconds a delivery may take before /health stops saying "connected"
+
+
 class EventSink(Protocol):
     """Where events go. `publish` returns at once; `stats` says what happened to them."""
 
@@ -79,13 +82,18 @@ class EventSink(Protocol):
 
 
 class NullSink:
+    """No events: WORKBENCH_EVENTS is unset, or names a sink that cannot work (`problem` says why)."""
+
     description = "off"
+
+    def __init__(self, problem: str | None = None) -> None:
+        self.problem = problem
 
     def publish(self, event: RetrievalCompleted) -> None:
         return None
 
     def stats(self) -> dict[str, Any]:
-        return {"sink": "off"}
+        return {"sink": "off", **({"problem": self.problem} if self.problem else {})}
 
     def close(self, timeout: float = 5.0) -> None:
         return None
@@ -106,6 +114,7 @@ class _BufferedSink:
         self.dropped = 0
         self.failures = 0
         self._down_since: float | None = None
+        self._delivering_since: float | None = None
         self._thread = threading.Thread(target=self._deliver_forever, name="workbench-events", daemon=True)
         self._thread.start()
 
@@ -125,8 +134,14 @@ class _BufferedSink:
                 "buffered": len(self._buffer),
                 "dropped": self.dropped,
                 "failures": self.failures,
-                "connected": self._down_since is None,
+                "connected": self._down_since is None and not self._stalled(),
             }
+
+    def _stalled(self) -> bool:
+        """A delivery has been under way for over STALLED_AFTER seconds (a broker that takes the connection and
+        never answers): not connected, whatever the last outcome was."""
+        started = self._delivering_since
+        return started is not None and time.monotonic() - started > STALLED_AFTER
 
     def _deliver(self, events: list[RetrievalCompleted]) -> None:
         raise NotImplementedError
@@ -142,16 +157,22 @@ class _BufferedSink:
                 if self._closing and not self._buffer:
                     return
                 batch = list(self._buffer)[:100]
+                self._delivering_since = time.monotonic()
             try:
                 self._deliver(batch)
             except Exception as exc:  # the broker is down or refused: keep the events, try again later
                 with self._lock:
+                    self._delivering_since = None
                     self.failures += 1
                     first = self._down_since is None
                     if first:
                         self._down_since = time.monotonic()
                 if first:
-                    log.warning("events: cannot deliver to %s (%s); buffering and retrying", self.description, exc)
+                    log.warning(
+                        "events: cannot deliver to %s (WORKBENCH_EVENTS): %s; buffering and retrying",
+                        self.description,
+                        _reason(exc),
+                    )
                 self._disconnect()
                 with self._lock:
                     if self._closing:
@@ -159,6 +180,7 @@ class _BufferedSink:
                     self._lock.wait(self._retry)
                 continue
             with self._lock:
+                self._delivering_since = None
                 if self._down_since is not None:
                     log.warning("events: %s is back; delivering the buffered events", self.description)
                 self._down_since = None
@@ -198,6 +220,8 @@ class AmqpSink(_BufferedSink):
     """Events published to a RabbitMQ topic exchange with publisher confirms (pika, one connection, own thread)."""
 
     def __init__(self, url: str, buffer_size: int = 1000, timeout: float = 5.0, retry_seconds: float = 1.0) -> None:
+        # pika logs every failed attempt with a traceback; the sink says once per outage what is wrong
+        logging.getLogger("pika").setLevel(logging.CRITICAL)
         self.url = url
         self.description = redact_url(url)
         self._timeout = timeout
@@ -241,13 +265,32 @@ class AmqpSink(_BufferedSink):
                 connection.close()
 
 
+def _reason(exc: BaseException) -> str:
+    """An exception's words, or its type and what it wraps when it has none (pika's often have none)."""
+    words = " ".join(str(exc).split())
+    if not words:
+        inner = next((link for link in exception_chain(exc)[1:] if str(link).strip()), None)
+        words = f"{type(exc).__name__}: {inner}" if inner is not None else type(exc).__name__
+    return redact_text(words[:300])
+
+
 def open_sink(settings: Settings) -> EventSink:
-    """The sink WORKBENCH_EVENTS names (off when unset)."""
+    """The sink WORKBENCH_EVENTS names (off when unset). A sink that cannot be opened (a folder that cannot be
+    created) leaves the service running without events, with one warning naming the setting; so does a broker that
+    is down, whose sink keeps the events and retries."""
     target = (settings.events or "").strip()
     if not target or target.lower() == "off":
         return NullSink()
     if target.startswith("jsonl:"):
-        return JsonlSink(target.removeprefix("jsonl:"), settings.events_buffer)
+        try:
+            return JsonlSink(target.removeprefix("jsonl:"), settings.events_buffer)
+        except OSError as exc:
+            problem = (
+                f"WORKBENCH_EVENTS={redact_url(target)} cannot be opened ({exc.strerror or _reason(exc)}): events are "
+                "off; set it to a file in a folder this process can write, or unset it."
+            )
+            log.warning("events: %s", problem)
+            return NullSink(problem)
     if target.startswith(("amqp://", "amqps://")):
         return AmqpSink(target, settings.events_buffer, timeout=settings.store_timeout)
     raise ConfigError(

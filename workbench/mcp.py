@@ -9,6 +9,8 @@ official MCP Python SDK. Three tools over one engine:
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from workbench.compat import SearchResponse, retrieve_text, search_documents
@@ -91,7 +93,19 @@ def run(settings: Settings, http_port: int | None = None, host: str = "127.0.0.1
     import anyio
 
     server = build_server(settings)
+    _plain_logging()
     if http_port is None:
         server.run()
         return
     anyio.run(lambda: server.run_streamable_http_async(host=host, port=http_port))
+
+
+def _plain_logging() -> None:
+    """One plain line per log record on stderr: the SDK installs a Rich handler that wraps a record over several
+    lines at 80 columns, which a client's log (or a human reading it) sees as a flood."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    plain = logging.StreamHandler(sys.stderr)
+    plain.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(plain)

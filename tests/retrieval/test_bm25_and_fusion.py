@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.retrieval import BM25Index, reciprocal_rank_fusion, tokenize
@@ -130,3 +131,26 @@ def test_the_index_follows_reingests_and_is_rebuilt_when_missing(nature: Engine,
     assert (folder / "index.json").exists()
     nature.delete_collection("nature")
     assert not folder.exists()
+
+
+def test_an_index_whose_texts_the_store_no_longer_holds_is_rebuilt(tiny_settings: Settings, corpus_dir: Path) -> None:
+    """A store changed behind the index's back with the same number of chunks (what `kill -9` during a changed-
+    text re-ingest leaves): the next process notices by the chunks' content hashes and rebuilds the index."""
+    from workbench.ingest import content_hash
+    from workbench.stores.base import CONTENT_HASH_KEY
+
+    first = Engine(tiny_settings)
+    first.ingest(corpus_dir, "nature")
+    assert not first.search("flamingos", 5, 3, collection="nature", retrieval="bm25").candidates
+    store = first.registry.get("nature")
+    [chunk] = [c for c in store.all_chunks() if c.text.startswith("Glaciers")]
+    changed_text = "Flamingos stand on one leg in salty lagoons."
+    changed = chunk.model_copy(
+        update={"text": changed_text, "metadata": {**chunk.metadata, CONTENT_HASH_KEY: content_hash(changed_text)}}
+    )
+    store.upsert([changed], first.embedder().embed_documents([changed_text]))  # the store moved on; the index not
+    assert store.count() == len(first.bm25.get("nature", store))
+
+    later = Engine(tiny_settings)  # a new process
+    hits = later.search("flamingos", 5, 3, collection="nature", retrieval="bm25").candidates
+    assert [h.id for h in hits] == [chunk.id] and hits[0].text == changed_text

@@ -1,7 +1,9 @@
 """First-stage retrieval beside dense vector search: a BM25 index per collection and rank fusion.
 
 `BM25Indexes` keeps one index per collection in the workbench's data folder, updates it when the workbench
-ingests, and rebuilds it from the store when it is missing or no longer matches the store's count.
+ingests, and rebuilds it from the store when it is missing, when its size differs from the store's, or, checked
+each time an index is read from disk, when any chunk's content hash differs from the store's (a store changed
+behind the index's back, as a `kill -9` in the middle of a changed-text re-ingest leaves it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from workbench.stores.base import Collection
 from workbench.types import Chunk
 
 __all__ = ["RRF_K", "BM25Index", "BM25Indexes", "reciprocal_rank_fusion", "tokenize"]
+
+
+def _same_texts(index: BM25Index, collection: Collection) -> bool:
+    """Whether every indexed chunk still has, in the store, the content hash the index holds for it."""
+    indexed = index.hashes()
+    stored = collection.content_hashes(list(indexed))
+    return all(stored.get(chunk_id, "missing") == digest for chunk_id, digest in indexed.items())
 
 
 class BM25Indexes:
@@ -47,9 +56,8 @@ class BM25Indexes:
         """The collection's index, loaded, and rebuilt from the store when missing or out of step with it."""
         index = self._index(name, collection)
         changed_on_disk = index.exists() and index.path.stat().st_mtime != index.loaded_mtime
-        if (index.loaded_mtime is None or changed_on_disk) and index.exists():
-            index.load()
-        if len(index) != collection.count():
+        read_now = (index.loaded_mtime is None or changed_on_disk) and index.exists() and index.load()
+        if len(index) != collection.count() or (read_now and not _same_texts(index, collection)):
             self.rebuild(name, collection)
         return index
 

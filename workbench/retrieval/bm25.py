@@ -62,6 +62,11 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def hashes(self) -> dict[str, str | None]:
+        """Each indexed chunk's content hash, by chunk id."""
+        with self._lock:
+            return {chunk_id: entry.get("hash") for chunk_id, entry in self._entries.items()}
+
     @property
     def path(self) -> Path:
         return self.folder / "index.json"
