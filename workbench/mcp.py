@@ -9,6 +9,8 @@ official MCP Python SDK. Three tools over one engine:
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import sys
 from typing import Any
@@ -18,8 +20,10 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
 from workbench.events import EventSink, open_sink
+from workbench.inputs import json_depth
+from workbench.redact import plain_text
 from workbench.types import CollectionInfo
-from workbench.vocab import DEFAULT_TOP_K
+from workbench.vocab import DEFAULT_TOP_K, MAX_JSON_DEPTH
 
 INSTRUCTIONS = (
     "Rerank Workbench: search document collections. Vector search (or BM25, or both) finds candidates and a "
@@ -95,7 +99,7 @@ def run(settings: Settings, http_port: int | None = None, host: str = "127.0.0.1
     server = build_server(settings)
     _plain_logging()
     if http_port is None:
-        server.run()
+        anyio.run(_serve_stdio, server)
         return
     anyio.run(lambda: server.run_streamable_http_async(host=host, port=http_port))
 
@@ -109,3 +113,62 @@ def _plain_logging() -> None:
     plain = logging.StreamHandler(sys.stderr)
     plain.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root.addHandler(plain)
+
+
+async def _serve_stdio(server: Any) -> None:
+    """MCP over stdio where every request gets an answer: a line that is not JSON, nests over 32 levels, is not
+    one JSON-RPC object, or has `params` that are not an object gets its JSON-RPC error through the SDK's own
+    writer (the SDK would drop the line and leave the client waiting); the others go to the SDK as they came."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp.types import ErrorData, JSONRPCError
+
+    stdout = anyio.wrap_file(io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    ready = anyio.Event()
+    writer: list[Any] = []
+
+    class CheckedLines:
+        def __aiter__(self) -> Any:
+            return self._lines()
+
+        async def _lines(self) -> Any:
+            await ready.wait()
+            async for line in stdin:
+                if not line.strip():
+                    continue
+                error = rpc_error_for(line)
+                if error is None:
+                    yield line
+                    continue
+                reply = JSONRPCError(jsonrpc="2.0", id=error["id"], error=ErrorData(**error["error"]))
+                await writer[0].send(SessionMessage(reply))
+
+    lowlevel = server._lowlevel_server  # the SDK's own server behind MCPServer
+    async with stdio_server(stdin=CheckedLines(), stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+        writer.append(write_stream)
+        ready.set()
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def rpc_error_for(line: str) -> dict[str, Any] | None:
+    """The JSON-RPC error a request line deserves before it reaches the SDK, or None when it may go on."""
+
+    def error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+    try:
+        message = json.loads(line)
+    except RecursionError:
+        return error(-32700, f"Parse error: the message nests over {MAX_JSON_DEPTH} levels.")
+    except ValueError as exc:
+        return error(-32700, f"Parse error: not JSON ({plain_text(str(exc))[:100]}).")
+    if not isinstance(message, dict):
+        return error(-32600, "Invalid Request: send one JSON-RPC object per line (batches are not supported).")
+    request_id = message.get("id") if isinstance(message.get("id"), str | int) else None
+    if json_depth(message) > MAX_JSON_DEPTH:
+        return error(-32600, f"Invalid Request: the message nests over {MAX_JSON_DEPTH} levels.", request_id)
+    if "method" in message and "params" in message and not isinstance(message["params"], dict):
+        return error(-32602, "Invalid params: params must be a JSON object.", request_id)
+    return None

@@ -154,3 +154,51 @@ def test_mcp_started_elsewhere_lists_the_checkouts_collections(
     assert configured == ["handbook"]
     assert (checkout / "data" / "chroma").is_dir() and not (elsewhere / "data").exists()
     assert anyio.run(listed, base) == []  # without it: the user's data folder, never the client's folder
+
+
+def test_every_malformed_stdio_request_gets_a_json_rpc_error(served_data: Settings) -> None:
+    """A raw stdio client: a garbage line, list-valued params and very deep nesting each get their JSON-RPC error
+    (before, none was answered and the client waited forever); the server then goes on answering."""
+    import select
+
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "workbench"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=api_env(served_data),
+    )
+
+    def send(message: Any) -> None:
+        assert process.stdin is not None
+        process.stdin.write((message if isinstance(message, str) else json.dumps(message)).encode() + b"\n")
+        process.stdin.flush()
+
+    def reply() -> dict[str, Any]:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, "no reply within 60 s"
+        return json.loads(process.stdout.readline())
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        assert reply()["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send("this is not json")
+        garbage = reply()
+        assert (
+            garbage["id"] is None and garbage["error"]["code"] == -32700 and "not JSON" in garbage["error"]["message"]
+        )
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": [1, 2]})
+        answer = reply()
+        assert answer["id"] == 2 and answer["error"]["code"] == -32602
+        deep = json.loads('{"a":' * 300 + "1" + "}" * 300)
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": deep}})
+        answer = reply()
+        assert answer["id"] == 3 and answer["error"]["code"] == -32600 and "nests" in answer["error"]["message"]
+        send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+        assert reply()["id"] == 4
+    finally:
+        process.kill()
+        process.wait(timeout=30)
