@@ -124,3 +124,19 @@ def test_eval_demo_builds_the_demo_and_reports_both_groups(cli_env: Path, capsys
     data = json.loads(capsys.readouterr().out)
     assert data["collection"] == "demo" and data["queries"] == 50
     assert {group["group"] for group in data["groups"]} == {"vector-works", "rerank-helps"}
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    import argparse
+
+    from workbench.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{name} {'/'.join(action.option_strings) or action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
+    ]
+    assert not silent, silent

@@ -15,6 +15,7 @@ import logging
 import sys
 from typing import Any
 
+from workbench import __version__
 from workbench.compat import SearchResponse, retrieve_text, search_documents
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -42,7 +43,7 @@ def build_server(
     settings = settings or (engine.settings if engine else Settings())
     engine = engine or Engine(settings)
     sink = events or open_sink(settings)
-    server = MCPServer(name="rerank-workbench", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(name="rerank-workbench", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(
         description=(

@@ -334,6 +334,14 @@ def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
         engine_resource.clear()
 
 
+def test_history_counts_one_search_in_the_singular(app_env: dict) -> None:
+    at = search(new_app(), "who approves travel over budget")
+    again = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    again.query_params["u"] = at.query_params["u"]
+    again.run()
+    assert [e.label for e in again.expander if e.label.startswith("History")] == ["History (1 search)"]
+
+
 def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:
     at = search(new_app(), "how long is paid leave for new fathers")
     user = at.query_params["u"]

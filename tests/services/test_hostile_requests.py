@@ -27,6 +27,7 @@ def api(served_data: Settings):
     finally:
         log = server.stop()
         assert "Traceback" not in log, log[-3000:]
+        assert "INFO workbench.api: ready: embedder" in log  # serve says when it is ready
 
 
 def _nested(depth: int) -> dict:

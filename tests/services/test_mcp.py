@@ -183,7 +183,9 @@ def test_every_malformed_stdio_request_gets_a_json_rpc_error(served_data: Settin
     try:
         hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
         send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-        assert reply()["id"] == 1
+        from workbench import __version__
+
+        assert reply()["result"]["serverInfo"] == {"name": "rerank-workbench", "version": __version__}
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send("this is not json")
         garbage = reply()

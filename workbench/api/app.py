@@ -52,6 +52,7 @@ def _warm(state: ServiceState) -> None:
         reranker = state.engine.reranker()
         if reranker is not None:
             state.models["reranker"] = f"{reranker.model_id} ({reranker.backend})"
+        log.info("ready: %s", ", ".join(f"{kind} {name}" for kind, name in state.models.items()))
     except WorkbenchError as exc:
         state.warm_error = error_message(exc)
         log.error("models could not be loaded: %s", state.warm_error)

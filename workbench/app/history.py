@@ -9,7 +9,7 @@ import uuid
 import streamlit as st
 
 from workbench.app.state import STATE, HistoryEntry, log, set_value
-from workbench.app.widgets import text_md
+from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.sessions import open_session_store
@@ -89,7 +89,7 @@ def open_history(engine: Engine, limit: int = 15) -> None:
     entries = [HistoryEntry.model_validate(t.meta) for t in reversed(view.turns) if t.role == "query" and t.meta]
     if not entries:
         return
-    with st.expander(f"History ({view.total_turns} searches)", expanded=False):
+    with st.expander(f"History ({counted(view.total_turns, 'search', 'searches')})", expanded=False):
         for position, entry in enumerate(entries):
             # a query is shown as text: Markdown in it (an image link, bold) must not render or fetch anything
             label = text_md(f"{entry.query[:80]} — {entry.collection} · k={entry.k} · {entry.retrieval}")

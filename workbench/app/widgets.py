@@ -36,6 +36,11 @@ PROBABILITY_NOTE = (
 GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: ("gray", "judged not relevant")}
 
 
+def counted(n: int, one: str, many: str) -> str:
+    """'1 search', '2 searches'."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def text_md(text: object) -> str:
     """`text` as Markdown that renders literally: no links (not even bare URLs), images, HTML, LaTeX, colours
     or icons."""

@@ -150,7 +150,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ingest = commands.add_parser("ingest", help="load files or a BEIR folder into a collection")
     ingest.add_argument("path", help="a file, a folder of files, or a BEIR folder (with corpus.jsonl)")
-    ingest.add_argument("--collection", required=True)
+    ingest.add_argument("--collection", required=True, help="the collection to create or update")
     ingest.add_argument("--chunk-size", type=int, help="characters per chunk (BEIR passages stay whole by default)")
     ingest.add_argument("--chunk-overlap", type=int, help="characters carried into the next chunk")
     ingest.add_argument(
@@ -163,7 +163,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     ingest.set_defaults(handler=_cmd_ingest)
 
     query = commands.add_parser("query", help="search a collection and show vector and reranked orders")
-    query.add_argument("text")
+    query.add_argument("text", help="the query (1 to 512 characters)")
     query.add_argument("--collection", help="collection name (default: WORKBENCH_COLLECTION)")
     query.add_argument("-k", type=int, default=None, help="candidates from vector search (default 50)")
     query.add_argument("-n", type=int, default=None, help="results kept after reranking (default 10)")
@@ -177,12 +177,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     query.set_defaults(handler=_cmd_query)
 
     collections = commands.add_parser("collections", help="list collections")
-    collections.add_argument("--json", action="store_true")
+    collections.add_argument("--json", action="store_true", help="print the collections as JSON")
     store_options(collections)
     collections.set_defaults(handler=_cmd_collections)
 
     delete = commands.add_parser("delete", help="delete a collection")
-    delete.add_argument("collection")
+    delete.add_argument("collection", help="the collection to delete")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     store_options(delete)
     delete.set_defaults(handler=_cmd_delete)
@@ -262,7 +262,7 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
         "compare-stores", help="one query (or a judged set) against the same collection in several stores"
     )
     compare.add_argument("text", nargs="?", help="the query (or use --dataset)")
-    compare.add_argument("--collection", required=True)
+    compare.add_argument("--collection", required=True, help="the collection, of the same name in every store")
     compare.add_argument(
         "--in",
         dest="store_in",
@@ -274,9 +274,9 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
         "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"
     )
     compare.add_argument("--dataset", help="a BEIR folder: ANN recall against exact search over its judged queries")
-    compare.add_argument("--max-queries", type=int)
-    compare.add_argument("-k", type=int, default=50)
-    compare.add_argument("-n", type=int, default=10)
-    compare.add_argument("--no-rerank", action="store_true")
-    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--max-queries", type=int, help="with --dataset: only the first N judged queries")
+    compare.add_argument("-k", type=int, default=50, help="candidates per store (default 50)")
+    compare.add_argument("-n", type=int, default=10, help="top n compared after reranking (default 10)")
+    compare.add_argument("--no-rerank", action="store_true", help="compare the first-stage order only")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(handler=_cmd_compare_stores)

@@ -160,7 +160,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
-    evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument(
+        "--json", action="store_true", help="print the figures as JSON (the summary, or the rerankers side by side)"
+    )
     evaluate.add_argument(
         "--reranker",
         action="append",

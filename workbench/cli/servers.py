@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -101,9 +102,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     engine = Engine(settings)  # one engine per process: the one that checked the demo serves the requests
     _ensure_demo(engine)
     warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
+    _log_to_stderr("workbench")
     app = create_app(engine=engine, host=args.host)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    requests_logged = args.log_level in {"info", "debug"}
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=requests_logged)
     return 0
+
+
+def _log_to_stderr(name: str) -> None:
+    """The workbench's own log lines (ready, warnings) on stderr, one plain line each."""
+    logger = logging.getLogger(name)
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -118,26 +132,33 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
-    app.add_argument("--port", type=int, default=int(os.environ.get("WORKBENCH_APP_PORT", "8501")))
+    app.add_argument(
+        "--port", type=int, default=int(os.environ.get("WORKBENCH_APP_PORT", "8501")), help="port (default 8501)"
+    )
     app.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     app.add_argument("--headless", action="store_true", help="do not open a browser")
     app.set_defaults(handler=_cmd_app)
 
     serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default warning; info logs every request)",
+    )
     store_options(serve)
     serve.set_defaults(handler=_cmd_serve)
 
     mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
     mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--host", default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)")
     store_options(mcp)
     mcp.set_defaults(handler=_cmd_mcp)
 
     postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
-    postgres.add_argument("action", choices=["start", "stop"])
+    postgres.add_argument("action", choices=["start", "stop"], help="start or stop the local server")
     postgres.add_argument("--dir", help="data folder (default: <WORKBENCH_DATA_DIR>/postgres)")
     postgres.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
     postgres.set_defaults(handler=_cmd_postgres)
