@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
+from workbench.evaluation.io import Dataset
 from workbench.ingest import ProgressCallback
 from workbench.judgments import attach_judgments
 from workbench.paths import demo_dir
@@ -21,6 +22,7 @@ __all__ = [
     "DEMO_COLLECTION",
     "GROUPS",
     "SampleQuery",
+    "demo_dataset",
     "demo_dir",
     "demo_needs_building",
     "ensure_demo_collection",
@@ -83,6 +85,13 @@ def ensure_demo_collection(
         engine.settings, name, demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", replace=False
     )
     return info
+
+
+def demo_dataset(split: str = "test") -> Dataset:
+    """The demo's judged queries as an evaluation dataset, named as users know it ('the demo handbook')."""
+    dataset = Dataset.from_beir(demo_dir(), split)
+    dataset.name = "the demo handbook"
+    return dataset
 
 
 def _demo_info(engine: Engine) -> CollectionInfo | None:

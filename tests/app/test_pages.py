@@ -279,7 +279,7 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     at.text_input(key="eval-depth").input("5, 10")
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("demo_data on 'demo': 8 queries" in h.value for h in at.subheader)
+    assert any("the demo handbook on 'demo': 8 queries" in h.value for h in at.subheader)
     metrics = {m.label for m in at.metric}
     assert {"ndcg@10 after", "p-value (randomization)", "helped / tied / hurt"} <= metrics
     assert len(at.get("plotly_chart")) == 2  # per-query deltas and the depth curve
@@ -422,3 +422,15 @@ def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytes
             assert any(b.label == "Rerankers (CSV)" for b in at.get("download_button"))
         finally:
             engine_resource.clear()
+
+
+def test_with_reranking_off_the_right_column_says_so_and_csvs_match(app_env: dict) -> None:
+    at = search(new_app(), "who approves travel over budget")
+    at.sidebar.toggle(key="w.rerank").set_value(False).run()
+    assert not at.exception
+    assert "No reranking: first-stage order · top 10" in headers(at) and "Reranked · top 10" not in headers(at)
+    from workbench.app.state import engine_resource
+    from workbench.app.widgets import candidates_frame, reranked_frame
+
+    result = engine_resource().search("who approves travel over budget", 50, 10, collection="demo")
+    assert {"page", "section", "title"} <= set(reranked_frame(result).columns) & set(candidates_frame(result).columns)

@@ -195,7 +195,7 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
     _shown(page, "p-value (randomization)")
-    _shown(page, "demo_data on 'demo': 50 queries, k=20, top 10")
+    _shown(page, "the demo handbook on 'demo': 50 queries, k=20, top 10")
     _shown(page, "By query group")
     _shown(page, "Quality and rerank time as k grows")
     _no_exception(page)

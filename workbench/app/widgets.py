@@ -170,6 +170,7 @@ def reranked_frame(result: SearchResult) -> pd.DataFrame:
                 "vector_score": r.vector_score,
                 "title": r.metadata.get("title"),
                 "section": r.metadata.get("section"),
+                "page": r.metadata.get("page"),
                 "text": r.text,
             }
             for r in result.reranked

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
-from workbench.demo import DEMO_COLLECTION, demo_dir, ensure_demo_collection
+from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
@@ -49,7 +49,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             raise InputError("--qrels and --queries go together.")
         dataset = Dataset.from_files(args.queries, args.qrels)
     elif demo:
-        dataset = Dataset.from_beir(demo_dir(), args.split)
+        dataset = demo_dataset(args.split)
         args.collection = args.collection or DEMO_COLLECTION
     elif args.dataset:
         dataset = Dataset.from_beir(args.dataset, args.split)

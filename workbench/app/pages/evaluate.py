@@ -17,7 +17,7 @@ from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import text_md
-from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
+from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.report import EvaluationReport
@@ -109,7 +109,7 @@ def run() -> None:
                 folder / "queries.jsonl", folder / "qrels.tsv", name=f"judgments of {c.collection}"
             )
         if source == DEMO:
-            return Dataset.from_beir(demo_dir(), "test")
+            return demo_dataset()
         folder = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
         return Dataset.from_beir(folder, split.strip() or "test")
 

@@ -133,7 +133,8 @@ def run() -> None:
         for candidate in result.candidates[: result.top_n]:
             vector_row(candidate, result.top_n, grades, result.retrieval)
     with right:
-        st.subheader(f"Reranked · top {result.top_n}")
+        heading = "Reranked" if result.reranker_model else "No reranking: first-stage order"
+        st.subheader(f"{heading} · top {result.top_n}")
         if result.reranker_model is None:
             st.caption("Reranking is off: the order is the first-stage order.")
         for row in result.reranked:
