@@ -434,3 +434,25 @@ def test_with_reranking_off_the_right_column_says_so_and_csvs_match(app_env: dic
 
     result = engine_resource().search("who approves travel over budget", 50, 10, collection="demo")
     assert {"page", "section", "title"} <= set(reranked_frame(result).columns) & set(candidates_frame(result).columns)
+
+
+def test_deleting_the_selected_collection_runs_nothing_unasked(app_env: dict) -> None:
+    from workbench.app.state import engine_resource
+
+    folder = app_env["allowed"] / "doomed"
+    folder.mkdir()
+    (folder / "d.txt").write_text("Herons wade in shallow water and spear fish.")
+    engine_resource().ingest(folder, "doomed-notes")
+    at = new_app()
+    at.sidebar.selectbox(key="w.collection").set_value("doomed-notes").run()
+    search(at, "herons")
+    assert any(h.startswith("Reranked · top") for h in headers(at))
+    at.switch_page("app/pages/collections.py").run()
+    at.selectbox(key="delete-collection").set_value("doomed-notes").run()
+    at.text_input(key="delete-confirm-doomed-notes").input("doomed-notes").run()
+    next(b for b in at.button if b.label == "Delete collection").click().run()
+    assert not at.exception
+    assert any("the query was cleared" in s.value for s in at.success)
+    at.switch_page("app/pages/explore.py").run()
+    assert at.text_input(key="w.query").value == "" and not any(h.startswith("Reranked") for h in headers(at))
+    assert at.sidebar.selectbox(key="w.collection").value != "doomed-notes"

@@ -175,7 +175,13 @@ def run() -> None:
                 engine.delete_collection(doomed)
                 STATE.flash = f"Deleted {doomed}."
                 if STATE.collection == doomed:
+                    # The sidebar moves to another collection; the old query must not run there unasked.
                     STATE.collection = None
+                    set_value("query", "")
+                    STATE.flash += (
+                        " It was the collection in the sidebar, which now shows another one; the query was cleared "
+                        "so that nothing runs there unasked."
+                    )
                 st.rerun()
 
 
