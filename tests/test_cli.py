@@ -140,3 +140,14 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
         if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
     ]
     assert not silent, silent
+
+
+def test_a_filter_that_matches_nothing_names_the_keys(
+    cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ["--persist-dir", str(cli_env)]
+    assert main(["ingest", str(corpus_dir), "--collection", "nature", *store]) == 0
+    capsys.readouterr()
+    assert main(["query", "rivers", "--collection", "nature", "--filter", "colour=blue", *store]) == 0
+    out = capsys.readouterr().out
+    assert "No chunk of 'nature' has 'colour'" in out and "page (numbers)" in out and "section (text)" in out

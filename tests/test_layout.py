@@ -47,6 +47,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.latency",
         "workbench.compare",
         "workbench.localpg",
+        "workbench.hints",
     ),
     "front ends": (
         "workbench.app",

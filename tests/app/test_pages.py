@@ -456,3 +456,20 @@ def test_deleting_the_selected_collection_runs_nothing_unasked(app_env: dict) ->
     at.switch_page("app/pages/explore.py").run()
     assert at.text_input(key="w.query").value == "" and not any(h.startswith("Reranked") for h in headers(at))
     assert at.sidebar.selectbox(key="w.collection").value != "doomed-notes"
+
+
+def test_latencys_empty_state_promises_only_what_it_shows(app_env: dict) -> None:
+    at = new_app()
+    at.switch_page("app/pages/latency.py").run()
+    [empty] = [i.value for i in at.info if i.value.startswith("No searches yet")]
+    assert "run some on Explore" in empty and "reports its figures in its own section" in empty
+
+
+def test_a_filter_on_an_unknown_key_or_of_the_wrong_kind_names_the_keys(app_env: dict) -> None:
+    at = search(new_app())
+    at.sidebar.text_area(key="w.filters_text").input("colour=blue").run()
+    [warning] = [w.value for w in at.warning if w.value.startswith("Nothing matched")]
+    assert "has 'colour'" in warning and "page (numbers)" in warning and "title (text)" in warning
+    at.sidebar.text_area(key="w.filters_text").input("page=abc").run()
+    [warning] = [w.value for w in at.warning if w.value.startswith("Nothing matched")]
+    assert "'page' holds numbers, not text" in warning

@@ -12,6 +12,7 @@ from workbench.demo import ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
+from workbench.hints import no_match_hint
 from workbench.inputs import parse_filters
 from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
@@ -102,8 +103,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     elif not result.candidates:
-        where = f" with filters {json.dumps(result.filters)}" if result.filters else ""
-        print(shown(f"Nothing matched in '{result.collection}'{where}: try other words or loosen the filters."))
+        if result.filters:
+            hint = no_match_hint(engine, result.collection, result.filters)
+            print(shown(f"Nothing matched in '{result.collection}' with filters {json.dumps(result.filters)}. {hint}"))
+        else:
+            print(shown(f"Nothing matched in '{result.collection}': try other words."))
     else:
         print(format_result(result))
     return 0

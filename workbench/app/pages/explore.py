@@ -9,6 +9,7 @@ from workbench.app.history import open_history, remember
 from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
 from workbench.app.widgets import downloads, reranked_row, score_note, text_md, vector_row
 from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
+from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
 from workbench.vocab import RETRIEVAL
 
@@ -89,8 +90,12 @@ def run() -> None:
     if result.duplicates_removed:
         st.caption(f"{result.duplicates_removed} duplicate passages removed from the candidates.")
     if not result.candidates:
-        where = " with these filters" if result.filters else ""
-        st.warning(f"Nothing matched{where}: try other words or loosen the filters.")
+        if result.filters:
+            st.warning(
+                f"Nothing matched with these filters. {no_match_hint(engine, result.collection, result.filters)}"
+            )
+        else:
+            st.warning("Nothing matched: try other words.")
         st.stop()
 
     grades = None

@@ -24,7 +24,10 @@ def run() -> None:
     st.subheader("This session's searches")
     history = pd.DataFrame([h.model_dump() for h in STATE.history])
     if history.empty:
-        st.info("No searches yet in this session: run some on Explore, or start a load run below.")
+        st.info(
+            "No searches yet in this session: run some on Explore to see their stage timings here. "
+            "(A load run, below, reports its figures in its own section.)"
+        )
     else:
         measured = history[~history["cached"]]
         st.caption(
