@@ -147,6 +147,11 @@ def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     next(b for b in at.button if b.label == "dense vs hybrid candidates (both reranked)").click().run()
     assert not at.exception and not at.error
     assert any("· hybrid ·" in h for h in headers(at)) and any("· dense ·" in h for h in headers(at))
+    # a document found by one side only is marked in its own card's header line, never under it
+    at.radio(key="w.compare_b.retrieval").set_value("bm25").run()
+    marked = [m.value for m in at.markdown if ":violet-badge[only in " in m.value]
+    assert marked and all(m.startswith("**\\#") for m in marked)
+    assert not any(c.value.startswith("only in") for c in at.caption)
 
 
 def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -122,12 +122,16 @@ def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, r
         _body(c.text)
 
 
-def reranked_row(r: RankedHit, grades: dict[str, int] | None = None, scale: str | None = "logit") -> None:
+def reranked_row(
+    r: RankedHit, grades: dict[str, int] | None = None, scale: str | None = "logit", note: str | None = None
+) -> None:
+    """One reranked card; `note` (Compare's "only in A") is a badge in the card's own header line."""
     with st.container(border=True):
         grade = grade_badge(grades.get(_document(r.metadata, r.id)) if grades is not None else None)
+        badge = f" · :violet-badge[{text_md(note)}]" if note else ""
         st.markdown(
             f"**\\#{r.rank_after}** {movement_badge(r)} · **{text_md(label_of(r.metadata, r.text))}** · "
-            f"{score_md(r.rerank_score, scale)} · first stage `{r.vector_score:.3f}`{grade}"
+            f"{score_md(r.rerank_score, scale)} · first stage `{r.vector_score:.3f}`{grade}{badge}"
         )
         st.caption(text_md(_where(r.metadata)))
         _body(r.text)

@@ -160,9 +160,8 @@ def run() -> None:
                 shown = figures.ndcg_after if result.reranker_model else figures.ndcg_before
                 st.metric("nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}")
             for row in result.reranked:
-                reranked_row(row, grades, result.score_scale)
-                if row.id not in shared:
-                    st.caption(f"only in {side}")
+                only = None if row.id in shared else f"only in {side}"
+                reranked_row(row, grades, result.score_scale, note=only)
             downloads(result, f"compare-{side}")
 
     st.divider()
