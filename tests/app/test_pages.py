@@ -478,3 +478,19 @@ def test_a_filter_on_an_unknown_key_or_of_the_wrong_kind_names_the_keys(app_env:
     at.sidebar.text_area(key="w.filters_text").input("page=abc").run()
     [warning] = [w.value for w in at.warning if w.value.startswith("Nothing matched")]
     assert "'page' holds numbers, not text" in warning
+
+
+@pytest.mark.parametrize(
+    ("page_file", "says"),
+    [
+        ("explore", "From the sidebar: collection, reranker, first stage, k, top n, filters."),
+        ("compare", "The sidebar's collection, reranker, first stage, k, top n do not apply here."),
+        ("latency", "From the sidebar: collection, reranker, first stage, k, top n, filters."),
+        ("evaluate", "The sidebar's collection, k, top n, filters do not apply here."),
+        ("collections", "This page uses none of the sidebar's controls."),
+    ],
+)
+def test_every_page_says_which_sidebar_controls_it_uses(app_env: dict, page_file: str, says: str) -> None:
+    at = new_app()
+    at.switch_page(f"app/pages/{page_file}.py").run()
+    assert any(says in c.value for c in at.caption), [c.value for c in at.caption][:4]

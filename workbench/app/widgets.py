@@ -36,6 +36,20 @@ PROBABILITY_NOTE = (
 GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: ("gray", "judged not relevant")}
 
 
+SIDEBAR_CONTROLS = ("collection", "reranker", "first stage", "k", "top n", "filters")
+
+
+def sidebar_note(used: tuple[str, ...], own: str = "") -> None:
+    """Say which of the sidebar's controls this page uses, what it sets itself, and what it ignores."""
+    unused = [c for c in SIDEBAR_CONTROLS if c not in used]
+    parts = [f"From the sidebar: {', '.join(used)}." if used else "This page uses none of the sidebar's controls."]
+    if own:
+        parts.append(f"Set on this page: {own}.")
+    if used and unused:
+        parts.append(f"The sidebar's {', '.join(unused)} do not apply here.")
+    st.caption(" ".join(parts), help="The sidebar's controls are shared by every page; each page says which it uses.")
+
+
 def counted(n: int, one: str, many: str) -> str:
     """'1 search', '2 searches'."""
     return f"{n:,} {one if n == 1 else many}"

@@ -11,7 +11,7 @@ import streamlit as st
 
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
-from workbench.app.widgets import problems_table
+from workbench.app.widgets import problems_table, sidebar_note
 from workbench.errors import IngestError, InputError
 from workbench.judgments import attach_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
@@ -22,6 +22,7 @@ def run() -> None:
     engine = engine_resource()
 
     st.title("Collections")
+    sidebar_note(())
     if STATE.flash:
         st.success(STATE.flash)
         STATE.flash = None

@@ -7,7 +7,7 @@ import streamlit as st
 
 from workbench.app.history import remember
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
-from workbench.app.widgets import downloads, reranked_row, score_note
+from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note
 from workbench.compare import agreement
 from workbench.engine import DEFAULT
 from workbench.judgments import load_judgments, query_figures
@@ -30,6 +30,11 @@ def run() -> None:
     c = controls()
 
     st.title("Compare")
+    sidebar_note(
+        ("filters",),
+        own="each configuration's collection, k, first stage and reranker, and the top n compared (the presets "
+        "start from the sidebar's collection and k)",
+    )
     st.caption(
         "The same query through two configurations: reranker on or off, dense or hybrid candidates, two depths, two "
         "rerankers, or two collections (and so two embedders). The sidebar's filters apply to both."

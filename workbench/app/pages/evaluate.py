@@ -16,7 +16,7 @@ from workbench.app import rerankers_view
 from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
-from workbench.app.widgets import text_md
+from workbench.app.widgets import sidebar_note, text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
@@ -37,6 +37,10 @@ def run() -> None:
     engine = engine_resource()
     c = controls()
     st.title("Evaluate")
+    sidebar_note(
+        ("reranker", "first stage"),
+        own="the judgments, the collection, k, top n and max queries (judged queries run without filters)",
+    )
     st.caption(
         "Run judged queries through the engine and see what the reranker does: by how much, on which queries, "
         "and whether the difference is real. It may help, do nothing or hurt; the figures say which."

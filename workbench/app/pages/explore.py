@@ -7,7 +7,15 @@ import streamlit as st
 from workbench.app.charts import slopegraph, stage_bar
 from workbench.app.history import open_history, remember
 from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
-from workbench.app.widgets import downloads, reranked_row, score_note, text_md, vector_row
+from workbench.app.widgets import (
+    SIDEBAR_CONTROLS,
+    downloads,
+    reranked_row,
+    score_note,
+    sidebar_note,
+    text_md,
+    vector_row,
+)
 from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
@@ -20,6 +28,7 @@ def run() -> None:
     c = controls()
 
     st.title("Explore")
+    sidebar_note(SIDEBAR_CONTROLS)
     st.caption(
         "First-stage retrieval beside cross-encoder reranking. Change top n freely: the result is reranked once and "
         "re-sliced, no model runs."

@@ -7,6 +7,7 @@ import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.state import STATE, controls, engine_resource, shown_errors
+from workbench.app.widgets import SIDEBAR_CONTROLS, sidebar_note
 from workbench.demo import sample_queries
 from workbench.errors import InputError
 from workbench.inputs import parse_int_list
@@ -20,6 +21,11 @@ def run() -> None:
     c = controls()
 
     st.title("Latency")
+    sidebar_note(
+        SIDEBAR_CONTROLS,
+        own="the queries and concurrency of a load run; the k values of the rerank-time measurement (which runs "
+        "without filters)",
+    )
 
     st.subheader("This session's searches")
     history = pd.DataFrame([h.model_dump() for h in STATE.history])
@@ -55,8 +61,8 @@ def run() -> None:
     st.divider()
     st.subheader("Load run")
     st.caption(
-        "N searches at a chosen concurrency, caches bypassed so every query pays for its model calls. Uses the "
-        "sidebar's collection, k, top n, candidates, reranker and filters."
+        "N searches at a chosen concurrency, caches bypassed so every query pays for its model calls, with every "
+        "sidebar control."
     )
     source = st.radio("Queries", ["Sample queries", "Upload a list (one per line)"], horizontal=True, key="load-source")
     queries = [q.text for q in sample_queries()]
