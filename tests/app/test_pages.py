@@ -165,7 +165,7 @@ def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.Mo
             "cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in e.value for e in at.sidebar.error
         )
         search(at)
-        assert not at.exception and "Reranked · top 10" in headers(at)  # the first-stage order, said so
+        assert not at.exception and "No reranking: first-stage order · top 10" in headers(at)  # said so
     finally:
         monkeypatch.undo()
         engine_resource.clear()
