@@ -15,10 +15,12 @@ os.environ["WORKBENCH_DATA_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-tes
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -208,3 +210,31 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return "reference-truth" if "/test_truth.py::" in nodeid else "suite"
 
     return TruthApart(config, log)
+
+
+@contextlib.contextmanager
+def silent_server():
+    """A server on a free 127.0.0.1 port that accepts every connection and never answers (a hung service);
+    yields its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        for connection in held:
+            connection.close()
+        listener.close()

@@ -3,15 +3,13 @@ service starts anyway with one warning naming WORKBENCH_EVENTS, and /health says
 
 from __future__ import annotations
 
-import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import free_port
+from tests.conftest import free_port, silent_server
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
 
@@ -56,32 +54,14 @@ def test_mcp_names_the_setting_and_a_down_broker_is_one_line(served_data: Settin
 
 
 def test_health_does_not_say_connected_while_the_broker_hangs(served_data: Settings) -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:  # a broker that takes connections and never speaks
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    threading.Thread(target=accept, daemon=True).start()
-    url = f"amqp://guest:guest@127.0.0.1:{listener.getsockname()[1]}/"
-    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=url))
-    try:
-        server.wait_ready()
-        assert httpx.post(f"{server.url}/search", json={"query": "pension"}, timeout=60).status_code == 200
-        time.sleep(3)
-        events = httpx.get(f"{server.url}/health", timeout=30).json()["events"]
-        assert events["connected"] is False and events["buffered"] >= 1, events
-    finally:
-        stop.set()
-        for connection in held:
-            connection.close()
-        listener.close()
-        server.stop()
+    with silent_server() as port:  # a broker that takes connections and never speaks
+        url = f"amqp://guest:guest@127.0.0.1:{port}/"
+        server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=url))
+        try:
+            server.wait_ready()
+            assert httpx.post(f"{server.url}/search", json={"query": "pension"}, timeout=60).status_code == 200
+            time.sleep(3)
+            events = httpx.get(f"{server.url}/health", timeout=30).json()["events"]
+            assert events["connected"] is False and events["buffered"] >= 1, events
+        finally:
+            server.stop()

@@ -9,12 +9,12 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import silent_server
 from tests.services.conftest import api_env
 from tests.services.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
@@ -150,32 +150,12 @@ def test_a_wrong_key_is_refused_by_name_and_never_shown(
 
 
 def test_a_service_that_never_answers_is_a_clear_error_within_the_timeout() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:  # accepts every connection and never answers
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    threading.Thread(target=accept, daemon=True).start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    started = time.monotonic()
-    try:
+    with silent_server() as port:
+        url = f"http://127.0.0.1:{port}"
+        started = time.monotonic()
         with pytest.raises(ModelError) as caught:
             create_reranker(url, Settings(rerank_timeout=2, offline=True), cache=ScoreCache())
-    finally:
-        stop.set()
-        for connection in held:
-            connection.close()
-        listener.close()
-    elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - started
     assert elapsed < 5, elapsed
     assert url in str(caught.value) and "WORKBENCH_RERANK_TIMEOUT" in str(caught.value)
 

@@ -112,6 +112,23 @@ class ScoreCache:
             return len(self._cache) if self._cache is not None else 0
 
 
+def cached_scores(
+    cache: ScoreCache,
+    model_id: str,
+    query: str,
+    texts: list[str],
+    predict: Callable[[str, list[str], float | None], list[float]],
+    use_cache: bool = True,
+    deadline: float | None = None,
+) -> tuple[list[float], int]:
+    """A reranker's `score`: each text's score from `cache` (keyed by model, query and text), or from
+    `predict(query, texts, deadline)` for the rest; and how many came from the cache."""
+    if not use_cache:
+        return predict(query, texts, deadline), 0
+    keys = [ScoreCache.key(model_id, query, t) for t in texts]
+    return cache.resolve(keys, lambda indices: predict(query, [texts[i] for i in indices], deadline))
+
+
 class TokenCache:
     """Documents' token ids (whatever the tokenizing function returns for a text), by tokenizer and text hash,
     at most `max_size` entries. Documents do not change between queries, so each is tokenized once."""

@@ -13,7 +13,7 @@ from workbench.models import resolve_model
 from workbench.rerankers.backends import load_cross_encoder
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.batching import MicroBatcher
-from workbench.rerankers.cache import ScoreCache, TokenCache
+from workbench.rerankers.cache import ScoreCache, TokenCache, cached_scores
 from workbench.vocab import ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids
@@ -161,12 +161,8 @@ class CrossEncoderReranker:
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
     ) -> tuple[list[float], int]:
         """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
-        if not use_cache:
-            return self.predict(query, texts, deadline), 0
-        keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
-        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices], deadline))
+        return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
 
-    @property
     def usage(self) -> RerankerUsage:
         return RerankerUsage(requests=self.model_calls, documents=self.pairs_scored, tokens=self.tokens_scored)
 

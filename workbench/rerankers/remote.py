@@ -22,7 +22,7 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_connection_problem
 from workbench.redact import redact_text, redact_url, register_secret
 from workbench.rerankers.base import RerankerUsage
-from workbench.rerankers.cache import ScoreCache
+from workbench.rerankers.cache import ScoreCache, cached_scores
 from workbench.vocab import HOSTED_KEYS, TEI_SCHEMES, ScoreScale
 
 SETTING = "RERANKER_MODEL"
@@ -73,10 +73,7 @@ class RemoteReranker:
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
     ) -> tuple[list[float], int]:
         """Scores for each text (on `score_scale`), and how many came from the score cache."""
-        if not use_cache:
-            return self.predict(query, texts, deadline), 0
-        keys = [ScoreCache.key(self.model_id, query, t) for t in texts]
-        return self.cache.resolve(keys, lambda indices: self.predict(query, [texts[i] for i in indices], deadline))
+        return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
 
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
         """Every text scored by the service, in batches of at most `batch_limit` documents; no request is sent
