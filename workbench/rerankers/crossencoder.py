@@ -163,6 +163,7 @@ class CrossEncoderReranker:
         """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
         return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
 
+    @property
     def usage(self) -> RerankerUsage:
         return RerankerUsage(requests=self.model_calls, documents=self.pairs_scored, tokens=self.tokens_scored)
 
