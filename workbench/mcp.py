@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -125,8 +126,17 @@ async def _serve_stdio(server: Any) -> None:
     from mcp.shared.message import SessionMessage
     from mcp.types import ErrorData, JSONRPCError
 
-    stdout = anyio.wrap_file(io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
-    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    # The protocol keeps its own copies of fd 0 and 1; fd 1 then points at stderr and fd 0 at the null device, so
+    # a stray print (a library's) never lands on the wire and a child process reads EOF (what the SDK's own
+    # stdio_server does, and skips when given streams, as here).
+    wire_out, wire_in = os.dup(1), os.dup(0)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
     ready = anyio.Event()
     writer: list[Any] = []
 
