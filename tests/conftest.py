@@ -160,26 +160,39 @@ def wait_for_http(url: str, timeout: float = 60.0, process: subprocess.Popen | N
     raise TimeoutError(f"{url} did not answer within {timeout:.0f}s")
 
 
+@contextlib.contextmanager
+def running(
+    command: list[str],
+    health_url: str,
+    log_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+):
+    """A server started as a subprocess (its output in `log_path`), yielded once `health_url` answers, and
+    stopped afterwards."""
+    log = open(log_path, "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_http(health_url, timeout=timeout, process=process)
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory):
     """A real Chroma server (`chroma run`) on a free 127.0.0.1 port; yields its URL."""
     chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
     port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
-    log = open(path / "server.log", "w")  # noqa: SIM115 - closed at teardown
-    process = subprocess.Popen(
-        [chroma, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/api/v2/heartbeat", process=process)
+    command = [chroma, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)]
+    with running(command, f"{url}/api/v2/heartbeat", path / "server.log"):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="session")

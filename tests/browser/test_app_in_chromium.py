@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.conftest import chromium_page
-from tests.conftest import free_port, wait_for_http
+from tests.conftest import free_port, running
 
 pytestmark = pytest.mark.browser
 
@@ -49,16 +48,13 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
         "RERANKER_MODEL": real_reranker_dir.name,
         "HF_HUB_OFFLINE": "1",
     }
-    log = open(data / "streamlit.log", "w")  # noqa: SIM115 - closed at teardown
-    process = subprocess.Popen(app_command(port, "127.0.0.1"), cwd=data, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(f"{url}/_stcore/health", timeout=120, process=process)
-        yield url
+        with running(
+            app_command(port, "127.0.0.1"), f"{url}/_stcore/health", data / "streamlit.log", env=env, cwd=data
+        ):
+            yield url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
         text = (data / "streamlit.log").read_text(errors="replace")
         assert "Inotify" not in text and "Traceback" not in text, text[-3000:]
 

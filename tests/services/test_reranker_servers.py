@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sentence_transformers import CrossEncoder
 
-from tests.conftest import free_port, wait_for_http
+from tests.conftest import free_port, running
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
 from workbench.demo import sample_queries
@@ -33,39 +33,14 @@ def infinity(real_reranker_dir: Path, tmp_path_factory: pytest.TempPathFactory):
         pytest.fail(f"Infinity is missing at {INFINITY}: run `bash scripts/setup.sh --test`.")
     port = free_port()
     folder = tmp_path_factory.mktemp("infinity")
-    log = open(folder / "infinity.log", "w")  # noqa: SIM115 - closed at teardown
-    process = subprocess.Popen(
-        [
-            str(INFINITY),
-            "v2",
-            "--model-id",
-            str(real_reranker_dir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--engine",
-            "torch",
-            "--device",
-            "cpu",
-        ],
-        env={
-            "HF_HUB_OFFLINE": "1",
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(folder),
-            "INFINITY_ANONYMOUS_USAGE_STATS": "0",
-        },
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    command = [
+        str(INFINITY), "v2", "--model-id", str(real_reranker_dir), "--host", "127.0.0.1", "--port", str(port),
+        "--engine", "torch", "--device", "cpu",
+    ]  # fmt: skip
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(folder), "INFINITY_ANONYMOUS_USAGE_STATS": "0"}
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/health", timeout=180, process=process)
+    with running(command, f"{url}/health", folder / "infinity.log", env=env, timeout=180):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
 
 
 def _same_as_local(local: Engine, remote: Engine, queries: list[str], k: int) -> int:
