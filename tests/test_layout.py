@@ -48,6 +48,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.compare",
         "workbench.localpg",
         "workbench.hints",
+        "workbench.explain",
     ),
     "front ends": (
         "workbench.app",

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
@@ -123,6 +123,8 @@ class SearchResponse(BaseModel):
     reranker: str | None = None
     timings: StageTimings
     trace_id: str
+    min_score: float | None = None
+    below_min_score: int = Field(0, description="results of the top_k dropped for scoring below min_score")
 
 
 def search_documents(
@@ -138,10 +140,12 @@ def search_documents(
     trace_id: str | None = None,
     events: EventSink | None = None,
     deadline: float | None = None,
+    min_score: float | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
-    max(top_k, RERANKER_K_RETRIEVE)). Publishes a RetrievalCompleted event to `events`."""
+    max(top_k, RERANKER_K_RETRIEVE)); results scoring below `min_score` are dropped and counted. Publishes a
+    RetrievalCompleted event to `events`."""
     top_k = validate_top_k(top_k)
     use_reranker = rerank and engine.reranker() is not None
     depth = k if k is not None else (max(top_k, engine.settings.k_retrieve) if use_reranker else top_k)
@@ -156,6 +160,7 @@ def search_documents(
         reranker=DEFAULT if rerank else None,
         retrieval=retrieval,
         deadline=deadline,
+        min_score=min_score,
     )
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
@@ -170,6 +175,8 @@ def search_documents(
         reranker=result.reranker_model,
         timings=result.timings,
         trace_id=trace,
+        min_score=result.min_score,
+        below_min_score=result.below_min_score,
     )
     if events is not None:
         events.publish(RetrievalCompleted.of(result.query, top_k, len(hits), trace))

@@ -23,6 +23,7 @@ from workbench.inputs import (
     parse_filters,
     validate_collection_name,
     validate_depths,
+    validate_min_score,
     validate_page,
     validate_query,
     validate_retrieval,
@@ -144,6 +145,7 @@ class Engine:
         max_query_chars: int | None = MAX_QUERY_CHARS,
         use_cache: bool = True,
         deadline: float | None = None,
+        min_score: float | None = None,
     ) -> SearchResult:
         """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
 
@@ -152,7 +154,9 @@ class Engine:
         (default WORKBENCH_RETRIEVAL). `max_query_chars` is the interactive limit; evaluation passes None to score
         the whole query. `deadline` (a time.monotonic() instant) stops a search its caller gave up on: the reranker
         stops at its next batch and QueryTimeoutError is raised. `use_cache=False` skips the result and score
-        caches (load runs measure real work). Raises InputError for bad inputs, CollectionNotFoundError (checked
+        caches (load runs measure real work). `min_score` drops results of the top n whose final score (the
+        reranker's, else the first stage's) is below it; `below_min_score` counts them.
+        Raises InputError for bad inputs, CollectionNotFoundError (checked
         before any model loads), ModelError, StoreError.
         """
         query = validate_query(query, max_query_chars)
@@ -162,6 +166,7 @@ class Engine:
             max_k,
         )
         filters = parse_filters(filters)
+        min_score = validate_min_score(min_score)
         mode = validate_retrieval(retrieval or self.settings.retrieval)
         name = collection or self.settings.collection
         if not isinstance(name, str):
@@ -183,6 +188,7 @@ class Engine:
             return cached.model_copy(
                 update={
                     "top_n": min(top_n, max(len(cached.candidates), 1)),
+                    "min_score": min_score,
                     "cache": cached.cache.model_copy(update={"result_cached": True}),
                 }
             )
@@ -258,7 +264,7 @@ class Engine:
         if use_cache:
             with self._lock:
                 self._results[key] = result
-        return result
+        return result.with_min_score(min_score)
 
     def clear_caches(self) -> None:
         """Forget cached results and reranker scores (models stay loaded)."""

@@ -125,6 +125,20 @@ def validate_depths(k: Any, top_n: Any, max_k: int = MAX_K) -> tuple[int, int]:
     return k, top_n
 
 
+def validate_min_score(value: Any) -> float | None:
+    """A score threshold: a finite number, or None for none; InputError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:
+            value = float(str(value).strip())
+        except ValueError:
+            raise InputError(f"min_score must be a number; got {str(value)[:40]!r}.") from None
+    if not math.isfinite(value):
+        raise InputError(f"min_score must be a finite number; got {value}.")
+    return float(value)
+
+
 def validate_top_k(top_k: Any) -> int:
     """top_k of the search contract: 1 to 20."""
     top_k = whole_number("top_k", top_k)

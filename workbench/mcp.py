@@ -66,15 +66,23 @@ def build_server(
             "rank_before (its rank before reranking). query: 1-512 characters. collection: a name from "
             "list_collections (default: the workbench's default collection). top_k: results (1-20, default 5). "
             'filters: metadata equalities such as {"page": 2} or {"title": "Leave and Time Off Policy"}. '
+            "min_score: drop passages whose score is below it (the reranker's score, a logit for the local "
+            "cross-encoder); below_min_score counts them. "
             "Errors come back as a message naming the problem."
         ),
         structured_output=True,
     )
     def search(
-        query: str, collection: str | None = None, top_k: int = DEFAULT_TOP_K, filters: dict[str, Any] | None = None
+        query: str,
+        collection: str | None = None,
+        top_k: int = DEFAULT_TOP_K,
+        filters: dict[str, Any] | None = None,
+        min_score: float | None = None,
     ) -> SearchResponse:
         try:
-            return search_documents(engine, query, top_k, collection=collection, filters=filters, events=sink)
+            return search_documents(
+                engine, query, top_k, collection=collection, filters=filters, events=sink, min_score=min_score
+            )
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 

@@ -118,12 +118,34 @@ class SearchResult(BaseModel):
     timings: StageTimings
     cache: CacheStats = Field(default_factory=CacheStats)
     duplicates_removed: int = 0
+    min_score: float | None = Field(
+        None,
+        description="results of the top n scoring below this (the reranker's score, else the first stage's) "
+        "are dropped from `reranked` and counted in `below_min_score`",
+    )
+
+    def final_score(self, candidate: Candidate) -> float:
+        """The score the final order is by: the reranker's, or the first stage's where nothing reranked."""
+        return candidate.rerank_score if candidate.rerank_score is not None else candidate.vector_score
+
+    def _top_by_rerank(self) -> list[Candidate]:
+        return sorted(self.candidates, key=lambda c: c.rerank_rank)[: self.top_n]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def below_min_score(self) -> int:
+        """How many of the reranked top n were dropped for scoring below `min_score`."""
+        if self.min_score is None:
+            return 0
+        return sum(1 for c in self._top_by_rerank() if self.final_score(c) < self.min_score)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def reranked(self) -> list[RankedHit]:
-        """The top_n candidates in reranked order."""
-        by_rerank = sorted(self.candidates, key=lambda c: c.rerank_rank)[: self.top_n]
+        """The top_n candidates in reranked order (less those below `min_score`, when one is set)."""
+        by_rerank = self._top_by_rerank()
+        if self.min_score is not None:
+            by_rerank = [c for c in by_rerank if self.final_score(c) >= self.min_score]
         rows = []
         for c in by_rerank:
             shift = c.vector_rank - c.rerank_rank
@@ -151,6 +173,10 @@ class SearchResult(BaseModel):
     def dropped(self) -> list[Candidate]:
         """Candidates in the vector top_n that reranking pushed out of the top_n."""
         return [c for c in self.candidates[: self.top_n] if c.rerank_rank > self.top_n]
+
+    def with_min_score(self, min_score: float | None) -> SearchResult:
+        """The same result with results below `min_score` dropped from the top n (None keeps them all)."""
+        return self.model_copy(update={"min_score": min_score})
 
     def top(self, n: int) -> SearchResult:
         """The same result re-sliced to a top n of `n` (1 ≤ n ≤ number of candidates); runs no model."""

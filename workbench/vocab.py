@@ -115,5 +115,14 @@ MAX_BROWSE_LIMIT: Final = 1000
 MAX_UPLOAD_NAME_CHARS: Final = 120
 MAX_JSON_DEPTH: Final = 32  # how deeply free-form JSON a user sends may nest (a turn's meta, a request body)
 
+# Explanations and calibration --------------------------------------------------------------------------------
+EXPLAIN_MAX_SENTENCES: Final = 64  # sentences left out one at a time; later ones stay in every variant
+EXPLAIN_MAX_TERMS: Final = 32  # query terms left out one at a time
+EXPLAIN_WINDOW_WORDS: Final = 40  # a run-on stretch is explained in windows of this many words
+CALIBRATION_METHODS: Final = ("logistic", "isotonic")
+CALIBRATION_FOLDS: Final = 5  # held-out queries: each pair's calibrated probability comes from the other folds
+CALIBRATION_BINS: Final = 10  # reliability diagram and expected calibration error
+DEFAULT_TARGET_PRECISION: Final = 0.8
+
 # The demo ---------------------------------------------------------------------------------------------------
 DEMO_COLLECTION: Final = "demo"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -14,6 +17,7 @@ from tests.conftest import free_port
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
 from workbench.events import read_jsonl_events
+from workbench.mcp import build_server
 
 TOKEN = "s3cret-token-value"
 
@@ -108,6 +112,7 @@ BAD_INPUTS = [
     ({"query": "ok", "collection": "../../etc"}, 404, "not found"),
     ({"query": "ok", "retrieval": "sparse"}, 422, "retrieval must be one of"),
     ({"query": "ok", "rerank": "maybe"}, 422, "rerank"),
+    ({"query": "ok", "min_score": "high"}, 422, "min_score"),
 ]
 
 
@@ -155,6 +160,79 @@ def test_malformed_requests(client: httpx.Client, send, status: int) -> None:  #
     response = send(client)
     assert response.status_code == status, response.text
     assert "Traceback" not in response.text and response.json()["detail"]
+
+
+def test_min_score_drops_the_same_documents_over_http_the_cli_and_mcp(
+    client: httpx.Client, served_data: Settings
+) -> None:
+    query = "how many vacation days do I get"
+    full = client.post("/search", json={"query": query, "top_k": 6}).json()["results"]
+    scores = [r["score"] for r in full]
+    assert scores == sorted(scores, reverse=True)
+    threshold = (scores[2] + scores[3]) / 2  # keeps exactly the first three
+    kept = [(r["document_id"], r["chunk_index"]) for r in full[:3]]
+
+    http = client.post("/search", json={"query": query, "top_k": 6, "min_score": threshold}).json()
+    assert [(r["document_id"], r["chunk_index"]) for r in http["results"]] == kept
+    assert http["below_min_score"] == 3 and http["min_score"] == threshold
+
+    cli = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "workbench"),
+            "query",
+            query,
+            "-n",
+            "6",
+            "--json",
+            "--min-score",
+            repr(threshold),
+        ],
+        env=api_env(served_data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result = json.loads(cli.stdout)
+    assert [(r["metadata"]["document_id"], r["metadata"]["chunk_index"]) for r in result["reranked"]] == kept
+    assert result["below_min_score"] == 3
+    text = subprocess.run(
+        [str(Path(sys.executable).parent / "workbench"), "query", query, "-n", "6", "--min-score", repr(threshold)],
+        env=api_env(served_data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "3 of the top 6 scored below --min-score" in text
+
+    server = build_server(served_data)
+    answer = anyio.run(lambda: server.call_tool("search", {"query": query, "top_k": 6, "min_score": threshold}))
+    tool = answer.structured_content
+    assert [(r["document_id"], r["chunk_index"]) for r in tool["results"]] == kept and tool["below_min_score"] == 3
+
+
+def test_explain_takes_a_document_the_search_finds_or_a_passage(client: httpx.Client) -> None:
+    query = "how many vacation days do I get"
+    found = client.post("/search", json={"query": query, "top_k": 1}).json()["results"][0]
+    chunk = f"{found['document_id']}::{found['chunk_index']}"
+    explained = client.post("/explain", json={"query": query, "document_id": found["document_id"]})
+    assert explained.status_code == 200, explained.text
+    body = explained.json()
+    assert body["document_id"] == chunk and body["model_calls"] == 1 and body["score_scale"] == "logit"
+    assert body["score"] == pytest.approx(found["score"], abs=1e-3)
+    assert [t["term"] for t in body["terms"]] == ["how", "many", "vacation", "days", "do", "I", "get"]
+    passage = client.post("/explain", json={"query": query, "text": "Holidays are 25 days. Parking is free."}).json()
+    assert [s["text"] for s in passage["sentences"]] == ["Holidays are 25 days.", "Parking is free."]
+    for bad, status, message in [
+        ({"query": query}, 422, "either document_id"),
+        ({"query": query, "document_id": "x", "text": "y"}, 422, "not both"),
+        ({"query": query, "document_id": "nowhere"}, 422, "'nowhere' is not among"),
+        ({"query": "", "text": "y"}, 422, "empty"),
+        ({"query": query, "text": "y" * 20_001}, 422, "text"),
+    ]:
+        response = client.post("/explain", json=bad)
+        assert response.status_code == status and message in response.json()["detail"], response.text
 
 
 def test_many_clients_at_once(client: httpx.Client, api: ApiServer) -> None:

@@ -10,7 +10,7 @@ import os
 import sys
 import textwrap
 
-from workbench.cli import collections, evaluate, servers
+from workbench.cli import collections, evaluate, explain, servers
 from workbench.cli.collections import format_result
 from workbench.errors import error_message, is_expected
 
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, evaluate, servers):
+    for module in (collections, evaluate, explain, servers):
         module.add_commands(commands)
     collections.add_store_comparison(commands)
     return parser

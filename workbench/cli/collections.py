@@ -77,6 +77,11 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
     if result.dropped:
         dropped = ", ".join(f"#{c.vector_rank} → #{c.rerank_rank}" for c in result.dropped)
         lines += ["", f"Dropped from the top {result.top_n}: {dropped}"]
+    if result.below_min_score:
+        lines.append(
+            f"{result.below_min_score} of the top {result.top_n} scored below --min-score {result.min_score:g}: "
+            "not kept."
+        )
     t = result.timings
     lines += [
         "",
@@ -99,6 +104,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         collection=args.collection,
         reranker=None if args.no_rerank else DEFAULT,
         retrieval=args.retrieval,
+        min_score=args.min_score,
     )
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
@@ -176,6 +182,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
     query.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     query.add_argument("--no-rerank", action="store_true", help="keep the vector order")
+    query.add_argument(
+        "--min-score",
+        type=float,
+        metavar="X",
+        help="drop results of the top n scoring below X (the reranker's score; the first stage's with --no-rerank)",
+    )
     query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
     store_options(query)
     query.set_defaults(handler=_cmd_query)

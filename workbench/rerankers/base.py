@@ -46,6 +46,11 @@ class Reranker(Protocol):
         (a time.monotonic() instant) has passed, so a search nobody waits for stops using the model."""
         ...
 
+    def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
+        """Scores for (query, text) pairs whose queries differ, bypassing the score cache, in as few model calls as
+        the kind allows: one for a local model, one request per distinct query for a service."""
+        ...
+
 
 def sigmoid(logit: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(logit, 60.0), -60.0)))

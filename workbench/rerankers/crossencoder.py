@@ -157,6 +157,11 @@ class CrossEncoderReranker:
             return []
         return self._batcher.submit(self.encode(query, texts), deadline)
 
+    def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
+        """Scores for (query, text) pairs with different queries, all in one model call (no score cache)."""
+        encoded = [pair for query, text in pairs for pair in self.encode(query, [text])]
+        return self._batcher.submit(encoded, deadline)
+
     def score(
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
     ) -> tuple[list[float], int]:

@@ -75,6 +75,17 @@ class RemoteReranker:
         """Scores for each text (on `score_scale`), and how many came from the score cache."""
         return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
 
+    def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
+        """Scores for (query, text) pairs, one request (per `batch_limit` documents) per distinct query; no cache."""
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(pairs):
+            by_query.setdefault(query, []).append(i)
+        scores = [0.0] * len(pairs)
+        for query, indices in by_query.items():
+            for i, value in zip(indices, self.predict(query, [pairs[i][1] for i in indices], deadline), strict=True):
+                scores[i] = value
+        return scores
+
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
         """Every text scored by the service, in batches of at most `batch_limit` documents; no request is sent
         once `deadline` (time.monotonic()) has passed."""

@@ -30,6 +30,9 @@ class SearchRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=MAX_K, description="candidates reranked (default max(top_k, 50))")
     rerank: bool = True
     retrieval: str | None = Field(None, description="dense, bm25 or hybrid")
+    min_score: float | None = Field(
+        None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
+    )
 
     @field_validator("query")
     @classmethod
@@ -71,6 +74,7 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             trace_id=trace,
             events=state.events,
             deadline=until,
+            min_score=body.min_score,
         ),
     )
 
