@@ -12,10 +12,11 @@ from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
+from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, spoken
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
 
 def _writable_folder(path: str) -> Path:
@@ -41,6 +42,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     # Every argument is checked before any query runs.
     depth = parse_int_list(args.depth, "--depth") if args.depth else []
     check_plan(args.k, args.n, args.max_queries, depth)
+    if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
+        raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
+    if not 0 < args.target_precision <= 1:
+        raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
     modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
@@ -88,15 +93,30 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 progress=bar,
                 ingest_progress=ingest_bar,
             )
-        summaries.append(report.summary())
+        summary = report.summary()
+        calibration = (
+            calibrate(report, dataset.qrels, target_precision=args.target_precision) if args.calibrate else None
+        )
+        if calibration is not None:
+            summary["calibration"] = calibration.summary()
+            kept = save_calibration(engine.settings, calibration.chosen)
+            warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{args.collection}' use it")
+        summaries.append(summary)
         if not args.json:
             print(shown(report.to_markdown()))
+            if calibration is not None:
+                print(shown(calibration.to_markdown()))
         for warning in report.warnings:
             warn(f"warning: {warning}")
         if folder is not None:
             target = folder / report.retrieval if len(modes) > 1 else folder
             try:
                 report.write(target)
+                if calibration is not None:
+                    (target / "calibration.md").write_text(calibration.to_markdown(), encoding="utf-8")
+                    (target / "calibration.json").write_text(
+                        json.dumps(calibration.summary(), indent=2), encoding="utf-8"
+                    )
             except OSError as exc:  # the figures are printed; only the files are lost
                 raise InputError(f"The results are printed, but writing them to {target} failed: {exc}") from exc
             warn(f"runs and report written to {target}")
@@ -159,6 +179,19 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
     )
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
+    evaluate.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scores against relevance (ROC AUC), a calibration checked on held-out queries (kept for the app's "
+        "cards) and a cutoff table for --min-score",
+    )
+    evaluate.add_argument(
+        "--target-precision",
+        type=float,
+        default=DEFAULT_TARGET_PRECISION,
+        metavar="P",
+        help=f"with --calibrate: the precision the suggested cutoff must reach (default {DEFAULT_TARGET_PRECISION})",
+    )
     evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
     evaluate.add_argument(
         "--json", action="store_true", help="print the figures as JSON (the summary, or the rerankers side by side)"

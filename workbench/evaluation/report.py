@@ -75,6 +75,7 @@ class EvaluationReport(BaseModel):
     collection: str
     embedding_model: str
     reranker_model: str | None
+    score_scale: str | None = None
     retrieval: str = "dense"
     k: int
     top_n: int

@@ -44,7 +44,7 @@ def run_evaluation(
     after_run: Run = {}
     candidates: dict[str, list[tuple[str, float, float | None]]] = {}
     cache_hits = 0
-    embedding_model = reranker_model = None
+    embedding_model = reranker_model = score_scale = None
     mode = retrieval or engine.settings.retrieval
     for done, (qid, text) in enumerate(items, start=1):
         result = engine.search(
@@ -59,7 +59,7 @@ def run_evaluation(
         candidates[qid] = scored_chunks(result.candidates)
         before_run[qid], after_run[qid] = fold_documents(candidates[qid])
         cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
-        embedding_model, reranker_model = result.embedding_model, result.reranker_model
+        embedding_model, reranker_model, score_scale = result.embedding_model, result.reranker_model, result.score_scale
         if progress:
             progress(done, len(items))
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
@@ -75,6 +75,7 @@ def run_evaluation(
         collection=collection,
         embedding_model=embedding_model or "",
         reranker_model=reranker_model,
+        score_scale=score_scale,
         retrieval=mode,
         k=k,
         top_n=top_n,
