@@ -285,16 +285,51 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("the demo handbook on 'demo': 8 queries" in h.value for h in at.subheader)
+    # With the tiny test models no judged document is among these candidates: nothing to calibrate, and it says so
+    assert any("No calibration for this run" in i.value and "0 relevant of" in i.value for i in at.info)
+    at.number_input(key="eval-k").set_value(40)
+    at.number_input(key="eval-max").set_value(20)
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
     metrics = {m.label for m in at.metric}
     assert {"ndcg@10 after", "p-value (randomization)", "helped / tied / hurt"} <= metrics
-    assert len(at.get("plotly_chart")) == 2  # per-query deltas and the depth curve
+    # per-query deltas, the depth curve, two score histograms, the reliability diagram and the cutoff curve
+    assert len(at.get("plotly_chart")) == 6
     assert any("Reranking **" in m.value for m in at.markdown)
+    # Scores against relevance: the figures, the cutoff in words, every table downloadable as CSV
+    assert any("Scores against relevance" in m.value for m in at.markdown)
+    assert any(("cut at **min_score" in m.value) or ("No score threshold" in m.value) for m in at.markdown)
+    downloads = {d.proto.label for d in at.get("download_button")}
+    assert {"Separation (CSV)", "Calibration error (CSV)", "Cutoffs by score (CSV)", "Cutoffs by top n (CSV)"} <= (
+        downloads
+    )
+    next(b for b in at.button if b.label == "Use this calibration on the cards").click().run()
+    assert any("Calibration kept" in s.value for s in at.success)
+    at.switch_page("app/pages/explore.py").run()
+    search(at)
+    assert any("p(relevant) ≈" in m.value for m in at.markdown)
+    assert any("calibration fitted on the demo handbook: 20 queries" in c.value for c in at.caption)
+    at.switch_page("app/pages/evaluate.py").run()
     explore = next((b for b in at.button if b.label == "Explore"), None)
     if explore is not None:
         explore.click().run()
         assert not at.exception
         assert [t.value for t in at.title] == ["Explore"]
         assert "Reranked · top 10" in headers(at)
+
+
+def test_why_here_explains_a_reranked_card_in_place(app_env: dict) -> None:
+    at = search(new_app())
+    toggles = [t for t in at.toggle if t.label == "Why here?"]
+    assert len(toggles) == 10 and not any(t.value for t in toggles)
+    toggles[0].set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    highlighted = [m.value for m in at.markdown if "-background[" in m.value]
+    assert highlighted or any("one term" in c.value or "Strongest" in c.value for c in at.caption)
+    assert any(m.value.startswith("Query terms:") and "**vacation**" in m.value for m in at.markdown)
+    assert any("1 model call" in c.value for c in at.caption)
+    moved = next((t for t in at.toggle if t.label == "Why here?" and not t.value), None)
+    assert moved is not None
 
 
 def test_evaluate_refuses_top_n_above_k_and_judgments_of_another_collection(app_env: dict) -> None:

@@ -103,6 +103,7 @@ class AppState:
     compare_query = _Field("")
     # Evaluate, Latency, Collections
     eval_report: _Field[Any] = _Field(None)
+    eval_qrels: _Field[Any] = _Field(None)
     reranker_comparison: _Field[Any] = _Field(None)
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)

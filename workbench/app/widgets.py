@@ -8,10 +8,12 @@ fetch anything, and a link must not be clickable).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
+from workbench.evaluation.calibration import Calibration
 from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
 from workbench.vocab import DISPLAY_CHARS, RETRIEVAL
@@ -136,19 +138,42 @@ def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, r
         _body(c.text)
 
 
+def calibrated_md(score: float | None, calibration: Calibration | None) -> str:
+    """' · p(relevant) ≈ 0.83' from a kept calibration, or nothing."""
+    if score is None or calibration is None:
+        return ""
+    return f" · p(relevant) ≈ `{calibration.probability(score):.2f}`"
+
+
+def calibration_caption(calibration: Calibration | None) -> str:
+    """What the cards' p(relevant) was fitted on, or that the σ reading is uncalibrated."""
+    if calibration is None:
+        return "No calibration is kept for this reranker on this collection (Evaluate fits one): σ is uncalibrated."
+    return f"p(relevant): {calibration.method} calibration fitted on {calibration.fitted_on}."
+
+
 def reranked_row(
-    r: RankedHit, grades: dict[str, int] | None = None, scale: str | None = "logit", note: str | None = None
+    r: RankedHit,
+    grades: dict[str, int] | None = None,
+    scale: str | None = "logit",
+    note: str | None = None,
+    calibration: Calibration | None = None,
+    extra: Callable[[RankedHit], None] | None = None,
 ) -> None:
-    """One reranked card; `note` (Compare's "only in A") is a badge in the card's own header line."""
+    """One reranked card; `note` (Compare's "only in A") is a badge in the card's own header line; `calibration`
+    adds p(relevant) beside the score; `extra` draws more inside the card (Explore's "why here?")."""
     with st.container(border=True):
         grade = grade_badge(grades.get(_document(r.metadata, r.id)) if grades is not None else None)
         badge = f" · :violet-badge[{text_md(note)}]" if note else ""
         st.markdown(
             f"**\\#{r.rank_after}** {movement_badge(r)} · **{text_md(label_of(r.metadata, r.text))}** · "
-            f"{score_md(r.rerank_score, scale)} · first stage `{r.vector_score:.3f}`{grade}{badge}"
+            f"{score_md(r.rerank_score, scale)}{calibrated_md(r.rerank_score, calibration)} · first stage "
+            f"`{r.vector_score:.3f}`{grade}{badge}"
         )
         st.caption(text_md(_where(r.metadata)))
         _body(r.text)
+        if extra is not None:
+            extra(r)
 
 
 def candidates_frame(result: SearchResult) -> pd.DataFrame:

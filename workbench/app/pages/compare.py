@@ -10,6 +10,7 @@ from workbench.app.state import STATE, CompareSide, bind, controls, engine_resou
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note
 from workbench.compare import agreement
 from workbench.engine import DEFAULT
+from workbench.evaluation.calibration import load_calibration
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
@@ -164,9 +165,10 @@ def run() -> None:
                 figures = query_figures(result, *match)
                 shown = figures.ndcg_after if result.reranker_model else figures.ndcg_before
                 st.metric("nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}")
+            calibration = load_calibration(engine.settings, result.collection, result.reranker_model)
             for row in result.reranked:
                 only = None if row.id in shared else f"only in {side}"
-                reranked_row(row, grades, result.score_scale, note=only)
+                reranked_row(row, grades, result.score_scale, note=only, calibration=calibration)
             downloads(result, f"compare-{side}")
 
     st.divider()

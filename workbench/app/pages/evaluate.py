@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from workbench.app import rerankers_view
+from workbench.app import calibration_view, rerankers_view
 from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
@@ -120,6 +120,7 @@ def run() -> None:
     if submitted:
         # a failed run must not leave the old report on screen
         STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
+        STATE.eval_qrels = None
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 dataset = _dataset(Path(tmp))
@@ -147,6 +148,7 @@ def run() -> None:
                 progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
                 ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             )
+            STATE.eval_qrels = dataset.qrels
             if len(compared) > 1:
                 side = st.progress(0.0, text="rerankers side by side")
                 STATE.reranker_comparison = compare_rerankers(
@@ -208,6 +210,8 @@ def run() -> None:
 
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)
+    if report.reranker_model and STATE.eval_qrels is not None:
+        calibration_view.draw(report, STATE.eval_qrels)
 
     if report.groups:
         st.markdown("#### By query group")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from workbench.app.charts import slopegraph, stage_bar
+from workbench.app.explain_view import why_here
 from workbench.app.history import open_history, remember
 from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
 from workbench.app.widgets import (
     SIDEBAR_CONTROLS,
+    calibration_caption,
     downloads,
     reranked_row,
     score_note,
@@ -17,6 +19,7 @@ from workbench.app.widgets import (
     vector_row,
 )
 from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
+from workbench.evaluation.calibration import load_calibration
 from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
 from workbench.vocab import RETRIEVAL
@@ -137,8 +140,12 @@ def run() -> None:
             )
 
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
+    calibration = load_calibration(engine.settings, result.collection, result.reranker_model)
     if result.reranker_model:
-        st.caption(f"{score_note(result)} Scored by `{result.reranker_backend}`.")
+        st.caption(
+            f"{score_note(result)} Scored by `{result.reranker_backend}`. {calibration_caption(calibration)} "
+            'Switch on "Why here?" in a reranked card to see which sentences and query terms made its score.'
+        )
 
     left, right = st.columns(2)
     first_stage = RETRIEVAL[result.retrieval].heading
@@ -151,8 +158,9 @@ def run() -> None:
         st.subheader(f"{heading} · top {result.top_n}")
         if result.reranker_model is None:
             st.caption("Reranking is off: the order is the first-stage order.")
+        explain = why_here(result) if result.reranker_model else None
         for row in result.reranked:
-            reranked_row(row, grades, result.score_scale)
+            reranked_row(row, grades, result.score_scale, calibration=calibration, extra=explain)
 
     st.plotly_chart(slopegraph(result), width="stretch", key="slopegraph")
     downloads(result, "explore")
