@@ -135,6 +135,20 @@ def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     _no_exception(page)
 
 
+def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
+    _on_page(page, "Explore")
+    box = page.get_by_label("Query", exact=True)
+    box.fill("can I carry over unused vacation days")
+    box.press("Enter")
+    _shown(page, "You may carry up to five unused days")  # this query's answer: the new lists are drawn
+    page.get_by_text("Why here?", exact=True).first.click()
+    _shown(page, "Query terms:")
+    _shown(page, "1 model call")
+    _shown(page, "Green raises the score, red lowers it.")
+    _no_exception(page)
+    _screenshot(page, "explain.png")
+
+
 def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
@@ -194,6 +208,9 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     _shown(page, "the demo handbook on 'demo': 50 queries, k=20, top 10")
     _shown(page, "By query group")
     _shown(page, "Quality and rerank time as k grows")
+    _shown(page, "Scores against relevance, calibration and cutoff")
+    _shown(page, "Reliability on held-out queries")
+    _shown(page, "Cutting the reranked list at a score")
     _no_exception(page)
     _screenshot(page, "evaluate.png")
 

@@ -210,8 +210,6 @@ def run() -> None:
 
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)
-    if report.reranker_model and STATE.eval_qrels is not None:
-        calibration_view.draw(report, STATE.eval_qrels)
 
     if report.groups:
         st.markdown("#### By query group")
@@ -296,6 +294,9 @@ def run() -> None:
     d[3].download_button(
         "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
     )
+    if report.reranker_model and STATE.eval_qrels is not None:
+        st.divider()
+        calibration_view.draw(report, STATE.eval_qrels)
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
