@@ -123,7 +123,11 @@ def test_eval_demo_builds_the_demo_and_reports_both_groups(cli_env: Path, capsys
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["collection"] == "demo" and data["queries"] == 50
-    assert {group["group"] for group in data["groups"]} == {"vector-works", "rerank-helps"}
+    # named as the app names them
+    assert {group["group"] for group in data["groups"]} == {
+        "where vector search already works",
+        "where reranking should help",
+    }
 
 
 def test_every_option_of_every_command_says_what_it_does() -> None:

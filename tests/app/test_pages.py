@@ -256,6 +256,22 @@ def test_uploads_with_hostile_names_stay_in_their_own_folder(app_env: dict, tmp_
     assert sources == {"victim.txt", "owls.md"}
 
 
+@pytest.mark.parametrize("name", ["..", "notes", "report.exe", "."])
+def test_an_upload_without_an_allowed_extension_is_refused_with_a_message(app_env: dict, name: str) -> None:
+    at = new_app()
+    at.switch_page("app/pages/collections.py").run()
+    at.text_input(key="new-name").input("herons")
+    at.get("file_uploader")[0].set_value(
+        [(name, b"Herons fish in shallow water.", "text/plain"), ("kept.txt", b"Egrets wade.", "text/plain")]
+    )
+    next(b for b in at.button if b.label == "Ingest").click().run()
+    assert not at.exception, at.exception  # was Streamlit's "Invalid file extension" traceback
+    assert any("left out: a file name must end in .txt" in e.value for e in at.error)
+    assert any(
+        "herons (chroma): 1 documents" in s.value or "herons (chroma): 1 document" in s.value for s in at.success
+    )
+
+
 def test_passages_are_shown_as_text_not_markdown(app_env: dict) -> None:
     folder = app_env["allowed"] / "hostile"
     folder.mkdir()
@@ -380,6 +396,9 @@ def test_history_counts_one_search_in_the_singular(app_env: dict) -> None:
     again.query_params["u"] = at.query_params["u"]
     again.run()
     assert [e.label for e in again.expander if e.label.startswith("History")] == ["History (1 search)"]
+    # The count includes the search the page has just run (it was one behind: drawn before the search)
+    search(at, "how do I claim mileage")
+    assert [e.label for e in at.expander if e.label.startswith("History")] == ["History (2 searches)"]
 
 
 def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:

@@ -140,6 +140,7 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     box = page.get_by_label("Query", exact=True)
     box.fill("can I carry over unused vacation days")
     box.press("Enter")
+    _shown(page, "Searching and reranking: can I carry over unused vacation days")  # a running state, at once
     _shown(page, "You may carry up to five unused days")  # this query's answer: the new lists are drawn
     page.get_by_text("Why here?", exact=True).first.click()
     _shown(page, "Query terms:")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from workbench.evaluation.calibration import Calibration
+from workbench.inputs import safe_upload_name
 from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
 from workbench.vocab import DISPLAY_CHARS, RETRIEVAL
@@ -230,6 +232,25 @@ def downloads(result: SearchResult, key: str) -> None:
     ]
     for column, (label, data, name, mime, suffix) in zip(st.columns(3), files, strict=True):
         column.download_button(label, data, name, mime, key=f"{key}-{suffix}", width="stretch")
+
+
+def file_picker(where: Any, label: str, types: list[str], key: str, *, multiple: bool = False) -> Any:
+    """`where.file_uploader` for files ending in `types`; a picked file whose name ends otherwise (a file named
+    '..', say) is left out with a message naming it. Streamlit's own check would raise while it reads the widget
+    (before the page runs, so no page can catch it): a MIME type in the list turns that check off, and the
+    extension check is done here instead."""
+    picked = where.file_uploader(label, type=[*types, "text/plain"], accept_multiple_files=multiple, key=key)
+    files = picked if multiple else [picked] if picked is not None else []
+    allowed = tuple(f".{t.lower()}" for t in types)
+    refused = [f for f in files if not f.name.lower().endswith(allowed)]
+    if refused:
+        names = ", ".join(f"'{text_md(safe_upload_name(f.name))}'" for f in refused)
+        where.error(
+            f"{text_md(label)}: {names} left out: a file name must end in {', '.join(allowed)}.",
+            icon=":material/block:",
+        )
+    kept = [f for f in files if f not in refused]
+    return kept if multiple else (kept[0] if kept else None)
 
 
 def problems_table(problems: list) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
-from workbench.app.widgets import problems_table, sidebar_note
+from workbench.app.widgets import file_picker, problems_table, sidebar_note
 from workbench.errors import IngestError, InputError
 from workbench.judgments import attach_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
@@ -52,11 +52,12 @@ def run() -> None:
         name = st.text_input("Collection name", key="new-name", placeholder="my-docs")
         uploads = folder = None
         if source == "Uploaded files":
-            uploads = st.file_uploader(
+            uploads = file_picker(
+                st,
                 "Files (txt, md, pdf, csv, jsonl)",
-                type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES],
-                accept_multiple_files=True,
-                key="new-files",
+                [s.lstrip(".") for s in SUPPORTED_SUFFIXES],
+                "new-files",
+                multiple=True,
             )
         else:
             roots = ", ".join(str(r) for r in engine.settings.data_root_paths())
@@ -128,10 +129,8 @@ def run() -> None:
     with st.form("judgments"):
         target = st.selectbox("Collection", names, key="judge-collection")
         j1, j2 = st.columns(2)
-        qrels_file = j1.file_uploader("Qrels (BEIR TSV or TREC)", type=["tsv", "txt", "qrels"], key="judge-qrels")
-        queries_file = j2.file_uploader(
-            "Queries (BEIR jsonl or id<TAB>text)", type=["jsonl", "tsv", "txt"], key="judge-q"
-        )
+        qrels_file = file_picker(j1, "Qrels (BEIR TSV or TREC)", ["tsv", "txt", "qrels"], "judge-qrels")
+        queries_file = file_picker(j2, "Queries (BEIR jsonl or id<TAB>text)", ["jsonl", "tsv", "txt"], "judge-q")
         attach = st.form_submit_button("Attach")
     if attach:
         with shown_errors():

@@ -115,7 +115,7 @@ def run() -> None:
 
     results = {}
     for name, config in (("A", a), ("B", b)):
-        with shown_errors():
+        with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
             reranker = (config.model or DEFAULT) if config.rerank else None
             results[name] = engine.search(
                 query,

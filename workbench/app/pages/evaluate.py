@@ -16,7 +16,7 @@ from workbench.app import calibration_view, rerankers_view
 from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
-from workbench.app.widgets import sidebar_note, text_md
+from workbench.app.widgets import file_picker, sidebar_note, text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
@@ -73,14 +73,12 @@ def run() -> None:
         if source not in {UPLOAD, ATTACHED, DEMO}:
             split = st.text_input("qrels split", "test", key="eval-split")
         if source == UPLOAD:
-            queries_file = st.file_uploader(
-                "Queries (BEIR queries.jsonl or id<TAB>text)", type=["jsonl", "tsv", "txt"], key="eval-queries"
+            queries_file = file_picker(
+                st, "Queries (BEIR queries.jsonl or id<TAB>text)", ["jsonl", "tsv", "txt"], "eval-queries"
             )
-            qrels_file = st.file_uploader(
-                "Qrels (BEIR TSV or TREC qrels)", type=["tsv", "txt", "qrels"], key="eval-qrels"
-            )
-        outside_file = st.file_uploader(
-            "Optional: an outside TREC run to compare", type=["trec", "txt", "run"], key="eval-outside"
+            qrels_file = file_picker(st, "Qrels (BEIR TSV or TREC qrels)", ["tsv", "txt", "qrels"], "eval-qrels")
+        outside_file = file_picker(
+            st, "Optional: an outside TREC run to compare", ["trec", "txt", "run"], "eval-outside"
         )
         c1, c2, c3, c4 = st.columns(4)
         collection = c1.text_input(

@@ -55,20 +55,26 @@ def run() -> None:
                     label_visibility="collapsed",
                 )
 
-    open_history(engine)
+    history = st.container()  # drawn last, so that it counts the search this run makes
     query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
 
-    if c.collection is None:
-        st.stop()
-    if not query.strip():
-        st.info("Type a query and press Enter, or pick a sample query.")
-        st.stop()
-    if c.filter_error:
-        st.error(f"The search did not run: {c.filter_error}", icon=":material/filter_alt_off:")
+    def stop() -> None:
+        with history:
+            open_history(engine)
         st.stop()
 
+    if c.collection is None:
+        stop()
+    if not query.strip():
+        st.info("Type a query and press Enter, or pick a sample query.")
+        stop()
+    if c.filter_error:
+        st.error(f"The search did not run: {c.filter_error}", icon=":material/filter_alt_off:")
+        stop()
+
     result = None
-    with shown_errors():
+    reranking = " and reranking" if c.reranker is not None else ""
+    with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
         result = engine.search(
             query,
             c.k,
@@ -79,8 +85,10 @@ def run() -> None:
             retrieval=c.retrieval,
         )
     if result is None:
-        st.stop()
+        stop()
     remember(engine, result)
+    with history:
+        open_history(engine)
 
     cached = result.cache.result_cached
     moved_up = sum(r.movement in {"up", "new"} for r in result.reranked)
@@ -108,7 +116,7 @@ def run() -> None:
             )
         else:
             st.warning("Nothing matched: try other words.")
-        st.stop()
+        st.stop()  # the history is drawn already
 
     grades = None
     judgments = load_judgments(engine.settings, result.collection)
@@ -136,7 +144,7 @@ def run() -> None:
             j[2].metric("first relevant, after", _rank(figures.first_relevant_after))
             st.caption(
                 f"Judged query `{text_md(query_id)}`: {figures.relevant_judged} relevant documents judged; badges mark "
-                "judged documents in both lists (2 relevant, 1 partly relevant)."
+                "judged documents in both lists by grade (grade 2: relevant; grade 1: partly relevant)."
             )
 
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")

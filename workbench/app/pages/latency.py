@@ -7,7 +7,7 @@ import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.state import STATE, controls, engine_resource, shown_errors
-from workbench.app.widgets import SIDEBAR_CONTROLS, sidebar_note
+from workbench.app.widgets import SIDEBAR_CONTROLS, file_picker, sidebar_note
 from workbench.demo import sample_queries
 from workbench.errors import InputError
 from workbench.inputs import parse_int_list
@@ -67,7 +67,7 @@ def run() -> None:
     source = st.radio("Queries", ["Sample queries", "Upload a list (one per line)"], horizontal=True, key="load-source")
     queries = [q.text for q in sample_queries()]
     if source != "Sample queries":
-        upload = st.file_uploader("Query list (.txt, UTF-8)", type=["txt"], key="load-upload")
+        upload = file_picker(st, "Query list (.txt, UTF-8)", ["txt"], "load-upload")
         queries = []
         if upload is not None:
             try:
