@@ -25,6 +25,7 @@ from typing import Final
 from pydantic import ValidationError
 
 from workbench.redact import hide_paths, shown
+from workbench.vocab import STORES
 
 
 class WorkbenchError(Exception):
@@ -43,9 +44,16 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
         self.store = store
         self.available = available or []
         hint = f" Available: {', '.join(sorted(self.available))}." if self.available else " The store is empty."
+        kind = store.split(" ", 1)[0]
+        where = f" --store {kind}" if kind in STORES else ""
         super().__init__(
             f"Collection '{name}' not found in {store}.{hint} "
-            f"Create it with `workbench ingest PATH --collection {name}`."
+            f"Create it with `workbench ingest PATH --collection {name}{where}`"
+            + (
+                ", or copy it from another store with `workbench compare-stores ... --copy-from STORE`."
+                if where
+                else "."
+            )
         )
 
 

@@ -48,13 +48,16 @@ class StoreTarget(BaseModel):
 
     def config(self, settings: Settings, collection: str) -> StoreConfig:
         """Where this target's copy of `collection` lives (its location, else the kind's configured one)."""
-        is_url = bool(self.location) and str(self.location).startswith(URL_SCHEMES)
+        location = self.location
+        if location is None and self.kind == settings.store and settings.persist_dir and not settings.url_of(self.kind):
+            location = str(settings.resolved_persist_dir)  # the configured store's own folder (WORKBENCH_PERSIST_DIR)
+        is_url = bool(location) and str(location).startswith(URL_SCHEMES)
         return StoreConfig.at(
             settings,
             self.kind,
             collection,
-            url=self.location if is_url else None,
-            persist_dir=None if is_url else self.location,
+            url=location if is_url else None,
+            persist_dir=None if is_url else location,
         )
 
     @property
@@ -93,6 +96,50 @@ def copy_collection(
         if len(page) < _PAGE:
             break
     return destination
+
+
+def missing_targets(engine: Engine, collection: str, targets: Sequence[StoreTarget]) -> list[StoreTarget]:
+    """The targets that do not hold `collection` yet (a first comparison across stores finds them empty)."""
+    missing = []
+    for target in targets:
+        if not backend_for(target.config(engine.settings, collection)).exists(collection):
+            missing.append(target)
+    return missing
+
+
+def copy_into(
+    engine: Engine,
+    collection: str,
+    targets: Sequence[StoreTarget],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """`collection`, as the engine's registry holds it, copied into each target (vectors and all, no
+    re-embedding); local stores are let go afterwards so that another process can open them."""
+    source = engine.registry.get(collection)
+    try:
+        for target in targets:
+            copy_collection(source, target, engine.settings, progress=progress)
+    finally:
+        release(engine, collection, targets)
+
+
+def release(engine: Engine, collection: str, targets: Sequence[StoreTarget]) -> None:
+    """Let go of the targets' local stores (local Qdrant keeps a lock on its folder while a client is open) that
+    are not where the engine's own registry keeps `collection`."""
+    own = engine.registry.config(collection)
+    for target in targets:
+        config = target.config(engine.settings, collection)
+        if (
+            STORES[config.kind].embedded
+            and not config.url
+            and (config.kind, config.persist_dir)
+            != (
+                own.kind,
+                own.persist_dir,
+            )
+        ):
+            backend_for(config).close()
 
 
 class ExactScan(Collection):
@@ -203,6 +250,31 @@ def compare_stores(
     k, top_n = validate_depths(k, top_n)
     if len(targets) < 1:
         raise InputError("Name at least one store to compare.")
+    missing = missing_targets(engine, collection, targets)
+    if missing:
+        release(engine, collection, targets)
+        labels = ", ".join(t.label for t in missing)
+        raise InputError(
+            f"'{collection}' is not in {labels} yet: copy it there first (the page offers to; on the command line, "
+            f"`workbench compare-stores QUERY --collection {collection} --in ... --copy-from STORE`)."
+        )
+    try:
+        return _compare(engine, query, collection, targets, k=k, top_n=top_n, repeats=repeats, reranker=reranker)
+    finally:
+        release(engine, collection, targets)
+
+
+def _compare(
+    engine: Engine,
+    query: str,
+    collection: str,
+    targets: Sequence[StoreTarget],
+    *,
+    k: int,
+    top_n: int,
+    repeats: int,
+    reranker: Any,
+) -> StoreComparison:
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
     first = next(iter(stores.values()))
     searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, reranker)

@@ -154,6 +154,23 @@ def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     assert not any(c.value.startswith("only in") for c in at.caption)
 
 
+def test_across_stores_offers_to_copy_the_collection_on_first_use(app_env: dict) -> None:
+    at = new_app()
+    at.switch_page("app/pages/compare.py").run()
+    at.text_input(key="w.compare_query").input(QUERY).run()
+    assert at.multiselect(key="stores-picked").value == ["chroma", "qdrant"]
+    at.button(key="stores-run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]  # was "not found in qdrant"
+    assert any("'demo' is not in qdrant yet" in w.value for w in at.warning)
+    at.button(key="stores-copy").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    tables = at.dataframe
+    stores = list(tables[-2].value["store"])
+    assert stores == ["chroma", "qdrant"] and list(tables[-2].value.iloc[:, 2]) == [1.0, 1.0]
+    at.button(key="stores-run").click().run()  # the second time there is nothing to copy
+    assert not any("is not in" in w.value for w in at.warning) and list(at.dataframe[-2].value["store"]) == stores
+
+
 def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.app.state import engine_resource
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,9 +17,17 @@ import pytest
 from workbench.cli import main
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import StoreConnectionError, StoreError
+from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
 from workbench.evaluation import Dataset
-from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
+from workbench.storecompare import (
+    StoreTarget,
+    compare_stores,
+    copy_collection,
+    copy_into,
+    missing_targets,
+    open_target,
+    recall_study,
+)
 
 _schemas = itertools.count()
 
@@ -158,3 +168,34 @@ def test_the_same_collection_across_chroma_qdrant_and_pgvector(
     from workbench.stores.qdrant import QdrantBackend
 
     QdrantBackend(path=tmp_path / "qdrant").close()
+
+
+def _another_process_opens(folder: Path) -> bool:
+    """Whether a second process can open a local Qdrant folder (it cannot while a client here holds its lock)."""
+    code = f"from qdrant_client import QdrantClient; QdrantClient(path={str(folder)!r}).close()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0
+
+
+def test_a_first_comparison_across_stores_offers_the_copy_and_lets_go_of_local_qdrant(
+    tiny_engine: Engine, corpus_dir: Path, tmp_path: Path
+) -> None:
+    tiny_engine.ingest(corpus_dir, "nature")
+    folder = tmp_path / "qdrant"
+    qdrant = StoreTarget(kind="qdrant", location=str(folder))
+    targets = [StoreTarget(kind="chroma"), qdrant]
+    assert missing_targets(tiny_engine, "nature", targets) == [qdrant]
+    with pytest.raises(InputError, match=r"'nature' is not in qdrant:.* yet: copy it there first"):
+        compare_stores(tiny_engine, "rivers", "nature", targets, k=6, top_n=3, repeats=1)
+    assert _another_process_opens(folder)  # the check let go of the folder's lock
+
+    copy_into(tiny_engine, "nature", [qdrant])
+    assert _another_process_opens(folder)  # so did the copy (the CLI's --copy-from works while the app runs)
+    result = compare_stores(tiny_engine, "rivers", "nature", targets, k=6, top_n=3, repeats=1)
+    assert [r.store for r in result.runs] == ["chroma", qdrant.label] and result.runs[1].recall_vs_exact == 1.0
+    assert _another_process_opens(folder)  # and the comparison
+    assert tiny_engine.search("rivers", 6, 3, collection="nature").candidates  # the engine's own store still works
+
+
+def test_a_missing_collection_names_the_store_to_create_it_in() -> None:
+    message = str(CollectionNotFoundError("nature", "qdrant at /data/qdrant"))
+    assert "--collection nature --store qdrant`" in message and "--copy-from" in message

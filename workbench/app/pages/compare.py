@@ -7,12 +7,13 @@ import streamlit as st
 
 from workbench.app.history import remember
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
-from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note
+from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.compare import agreement
 from workbench.engine import DEFAULT
 from workbench.evaluation.calibration import load_calibration
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
+from workbench.storecompare import StoreComparison, StoreTarget, compare_stores, copy_into, missing_targets, release
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
 
 PRESETS = {
@@ -180,44 +181,65 @@ def run() -> None:
     )
     available = [kind for kind in STORE_KINDS if STORES[kind].embedded or engine.settings.url_of(kind)]
     picked = st.multiselect("Stores", available, default=available[:2], key="stores-picked")
-    if st.button("Compare stores", disabled=len(picked) < 2, key="stores-run"):
-        from workbench.storecompare import StoreTarget, compare_stores
-
+    collection = c.collection or names[0]
+    targets = [StoreTarget(kind=kind) for kind in picked]
+    run_it = st.button("Compare stores", disabled=len(picked) < 2, key="stores-run")
+    offer = st.session_state.get("wb.stores-missing")
+    if offer and offer["collection"] == collection and set(offer["kinds"]) <= set(picked):
+        st.warning(
+            f"'{text_md(collection)}' is not in {', '.join(offer['kinds'])} yet. Copy it there (its chunks and "
+            "vectors, nothing is embedded again) and compare?",
+            icon=":material/content_copy:",
+        )
+        if st.button(f"Copy '{collection}' into {', '.join(offer['kinds'])} and compare", key="stores-copy"):
+            bar = st.progress(0.0, text="copying")
+            with shown_errors():
+                copy_into(
+                    engine,
+                    collection,
+                    [StoreTarget(kind=kind) for kind in offer["kinds"]],
+                    progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} chunks"),
+                )
+                st.session_state.pop("wb.stores-missing", None)
+                run_it = True
+    if run_it:
         with shown_errors():
-            across = compare_stores(
-                engine,
-                query,
-                c.collection or names[0],
-                [StoreTarget(kind=kind) for kind in picked],
-                k=c.k,
-                top_n=c.top_n,
-                reranker=c.reranker,
-            )
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "store": r.store,
-                            "search ms (p50)": r.search_ms_p50,
-                            f"recall@{across.k} vs exact": r.recall_vs_exact,
-                            f"top {across.top_n} after reranking": ", ".join(r.reranked_ids),
-                        }
-                        for r in across.runs
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
-            )
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {"stores": pair, f"overlap@{a.n}": a.overlap_at_n, "Kendall τ": a.kendall_tau, "RBO": a.rbo}
-                        for pair, a in across.agreement.items()
-                    ]
-                ),
-                hide_index=True,
-                width="stretch",
-            )
+            missing = missing_targets(engine, collection, targets)
+            release(engine, collection, targets)
+            if missing:
+                st.session_state["wb.stores-missing"] = {"collection": collection, "kinds": [t.kind for t in missing]}
+                st.rerun()
+        with shown_errors(), st.spinner("Searching each store…", show_time=True):
+            across = compare_stores(engine, query, collection, targets, k=c.k, top_n=c.top_n, reranker=c.reranker)
+            _draw_across(across)
+
+
+def _draw_across(across: StoreComparison) -> None:
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "store": r.store,
+                    "search ms (p50)": r.search_ms_p50,
+                    f"recall@{across.k} vs exact": r.recall_vs_exact,
+                    f"top {across.top_n} after reranking": ", ".join(r.reranked_ids),
+                }
+                for r in across.runs
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"stores": pair, f"overlap@{a.n}": a.overlap_at_n, "Kendall τ": a.kendall_tau, "RBO": a.rbo}
+                for pair, a in across.agreement.items()
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
