@@ -97,16 +97,47 @@ def test_a_shortened_file_loses_its_stale_chunks(tiny_engine: Engine, tmp_path: 
     assert [c.text for c in result.candidates] == ["Only one rule is left now."]
 
 
-def test_another_file_with_the_same_name_replaces_the_whole_document(tiny_engine: Engine, tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
+def test_another_file_with_the_same_name_is_kept_beside_it_unless_replace(tiny_engine: Engine, tmp_path: Path) -> None:
+    for sub in ("a", "b", "c"):
+        (tmp_path / sub).mkdir()
     (tmp_path / "a" / "notes.txt").write_text("\n\n".join(f"Alpha note {i} about herons." for i in range(4)))
     (tmp_path / "b" / "notes.txt").write_text("Beta note about owls.")
+    (tmp_path / "c" / "notes.txt").write_text("Gamma note about kestrels.")
     tiny_engine.ingest(tmp_path / "a" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
     assert tiny_engine.collection_info("same-name").count == 4
+
+    # A different file of the same name: both kept (it used to replace the first, reported as "updated 1")
     report = tiny_engine.ingest(tmp_path / "b" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
-    assert report.removed == 3
-    assert list(_stored(tiny_engine, "same-name").values()) == ["Beta note about owls."]
+    assert (report.added, report.updated, report.removed) == (1, 0, 0)
+    assert len(report.warnings) == 1 and "'notes.txt'" in report.warnings[0] and "'b/notes.txt'" in report.warnings[0]
+    assert "--replace" in report.warnings[0] and str(tmp_path) not in report.warnings[0]
+    stored = _stored(tiny_engine, "same-name")
+    assert len(stored) == 5 and stored["b/notes.txt::0"] == "Beta note about owls."
+    again = tiny_engine.ingest(tmp_path / "b" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
+    assert (again.added, again.unchanged, again.warnings) == (0, 1, [])  # the same file again: nothing new
+
+    # The same file changed is an update, as before
+    (tmp_path / "a" / "notes.txt").write_text("Alpha note about herons, revised.")
+    changed = tiny_engine.ingest(tmp_path / "a" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0)
+    assert (changed.updated, changed.removed, changed.warnings) == (1, 3, [])
+
+    # Asked to replace: the other file's document goes
+    replaced = tiny_engine.ingest(
+        tmp_path / "c" / "notes.txt", "same-name", chunk_size=40, chunk_overlap=0, replace=True
+    )
+    assert replaced.updated == 1 and "replaced" in replaced.warnings[0]
+    stored = _stored(tiny_engine, "same-name")
+    assert stored == {"notes.txt::0": "Gamma note about kestrels.", "b/notes.txt::0": "Beta note about owls."}
+
+
+def test_uploads_are_matched_by_name(tiny_engine: Engine, tmp_path: Path) -> None:
+    for version, text in (("one", "First upload about swifts."), ("two", "Second upload about swallows.")):
+        folder = tmp_path / version
+        folder.mkdir()
+        (folder / "upload.txt").write_text(text)
+        report = tiny_engine.ingest(folder, "uploads", shown_as="your upload", uploaded=True)
+        assert report.warnings == []
+    assert _stored(tiny_engine, "uploads") == {"upload.txt::0": "Second upload about swallows."}
 
 
 def test_files_in_subfolders_keep_their_own_identity(tiny_engine: Engine, tmp_path: Path) -> None:

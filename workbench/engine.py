@@ -315,12 +315,16 @@ class Engine:
         text_columns: list[str] | None = None,
         progress: ProgressCallback | None = None,
         shown_as: str | None = None,
+        replace: bool = False,
+        uploaded: bool = False,
     ) -> IngestReport:
         """Load, chunk, embed and store `path` into `collection` (created with the default embedder).
 
         `chunk_size` DEFAULT uses the settings for files and keeps BEIR passages whole; None keeps all whole.
         `text_columns` picks a CSV's text columns; `shown_as` names `path` in messages (uploads).
-        Files that cannot be read are listed in the report's `problems`; the others are ingested.
+        Files that cannot be read are listed in the report's `problems`; the others are ingested. A file with the
+        name of a document that came from a different file is kept beside it (a warning says so) unless `replace`;
+        `uploaded` files (in a temp folder) are matched by name.
         """
         if collection not in self.settings.collections:
             validate_collection_name(collection)  # before any file is read
@@ -341,6 +345,8 @@ class Engine:
             unit_size=self.settings.ingest_unit,
             progress=progress,
             shown_as=shown_as,
+            replace=replace,
+            uploaded=uploaded,
             on_write=lambda upserted, deleted: self.bm25.updated(
                 collection, self.registry.get(collection), upserted, deleted
             ),

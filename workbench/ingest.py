@@ -20,7 +20,7 @@ from pathlib import Path
 from workbench.embeddings import Embedder
 from workbench.errors import CollectionNotFoundError, IngestError, InputError
 from workbench.loaders import Document, load_path
-from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
+from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, SOURCE_KEY, Collection
 from workbench.stores.registry import StoreRegistry
 from workbench.types import Chunk, IngestProblem, IngestReport
 
@@ -199,17 +199,25 @@ def ingest_path(
     progress: ProgressCallback | None = None,
     shown_as: str | None = None,
     on_write: WriteListener | None = None,
+    replace: bool = False,
+    uploaded: bool = False,
 ) -> IngestReport:
     """Load, chunk, embed and store everything at `path` into `collection_name`.
 
     Files that cannot be read are listed in the report's `problems` and the rest are ingested; when no file
     yields any text, IngestError lists why. `shown_as` names `path` in messages (uploads live in temp folders).
+    A local file whose name matches a document that came from a different file is kept beside it under a longer
+    name, with a warning, unless `replace`. `uploaded` files have no lasting path: they are matched by name (a new
+    upload of a name replaces it).
     """
     started = time.perf_counter()
     loaded = load_path(path, text_columns=text_columns, shown_as=shown_as)
     documents = _distinct_documents(loaded.documents, loaded.problems)
     if not documents:
         raise IngestError(_nothing_to_ingest(shown_as or path, loaded.problems))
+    warnings: list[str] = []
+    if not uploaded:  # a local path: each file's full path tells a different file from a new version
+        documents = _keep_different_files_apart(documents, Path(path), registry, collection_name, replace, warnings)
     chunks = chunk_documents(documents, chunk_size, chunk_overlap)
     counts = write_chunks(
         chunks,
@@ -231,8 +239,73 @@ def ingest_path(
         unchanged=counts.unchanged,
         removed=counts.removed,
         problems=loaded.problems,
+        warnings=warnings,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def source_key(path: Path) -> str:
+    """A short hash of a file's full path: what tells two files of the same name apart (the path itself is not
+    stored, so no folder of the machine shows in a search result)."""
+    return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _renamed(document: Document, old: str, new: str) -> Document:
+    if document.id == old or document.id.startswith(f"{old}#"):
+        new_id = new + document.id[len(old) :]
+    else:  # ids of the file's own (CSV and JSONL rows)
+        new_id = f"{new}:{document.id}"
+    metadata = {**document.metadata, "source": new}
+    return Document(new_id, document.text, metadata, document.chunkable, new)
+
+
+def _keep_different_files_apart(
+    documents: list[Document],
+    root: Path,
+    registry: StoreRegistry,
+    collection_name: str,
+    replace: bool,
+    warnings: list[str],
+) -> list[Document]:
+    """Each document stamped with its file's source key; a file whose origin the collection already holds from a
+    different file is renamed '<its folder>/<name>' (kept beside the other), unless `replace`."""
+    base = root.resolve()
+    for document in documents:
+        where = base if base.is_file() else base / str(document.metadata.get("source") or document.origin)
+        document.metadata[SOURCE_KEY] = source_key(where)
+    try:
+        collection = registry.get(collection_name)
+    except CollectionNotFoundError:
+        return documents
+    keys = {d.origin: d.metadata[SOURCE_KEY] for d in documents}
+    stored = collection.stored_chunks(sorted(keys), key=SOURCE_KEY)
+    origins = collection.stored_chunks(sorted(keys), key=ORIGIN_KEY)
+    stored_keys: dict[str, set[str]] = {}
+    for chunk_id, key in stored.items():
+        if key and origins.get(chunk_id):
+            stored_keys.setdefault(str(origins[chunk_id]), set()).add(key)
+    clashes = {o for o, k in keys.items() if o in stored_keys and k not in stored_keys[o]}
+    if not clashes:
+        return documents
+    if replace:
+        warnings.append(
+            f"{len(clashes)} file(s) replaced documents of the same name that came from other files: "
+            f"{', '.join(sorted(clashes)[:5])}."
+        )
+        return documents
+    folder = (base.parent if base.is_file() else base).name or "other"
+    renames = {origin: f"{folder}/{origin}" for origin in clashes}
+    before = collection.stored_chunks(sorted(renames.values()), key=SOURCE_KEY)
+    seen = {key for key in before.values() if key}
+    for origin, new in sorted(renames.items()):
+        if keys[origin] in seen:
+            continue  # kept beside it before: said then
+        warnings.append(
+            f"'{origin}' in '{collection_name}' came from a different file of the same name: this one is kept "
+            f"beside it as '{new}'. Ingest with --replace (the app: \"Replace documents of the same name\") to "
+            "replace it instead."
+        )
+    return [_renamed(d, d.origin, renames[d.origin]) if d.origin in renames else d for d in documents]
 
 
 def _distinct_documents(documents: list[Document], problems: list[IngestProblem]) -> list[Document]:

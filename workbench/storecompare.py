@@ -22,7 +22,7 @@ from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.runs import document_runs
 from workbench.inputs import validate_depths, validate_query
 from workbench.redact import redact_url
-from workbench.stores.base import Collection
+from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
@@ -180,12 +180,14 @@ class ExactScan(Collection):
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         raise StoreError("The exact scan is read-only.")
 
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
         wanted = set(ids)
         return {
-            c.id: c.metadata.get("content_hash")
+            c.id: c.metadata.get(key)
             for c in self._chunks.values()
-            if c.id in wanted or c.metadata.get("origin") in origins
+            if c.id in wanted or c.metadata.get(ORIGIN_KEY) in origins
         }
 
     def delete_chunks(self, ids: Sequence[str]) -> None:

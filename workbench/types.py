@@ -236,6 +236,7 @@ class IngestReport(BaseModel):
     unchanged: int
     removed: int = 0
     problems: list[IngestProblem] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     seconds: float
 
     def summary(self) -> str:

@@ -30,11 +30,14 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             chunk_overlap=args.chunk_overlap,
             text_columns=columns,
             progress=bar,
+            replace=args.replace,
         )
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
         print(shown(report.summary()))
+    for warning in report.warnings:
+        warn(f"warning: {warning}")
     for problem in report.problems[:20]:
         warn(f"skipped {problem.name}: {problem.reason}")
     if len(report.problems) > 20:
@@ -167,6 +170,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "--text-columns",
         help="CSV columns holding the text, comma-separated (default: a text "
         "column, else every column as 'name: value')",
+    )
+    ingest.add_argument(
+        "--replace",
+        action="store_true",
+        help="a file named like a document that came from a different file replaces it (default: both are kept, "
+        "the new one under '<its folder>/<name>')",
     )
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
     store_options(ingest)

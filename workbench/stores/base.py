@@ -39,6 +39,9 @@ DIMENSION_KEY = "workbench_dimension"
 # Chunk-level metadata: a hash of the chunk's text, and the document (file or passage) it came from.
 CONTENT_HASH_KEY = "content_hash"
 ORIGIN_KEY = "origin"
+# Which file a chunk came from: a hash of the file's full path (local ingests only), so that a different file
+# with the same name is told apart from a new version of the same file.
+SOURCE_KEY = "source_key"
 
 check_collection_name = validate_collection_name
 
@@ -165,8 +168,11 @@ class Collection(_Translating):
         """Insert or replace chunks by id (`vectors` is None for stores that embed documents themselves)."""
 
     @abstractmethod
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
-        """Every stored chunk whose origin is one of `origins`, or whose id is one of `ids`: id -> content hash."""
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
+        """Every stored chunk whose origin is one of `origins`, or whose id is one of `ids`: id -> its metadata
+        value under `key` (the content hash unless told otherwise)."""
 
     @abstractmethod
     def delete_chunks(self, ids: Sequence[str]) -> None:

@@ -109,7 +109,9 @@ class ChromaCollection(Collection):
             metadatas=[clean_metadata(c.metadata) or {"_": 0} for c in chunks],
         )
 
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
         requests: list[dict[str, Any]] = [
             {"where": {ORIGIN_KEY: {"$in": list(b)}}} for b in batched(origins, _ID_BATCH)
@@ -118,7 +120,7 @@ class ChromaCollection(Collection):
         for request in requests:
             got = self._collection.get(include=["metadatas"], **request)
             for i, m in zip(got["ids"], got["metadatas"] or [], strict=False):
-                found[i] = (m or {}).get(CONTENT_HASH_KEY)
+                found[i] = (m or {}).get(key)
         return found
 
     def delete_chunks(self, ids: Sequence[str]) -> None:

@@ -89,12 +89,14 @@ class LangChainCollection(Collection):
             ids=[c.id for c in chunks],
         )
 
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
         memory = self._memory()
         if memory is not None:
             wanted_origins, wanted_ids = set(origins), set(ids)
             return {
-                str(i): (v.get("metadata") or {}).get(CONTENT_HASH_KEY)
+                str(i): (v.get("metadata") or {}).get(key)
                 for i, v in memory.items()
                 if i in wanted_ids or (v.get("metadata") or {}).get(ORIGIN_KEY) in wanted_origins
             }
@@ -104,7 +106,7 @@ class LangChainCollection(Collection):
             docs = self.vector_store.get_by_ids(list(ids))
         except NotImplementedError:
             return {}
-        return {str(d.id): d.metadata.get(CONTENT_HASH_KEY) for d in docs}
+        return {str(d.id): d.metadata.get(key) for d in docs}
 
     def delete_chunks(self, ids: Sequence[str]) -> None:
         if ids:

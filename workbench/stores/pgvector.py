@@ -166,7 +166,9 @@ class PgVectorCollection(Collection):
                 rows,
             )
 
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
         if self.external:
             return {}
         found: dict[str, str | None] = {}
@@ -175,7 +177,7 @@ class PgVectorCollection(Collection):
                 for batch in batched(list(values), 1000):
                     cur.execute(
                         f"SELECT id, metadata->>%s FROM {_qualified(self.table)} WHERE {column} = ANY(%s)",
-                        [CONTENT_HASH_KEY, list(batch)],
+                        [key, list(batch)],
                     )
                     found.update({str(i): h for i, h in cur.fetchall()})
         return found

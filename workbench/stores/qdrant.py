@@ -133,12 +133,14 @@ class QdrantCollection(Collection):
         ]
         self._client.upsert(self.name, points=points, wait=True)
 
-    def _payloads(self, records: list[Any], found: dict[str, str | None]) -> None:
+    def _payloads(self, records: list[Any], found: dict[str, str | None], key: str = CONTENT_HASH_KEY) -> None:
         for record in records:
             payload = record.payload or {}
-            found[str(payload.get("chunk_id"))] = (payload.get("metadata") or {}).get(CONTENT_HASH_KEY)
+            found[str(payload.get("chunk_id"))] = (payload.get("metadata") or {}).get(key)
 
-    def stored_chunks(self, origins: Sequence[str], ids: Sequence[str] = ()) -> dict[str, str | None]:
+    def stored_chunks(
+        self, origins: Sequence[str], ids: Sequence[str] = (), key: str = CONTENT_HASH_KEY
+    ) -> dict[str, str | None]:
         from qdrant_client import models
 
         found: dict[str, str | None] = {}
@@ -153,11 +155,12 @@ class QdrantCollection(Collection):
                     offset=offset,
                     with_payload=True,
                 )
-                self._payloads(records, found)
+                self._payloads(records, found, key)
                 if offset is None:
                     break
         for batch in batched(list(ids), _ID_BATCH):
-            self._payloads(self._client.retrieve(self.name, ids=[point_id(i) for i in batch], with_payload=True), found)
+            points = self._client.retrieve(self.name, ids=[point_id(i) for i in batch], with_payload=True)
+            self._payloads(points, found, key)
         return found
 
     def delete_chunks(self, ids: Sequence[str]) -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
-from workbench.app.widgets import file_picker, problems_table, sidebar_note
+from workbench.app.widgets import file_picker, problems_table, sidebar_note, text_md
 from workbench.errors import IngestError, InputError
 from workbench.judgments import attach_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
@@ -30,6 +30,9 @@ def run() -> None:
         report = STATE.ingest_report
         st.warning(f"{len(report.problems)} files of that ingest were skipped; the others were ingested:")
         st.dataframe(problems_table(report.problems), hide_index=True, width="stretch")
+    if STATE.ingest_report is not None:
+        for warning in STATE.ingest_report.warnings:
+            st.warning(text_md(warning), icon=":material/content_copy:")
 
     infos = []
     with shown_errors():
@@ -76,6 +79,14 @@ def run() -> None:
             key="new-text-columns",
             help="Comma-separated. Empty: a column named text, content or body; else every column as 'name: value'.",
         )
+        replace = False
+        if source != "Uploaded files":
+            replace = st.checkbox(
+                "Replace documents of the same name from other files",
+                key="new-replace",
+                help="Off: a file named like a document that came from a different file is kept beside it, under "
+                "'<its folder>/<name>'. Uploads are matched by name: uploading a name again replaces it.",
+            )
         submitted = st.form_submit_button("Ingest", type="primary")
 
     if submitted:
@@ -110,6 +121,8 @@ def run() -> None:
                     text_columns=columns,
                     progress=progress,
                     shown_as=shown,
+                    replace=replace,
+                    uploaded=source == "Uploaded files",
                 )
             report.problems = [*refused, *report.problems]
             STATE.ingest_report = report
