@@ -92,6 +92,10 @@ NDCG_10: Final = "ndcg@10"
 MRR_10: Final = "mrr@10"
 MAP_100: Final = "map@100"
 P_10: Final = "p@10"
+JUDGED_10: Final = "judged@10"  # the share of the top 10 that has a judgment (ir-measures' Judged@10)
+NDCG_10_JUDGED: Final = "ndcg@10 judged-only"  # nDCG@10 over the judged documents alone (unjudged ones removed)
+ENOUGH_JUDGED: Final = 0.5  # below this judged@10 a verdict says there are too few judgments to tell
+VERDICT_ALPHA: Final = 0.05
 PRIMARY_METRIC: Final = NDCG_10  # the metric verdicts, wins and losses are counted on
 
 

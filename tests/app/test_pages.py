@@ -328,7 +328,7 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     assert {"ndcg@10 after", "p-value (randomization)", "helped / tied / hurt"} <= metrics
     # per-query deltas, the depth curve, two score histograms, the reliability diagram and the cutoff curve
     assert len(at.get("plotly_chart")) == 6
-    assert any("Reranking **" in m.value for m in at.markdown)
+    assert any(m.value.startswith("**Verdict** :") for m in at.markdown)
     # Scores against relevance: the figures, the cutoff in words, every table downloadable as CSV
     assert any("Scores against relevance" in m.value for m in at.markdown)
     assert any(("cut at **min_score" in m.value) or ("No score threshold" in m.value) for m in at.markdown)

@@ -165,7 +165,13 @@ def test_eval_calibrate_json_reports_auc_ece_and_cutoffs(demo_setup) -> None:  #
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    data = json.loads(done.stdout)["calibration"]
+    summary = json.loads(done.stdout)
+    verdict = summary["verdict"]
+    assert {"direction", "delta", "ci_low", "ci_high", "p_value", "judged_at_k"} <= verdict.keys()
+    if verdict["p_value"] >= 0.05:
+        assert verdict["direction"] == "none"
+    assert verdict["judged_at_k"] == pytest.approx(min(summary["before"]["judged@10"], summary["after"]["judged@10"]))
+    data = summary["calibration"]
     assert set(data["auc"]) == {"reranker", "first stage"}
     assert set(data["ece_held_out"]) == {"uncalibrated", "logistic", "isotonic"}
     assert data["cutoffs"] and data["target_precision"] == 0.5

@@ -31,7 +31,15 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
         progress=lambda done, total: seen.append((done, total)),
     )
     assert seen[-1] == (12, 12) and report.queries == 12
-    assert set(report.before) == {"ndcg@10", "mrr@10", "recall@20", "map@100", "p@10"}
+    assert set(report.before) == {
+        "ndcg@10",
+        "mrr@10",
+        "recall@20",
+        "map@100",
+        "p@10",
+        "judged@10",
+        "ndcg@10 judged-only",
+    }
     assert report.before["recall@20"] == report.after["recall@20"]  # the same k candidates, reordered
     assert report.wins + report.ties + report.losses == 12
     assert 0 < report.p_value <= 1 and 0 < report.p_value_ttest <= 1
@@ -98,7 +106,16 @@ def test_eval_command(
     assert "does not exist yet: ingesting" in captured.err
     data = json.loads(captured.out)
     assert {"before", "after", "queries", "p_value"} <= data.keys()
-    assert set(data["before"]) == {"ndcg@10", "mrr@10", "recall@15", "map@100", "p@10"}
+    assert set(data["before"]) == {
+        "ndcg@10",
+        "mrr@10",
+        "recall@15",
+        "map@100",
+        "p@10",
+        "judged@10",
+        "ndcg@10 judged-only",
+    }
+    assert data["verdict"]["direction"] in {"helps", "hurts", "none", "unknown"}
     assert data["queries"] == 5
     after = read_trec_run(runs / "cran.after.trec")
     assert len(after) == 5 and (runs / "cran.before.trec").exists() and (runs / "cran.report.md").exists()

@@ -6,12 +6,22 @@ import ir_measures
 from ir_measures import AP, RR, Judged, P, R, nDCG
 
 from workbench.evaluation.io import Qrels, Run
-from workbench.vocab import MAP_100, MRR_10, NDCG_10, P_10, recall_at
+from workbench.vocab import JUDGED_10, MAP_100, MRR_10, NDCG_10, NDCG_10_JUDGED, P_10, recall_at
 
 
 def measures(k: int) -> dict[str, object]:
-    """The workbench's metric names and their ir-measures measures; Recall is taken at the run depth k."""
-    return {NDCG_10: nDCG @ 10, MRR_10: RR @ 10, recall_at(k): R @ k, MAP_100: AP @ 100, P_10: P @ 10}
+    """The workbench's metric names and their ir-measures measures; Recall is taken at the run depth k. Beside
+    them: Judged@10 (how much of the top 10 is judged) and nDCG@10 over the judged documents alone, so that a
+    figure biased by unjudged documents (counted as not relevant) is never read alone."""
+    return {
+        NDCG_10: nDCG @ 10,
+        MRR_10: RR @ 10,
+        recall_at(k): R @ k,
+        MAP_100: AP @ 100,
+        P_10: P @ 10,
+        JUDGED_10: Judged @ 10,
+        NDCG_10_JUDGED: nDCG(judged_only=True) @ 10,
+    }
 
 
 def evaluate(qrels: Qrels, run: Run, k: int) -> tuple[dict[str, float], dict[str, dict[str, float]]]:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from workbench.evaluation.io import Run, trec_run_text
+from workbench.evaluation.verdict import Verdict
 from workbench.vocab import MRR_10
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
 
@@ -97,6 +98,7 @@ class EvaluationReport(BaseModel):
     depth: list[DepthPoint] = Field(default_factory=list)
     groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
+    verdict: Verdict | None = None
     warnings: list[str] = Field(default_factory=list)
     before_run: Run = Field(default_factory=dict, exclude=True)
     after_run: Run = Field(default_factory=dict, exclude=True)
@@ -130,6 +132,8 @@ class EvaluationReport(BaseModel):
             "score_cache_hits": self.score_cache_hits,
             "warnings": self.warnings,
         }
+        if self.verdict is not None:
+            data["verdict"] = {**self.verdict.model_dump(), "words": self.verdict.words()}
         if self.depth:
             data["depth"] = [p.model_dump() for p in self.depth]
         if self.groups:
@@ -190,6 +194,8 @@ class EvaluationReport(BaseModel):
             f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} |"
             for r in self.metric_rows()
         ]
+        if self.verdict is not None:
+            lines += ["", f"**Verdict**: {self.verdict.words()}"]
         lines += [
             "",
             f"{self.metric}: {self.wins} queries helped, {self.ties} tied, {self.losses} hurt; paired "

@@ -21,7 +21,9 @@ from workbench.evaluation.report import (
 )
 from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
+from workbench.evaluation.verdict import verdict
 from workbench.latency import rerank_time_by_k
+from workbench.vocab import JUDGED_10
 
 
 def run_evaluation(
@@ -68,6 +70,12 @@ def run_evaluation(
     ids = list(per_before)
     paired = paired_comparison([per_before[q][PRIMARY] for q in ids], [per_after[q][PRIMARY] for q in ids])
     groups = _group_figures(dataset.groups, ids, per_before, per_after)
+    judgement = verdict(
+        [per_before[q][PRIMARY] for q in ids],
+        [per_after[q][PRIMARY] for q in ids],
+        before.get(JUDGED_10, 0.0),
+        after.get(JUDGED_10, 0.0),
+    )
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     return EvaluationReport(
@@ -96,6 +104,7 @@ def run_evaluation(
             QueryOutcome(query_id=q, query=dataset.queries[q], before=per_before[q], after=per_after[q]) for q in ids
         ],
         groups=groups,
+        verdict=judgement if reranker_model else None,
         before_run=before_run,
         after_run=after_run,
         candidates=candidates,

@@ -25,6 +25,7 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list
 from workbench.judgments import judgments_folder, load_judgments
 from workbench.rerankers import discover_rerankers
+from workbench.vocab import JUDGED_10
 
 DEMO = "The demo handbook's judgments (50 queries)"
 ATTACHED = "Judgments attached to the collection in the sidebar"
@@ -188,8 +189,13 @@ def run() -> None:
         st.warning(warning, icon=":material/warning:")
     st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")
     m = st.columns(4)
+    measured = report.verdict is not None and report.verdict.direction in {"helps", "hurts"}
     m[0].metric(
-        f"{PRIMARY} after", f"{report.after[PRIMARY]:.4f}", f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}"
+        f"{PRIMARY} after",
+        f"{report.after[PRIMARY]:.4f}",
+        f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}",
+        delta_color="normal" if measured else "off",  # a colour only for a change the verdict counts
+        help=f"judged@10: {report.before.get(JUDGED_10, 0):.0%} before, {report.after.get(JUDGED_10, 0):.0%} after",
     )
     m[1].metric("p-value (randomization)", f"{report.p_value:.4f}", help=f"paired t-test: {report.p_value_ttest:.4f}")
     m[2].metric("helped / tied / hurt", f"{report.wins} / {report.ties} / {report.losses}")
@@ -198,13 +204,12 @@ def run() -> None:
         f"{report.unjudged_after} of {report.judged_looked_at}",
         help=f"before reranking: {report.unjudged_before}",
     )
-    change = report.after[PRIMARY] - report.before[PRIMARY]
-    direction = "helps" if change > 0 else "hurts" if change < 0 else "does not change"
-    verdict = "significant at 0.05" if report.significant else "not significant at 0.05"
-    st.markdown(
-        f"Reranking **{direction}** {PRIMARY} here ({change:+.4f}); the change is **{verdict}** "
-        f"(p = {report.p_value:.4f})."
-    )
+    if report.verdict is not None:
+        v = report.verdict
+        label = {"helps": "helps", "hurts": "hurts", "none": "no measurable difference", "unknown": "too few judgments"}
+        st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
+    else:
+        st.caption("No reranker in this run: the figures are the first stage's.")
 
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)
