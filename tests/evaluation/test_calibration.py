@@ -90,6 +90,7 @@ def test_every_figure_matches_a_hand_computation(demo_setup) -> None:  # type: i
         assert row.recall == pytest.approx(hits / all_relevant)
         assert row.kept_per_query == pytest.approx(len(kept) / 50)
     if result.target:  # the most kept that reaches the target: no lower threshold does
+        assert result.target.kept_per_query * 50 >= 5  # never a precision over a handful of pairs
         lower = sorted({p[2] for p in pairs if p[2] < result.target.threshold})
         for t in lower:
             kept = [p for p in pairs if p[2] >= t]

@@ -314,14 +314,21 @@ def threshold_row(
 def threshold_for_precision(
     target: float, scores: np.ndarray, relevant: np.ndarray, all_relevant: int, queries: int
 ) -> CutoffRow | None:
-    """The lowest threshold (the most kept) whose precision is at least `target`; None when none reaches it."""
+    """The lowest threshold (the most kept) whose precision is at least `target`, keeping at least
+    `min_kept(queries)` pairs (a precision over one or two pairs says nothing); None when none reaches it."""
     best = None
+    least = min_kept(queries)
     for threshold in np.unique(scores):  # ascending: the first that reaches the target keeps the most
         row = threshold_row(float(threshold), scores, relevant, all_relevant, queries)
-        if row.kept_per_query > 0 and row.precision >= target:
+        if row.kept_per_query * queries >= least and row.precision >= target:
             best = row
             break
     return best
+
+
+def min_kept(queries: int) -> int:
+    """The fewest pairs a suggested cutoff may keep: 5, or one for every 10 queries when there are more."""
+    return max(5, queries // 10)
 
 
 def top_n_row(n: int, qids: list[str], scores: np.ndarray, relevant: np.ndarray, all_relevant: int) -> CutoffRow:
@@ -426,7 +433,7 @@ def _check(method: str, probabilities: np.ndarray, relevant: np.ndarray) -> Cali
 
 # Where calibrations are kept --------------------------------------------------------------------------------------
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "_"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:80] or "_"
 
 
 def calibration_path(settings: Settings, collection: str, reranker_model: str) -> Path:
