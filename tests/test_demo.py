@@ -74,3 +74,22 @@ def test_the_right_passage_is_in_vector_top_10_for_a_plain_question(demo_engine:
         reranker=None,
     )
     assert any(c.metadata["section"] == "Annual holiday entitlement" for c in result.candidates[:3])
+
+
+def test_every_shipped_configuration_is_fully_judged(demo_engine: Engine) -> None:
+    """The demo's judgments were pooled over dense, BM25 and hybrid candidates before and after reranking: with the
+    QA reranker, judged@10 is 1 before and after for each, and the verdict says 'none' whenever p >= 0.05."""
+    from workbench.demo import demo_dataset
+    from workbench.evaluation import evaluate_dataset
+
+    dataset = demo_dataset()
+    for mode in ("dense", "bm25", "hybrid"):
+        report = evaluate_dataset(demo_engine, dataset, DEMO_COLLECTION, k=50, top_n=10, retrieval=mode)
+        assert report.before["judged@10"] == 1.0 and report.after["judged@10"] == 1.0, mode
+        assert report.unjudged_before == report.unjudged_after == 0
+        verdict = report.verdict
+        assert verdict is not None and verdict.judged_at_k == 1.0
+        if verdict.p_value >= 0.05:
+            assert verdict.direction == "none"
+        else:
+            assert verdict.direction in {"helps", "hurts"}
