@@ -100,6 +100,17 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"embedder": embedder_dir, "reranker": reranker_dir}
 
 
+@pytest.fixture(scope="session")
+def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
+    """The demo handbook in a fresh data folder, with the real embedder and the shared QA cross-encoder."""
+    from workbench.demo import ensure_demo_collection
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True)
+    engine = Engine(settings)
+    ensure_demo_collection(engine)
+    return engine
+
+
 @pytest.fixture
 def tiny_settings(tmp_path: Path, tiny_models: dict[str, Path]) -> Settings:
     return Settings(

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
 from workbench.engine import Engine
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
-    settings = Settings(
-        persist_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True
-    )
-    engine = Engine(settings)
-    ensure_demo_collection(engine)
-    return engine
 
 
 def test_demo_builds_150_passages_with_metadata(demo_engine: Engine) -> None:

@@ -13,23 +13,13 @@ import pytest
 
 from tests.services.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
+from workbench.demo import DEMO_COLLECTION, sample_queries
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.explain import explain_document, explain_movement, explain_pair, query_terms, split_sentences, without
 from workbench.rerankers import create_reranker
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("explain"), reranker_model=str(real_reranker_dir), offline=True
-    )
-    engine = Engine(settings)
-    ensure_demo_collection(engine)
-    return engine
 
 
 def test_removing_the_strongest_sentence_lowers_the_score_by_its_effect(demo_engine: Engine) -> None:
