@@ -13,6 +13,7 @@ from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
+from workbench.evaluation.html_report import save_report
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
@@ -111,7 +112,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if folder is not None:
             target = folder / report.retrieval if len(modes) > 1 else folder
             try:
-                report.write(target)
+                save_report(report, target)
                 if calibration is not None:
                     (target / "calibration.md").write_text(calibration.to_markdown(), encoding="utf-8")
                     (target / "calibration.json").write_text(
@@ -192,7 +193,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="P",
         help=f"with --calibrate: the precision the suggested cutoff must reach (default {DEFAULT_TARGET_PRECISION})",
     )
-    evaluate.add_argument("--save-runs", metavar="DIR", help="write TREC runs, a Markdown report and per-query JSON")
+    evaluate.add_argument(
+        "--save-runs",
+        metavar="DIR",
+        help="write TREC runs, the verdict report (self-contained HTML and Markdown) and per-query JSON",
+    )
     evaluate.add_argument(
         "--json", action="store_true", help="print the figures as JSON (the summary, or the rerankers side by side)"
     )

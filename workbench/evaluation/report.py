@@ -9,7 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from workbench.evaluation.io import Run, trec_run_text
+from workbench.evaluation.io import Qrels, Run, trec_run_text
+from workbench.evaluation.significance import Difference, difference
 from workbench.evaluation.verdict import Verdict
 from workbench.vocab import MRR_10
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
@@ -99,10 +100,13 @@ class EvaluationReport(BaseModel):
     groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
     verdict: Verdict | None = None
+    latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
+    latency_p95: dict[str, float] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     before_run: Run = Field(default_factory=dict, exclude=True)
     after_run: Run = Field(default_factory=dict, exclude=True)
     candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
+    qrels: Qrels = Field(default_factory=dict, exclude=True)
 
     def summary(self) -> dict[str, Any]:
         """The figures `workbench eval --json` prints."""
@@ -165,6 +169,23 @@ class EvaluationReport(BaseModel):
             for m, v in self.before.items()
         ]
 
+    def metric_differences(self) -> dict[str, Difference]:
+        """Each metric's change after reranking over the same queries: mean, paired bootstrap 95 % interval and
+        randomization p."""
+        ids = [o.query_id for o in self.per_query]
+        by_id = {o.query_id: o for o in self.per_query}
+        return {m: difference([by_id[q].before[m] for q in ids], [by_id[q].after[m] for q in ids]) for m in self.before}
+
+    def top_lists(self, query_id: str, n: int | None = None) -> tuple[list[tuple[str, int | None]], ...]:
+        """A query's top n documents before and after reranking, each with its grade (None: unjudged)."""
+        n = n or self.top_n
+        grades = self.qrels.get(query_id, {})
+        lists = []
+        for run in (self.before_run, self.after_run):
+            ranked = sorted(run.get(query_id, {}).items(), key=lambda item: (-item[1], item[0]))[:n]
+            lists.append([(doc, grades.get(doc)) for doc, _ in ranked])
+        return tuple(lists)
+
     def per_query_rows(self) -> list[dict[str, Any]]:
         """One row per query, most hurt first: every metric before and after, and the nDCG@10 change."""
         return [
@@ -189,11 +210,24 @@ class EvaluationReport(BaseModel):
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]
         lines += [f"- **warning**: {w}" for w in self.warnings]
-        lines += ["", "| metric | before rerank | after rerank | change |", "|---|---:|---:|---:|"]
+        changes = self.metric_differences() if self.per_query else {}
         lines += [
-            f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} |"
-            for r in self.metric_rows()
+            "",
+            "| metric | before rerank | after rerank | change | 95 % CI | p |",
+            "|---|---:|---:|---:|---|---:|",
         ]
+        for r in self.metric_rows():
+            d = changes.get(r["metric"])
+            interval = f"{d.ci_low:+.4f} to {d.ci_high:+.4f} | {d.p_value:.4f}" if d else " | "
+            lines.append(
+                f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} | "
+                f"{interval} |"
+            )
+        if self.latency_p50:
+            stages = " · ".join(
+                f"{s} {self.latency_p50[s]:.0f} / {self.latency_p95.get(s, 0):.0f}" for s in self.latency_p50
+            )
+            lines += ["", f"Stage latency per query, ms p50 / p95: {stages}."]
         if self.verdict is not None:
             lines += ["", f"**Verdict**: {self.verdict.words()}"]
         lines += [
@@ -220,7 +254,13 @@ class EvaluationReport(BaseModel):
             ]
         for heading, rows in (("Most hurt", self.most_hurt(worst)), ("Most helped", self.most_helped(worst))):
             lines += ["", f"## {heading}", ""]
-            lines += [f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}" for o in rows]
+            for o in rows:
+                before, after = self.top_lists(o.query_id)
+                lines += [
+                    f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}",
+                    f"  - before: {_listed(before)}",
+                    f"  - after: {_listed(after)}",
+                ]
             lines += [] if rows else ["None."]
         if self.depth:
             lines += [
@@ -261,3 +301,8 @@ class EvaluationReport(BaseModel):
         for path, text in files.items():
             path.write_text(text, encoding="utf-8")
         return list(files)
+
+
+def _listed(documents: list[tuple[str, int | None]]) -> str:
+    """'a (2), b (0), c (unjudged)': a ranked list with grades."""
+    return ", ".join(f"{doc} ({'unjudged' if grade is None else grade})" for doc, grade in documents) or "nothing"

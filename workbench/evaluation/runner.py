@@ -23,6 +23,7 @@ from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import verdict
 from workbench.latency import rerank_time_by_k
+from workbench.types import StageTimings
 from workbench.vocab import JUDGED_10
 
 
@@ -46,6 +47,7 @@ def run_evaluation(
     after_run: Run = {}
     candidates: dict[str, list[tuple[str, float, float | None]]] = {}
     cache_hits = 0
+    timings: list[StageTimings] = []
     embedding_model = reranker_model = score_scale = None
     mode = retrieval or engine.settings.retrieval
     for done, (qid, text) in enumerate(items, start=1):
@@ -61,6 +63,8 @@ def run_evaluation(
         candidates[qid] = scored_chunks(result.candidates)
         before_run[qid], after_run[qid] = fold_documents(candidates[qid])
         cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
+        if not result.cache.result_cached:
+            timings.append(result.timings)
         embedding_model, reranker_model, score_scale = result.embedding_model, result.reranker_model, result.score_scale
         if progress:
             progress(done, len(items))
@@ -105,10 +109,21 @@ def run_evaluation(
         ],
         groups=groups,
         verdict=judgement if reranker_model else None,
+        latency_p50=_percentiles(timings, 50),
+        latency_p95=_percentiles(timings, 95),
+        qrels=qrels,
         before_run=before_run,
         after_run=after_run,
         candidates=candidates,
     )
+
+
+def _percentiles(timings: list[StageTimings], q: float) -> dict[str, float]:
+    """The q-th percentile of each stage's milliseconds over searches that ran (cached results took none)."""
+    if not timings:
+        return {}
+    stages = {"embed": "embed_ms", "search": "search_ms", "rerank": "rerank_ms", "total": "total_ms"}
+    return {name: float(np.percentile([getattr(t, field) for t in timings], q)) for name, field in stages.items()}
 
 
 def _group_figures(

@@ -13,13 +13,14 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app import calibration_view, rerankers_view
-from workbench.app.charts import delta_bars, quality_by_depth
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
+from workbench.evaluation.figures import delta_bars, quality_by_depth
+from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list
@@ -286,7 +287,7 @@ def run() -> None:
                     st.switch_page(page("explore"))
 
     per_query = pd.DataFrame(report.per_query_rows())
-    d = st.columns(4)
+    d = st.columns(5)
     d[0].download_button(
         "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.collection}.before.trec"
     )
@@ -296,6 +297,15 @@ def run() -> None:
     d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.collection}.report.md", "text/markdown")
     d[3].download_button(
         "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
+    )
+    d[4].download_button(
+        "Verdict report (HTML)",
+        lambda: report_html(report),  # made when asked for: it carries plotly.js, a few MB
+        f"{report.collection}.report.html",
+        "text/html",
+        on_click="ignore",
+        help="One self-contained file to share: the verdict, metrics with intervals, charts, most helped and hurt "
+        "queries with their lists. It opens offline.",
     )
     if report.reranker_model and STATE.eval_qrels is not None:
         st.divider()

@@ -1,0 +1,84 @@
+"""Plotly figures of an evaluation, shared by the app's Evaluate page and the HTML report (so they live below the
+front ends): per-query deltas, the depth curve, and stage latency."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
+
+
+def delta_bars(query_ids: Sequence[str], deltas: Sequence[float], metric: str) -> go.Figure:
+    """Per-query change of a metric after reranking, sorted, green where reranking helped."""
+    pairs = sorted(zip(query_ids, deltas, strict=True), key=lambda p: p[1])
+    fig = go.Figure(
+        go.Bar(
+            x=list(range(len(pairs))),
+            y=[d for _, d in pairs],
+            marker_color=["#16a34a" if d > 0 else "#dc2626" if d < 0 else "#9ca3af" for _, d in pairs],
+            customdata=[q for q, _ in pairs],
+            hovertemplate="query %{customdata}<br>Δ %{y:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Per-query change in {metric} after reranking (sorted)",
+        xaxis_title="queries",
+        yaxis_title=f"Δ {metric}",
+        height=340,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    fig.update_xaxes(showticklabels=False)
+    return fig
+
+
+def quality_by_depth(
+    ks: Sequence[int], before: Sequence[float], after: Sequence[float], rerank_ms: Sequence[float | None], metric: str
+) -> go.Figure:
+    """The depth curve: metric before and after reranking, and rerank time, against k."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(x=list(ks), y=list(before), name=f"{metric} vector", mode="lines+markers", line={"color": "#6b7280"})
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(ks), y=list(after), name=f"{metric} reranked", mode="lines+markers", line={"color": "#4f46e5"}
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(ks),
+            y=list(rerank_ms),
+            name="rerank ms (p50)",
+            mode="lines+markers",
+            yaxis="y2",
+            line={"color": STAGE_COLORS["rerank"], "dash": "dot"},
+        )
+    )
+    fig.update_layout(
+        title="Quality and rerank time as k grows",
+        xaxis_title="k",
+        yaxis_title=metric,
+        yaxis2={"title": "rerank ms", "overlaying": "y", "side": "right"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def stage_latency(p50: Mapping[str, float], p95: Mapping[str, float]) -> go.Figure:
+    """Median and 95th percentile milliseconds of each search stage over an evaluation's queries."""
+    stages = [s for s in ("embed", "search", "rerank", "total") if s in p50]
+    fig = go.Figure()
+    fig.add_bar(x=stages, y=[p50[s] for s in stages], name="p50", marker_color=[STAGE_COLORS[s] for s in stages])
+    fig.add_bar(x=stages, y=[p95.get(s, 0.0) for s in stages], name="p95", marker_color="#d1d5db")
+    fig.update_layout(
+        title="Stage latency per query (ms)",
+        barmode="group",
+        yaxis_title="ms",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    )
+    return fig
