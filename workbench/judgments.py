@@ -21,7 +21,7 @@ from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.runs import document_runs
 from workbench.inputs import validate_collection_name
 from workbench.types import SearchResult
-from workbench.vocab import NDCG_10
+from workbench.vocab import JUDGED_10, NDCG_10
 
 _cache: dict[Path, tuple[float, Judgments]] = {}
 _cache_lock = threading.Lock()
@@ -59,6 +59,8 @@ class QueryFigures(BaseModel):
     first_relevant_before: int | None
     first_relevant_after: int | None
     relevant_judged: int
+    judged_before: float = 0.0  # judged@10: the share of the top 10 that has a judgment
+    judged_after: float = 0.0
 
 
 def judgments_folder(settings: Settings, collection: str) -> Path:
@@ -117,12 +119,14 @@ def query_figures(result: SearchResult, query_id: str, grades: dict[str, int]) -
     """nDCG@10 and the first relevant rank of the result's candidates, in vector and in reranked order."""
     before, after = document_runs(result.candidates)
     qrels = {query_id: grades}
-    ndcg_before = evaluate(qrels, {query_id: before}, max(len(before), 1))[1].get(query_id, {}).get(NDCG_10, 0.0)
-    ndcg_after = evaluate(qrels, {query_id: after}, max(len(after), 1))[1].get(query_id, {}).get(NDCG_10, 0.0)
+    figures_before = evaluate(qrels, {query_id: before}, max(len(before), 1))[1].get(query_id, {})
+    figures_after = evaluate(qrels, {query_id: after}, max(len(after), 1))[1].get(query_id, {})
     return QueryFigures(
         query_id=query_id,
-        ndcg_before=ndcg_before,
-        ndcg_after=ndcg_after,
+        ndcg_before=figures_before.get(NDCG_10, 0.0),
+        ndcg_after=figures_after.get(NDCG_10, 0.0),
+        judged_before=figures_before.get(JUDGED_10, 0.0),
+        judged_after=figures_after.get(JUDGED_10, 0.0),
         first_relevant_before=_first_relevant(before, grades),
         first_relevant_after=_first_relevant(after, grades),
         relevant_judged=sum(g > 0 for g in grades.values()),

@@ -58,7 +58,25 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
     assert not at.error
     # the demo's judgments are attached: a judged query shows its figures and the score reading is explained
     labels = {m.label for m in at.metric}
-    assert {"nDCG@10 after reranking", "first relevant, before", "first relevant, after"} <= labels
+    assert {"nDCG@10 after reranking", "judged@10", "first relevant, before", "first relevant, after"} <= labels
+    judged = next(m for m in at.metric if m.label == "judged@10").value
+    assert judged.endswith("%")  # the demo's judgments are pooled over the shipped configurations
+    from workbench.demo import demo_dataset
+
+    qrels = demo_dataset().qrels
+    result = engine_resource().search(QUERY, 50, 10, collection="demo")
+    qid = next(q for q, text in demo_dataset().queries.items() if text == QUERY)
+    top10 = [r.metadata["document_id"] for r in result.reranked]
+    assert judged == f"{sum(d in qrels[qid] for d in top10) / len(top10):.0%}"  # counted here by hand
+    from workbench.app.charts import slopegraph
+
+    relevant = {d for d, g in qrels[qid].items() if g > 0}
+    figure = slopegraph(result, relevant)
+    stars = [t for t in figure.data if t.marker.symbol == "star" and t.x[0] is not None]
+    shown = {r.metadata["document_id"] for r in result.reranked} | {
+        c.metadata["document_id"] for c in result.candidates[:10]
+    }
+    assert len(stars) == len(relevant & shown) and any(t.name == "★ judged relevant" for t in figure.data)
     assert any("raw logit" in c.value and "σ" in c.value for c in at.caption)
     at.sidebar.slider(key="w.k").set_value(160).run()  # every demo passage is a candidate: the judged ones too
     at.sidebar.slider(key="w.top_n").set_value(160).run()

@@ -43,10 +43,12 @@ KIND_LABELS = {
 }
 
 
-def slopegraph(result: SearchResult) -> go.Figure:
+def slopegraph(result: SearchResult, relevant: set[str] | None = None) -> go.Figure:
     """Each document's rank in first-stage order (left, labelled) linked to its rank after reranking (right,
     labelled). Documents that came in from beyond the top n start below it, named; documents pushed out end
-    below it, each named with the rank it fell to. A legend explains the colours."""
+    below it, each named with the rank it fell to. Documents judged relevant (their document ids in `relevant`)
+    stand out: a thicker line, a star marker and a ★ before their labels. A legend explains the colours."""
+    relevant = relevant or set()
     n = result.top_n
     shown = [c for c in result.candidates if c.vector_rank <= n or c.rerank_rank <= n]
     newcomers = sorted((c for c in shown if c.vector_rank > n), key=lambda c: c.vector_rank)
@@ -59,13 +61,18 @@ def slopegraph(result: SearchResult) -> go.Figure:
         left = below_left.get(c.id, c.vector_rank)
         right = below_right.get(c.id, c.rerank_rank)
         label = _plain(label_of(c.metadata, c.text), 60)
+        judged_relevant = str(c.metadata.get("document_id", c.id)) in relevant
+        star = "★ " if judged_relevant else ""
         fig.add_trace(
             go.Scatter(
                 x=[0, 1],
                 y=[left, right],
                 mode="lines+markers",
-                line={"color": MOVE_COLORS[kind], "width": 3 if kind in {"new", "dropped"} else 2},
-                marker={"size": 9},
+                line={
+                    "color": MOVE_COLORS[kind],
+                    "width": 5 if judged_relevant else 3 if kind in {"new", "dropped"} else 2,
+                },
+                marker={"size": 14 if judged_relevant else 9, "symbol": "star" if judged_relevant else "circle"},
                 hovertemplate=(
                     f"<b>{label}</b><br>first stage #{c.vector_rank} → reranked #{c.rerank_rank}<br>"
                     f"{KIND_LABELS[kind]}<extra></extra>"
@@ -73,7 +80,7 @@ def slopegraph(result: SearchResult) -> go.Figure:
                 showlegend=False,
             )
         )
-        short = _plain(label_of(c.metadata, c.text), 30)
+        short = star + _plain(label_of(c.metadata, c.text), 30)
         left_text = f"#{c.vector_rank} {short}" if c.vector_rank > n else short
         fig.add_annotation(
             x=-0.03,
@@ -101,6 +108,16 @@ def slopegraph(result: SearchResult) -> go.Figure:
                 name=name,
                 line={"color": MOVE_COLORS[kind], "width": 3},
                 marker={"size": 9},
+            )
+        )
+    if relevant:
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="★ judged relevant",
+                marker={"size": 14, "symbol": "star", "color": "#111827"},
             )
         )
     ticks = list(range(1, n + 1))

@@ -130,7 +130,7 @@ def run() -> None:
         else:
             query_id, grades = match
             figures = query_figures(result, query_id, grades)
-            j = st.columns(3)
+            j = st.columns(4)
 
             def _rank(value: int | None) -> str:
                 return f"#{value}" if value else f"none in the top {len(result.candidates)}"
@@ -140,8 +140,14 @@ def run() -> None:
                 f"{figures.ndcg_after:.3f}",
                 f"{figures.ndcg_after - figures.ndcg_before:+.3f} vs first stage {figures.ndcg_before:.3f}",
             )
-            j[1].metric("first relevant, before", _rank(figures.first_relevant_before))
-            j[2].metric("first relevant, after", _rank(figures.first_relevant_after))
+            j[1].metric(
+                "judged@10",
+                f"{figures.judged_after:.0%}",
+                help=f"the share of the reranked top 10 that has a judgment (first stage: {figures.judged_before:.0%})"
+                "; an unjudged document counts as not relevant",
+            )
+            j[2].metric("first relevant, before", _rank(figures.first_relevant_before))
+            j[3].metric("first relevant, after", _rank(figures.first_relevant_after))
             st.caption(
                 f"Judged query `{text_md(query_id)}`: {figures.relevant_judged} relevant documents judged; badges mark "
                 "judged documents in both lists by grade (grade 2: relevant; grade 1: partly relevant)."
@@ -170,7 +176,8 @@ def run() -> None:
         for row in result.reranked:
             reranked_row(row, grades, result.score_scale, calibration=calibration, extra=explain)
 
-    st.plotly_chart(slopegraph(result), width="stretch", key="slopegraph")
+    relevant = {doc for doc, grade in (grades or {}).items() if grade > 0}
+    st.plotly_chart(slopegraph(result, relevant), width="stretch", key="slopegraph")
     downloads(result, "explore")
     if st.button(
         "Compare this query in two configurations →", on_click=set_value, args=("compare_query", result.query)
