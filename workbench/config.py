@@ -63,8 +63,8 @@ class Settings(BaseSettings):
     reranker_batch_size: int = Field(
         0, ge=0, le=4096, validation_alias=_alias("reranker_batch_size", "RERANKER_BATCH_SIZE")
     )  # 0: 32 on the CPU, 128 on CUDA
-    reranker_batch_window_ms: float = Field(
-        3.0, ge=0, le=1000, validation_alias=_alias("reranker_batch_window_ms", "RERANKER_BATCH_WINDOW_MS")
+    reranker_batch_window_ms: float = Field(  # 0: continuous batching, a free model runs a request at once
+        0.0, ge=0, le=1000, validation_alias=_alias("reranker_batch_window_ms", "RERANKER_BATCH_WINDOW_MS")
     )
     reranker_max_length: int = Field(
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")

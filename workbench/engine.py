@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
@@ -88,6 +89,7 @@ class Engine:
         self._rerankers: dict[str, Reranker] = {}
         self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
+        self._measured: TTLCache[tuple[Any, ...], Any] = TTLCache(maxsize=256, ttl=self.settings.cache_ttl)
         self.bm25 = BM25Indexes(self.settings)
         self._lock = threading.RLock()
 
@@ -266,10 +268,22 @@ class Engine:
                 self._results[key] = result
         return result.with_min_score(min_score)
 
+    def measure_once(self, key: tuple[Any, ...], measure: Callable[[], Any]) -> tuple[Any, bool]:
+        """A measurement made once and reported again (Evaluate's depth-curve timings): what `measure()` gave for
+        `key` before and True, or its value now and False. `key[0]` is the collection: changing it forgets."""
+        with self._lock:
+            if key in self._measured:
+                return self._measured[key], True
+        value = measure()
+        with self._lock:
+            self._measured[key] = value
+        return value, False
+
     def clear_caches(self) -> None:
-        """Forget cached results and reranker scores (models stay loaded)."""
+        """Forget cached results, measured timings and reranker scores (models stay loaded)."""
         with self._lock:
             self._results.clear()
+            self._measured.clear()
         self.score_cache.clear()
 
     def _info(self, name: str) -> CollectionInfo:
@@ -284,6 +298,8 @@ class Engine:
             self._infos.pop(collection, None)
             for key in [key for key in self._results if key[0] == collection]:
                 self._results.pop(key, None)
+            for key in [key for key in self._measured if key[0] == collection]:
+                self._measured.pop(key, None)
 
     # Collections --------------------------------------------------------------------------------------------
     def collections(self) -> list[CollectionInfo]:

@@ -58,6 +58,19 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
     assert [p.k for p in points] == [5, 10, 20]
     assert points[-1].after["ndcg@10"] == pytest.approx(report.after["ndcg@10"])
     assert all(p.rerank_ms_p50 and p.rerank_ms_p50 > 0 for p in points)
+    assert not report.depth_timings_reused
+
+    # A second Evaluate run of the same settings does no work twice: no model call, the first run's timings
+    reranker = cran_engine.reranker()
+    calls = reranker.model_calls
+    second = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
+    second_points = depth_curve(cran_engine, second, dataset, (5, 10, 20), timing_queries=2)
+    assert reranker.model_calls == calls and second.after == report.after
+    assert second.depth_timings_reused and [p.rerank_ms_p50 for p in second_points] == [p.rerank_ms_p50 for p in points]
+    cran_engine.ingest(cranfield_dir, "cran")  # the collection changed (nothing new here): measured again
+    third = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
+    depth_curve(cran_engine, third, dataset, (5, 10, 20), timing_queries=2)
+    assert not third.depth_timings_reused
 
 
 def test_without_a_reranker_before_equals_after(cran_engine: Engine, cranfield_dir: Path) -> None:

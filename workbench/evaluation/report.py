@@ -97,6 +97,7 @@ class EvaluationReport(BaseModel):
     score_cache_hits: int
     per_query: list[QueryOutcome]
     depth: list[DepthPoint] = Field(default_factory=list)
+    depth_timings_reused: bool = False  # the depth curve's rerank times are an earlier run's measurement
     groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
     verdict: Verdict | None = None
@@ -267,7 +268,8 @@ class EvaluationReport(BaseModel):
                 "",
                 "## Depth",
                 "",
-                f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50) |",
+                f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50"
+                f"{', measured by an earlier run' if self.depth_timings_reused else ''}) |",
                 "|---:|---:|---:|---:|",
             ]
             lines += [

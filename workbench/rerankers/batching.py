@@ -1,9 +1,11 @@
 """Micro-batching: searches that arrive together share model calls.
 
-Each request hands its (query, document) pairs to one worker thread per model; the worker waits a few
-milliseconds for other requests, sorts all their pairs by length, runs them in batches and hands each request
-its scores. So eight concurrent searches make a handful of full batches instead of eight queues of small ones
-fighting over the same cores.
+Each request hands its (query, document) pairs to one worker thread per model. When the model is free, a
+request runs at once; requests that arrive while a model call runs are gathered into the next call (continuous
+batching), their pairs sorted by length and run in batches, each request handed its scores. So eight concurrent
+searches make a handful of full batches instead of eight queues of small ones fighting over the same cores, and a
+lone search pays no wait. A `window` above zero (RERANKER_BATCH_WINDOW_MS) makes a free model wait that long for
+company first, which only pays where a call's fixed cost dwarfs its per-pair cost.
 
 A request may carry a deadline (`time.monotonic()` seconds): one already past is failed without running, and a
 batch whose pairs all belong to requests past their deadline is skipped, so a search its caller gave up on (a

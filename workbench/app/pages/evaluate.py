@@ -262,6 +262,8 @@ def run() -> None:
             width="stretch",
             key="depth-curve",
         )
+        if report.depth_timings_reused:
+            st.caption("The rerank times are the first measurement of these settings: nothing was measured again.")
 
     def open_in_explore(query: str) -> None:
         set_value("query", query)
