@@ -336,8 +336,11 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("the demo handbook on 'demo': 8 queries" in h.value for h in at.subheader)
-    # With the tiny test models no judged document is among these candidates: nothing to calibrate, and it says so
-    assert any("No calibration for this run" in i.value and "0 relevant of" in i.value for i in at.info)
+    # Either the calibration view is drawn or the page says why not (too few relevant candidates for tiny models)
+    assert any("Scores against relevance" in m.value for m in at.markdown)
+    assert any(p.key == "cutoff-curve" for p in at.get("plotly_chart")) or any(
+        "No calibration for this run" in i.value for i in at.info
+    )
     at.number_input(key="eval-k").set_value(40)
     at.number_input(key="eval-max").set_value(20)
     next(b for b in at.button if b.label == "Run evaluation").click().run()

@@ -140,10 +140,20 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     box = page.get_by_label("Query", exact=True)
     box.fill("can I carry over unused vacation days")
     box.press("Enter")
-    _shown(page, "Searching and reranking: can I carry over unused vacation days")  # a running state, at once
-    _shown(page, "You may carry up to five unused days")  # this query's answer: the new lists are drawn
-    page.get_by_text("Why here?", exact=True).first.click()
-    _shown(page, "Query terms:")
+    running = page.get_by_text("Searching and reranking: can I carry over unused vacation days").first
+    running.wait_for()  # a running state, at once
+    running.wait_for(state="hidden")  # and gone when the new lists are drawn
+    _shown(page, "You may carry up to five unused days")
+    for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
+        page.get_by_text("Why here?", exact=True).first.click()
+        try:
+            page.get_by_text("Query terms:").first.wait_for(timeout=30_000)
+            break
+        except Exception:
+            if attempt == 2:
+                _screenshot(page, "why-here-failed.png")
+                raise
+            page.wait_for_timeout(1000)
     _shown(page, "1 model call")
     _shown(page, "Green raises the score, red lowers it.")
     _no_exception(page)
@@ -166,6 +176,7 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
             break
         except AssertionError:
             if attempt == 2:
+                _screenshot(page, "why-here-failed.png")
                 raise
     _shown(page, "Bereavement leave")
     _no_exception(page)
