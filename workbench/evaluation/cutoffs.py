@@ -1,0 +1,69 @@
+"""Where to cut a reranked list for RAG: precision, recall (of every judged relevant document), F1 and documents
+kept per query when keeping the pairs at or above a score, or each query's top n; and the lowest threshold that
+reaches a target precision."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class CutoffRow(BaseModel):
+    """What keeping the documents at or above `threshold` (or the top `top_n`) gives, over all queries."""
+
+    threshold: float | None = None
+    top_n: int | None = None
+    probability: float | None = None  # the calibrated p(relevant) at the threshold
+    precision: float
+    recall: float
+    f1: float
+    kept_per_query: float
+
+
+def _row(kept: np.ndarray, relevant: np.ndarray, all_relevant: int, queries: int) -> CutoffRow:
+    n_kept = int(kept.sum())
+    hits = int(relevant[kept].sum())
+    precision = hits / n_kept if n_kept else 0.0
+    recall = hits / all_relevant if all_relevant else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return CutoffRow(precision=precision, recall=recall, f1=f1, kept_per_query=n_kept / queries)
+
+
+def threshold_row(
+    threshold: float, scores: np.ndarray, relevant: np.ndarray, all_relevant: int, queries: int
+) -> CutoffRow:
+    """Keep every pair scoring at least `threshold`: micro precision, recall of all judged relevant documents, F1
+    and documents kept per query."""
+    return _row(scores >= threshold, relevant, all_relevant, queries).model_copy(update={"threshold": threshold})
+
+
+def threshold_for_precision(
+    target: float, scores: np.ndarray, relevant: np.ndarray, all_relevant: int, queries: int
+) -> CutoffRow | None:
+    """The lowest threshold (the most kept) whose precision is at least `target`, keeping at least
+    `min_kept(queries)` pairs (a precision over one or two pairs says nothing); None when none reaches it."""
+    best = None
+    least = min_kept(queries)
+    for threshold in np.unique(scores):  # ascending: the first that reaches the target keeps the most
+        row = threshold_row(float(threshold), scores, relevant, all_relevant, queries)
+        if row.kept_per_query * queries >= least and row.precision >= target:
+            best = row
+            break
+    return best
+
+
+def min_kept(queries: int) -> int:
+    """The fewest pairs a suggested cutoff may keep: 5, or one for every 10 queries when there are more."""
+    return max(5, queries // 10)
+
+
+def top_n_row(n: int, qids: list[str], scores: np.ndarray, relevant: np.ndarray, all_relevant: int) -> CutoffRow:
+    """Keep each query's n best-scored documents."""
+    kept = np.zeros(len(scores), dtype=bool)
+    by_query: dict[str, list[int]] = {}
+    for i, qid in enumerate(qids):
+        by_query.setdefault(qid, []).append(i)
+    for members in by_query.values():
+        ranked = sorted(members, key=lambda i: -scores[i])[:n]
+        kept[ranked] = True
+    return _row(kept, relevant, all_relevant, len(by_query)).model_copy(update={"top_n": n})
