@@ -142,6 +142,7 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     box.press("Enter")
     running = page.get_by_text("Searching and reranking: can I carry over unused vacation days").first
     running.wait_for()  # a running state, at once
+    _shown(page, "Reranking 50 candidates…")  # and the first-stage list while the reranker works
     running.wait_for(state="hidden")  # and gone when the new lists are drawn
     _shown(page, "You may carry up to five unused days")
     for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost

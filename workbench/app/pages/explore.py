@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from workbench.app.charts import slopegraph, stage_bar
 from workbench.app.explain_view import why_here
 from workbench.app.history import open_history, remember
-from workbench.app.state import STATE, bind, controls, engine_resource, page, set_value, shown_errors, widget_key
+from workbench.app.state import (
+    STATE,
+    Controls,
+    bind,
+    controls,
+    engine_resource,
+    page,
+    set_value,
+    shown_errors,
+    widget_key,
+)
 from workbench.app.widgets import (
     SIDEBAR_CONTROLS,
     calibration_caption,
@@ -19,6 +31,7 @@ from workbench.app.widgets import (
     vector_row,
 )
 from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
+from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
@@ -74,6 +87,11 @@ def run() -> None:
 
     result = None
     reranking = " and reranking" if c.reranker is not None else ""
+    preview = st.empty()  # the first-stage list, shown while the reranker works, then replaced by the result
+    asked = (query, c.k, repr(c.filters), c.collection, repr(c.reranker), c.retrieval)
+    if c.reranker is not None and st.session_state.get("wb.explore-asked") != asked:
+        _first_stage_preview(preview, engine, query, c)
+    st.session_state["wb.explore-asked"] = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
         result = engine.search(
             query,
@@ -84,6 +102,7 @@ def run() -> None:
             reranker=c.reranker,
             retrieval=c.retrieval,
         )
+    preview.empty()
     if result is None:
         stop()
     remember(engine, result)
@@ -183,6 +202,26 @@ def run() -> None:
         "Compare this query in two configurations →", on_click=set_value, args=("compare_query", result.query)
     ):
         st.switch_page(page("compare"))
+
+
+def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> None:
+    """The first-stage list at once (embedding and search take milliseconds), beside a running state for the
+    reranker, in `slot`; a search that fails here is left to the full search to report."""
+    try:
+        first = engine.search(
+            query, c.k, c.top_n, c.filters, collection=c.collection, reranker=None, retrieval=c.retrieval
+        )
+    except Exception:  # the full search below shows the error in its place
+        return
+    with slot.container():
+        left, right = st.columns(2)
+        with left:
+            st.subheader(f"{RETRIEVAL[first.retrieval].heading} · top {first.top_n} of {len(first.candidates)}")
+            for candidate in first.candidates[: first.top_n]:
+                vector_row(candidate, first.top_n, None, first.retrieval)
+        with right:
+            st.subheader(f"Reranking {len(first.candidates)} candidates…")
+            st.info("The first-stage list is on the left; the reranked list replaces this when the model is done.")
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
