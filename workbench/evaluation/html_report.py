@@ -76,11 +76,13 @@ def report_html(report: EvaluationReport) -> str:
         v = report.verdict
         parts.append(f'<p class="verdict {COLOURS[v.direction]}"><b>Verdict.</b> {_e(v.words())}</p>')
     parts += [f'<p class="muted">Warning: {_e(w)}</p>' for w in report.warnings]
-    changes = report.metric_differences() if report.per_query else {}
     rows = []
     for r in report.metric_rows():
-        d = changes.get(r["metric"])
-        interval = f"{d.ci_low:+.4f} to {d.ci_high:+.4f}</td><td class='n'>{d.p_value:.4f}" if d else "</td><td>"
+        interval = (
+            f"{r['ci low']:+.4f} to {r['ci high']:+.4f}</td><td class='n'>{r['p']:.4f}"
+            if r["p"] is not None
+            else "</td><td>"
+        )
         rows.append(
             f"<tr><td>{_e(r['metric'])}</td><td class='n'>{r['before rerank']:.4f}</td>"
             f"<td class='n'>{r['after rerank']:.4f}</td><td class='n'>{r['change']:+.4f}</td>"

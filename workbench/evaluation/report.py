@@ -164,11 +164,24 @@ class EvaluationReport(BaseModel):
         return self.p_value < 0.05
 
     def metric_rows(self) -> list[dict[str, Any]]:
-        """One row per metric: before, after, change."""
-        return [
-            {"metric": m, "before rerank": self.before[m], "after rerank": self.after[m], "change": self.after[m] - v}
-            for m, v in self.before.items()
-        ]
+        """One row per metric: before, after, change, and the change's paired bootstrap 95 % interval and
+        randomization p (None without per-query figures)."""
+        changes = self.metric_differences() if self.per_query else {}
+        rows = []
+        for m, v in self.before.items():
+            d = changes.get(m)
+            rows.append(
+                {
+                    "metric": m,
+                    "before rerank": v,
+                    "after rerank": self.after[m],
+                    "change": self.after[m] - v,
+                    "ci low": d.ci_low if d else None,
+                    "ci high": d.ci_high if d else None,
+                    "p": d.p_value if d else None,
+                }
+            )
+        return rows
 
     def metric_differences(self) -> dict[str, Difference]:
         """Each metric's change after reranking over the same queries: mean, paired bootstrap 95 % interval and
@@ -211,15 +224,13 @@ class EvaluationReport(BaseModel):
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]
         lines += [f"- **warning**: {w}" for w in self.warnings]
-        changes = self.metric_differences() if self.per_query else {}
         lines += [
             "",
             "| metric | before rerank | after rerank | change | 95 % CI | p |",
             "|---|---:|---:|---:|---|---:|",
         ]
         for r in self.metric_rows():
-            d = changes.get(r["metric"])
-            interval = f"{d.ci_low:+.4f} to {d.ci_high:+.4f} | {d.p_value:.4f}" if d else " | "
+            interval = f"{r['ci low']:+.4f} to {r['ci high']:+.4f} | {r['p']:.4f}" if r["p"] is not None else " | "
             lines.append(
                 f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} | "
                 f"{interval} |"
