@@ -157,9 +157,8 @@ class Engine:
         the whole query. `deadline` (a time.monotonic() instant) stops a search its caller gave up on: the reranker
         stops at its next batch and QueryTimeoutError is raised. `use_cache=False` skips the result and score
         caches (load runs measure real work). `min_score` drops results of the top n whose final score (the
-        reranker's, else the first stage's) is below it; `below_min_score` counts them.
-        Raises InputError for bad inputs, CollectionNotFoundError (checked
-        before any model loads), ModelError, StoreError.
+        reranker's, else the first stage's) is below it; `below_min_score` counts them. Raises InputError for bad
+        inputs, CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
         """
         query = validate_query(query, max_query_chars)
         k, top_n = validate_depths(

@@ -362,7 +362,7 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     at.switch_page("app/pages/explore.py").run()
     search(at)
     assert any("p(relevant) ≈" in m.value for m in at.markdown)
-    assert any("calibration fitted on the demo handbook: 20 queries" in c.value for c in at.caption)
+    assert any("calibration fitted on the demo handbook&#58; 20 queries" in c.value for c in at.caption)  # escaped
     at.switch_page("app/pages/evaluate.py").run()
     explore = next((b for b in at.button if b.label == "Explore"), None)
     if explore is not None:

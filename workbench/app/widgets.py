@@ -151,7 +151,7 @@ def calibration_caption(calibration: Calibration | None) -> str:
     """What the cards' p(relevant) was fitted on, or that the σ reading is uncalibrated."""
     if calibration is None:
         return "No calibration is kept for this reranker on this collection (Evaluate fits one): σ is uncalibrated."
-    return f"p(relevant): {calibration.method} calibration fitted on {calibration.fitted_on}."
+    return f"p(relevant): {calibration.method} calibration fitted on {text_md(calibration.fitted_on)}."
 
 
 def reranked_row(
