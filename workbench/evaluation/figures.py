@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from workbench.evaluation.report import EvaluationReport
+from workbench.vocab import PRIMARY_METRIC
+
 STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
 
 
@@ -82,3 +85,14 @@ def stage_latency(p50: Mapping[str, float], p95: Mapping[str, float]) -> go.Figu
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return fig
+
+
+def report_depth_curve(report: EvaluationReport) -> go.Figure:
+    """An evaluation's depth curve: the primary metric before and after reranking and rerank time, against k."""
+    return quality_by_depth(
+        [p.k for p in report.depth],
+        [p.before[PRIMARY_METRIC] for p in report.depth],
+        [p.after[PRIMARY_METRIC] for p in report.depth],
+        [p.rerank_ms_p50 for p in report.depth],
+        PRIMARY_METRIC,
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from workbench.evaluation.figures import delta_bars, quality_by_depth, stage_latency
+from workbench.evaluation.figures import delta_bars, report_depth_curve, stage_latency
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import COLOURS
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
@@ -105,16 +105,7 @@ def report_html(report: EvaluationReport) -> str:
     if report.depth:
         parts += [
             "<h2>Depth</h2>",
-            _figure(
-                quality_by_depth(
-                    [p.k for p in report.depth],
-                    [p.before[PRIMARY] for p in report.depth],
-                    [p.after[PRIMARY] for p in report.depth],
-                    [p.rerank_ms_p50 for p in report.depth],
-                    PRIMARY,
-                ),
-                "depth-curve",
-            ),
+            _figure(report_depth_curve(report), "depth-curve"),
         ]
     if report.latency_p50:
         parts += ["<h2>Stage latency</h2>", _figure(stage_latency(report.latency_p50, report.latency_p95), "latency")]

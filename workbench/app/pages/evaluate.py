@@ -19,7 +19,7 @@ from workbench.app.widgets import file_picker, sidebar_note, text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
-from workbench.evaluation.figures import delta_bars, quality_by_depth
+from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
@@ -251,17 +251,7 @@ def run() -> None:
         key="delta-bars",
     )
     if report.depth:
-        st.plotly_chart(
-            quality_by_depth(
-                [p.k for p in report.depth],
-                [p.before[PRIMARY] for p in report.depth],
-                [p.after[PRIMARY] for p in report.depth],
-                [p.rerank_ms_p50 for p in report.depth],
-                PRIMARY,
-            ),
-            width="stretch",
-            key="depth-curve",
-        )
+        st.plotly_chart(report_depth_curve(report), width="stretch", key="depth-curve")
         if report.depth_timings_reused:
             st.caption("The rerank times are the first measurement of these settings: nothing was measured again.")
 
