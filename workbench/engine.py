@@ -265,7 +265,7 @@ class Engine:
         if use_cache:
             with self._lock:
                 self._results[key] = result
-        return result.with_min_score(min_score)
+        return result if min_score is None else result.with_min_score(min_score)
 
     def measure_once(self, key: tuple[Any, ...], measure: Callable[[], Any]) -> tuple[Any, bool]:
         """A measurement made once and reported again (Evaluate's depth-curve timings): what `measure()` gave for

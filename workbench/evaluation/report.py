@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.significance import Difference, difference
@@ -108,6 +108,7 @@ class EvaluationReport(BaseModel):
     after_run: Run = Field(default_factory=dict, exclude=True)
     candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
     qrels: Qrels = Field(default_factory=dict, exclude=True)
+    _differences: dict[str, Difference] | None = PrivateAttr(None)
 
     def summary(self) -> dict[str, Any]:
         """The figures `workbench eval --json` prints."""
@@ -185,10 +186,13 @@ class EvaluationReport(BaseModel):
 
     def metric_differences(self) -> dict[str, Difference]:
         """Each metric's change after reranking over the same queries: mean, paired bootstrap 95 % interval and
-        randomization p."""
-        ids = [o.query_id for o in self.per_query]
-        by_id = {o.query_id: o for o in self.per_query}
-        return {m: difference([by_id[q].before[m] for q in ids], [by_id[q].after[m] for q in ids]) for m in self.before}
+        randomization p. Computed once (10,000 resamples each): the page's table and both reports read it."""
+        if self._differences is None:
+            pairs = [(o.before, o.after) for o in self.per_query]
+            self._differences = {
+                m: difference([before[m] for before, _ in pairs], [after[m] for _, after in pairs]) for m in self.before
+            }
+        return self._differences
 
     def top_lists(self, query_id: str, n: int | None = None) -> tuple[list[tuple[str, int | None]], ...]:
         """A query's top n documents before and after reranking, each with its grade (None: unjudged)."""
