@@ -149,4 +149,4 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(wheel: Path, tmp_path: Pa
         log.close()
     output = (tmp_path / "app.log").read_text()
     assert "Demo collection ready: 150 passages" in output and "Traceback" not in output, output[-2000:]
-    assert (data / "chroma").is_dir() and (data / "judgments" / "demo" / "qrels.tsv").exists()
+    assert (data / "chroma").is_dir() and (data / "judgments.sqlite3").exists()  # the demo's judgments

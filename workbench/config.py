@@ -29,8 +29,10 @@ from workbench.vocab import (
     DEFAULT_STORE_TIMEOUT,
     DEFAULT_TOP_N,
     DEMO_COLLECTION,
+    JUDGMENT_POLICIES,
     MAX_K,
     NO_RERANKER,
+    RATER_POLICY_PREFIX,
     RRF_K,
     STORES,
     BackendChoice,
@@ -155,10 +157,25 @@ class Settings(BaseSettings):
     )
     session_ttl_days: float | None = Field(None, gt=0, validation_alias=_alias("session_ttl_days", "SESSION_TTL_DAYS"))
 
+    # Judgments (kept beside the sessions) and the optional LLM judge, any OpenAI-compatible chat endpoint;
+    # its key is the usual OPENAI_API_KEY, read where the judge is made and never shown
+    judgment_policy: str = Field("latest", validation_alias=_alias("judgment_policy", "WORKBENCH_JUDGMENT_POLICY"))
+    judge_model: str | None = Field(None, validation_alias=_alias("judge_model", "WORKBENCH_JUDGE_MODEL"))
+    judge_url: str | None = Field(None, validation_alias=_alias("judge_url", "WORKBENCH_JUDGE_URL"))
+
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
     chunk_overlap: int = Field(100, ge=0, validation_alias=_alias("chunk_overlap", "WORKBENCH_CHUNK_OVERLAP"))
     ingest_unit: int = Field(256, ge=1, validation_alias=_alias("ingest_unit", "WORKBENCH_INGEST_UNIT"))
+
+    @field_validator("judgment_policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        value = value.strip()
+        named = value.startswith(RATER_POLICY_PREFIX) and value[len(RATER_POLICY_PREFIX) :].strip()
+        if value not in JUDGMENT_POLICIES and not named:
+            raise ValueError(f"WORKBENCH_JUDGMENT_POLICY is latest, majority or rater:NAME; got '{value[:40]}'")
+        return value
 
     @field_validator("session_ttl_days", mode="before")
     @classmethod
@@ -177,6 +194,8 @@ class Settings(BaseSettings):
         "events",
         "reranker_service_url",
         "rerankers",
+        "judge_model",
+        "judge_url",
         mode="before",
     )
     @classmethod

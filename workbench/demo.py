@@ -9,11 +9,12 @@ import json
 
 from pydantic import BaseModel
 
+from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.evaluation.io import Dataset
 from workbench.ingest import ProgressCallback
-from workbench.judgments import attach_judgments
+from workbench.judgments import attach_judgments, load_judgments
 from workbench.paths import demo_dir
 from workbench.types import CollectionInfo
 from workbench.vocab import DEMO_COLLECTION
@@ -87,9 +88,17 @@ def ensure_demo_collection(
     return info
 
 
-def demo_dataset(split: str = "test") -> Dataset:
-    """The demo's judged queries as an evaluation dataset, named as users know it ('the demo handbook')."""
+def demo_dataset(split: str = "test", settings: Settings | None = None) -> Dataset:
+    """The demo's judged queries as an evaluation dataset, named as users know it ('the demo handbook').
+
+    With `settings`, the grades are the judgments store's for the demo collection when it has them (the shipped
+    ones, and every rating given since, under the judgment policy); otherwise the shipped files'."""
     dataset = Dataset.from_beir(demo_dir(), split)
+    stored = load_judgments(settings, DEMO_COLLECTION) if settings is not None and split == "test" else None
+    if stored is not None:
+        groups = dataset.groups
+        dataset = stored.dataset()
+        dataset.groups = groups
     dataset.name = "the demo handbook"
     # Groups by the words the app uses, so the CLI, the JSON and the app name them alike.
     dataset.groups = {qid: GROUPS.get(group, group) for qid, group in dataset.groups.items()}

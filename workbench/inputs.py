@@ -21,19 +21,23 @@ from workbench.errors import InputError
 from workbench.redact import CONTROL_CHARACTERS as _CONTROL
 from workbench.redact import plain_text
 from workbench.vocab import (
+    GRADE_SCALE,
     MAX_BROWSE_LIMIT,
+    MAX_DOC_ID_CHARS,
     MAX_FILTER_KEY_CHARS,
     MAX_FILTER_VALUE_CHARS,
     MAX_FILTERS,
     MAX_JSON_DEPTH,
     MAX_K,
     MAX_QUERY_CHARS,
+    MAX_RATER_CHARS,
     MAX_TOP_K,
     MAX_UPLOAD_NAME_CHARS,
     RETRIEVAL_MODES,
 )
 
 Scalar = str | int | float | bool
+_RATER: Final = re.compile(r"^[\w .:@-]{1,64}$")
 _COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 
@@ -321,3 +325,33 @@ def check_data_path(path: Any, roots: Sequence[Path], what: str = "path") -> Pat
             "Set WORKBENCH_DATA_ROOTS to allow another folder."
         )
     return resolved
+
+
+def validate_grade(grade: Any) -> int:
+    """A grade on the scale (GRADE_SCALE: 0 not relevant ... 3 perfectly relevant); InputError otherwise."""
+    if isinstance(grade, str) and grade.strip().lstrip("-").isdigit():
+        grade = int(grade.strip())
+    value = whole_number("grade", grade)
+    if value not in GRADE_SCALE:
+        scale = ", ".join(f"{g} {label}" for g, label in GRADE_SCALE.items())
+        raise InputError(f"grade must be one of {scale}; got {value}.")
+    return value
+
+
+def validate_rater(rater: Any) -> str:
+    """A rater's name: 1-64 visible characters (letters, digits, spaces and . _ : @ -)."""
+    if not isinstance(rater, str) or not _RATER.match(rater.strip()):
+        raise InputError(
+            f"rater must be 1-{MAX_RATER_CHARS} characters of letters, digits, spaces and . _ : @ -; "
+            f"got {plain_text(repr(rater))[:40]}."
+        )
+    return rater.strip()
+
+
+def validate_doc_id(doc_id: Any) -> str:
+    """A document id: 1-512 characters of visible text."""
+    if not isinstance(doc_id, str) or not doc_id.strip() or len(doc_id) > MAX_DOC_ID_CHARS or _CONTROL.search(doc_id):
+        raise InputError(
+            f"document id must be 1-{MAX_DOC_ID_CHARS} visible characters; got {plain_text(repr(doc_id))[:40]}."
+        )
+    return doc_id.strip()

@@ -480,12 +480,13 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     assert not victim.exists() and not Path("/etc/cron.d/q.jsonl").exists()
     from workbench.app.state import engine_resource
     from workbench.demo import demo_dir
-    from workbench.judgments import attach_judgments
+    from workbench.judgments import attach_judgments, detach_judgments, load_judgments
 
-    # put the demo's own judgments back for whatever runs next
-    attach_judgments(
-        engine_resource().settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl"
-    )
+    settings = engine_resource().settings
+    assert load_judgments(settings, "demo").given == 1395 + 1  # attached beside the demo's, not over them
+    # put the demo's own judgments back, alone, for whatever runs next
+    assert detach_judgments(settings, "demo") == 1395 + 1
+    attach_judgments(settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl")
 
 
 def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list, validate_retrieval
+from workbench.judgments import load_judgments
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
@@ -50,21 +51,27 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
+    settings = settings_from(args)
     if args.qrels or args.queries:
         if not (args.qrels and args.queries):
             raise InputError("--qrels and --queries go together.")
         dataset = Dataset.from_files(args.queries, args.qrels)
     elif demo:
-        dataset = demo_dataset(args.split)
+        dataset = demo_dataset(args.split, settings)
         args.collection = args.collection or DEMO_COLLECTION
     elif args.dataset:
         dataset = Dataset.from_beir(args.dataset, args.split)
+    elif args.collection and (stored := load_judgments(settings, args.collection)) is not None:
+        dataset = stored.dataset()
     else:
-        raise InputError("Name what to evaluate: a BEIR folder, `demo`, or --qrels FILE --queries FILE.")
+        raise InputError(
+            "Name what to evaluate: a BEIR folder, `demo`, --qrels FILE --queries FILE, or --collection NAME "
+            "when that collection has judgments (rated, or imported with `workbench judgments import`)."
+        )
     if not args.collection:
         raise InputError("Name the collection to evaluate with --collection.")
     outside = read_trec_run(args.run) if args.run else None
-    engine = Engine(settings_from(args))
+    engine = Engine(settings)
 
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)

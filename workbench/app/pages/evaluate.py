@@ -24,12 +24,12 @@ from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list
-from workbench.judgments import judgments_folder, load_judgments
+from workbench.judgments import load_judgments
 from workbench.rerankers import discover_rerankers
 from workbench.vocab import JUDGED_10
 
 DEMO = "The demo handbook's judgments (50 queries)"
-ATTACHED = "Judgments attached to the collection in the sidebar"
+ATTACHED = "Judgments of the collection in the sidebar (rated and imported)"
 FOLDER = "A BEIR folder on this machine"
 UPLOAD = "Upload queries and qrels"
 
@@ -49,8 +49,9 @@ def run() -> None:
     )
 
     presets: dict[str, Path | None] = {DEMO: demo_dir()}
-    if c.collection and c.collection != DEMO_COLLECTION and load_judgments(engine.settings, c.collection):
-        presets[ATTACHED] = judgments_folder(engine.settings, c.collection)
+    attached = load_judgments(engine.settings, c.collection) if c.collection else None
+    if attached is not None and c.collection != DEMO_COLLECTION:
+        presets[ATTACHED] = None
     for folder in beir_folders(engine.settings):
         if folder != demo_dir().resolve():
             presets[f"BEIR: {folder.name}"] = folder
@@ -107,13 +108,10 @@ def run() -> None:
             if queries_file is None or qrels_file is None:
                 raise InputError("Upload both a queries file and a qrels file.")
             return Dataset.from_files(save_upload(queries_file, tmp), save_upload(qrels_file, tmp))
-        if source == ATTACHED:
-            folder = presets[ATTACHED]
-            return Dataset.from_files(
-                folder / "queries.jsonl", folder / "qrels.tsv", name=f"judgments of {c.collection}"
-            )
+        if source == ATTACHED and attached is not None:
+            return attached.dataset()
         if source == DEMO:
-            return demo_dataset()
+            return demo_dataset(settings=engine.settings)
         folder = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
         return Dataset.from_beir(folder, split.strip() or "test")
 

@@ -1,0 +1,48 @@
+"""Judgments: grades of (query, document) pairs with their provenance, kept in one store per workbench.
+
+- `store`: the rows (who, when, how) in SQLite or PostgreSQL, and the policy that picks a pair's current grade;
+- `service`: rate, read, import, export (what every front end calls);
+- `figures`: a judged query's figures in one search result;
+- `agreement`: how far raters (people and the LLM judge) agree: Cohen's and Fleiss' kappa, disagreements;
+- `queue`: the unjudged documents that could move a verdict most, to rate next;
+- `llm`: the optional LLM judge, any OpenAI-compatible chat endpoint.
+"""
+
+from workbench.judgments.figures import QueryFigures, query_figures
+from workbench.judgments.service import (
+    EXPORT_FORMATS,
+    Judgments,
+    Rating,
+    attach_judgments,
+    detach_judgments,
+    export_judgments,
+    export_queries,
+    judgment_rows,
+    judgments_folder,
+    load_judgments,
+    normal_query,
+    rate,
+    typed_query_id,
+)
+from workbench.judgments.store import JudgmentRow, current_grades, open_judgment_store
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "JudgmentRow",
+    "Judgments",
+    "QueryFigures",
+    "Rating",
+    "attach_judgments",
+    "current_grades",
+    "detach_judgments",
+    "export_judgments",
+    "export_queries",
+    "judgment_rows",
+    "judgments_folder",
+    "load_judgments",
+    "normal_query",
+    "open_judgment_store",
+    "query_figures",
+    "rate",
+    "typed_query_id",
+]

@@ -1,0 +1,242 @@
+"""Judgments as the front ends use them: rate a document, read a collection's current grades, import and export
+qrels. Every front end (app, CLI, HTTP, MCP) calls these functions.
+
+Files attached to a collection before the store existed (`<data_dir>/judgments/<collection>/qrels.tsv`) move
+into the store the first time the collection's judgments are read; the files stay where they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from workbench.config import Settings
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset, Qrels, read_qrels, read_queries
+from workbench.inputs import validate_collection_name, validate_doc_id, validate_grade, validate_query, validate_rater
+from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
+from workbench.redact import plain_text
+from workbench.vocab import DEFAULT_RATER, JUDGMENT_SOURCES, MAX_REASON_CHARS
+
+ExportFormat = Literal["trec", "beir", "history"]
+EXPORT_FORMATS: tuple[str, ...] = ("trec", "beir", "history")
+_MOVED = "moved-to-store"
+
+
+def normal_query(text: str) -> str:
+    """A query's text as matched against judged ones: case and spacing ignored."""
+    return " ".join(text.casefold().split())
+
+
+class Judgments(BaseModel):
+    """A collection's judged queries (id -> text) and current grades (query id -> document id -> grade), with
+    the policy that chose them and how many grades were ever given."""
+
+    collection: str
+    queries: dict[str, str]
+    qrels: Qrels
+    policy: str = "latest"
+    given: int = 0
+    raters: list[str] = []
+
+    def for_query(self, text: str) -> tuple[str, dict[str, int]] | None:
+        """The judged query with this text (case and spacing ignored) and its grades, or None."""
+        wanted = normal_query(text)
+        for qid, query in self.queries.items():
+            if normal_query(query) == wanted and qid in self.qrels:
+                return qid, self.qrels[qid]
+        return None
+
+    @property
+    def query_count(self) -> int:
+        return sum(1 for q in self.queries if q in self.qrels)
+
+    def dataset(self) -> Dataset:
+        """These judgments as an evaluation dataset (InputError when no judged query has a text)."""
+        if not self.qrels:
+            raise InputError(f"'{self.collection}' has no judgments yet: rate documents or import qrels first.")
+        return Dataset(f"{self.collection} (judgments store)", self.queries, self.qrels)
+
+
+class Rating(BaseModel):
+    """What a rating did: the row stored, the pair's current grade under the policy, and its history length."""
+
+    collection: str
+    query_id: str
+    query: str
+    doc_id: str
+    grade: int
+    rater: str
+    source: str
+    current_grade: int
+    ratings_of_pair: int
+
+
+def judgments_folder(settings: Settings, collection: str) -> Path:
+    """Where files attached before the store existed were kept."""
+    return Path(settings.data_dir) / "judgments" / validate_collection_name(collection)
+
+
+def _move_attached_files(settings: Settings, collection: str) -> None:
+    folder = judgments_folder(settings, collection)
+    if (folder / "qrels.tsv").is_file() and not (folder / _MOVED).exists():
+        _import(settings, collection, folder / "qrels.tsv", folder / "queries.jsonl", "import:qrels.tsv")
+        (folder / _MOVED).write_text("These judgments were imported into the judgments store.\n", encoding="utf-8")
+
+
+def load_judgments(settings: Settings, collection: str, policy: str | None = None) -> Judgments | None:
+    """The collection's judgments under the policy (WORKBENCH_JUDGMENT_POLICY by default), or None when it
+    has none."""
+    collection = validate_collection_name(collection)
+    _move_attached_files(settings, collection)
+    store = open_judgment_store(settings)
+    rows = store.rows(collection)
+    if not rows:
+        return None
+    policy = policy or settings.judgment_policy
+    return Judgments(
+        collection=collection,
+        queries=store.queries(collection),
+        qrels=current_grades(rows, policy),
+        policy=policy,
+        given=len(rows),
+        raters=sorted({r.rater for r in rows}),
+    )
+
+
+def judgment_rows(settings: Settings, collection: str) -> list[JudgmentRow]:
+    """Every grade ever given in the collection, oldest first."""
+    collection = validate_collection_name(collection)
+    _move_attached_files(settings, collection)
+    return open_judgment_store(settings).rows(collection)
+
+
+def typed_query_id(text: str) -> str:
+    """The id a query typed by a user gets when no judged query has its text (stable: the same text, the same
+    id)."""
+    return "typed-" + hashlib.sha1(normal_query(text).encode()).hexdigest()[:12]
+
+
+def rate(
+    settings: Settings,
+    collection: str,
+    doc_id: str,
+    grade: int | str,
+    *,
+    query: str | None = None,
+    query_id: str | None = None,
+    rater: str = DEFAULT_RATER,
+    source: str = "person",
+    reason: str = "",
+) -> Rating:
+    """Store one grade for (query, document) by `rater`. The query is named by its text (a judged query with
+    the same text is reused; a new one is kept with its text) or by the id of a judged query."""
+    collection = validate_collection_name(collection)
+    doc_id = validate_doc_id(doc_id)
+    grade = validate_grade(grade)
+    rater = validate_rater(rater)
+    if source not in JUDGMENT_SOURCES:
+        raise InputError(f"source must be one of {', '.join(JUDGMENT_SOURCES)}; got {plain_text(repr(source))[:40]}.")
+    reason = plain_text(str(reason or ""))[:MAX_REASON_CHARS]
+    existing = load_judgments(settings, collection)
+    queries = existing.queries if existing else open_judgment_store(settings).queries(collection)
+    if query is None and query_id is None:
+        raise InputError("Name the query: its text (query) or the id of a judged query (query_id).")
+    if query is None:
+        if query_id not in queries:
+            raise InputError(f"No judged query has the id '{plain_text(str(query_id))[:80]}' in '{collection}'.")
+        text = queries[str(query_id)]
+        qid = str(query_id)
+    else:
+        text = validate_query(query)
+        wanted = normal_query(text)
+        qid = next((q for q, t in queries.items() if normal_query(t) == wanted), None) or typed_query_id(text)
+    row = JudgmentRow(
+        collection=collection, query_id=qid, doc_id=doc_id, grade=grade, rater=rater, source=source,
+        reason=reason, created_at=now(),
+    )  # fmt: skip
+    store = open_judgment_store(settings)
+    store.add([row], {qid: text} if qid not in queries else None, collection)
+    rows = [r for r in store.rows(collection) if r.query_id == qid and r.doc_id == doc_id]
+    current = current_grades(rows, settings.judgment_policy)[qid][doc_id]
+    return Rating(
+        collection=collection, query_id=qid, query=text, doc_id=doc_id, grade=grade, rater=rater, source=source,
+        current_grade=current, ratings_of_pair=len(rows),
+    )  # fmt: skip
+
+
+def _import(settings: Settings, collection: str, qrels: Path, queries: Path, rater: str) -> Judgments:
+    grades = read_qrels(qrels)
+    texts = read_queries(queries)
+    judged = {q: t for q, t in texts.items() if q in grades}
+    if not judged:
+        raise InputError(f"None of the {len(grades)} judged queries in {qrels.name} has a text in {queries.name}.")
+    at = now()
+    rows = [
+        JudgmentRow(collection=collection, query_id=q, doc_id=d, grade=g, rater=rater, source="import", created_at=at)
+        for q, docs in grades.items()
+        if q in judged
+        for d, g in docs.items()
+    ]
+    open_judgment_store(settings).add(rows, judged, collection)
+    return Judgments(collection=collection, queries=judged, qrels={q: grades[q] for q in judged}, given=len(rows))
+
+
+def attach_judgments(
+    settings: Settings,
+    collection: str,
+    qrels: str | Path,
+    queries: str | Path,
+    *,
+    replace: bool = True,
+    rater: str | None = None,
+) -> Judgments:
+    """Import a qrels file (BEIR TSV or TREC; IngestError naming the line of any problem) and its queries into
+    the store, as rater `import:<file name>`. With replace=False nothing is imported when that rater's grades
+    are already there (the demo attaches its judgments this way on every start). Returns what was imported."""
+    collection = validate_collection_name(collection)
+    qrels, queries = Path(qrels), Path(queries)
+    rater = validate_rater(rater or f"import:{qrels.name}"[:64])
+    if not replace:
+        rows = judgment_rows(settings, collection)
+        if any(r.rater == rater for r in rows):
+            mine = current_grades([r for r in rows if r.rater == rater])
+            return Judgments(collection=collection, queries=open_judgment_store(settings).queries(collection),
+                             qrels=mine, given=len(rows))  # fmt: skip
+    return _import(settings, collection, qrels, queries, rater)
+
+
+def detach_judgments(settings: Settings, collection: str) -> int:
+    """Remove every judgment of the collection (history included); how many grades there were."""
+    collection = validate_collection_name(collection)
+    _move_attached_files(settings, collection)
+    return open_judgment_store(settings).delete(collection)
+
+
+def export_judgments(settings: Settings, collection: str, fmt: str = "trec", policy: str | None = None) -> str:
+    """The collection's judgments as text: `trec` qrels or `beir` qrels TSV of the current grades, or `history`,
+    every grade given as JSON lines (query text, rater, source, reason, time)."""
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"format must be one of {', '.join(EXPORT_FORMATS)}; got {plain_text(repr(fmt))[:40]}.")
+    judgments = load_judgments(settings, collection, policy)
+    if judgments is None:
+        raise InputError(f"'{collection}' has no judgments to export.")
+    if fmt == "history":
+        return "".join(
+            json.dumps({**row.model_dump(mode="json"), "query": judgments.queries.get(row.query_id, "")}) + "\n"
+            for row in judgment_rows(settings, collection)
+        )
+    pairs = sorted((q, d, g) for q, docs in judgments.qrels.items() for d, g in docs.items())
+    if fmt == "trec":
+        return "".join(f"{q} 0 {d} {g}\n" for q, d, g in pairs)
+    return "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in pairs)
+
+
+def export_queries(settings: Settings, collection: str) -> str:
+    """The collection's judged queries as BEIR queries.jsonl (to go with an export of the qrels)."""
+    queries = open_judgment_store(settings).queries(validate_collection_name(collection))
+    return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in sorted(queries.items()))

@@ -1,0 +1,318 @@
+"""The judgments store: every grade ever given, with who gave it, when and how (person, LLM or import).
+
+A re-rating adds a row; nothing is overwritten, so the history of a (query, document) pair is always there and
+the current grade is chosen from it by a policy (`current_grades`). Queries are kept with their text, so a query
+typed later that matches a judged one finds its grades.
+
+SQLite in the data folder (`judgments.sqlite3`, WAL) by default; PostgreSQL (tables `judgments` and
+`judged_queries` in the workbench's schema) when WORKBENCH_SESSION_DB is a `postgresql://` URL, the same place as
+sessions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from workbench.config import Settings
+from workbench.errors import WorkbenchError
+from workbench.redact import redact_url
+from workbench.stores.base import translate_store_error
+from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, RATER_POLICY_PREFIX
+
+_COLUMNS = "collection, query_id, doc_id, grade, rater, source, reason, created_at"
+
+
+class JudgmentRow(BaseModel):
+    """One grade as given: which query and document, the grade, who gave it, how, why, and when."""
+
+    collection: str
+    query_id: str
+    doc_id: str
+    grade: int
+    rater: str
+    source: str
+    reason: str = ""
+    created_at: datetime
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def current_grades(rows: Iterable[JudgmentRow], policy: str = "latest") -> dict[str, dict[str, int]]:
+    """The grade that counts for each (query, document), chosen from its history (rows oldest first).
+
+    Each rater's latest grade is their grade. People outrank the LLM judge: where any person graded a pair,
+    only people's grades count (a person overrides the judge by rating once). Then, by policy:
+    `latest` takes the most recent grade; `majority` the most common (a tie goes to the most recent of the tied);
+    `rater:NAME` that rater's grade, and the latest for pairs they did not grade.
+    """
+    by_pair: dict[tuple[str, str], dict[str, JudgmentRow]] = {}
+    for row in rows:
+        by_pair.setdefault((row.query_id, row.doc_id), {})[row.rater] = row  # later rows replace earlier
+    named = policy[len(RATER_POLICY_PREFIX) :] if policy.startswith(RATER_POLICY_PREFIX) else None
+    qrels: dict[str, dict[str, int]] = {}
+    for (query_id, doc_id), latest_by_rater in by_pair.items():
+        people = [r for r in latest_by_rater.values() if r.source != "llm"]
+        counted = sorted(people or latest_by_rater.values(), key=lambda r: r.created_at)
+        if named and named in latest_by_rater:
+            grade = latest_by_rater[named].grade
+        elif policy == "majority":
+            tally = Counter(r.grade for r in counted)
+            top = max(tally.values())
+            grade = next(r.grade for r in reversed(counted) if tally[r.grade] == top)
+        else:
+            grade = counted[-1].grade
+        qrels.setdefault(query_id, {})[doc_id] = grade
+    return qrels
+
+
+class JudgmentStore(ABC):
+    """Judgment rows and judged queries by collection; safe to use from many threads."""
+
+    location: str
+    timeout: float | None = None
+
+    def add(self, rows: list[JudgmentRow], queries: dict[str, str] | None = None, collection: str = "") -> int:
+        """Append grades (and keep the texts of their queries); how many rows were added."""
+        with self._errors("save judgments"):
+            if queries:
+                self._save_queries(collection or rows[0].collection, queries)
+            if rows:
+                self._insert(rows)
+        return len(rows)
+
+    def rows(self, collection: str) -> list[JudgmentRow]:
+        """Every grade given in the collection, oldest first."""
+        with self._errors("read judgments"):
+            return self._rows(collection)
+
+    def queries(self, collection: str) -> dict[str, str]:
+        """The collection's judged queries: id -> text."""
+        with self._errors("read judged queries"):
+            return self._queries(collection)
+
+    def collections(self) -> list[str]:
+        with self._errors("list judged collections"):
+            return self._collections()
+
+    def delete(self, collection: str) -> int:
+        """Remove a collection's judgments and queries; how many rows there were."""
+        with self._errors("delete judgments"):
+            return self._delete(collection)
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            raise translate_store_error(
+                exc, store="the judgments store", location=self.location, action=action, timeout=self.timeout
+            ) from exc
+
+    @abstractmethod
+    def _insert(self, rows: list[JudgmentRow]) -> None: ...
+
+    @abstractmethod
+    def _save_queries(self, collection: str, queries: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def _rows(self, collection: str) -> list[JudgmentRow]: ...
+
+    @abstractmethod
+    def _queries(self, collection: str) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _collections(self) -> list[str]: ...
+
+    @abstractmethod
+    def _delete(self, collection: str) -> int: ...
+
+
+def _row(values: tuple[Any, ...]) -> JudgmentRow:
+    collection, query_id, doc_id, grade, rater, source, reason, at = values
+    when = datetime.fromisoformat(at) if isinstance(at, str) else at
+    return JudgmentRow(
+        collection=collection, query_id=query_id, doc_id=doc_id, grade=int(grade), rater=rater, source=source,
+        reason=reason or "", created_at=when,
+    )  # fmt: skip
+
+
+def _values(row: JudgmentRow, at: Any) -> tuple[Any, ...]:
+    return (row.collection, row.query_id, row.doc_id, row.grade, row.rater, row.source, row.reason, at)
+
+
+class SqliteJudgmentStore(JudgmentStore):
+    """Judgments in one SQLite file (WAL, busy timeout), one connection per thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._errors("create its tables"), self._connection() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS judgments (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, collection TEXT NOT NULL, query_id TEXT NOT NULL,
+                    doc_id TEXT NOT NULL, grade INTEGER NOT NULL, rater TEXT NOT NULL, source TEXT NOT NULL,
+                    reason TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS judgments_by_collection ON judgments (collection, id);
+                CREATE TABLE IF NOT EXISTS judged_queries (
+                    collection TEXT NOT NULL, query_id TEXT NOT NULL, text TEXT NOT NULL,
+                    PRIMARY KEY (collection, query_id));
+                """
+            )
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        yield db
+
+    def _insert(self, rows: list[JudgmentRow]) -> None:
+        with self._connection() as db:
+            db.execute("BEGIN")
+            db.executemany(
+                f"INSERT INTO judgments ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_values(r, r.created_at.isoformat()) for r in rows],
+            )
+            db.execute("COMMIT")
+
+    def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
+        with self._connection() as db:
+            db.executemany(
+                "INSERT INTO judged_queries (collection, query_id, text) VALUES (?, ?, ?) "
+                "ON CONFLICT (collection, query_id) DO UPDATE SET text = excluded.text",
+                [(collection, q, t) for q, t in queries.items()],
+            )
+
+    def _rows(self, collection: str) -> list[JudgmentRow]:
+        with self._connection() as db:
+            found = db.execute(f"SELECT {_COLUMNS} FROM judgments WHERE collection = ? ORDER BY id", (collection,))
+            return [_row(values) for values in found.fetchall()]
+
+    def _queries(self, collection: str) -> dict[str, str]:
+        with self._connection() as db:
+            found = db.execute("SELECT query_id, text FROM judged_queries WHERE collection = ?", (collection,))
+            return dict(found.fetchall())
+
+    def _collections(self) -> list[str]:
+        with self._connection() as db:
+            return [r[0] for r in db.execute("SELECT DISTINCT collection FROM judgments ORDER BY collection")]
+
+    def _delete(self, collection: str) -> int:
+        with self._connection() as db:
+            removed = db.execute("DELETE FROM judgments WHERE collection = ?", (collection,)).rowcount
+            db.execute("DELETE FROM judged_queries WHERE collection = ?", (collection,))
+        return int(removed)
+
+
+class PostgresJudgmentStore(JudgmentStore):
+    """Judgments in PostgreSQL (tables `judgments` and `judged_queries` in a schema)."""
+
+    def __init__(self, url: str, *, schema: str = "workbench", timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
+        self.url = url
+        self.location = redact_url(url)
+        self.timeout = timeout
+        self._schema = sql_ident(schema, "schema")
+        self._pool = shared_pool(url, timeout, store="the judgments store")
+        with self._errors("create its tables"), self._cursor() as cur:
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._schema}.judgments (id bigserial PRIMARY KEY, "
+                "collection text NOT NULL, query_id text NOT NULL, doc_id text NOT NULL, grade integer NOT NULL, "
+                "rater text NOT NULL, source text NOT NULL, reason text NOT NULL DEFAULT '', "
+                "created_at timestamptz NOT NULL)"
+            )
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS judgments_by_collection ON {self._schema}.judgments (collection, id)"
+            )
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._schema}.judged_queries (collection text NOT NULL, "
+                "query_id text NOT NULL, text text NOT NULL, PRIMARY KEY (collection, query_id))"
+            )
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with transaction(self._pool) as cur:
+            yield cur
+
+    def _insert(self, rows: list[JudgmentRow]) -> None:
+        with self._cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self._schema}.judgments ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                [_values(r, r.created_at) for r in rows],
+            )
+
+    def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
+        with self._cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self._schema}.judged_queries (collection, query_id, text) VALUES (%s, %s, %s) "
+                "ON CONFLICT (collection, query_id) DO UPDATE SET text = EXCLUDED.text",
+                [(collection, q, t) for q, t in queries.items()],
+            )
+
+    def _rows(self, collection: str) -> list[JudgmentRow]:
+        with self._cursor() as cur:
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM {self._schema}.judgments WHERE collection = %s ORDER BY id", [collection]
+            )
+            return [_row(values) for values in cur.fetchall()]
+
+    def _queries(self, collection: str) -> dict[str, str]:
+        with self._cursor() as cur:
+            cur.execute(f"SELECT query_id, text FROM {self._schema}.judged_queries WHERE collection = %s", [collection])
+            return dict(cur.fetchall())
+
+    def _collections(self) -> list[str]:
+        with self._cursor() as cur:
+            cur.execute(f"SELECT DISTINCT collection FROM {self._schema}.judgments ORDER BY collection")
+            return [r[0] for r in cur.fetchall()]
+
+    def _delete(self, collection: str) -> int:
+        with self._cursor() as cur:
+            cur.execute(f"DELETE FROM {self._schema}.judgments WHERE collection = %s", [collection])
+            removed = cur.rowcount
+            cur.execute(f"DELETE FROM {self._schema}.judged_queries WHERE collection = %s", [collection])
+        return int(removed)
+
+    def close(self) -> None:
+        close_pool(self.url, self._pool)
+
+
+_stores: dict[str, JudgmentStore] = {}
+_stores_lock = threading.Lock()
+
+
+def open_judgment_store(settings: Settings) -> JudgmentStore:
+    """The judgments store the settings name (one per location per process): PostgreSQL when
+    WORKBENCH_SESSION_DB is a postgresql:// URL, else `judgments.sqlite3` in the data folder."""
+    target = settings.session_db if is_postgres_url(settings.session_db) else None
+    target = target or str(Path(settings.data_dir) / "judgments.sqlite3")
+    with _stores_lock:
+        if target in _stores:
+            return _stores[target]
+    if is_postgres_url(target):
+        store: JudgmentStore = PostgresJudgmentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
+    else:
+        store = SqliteJudgmentStore(target)
+    with _stores_lock:
+        return _stores.setdefault(target, store)
