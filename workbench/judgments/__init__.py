@@ -8,6 +8,7 @@
 - `llm`: the optional LLM judge, any OpenAI-compatible chat endpoint.
 """
 
+from workbench.judgments.agreement import Agreement, Disagreement, PairAgreement, fleiss_kappa, rater_agreement
 from workbench.judgments.figures import QueryFigures, query_figures
 from workbench.judgments.service import (
     EXPORT_FORMATS,
@@ -17,7 +18,9 @@ from workbench.judgments.service import (
     detach_judgments,
     export_judgments,
     export_queries,
+    judge,
     judgment_rows,
+    judgments_agreement,
     judgments_folder,
     load_judgments,
     normal_query,
@@ -28,8 +31,11 @@ from workbench.judgments.store import JudgmentRow, current_grades, open_judgment
 
 __all__ = [
     "EXPORT_FORMATS",
+    "Agreement",
+    "Disagreement",
     "JudgmentRow",
     "Judgments",
+    "PairAgreement",
     "QueryFigures",
     "Rating",
     "attach_judgments",
@@ -37,12 +43,16 @@ __all__ = [
     "detach_judgments",
     "export_judgments",
     "export_queries",
+    "fleiss_kappa",
+    "judge",
     "judgment_rows",
+    "judgments_agreement",
     "judgments_folder",
     "load_judgments",
     "normal_query",
     "open_judgment_store",
     "query_figures",
     "rate",
+    "rater_agreement",
     "typed_query_id",
 ]

@@ -15,9 +15,11 @@ from typing import Literal
 from pydantic import BaseModel
 
 from workbench.config import Settings
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, read_qrels, read_queries
 from workbench.inputs import validate_collection_name, validate_doc_id, validate_grade, validate_query, validate_rater
+from workbench.judgments.agreement import Agreement, Weights, rater_agreement
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.redact import plain_text
 from workbench.vocab import DEFAULT_RATER, JUDGMENT_SOURCES, MAX_REASON_CHARS
@@ -240,3 +242,34 @@ def export_queries(settings: Settings, collection: str) -> str:
     """The collection's judged queries as BEIR queries.jsonl (to go with an export of the qrels)."""
     queries = open_judgment_store(settings).queries(validate_collection_name(collection))
     return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in sorted(queries.items()))
+
+
+def judge(
+    engine: Engine,
+    collection: str,
+    doc_id: str,
+    grade: int | str,
+    *,
+    query: str | None = None,
+    query_id: str | None = None,
+    rater: str = DEFAULT_RATER,
+    source: str = "person",
+    reason: str = "",
+) -> Rating:
+    """`rate`, for front ends that name documents from outside (CLI, HTTP, MCP): the collection must exist
+    and hold the document (a chunk with its id, or its first chunk `<id>::0`), so a typo never becomes a grade."""
+    collection = validate_collection_name(collection)
+    doc_id = validate_doc_id(doc_id)
+    engine.collection_info(collection)  # CollectionNotFoundError naming the collections there are
+    store = engine.registry.get(collection)
+    if not store.embeds_documents and not store.content_hashes([doc_id, f"{doc_id}::0"]):
+        raise InputError(f"'{collection}' holds no document '{plain_text(doc_id)[:80]}': check the id.")
+    return rate(
+        engine.settings, collection, doc_id, grade, query=query, query_id=query_id, rater=rater, source=source,
+        reason=reason,
+    )  # fmt: skip
+
+
+def judgments_agreement(settings: Settings, collection: str, weights: Weights = "quadratic") -> Agreement:
+    """How far the collection's raters agree (each rater's latest grade of each pair)."""
+    return rater_agreement(judgment_rows(settings, collection), weights)

@@ -307,12 +307,13 @@ def open_judgment_store(settings: Settings) -> JudgmentStore:
     WORKBENCH_SESSION_DB is a postgresql:// URL, else `judgments.sqlite3` in the data folder."""
     target = settings.session_db if is_postgres_url(settings.session_db) else None
     target = target or str(Path(settings.data_dir) / "judgments.sqlite3")
+    key = f"{target}|{settings.pg_schema}"
     with _stores_lock:
-        if target in _stores:
-            return _stores[target]
+        if key in _stores:
+            return _stores[key]
     if is_postgres_url(target):
         store: JudgmentStore = PostgresJudgmentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
     else:
         store = SqliteJudgmentStore(target)
     with _stores_lock:
-        return _stores.setdefault(target, store)
+        return _stores.setdefault(key, store)

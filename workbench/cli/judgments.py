@@ -1,0 +1,111 @@
+"""`workbench judge` and `workbench judgments export|import|agreement`: grades with their rater, over the same
+service the app, the HTTP API and the MCP server use."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from workbench.cli.common import settings_from, shown, store_options
+from workbench.engine import Engine
+from workbench.judgments import (
+    EXPORT_FORMATS,
+    attach_judgments,
+    export_judgments,
+    export_queries,
+    judge,
+    judgments_agreement,
+)
+from workbench.vocab import DEFAULT_RATER, GRADE_SCALE
+
+_SCALE = ", ".join(f"{grade} {label}" for grade, label in GRADE_SCALE.items())
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    rating = judge(
+        Engine(settings_from(args)), args.collection, args.doc, args.grade, query=args.query,
+        query_id=args.query_id, rater=args.rater,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(rating.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print(
+            shown(
+                f"{rating.rater} graded {rating.doc_id} {rating.grade} ({GRADE_SCALE[rating.grade]}) for query "
+                f'{rating.query_id} "{rating.query}"; its grade now: {rating.current_grade} '
+                f"({rating.ratings_of_pair} ratings of this pair)"
+            )
+        )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    text = export_judgments(settings, args.collection, args.format, args.policy)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    queries = output.with_name(output.stem + ".queries.jsonl")
+    queries.write_text(export_queries(settings, args.collection), encoding="utf-8")
+    print(shown(f"wrote {output} and its queries, {queries}"))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    imported = attach_judgments(settings_from(args), args.collection, args.qrels, args.queries, rater=args.rater)
+    pairs = sum(len(docs) for docs in imported.qrels.values())
+    print(shown(f"imported {pairs} grades of {imported.query_count} queries into '{args.collection}'"))
+    return 0
+
+
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    weights = None if args.weights == "none" else args.weights
+    agreement = judgments_agreement(settings_from(args), args.collection, weights)
+    if args.json:
+        print(json.dumps(agreement.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        return 0
+    print(shown(agreement.to_markdown()))
+    for d in agreement.disagreements[: args.show]:
+        grades = ", ".join(f"{rater} {grade}" for rater, grade in d.grades.items())
+        print(shown(f"  {d.query_id}  {d.doc_id}: {grades}"))
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    judge_parser = commands.add_parser("judge", help=f"grade one document for a query ({_SCALE})")
+    judge_parser.add_argument("collection", help="the collection the document is in")
+    which = judge_parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--query", help="the query's text (a judged query with the same text is reused)")
+    which.add_argument("--query-id", help="the id of a judged query")
+    judge_parser.add_argument("--doc", required=True, metavar="ID", help="the document's id")
+    judge_parser.add_argument("--grade", required=True, help=_SCALE)
+    judge_parser.add_argument("--rater", default=DEFAULT_RATER, help=f"who grades (default: {DEFAULT_RATER})")
+    judge_parser.add_argument("--json", action="store_true", help="print the rating as JSON")
+    store_options(judge_parser)
+    judge_parser.set_defaults(handler=_cmd_judge)
+
+    judgments = commands.add_parser("judgments", help="export, import and compare raters' judgments")
+    verbs = judgments.add_subparsers(dest="verb", required=True)
+    export = verbs.add_parser("export", help="the current grades as TREC or BEIR qrels, or every grade as JSON lines")
+    export.add_argument("collection")
+    export.add_argument("--format", choices=EXPORT_FORMATS, default="trec")
+    export.add_argument("--policy", help="latest, majority or rater:NAME (default: WORKBENCH_JUDGMENT_POLICY)")
+    export.add_argument("--output", "-o", help="a file (its queries go beside it); default: standard output")
+    export.set_defaults(handler=_cmd_export)
+    imported = verbs.add_parser("import", help="add a qrels file's grades (BEIR TSV or TREC) and its queries")
+    imported.add_argument("collection")
+    imported.add_argument("--qrels", required=True)
+    imported.add_argument("--queries", required=True, help="BEIR queries.jsonl or id<TAB>text")
+    imported.add_argument("--rater", help="the rater to record (default: import:<file name>)")
+    imported.set_defaults(handler=_cmd_import)
+    agreement = verbs.add_parser("agreement", help="Cohen's and Fleiss' kappa where raters overlap")
+    agreement.add_argument("collection")
+    agreement.add_argument("--weights", choices=("quadratic", "linear", "none"), default="quadratic")
+    agreement.add_argument("--show", type=int, default=20, help="disagreements to list (default 20)")
+    agreement.add_argument("--json", action="store_true")
+    agreement.set_defaults(handler=_cmd_agreement)
