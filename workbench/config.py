@@ -19,6 +19,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from workbench.errors import ConfigError
+from workbench.inputs import validate_policy
 from workbench.paths import config_file, demo_dir, user_data_dir
 from workbench.redact import redact_url
 from workbench.vocab import (
@@ -29,10 +30,8 @@ from workbench.vocab import (
     DEFAULT_STORE_TIMEOUT,
     DEFAULT_TOP_N,
     DEMO_COLLECTION,
-    JUDGMENT_POLICIES,
     MAX_K,
     NO_RERANKER,
-    RATER_POLICY_PREFIX,
     RRF_K,
     STORES,
     BackendChoice,
@@ -171,11 +170,7 @@ class Settings(BaseSettings):
     @field_validator("judgment_policy")
     @classmethod
     def _known_policy(cls, value: str) -> str:
-        value = value.strip()
-        named = value.startswith(RATER_POLICY_PREFIX) and value[len(RATER_POLICY_PREFIX) :].strip()
-        if value not in JUDGMENT_POLICIES and not named:
-            raise ValueError(f"WORKBENCH_JUDGMENT_POLICY is latest, majority or rater:NAME; got '{value[:40]}'")
-        return value
+        return validate_policy(value)
 
     @field_validator("session_ttl_days", mode="before")
     @classmethod

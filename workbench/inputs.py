@@ -22,6 +22,7 @@ from workbench.redact import CONTROL_CHARACTERS as _CONTROL
 from workbench.redact import plain_text
 from workbench.vocab import (
     GRADE_SCALE,
+    JUDGMENT_POLICIES,
     MAX_BROWSE_LIMIT,
     MAX_DOC_ID_CHARS,
     MAX_FILTER_KEY_CHARS,
@@ -33,6 +34,7 @@ from workbench.vocab import (
     MAX_RATER_CHARS,
     MAX_TOP_K,
     MAX_UPLOAD_NAME_CHARS,
+    RATER_POLICY_PREFIX,
     RETRIEVAL_MODES,
 )
 
@@ -355,3 +357,11 @@ def validate_doc_id(doc_id: Any) -> str:
             f"document id must be 1-{MAX_DOC_ID_CHARS} visible characters; got {plain_text(repr(doc_id))[:40]}."
         )
     return doc_id.strip()
+
+
+def validate_policy(policy: Any) -> str:
+    """How a pair's current grade is chosen: latest, majority or rater:NAME."""
+    value = policy.strip() if isinstance(policy, str) else ""
+    if value in JUDGMENT_POLICIES or (value.startswith(RATER_POLICY_PREFIX) and value[len(RATER_POLICY_PREFIX) :]):
+        return value
+    raise InputError(f"The judgment policy is latest, majority or rater:NAME; got {plain_text(repr(policy))[:40]}.")

@@ -23,6 +23,8 @@ from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
 from workbench.events import EventSink, open_sink
 from workbench.inputs import json_depth
+from workbench.judgments import Rating
+from workbench.judgments import judge as judge_document
 from workbench.redact import plain_text
 from workbench.types import CollectionInfo
 from workbench.vocab import DEFAULT_TOP_K, MAX_JSON_DEPTH
@@ -30,14 +32,15 @@ from workbench.vocab import DEFAULT_TOP_K, MAX_JSON_DEPTH
 INSTRUCTIONS = (
     "Rerank Workbench: search document collections. Vector search (or BM25, or both) finds candidates and a "
     "cross-encoder reranks them. Call list_collections first to see what can be searched; then search (structured "
-    "results with title, page, url and scores) or retrieve_from_chroma (plain text of the best passages)."
+    "results with title, page, url and scores) or retrieve_from_chroma (plain text of the best passages). judge grades "
+    "a document's relevance to a query, so evaluations count it."
 )
 
 
 def build_server(
     settings: Settings | None = None, engine: Engine | None = None, events: EventSink | None = None
 ) -> Any:
-    """The MCP server object with its three tools (run it with `.run()` or `.run_streamable_http_async()`)."""
+    """The MCP server object with its four tools (run it with `.run()` or `.run_streamable_http_async()`)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
@@ -83,6 +86,31 @@ def build_server(
             return search_documents(
                 engine, query, top_k, collection=collection, filters=filters, events=sink, min_score=min_score
             )
+        except WorkbenchError as exc:
+            raise ToolError(error_message(exc, remote=True)) from exc
+
+    @server.tool(
+        description=(
+            "Grade how relevant a document is to a query, as a named rater; the grade is kept with its history "
+            "and counts in the workbench's evaluations. collection: a name from list_collections. document_id: "
+            "the document_id a search returned. grade: 0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly "
+            "relevant. query: the query's text (a judged query with the same text is reused), or query_id: a "
+            "judged query's id. rater: who grades (name yourself, e.g. your model). Grades given here are recorded "
+            "as an LLM's (a person's grade of the same pair outranks them). Returns the grade stored and the pair's "
+            "current grade."
+        ),
+        structured_output=True,
+    )
+    def judge(
+        collection: str,
+        document_id: str,
+        grade: int,
+        query: str | None = None,
+        query_id: str | None = None,
+        rater: str = "agent",
+    ) -> Rating:
+        try:
+            return judge_document(engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater)
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 

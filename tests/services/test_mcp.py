@@ -16,6 +16,9 @@ import anyio
 from tests.conftest import free_port
 from tests.services.conftest import api_env
 from workbench.config import Settings
+from workbench.paths import demo_dir
+
+QRELS = demo_dir() / "qrels" / "test.tsv"
 
 
 def _text(result: Any) -> str:
@@ -31,7 +34,17 @@ async def _exercise(session: Any) -> dict[str, Any]:
     text = await session.call_tool("retrieve_from_chroma", {"collection_name": "demo", "query": "pension", "top_n": 2})
     missing = await session.call_tool("retrieve_from_chroma", {"collection_name": "nope", "query": "pension"})
     bad = await session.call_tool("search", {"query": "", "top_k": 3})
+    # the demo's own grade again (h1's first judged document), so the shared data's judgments stay as shipped
+    qid, doc, grade = next(line.split("\t") for line in QRELS.read_text().splitlines()[1:] if line.startswith("h1\t"))
+    judged = await session.call_tool(
+        "judge", {"collection": "demo", "document_id": doc, "grade": int(grade), "query_id": qid, "rater": "agent"}
+    )
+    misjudged = await session.call_tool(
+        "judge", {"collection": "demo", "document_id": doc, "grade": 9, "query": "pension", "rater": "agent"}
+    )
     return {
+        "judged": judged,
+        "misjudged": misjudged,
         "tools": tools,
         "listed": listed,
         "search": search,
@@ -44,7 +57,7 @@ async def _exercise(session: Any) -> dict[str, Any]:
 
 def _check(outcome: dict[str, Any]) -> None:
     tools = outcome["tools"]
-    assert set(tools) == {"retrieve_from_chroma", "search", "list_collections"}
+    assert set(tools) == {"retrieve_from_chroma", "search", "list_collections", "judge"}
     for tool in tools.values():
         assert len(tool.description) > 80  # enough for an agent to use the tool unaided
     assert "collection_name" in tools["retrieve_from_chroma"].input_schema["properties"]
@@ -58,6 +71,10 @@ def _check(outcome: dict[str, Any]) -> None:
         outcome["missing"]
     )
     assert outcome["bad"].is_error and "empty" in _text(outcome["bad"])
+    rating = outcome["judged"].structured_content
+    assert rating["rater"] == "agent" and rating["source"] == "llm" and rating["query_id"] == "h1"
+    assert rating["current_grade"] == rating["grade"]
+    assert outcome["misjudged"].is_error and "grade must be one of 0 not relevant" in _text(outcome["misjudged"])
 
 
 def test_mcp_over_stdio(served_data: Settings) -> None:

@@ -18,7 +18,14 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, read_qrels, read_queries
-from workbench.inputs import validate_collection_name, validate_doc_id, validate_grade, validate_query, validate_rater
+from workbench.inputs import (
+    validate_collection_name,
+    validate_doc_id,
+    validate_grade,
+    validate_policy,
+    validate_query,
+    validate_rater,
+)
 from workbench.judgments.agreement import Agreement, Weights, rater_agreement
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.redact import plain_text
@@ -99,7 +106,7 @@ def load_judgments(settings: Settings, collection: str, policy: str | None = Non
     rows = store.rows(collection)
     if not rows:
         return None
-    policy = policy or settings.judgment_policy
+    policy = validate_policy(policy) if policy is not None else settings.judgment_policy
     return Judgments(
         collection=collection,
         queries=store.queries(collection),

@@ -1,0 +1,74 @@
+"""POST /judgments (grade a document for a query, as a named rater) and GET /judgments/{collection} (the current
+grades, the judged queries, and how far the raters agree)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from workbench.api.dependencies import Authorised, State, run_bounded
+from workbench.errors import InputError
+from workbench.judgments import Agreement, Rating, judge, judgments_agreement, load_judgments
+from workbench.vocab import DEFAULT_RATER, MAX_DOC_ID_CHARS, MAX_QUERY_CHARS, MAX_RATER_CHARS
+
+router = APIRouter(tags=["judgments"], dependencies=Authorised)
+
+
+class JudgmentRequest(BaseModel):
+    """One grade: the query by its text or the id of a judged query, the document, the grade, the rater."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str = Field(..., max_length=512)
+    document_id: str = Field(..., max_length=MAX_DOC_ID_CHARS)
+    grade: int = Field(..., description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant")
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS * 4)
+    query_id: str | None = Field(None, max_length=512)
+    rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS * 2)
+
+    @model_validator(mode="after")
+    def _one_query(self) -> JudgmentRequest:
+        if (self.query is None) == (self.query_id is None):
+            raise ValueError("give either query (its text) or query_id (a judged query's id), not both")
+        return self
+
+
+class JudgmentsView(BaseModel):
+    """A collection's current grades (query id -> document id -> grade) under the policy, its judged queries,
+    how many grades were ever given, and the raters' agreement."""
+
+    collection: str
+    policy: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    given: int
+    raters: list[str]
+    agreement: Agreement
+
+
+@router.post("/judgments", response_model=Rating)
+async def add_judgment(body: JudgmentRequest, state: State) -> Rating:
+    def work() -> Rating:
+        return judge(
+            state.engine, body.collection, body.document_id, body.grade, query=body.query, query_id=body.query_id,
+            rater=body.rater,
+        )  # fmt: skip
+
+    return await run_bounded(state, work)
+
+
+@router.get("/judgments/{collection}", response_model=JudgmentsView)
+async def read_judgments(collection: str, state: State, policy: str | None = None) -> Any:
+    def work() -> JudgmentsView:
+        judgments = load_judgments(state.settings, collection, policy)
+        if judgments is None:
+            raise InputError(f"'{collection}' has no judgments yet: POST /judgments or import qrels first.")
+        return JudgmentsView(
+            collection=judgments.collection, policy=judgments.policy, queries=judgments.queries,
+            qrels=judgments.qrels, given=judgments.given, raters=judgments.raters,
+            agreement=judgments_agreement(state.settings, collection),
+        )  # fmt: skip
+
+    return await run_bounded(state, work)
