@@ -90,7 +90,7 @@ def test_two_raters_over_http_give_the_kappa_computed_by_hand(server: ApiServer,
     ],
 )
 def test_bad_judgments_are_refused_with_a_message(server: ApiServer, body: dict, status: int, message: str) -> None:
-    (qid, doc) = _pairs()[0]
+    doc = _pairs()[0][1]
     request = {"collection": "demo", "document_id": doc, "grade": 1, "query": "vacation", **body}
     answer = httpx.post(f"{server.url}/judgments", json=request, timeout=60)
     assert answer.status_code == status and message in answer.text, answer.text
