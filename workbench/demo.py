@@ -91,14 +91,14 @@ def ensure_demo_collection(
 def demo_dataset(split: str = "test", settings: Settings | None = None) -> Dataset:
     """The demo's judged queries as an evaluation dataset, named as users know it ('the demo handbook').
 
-    With `settings`, the grades are the judgments store's for the demo collection when it has them (the shipped
-    ones, and every rating given since, under the judgment policy); otherwise the shipped files'."""
+    With `settings`, the grades of its 50 queries are the judgments store's for the demo collection when it has
+    them (the shipped ones, and every rating given since, under the judgment policy); otherwise the shipped files'.
+    Queries typed and rated on the demo are evaluated with the collection's own judgments, not here."""
     dataset = Dataset.from_beir(demo_dir(), split)
     stored = load_judgments(settings, DEMO_COLLECTION) if settings is not None and split == "test" else None
     if stored is not None:
-        groups = dataset.groups
-        dataset = stored.dataset()
-        dataset.groups = groups
+        qrels = {qid: stored.qrels.get(qid, {}) for qid in dataset.queries}
+        dataset = Dataset(dataset.name, dataset.queries, qrels, dataset.corpus, dataset.groups)
     dataset.name = "the demo handbook"
     # Groups by the words the app uses, so the CLI, the JSON and the app name them alike.
     dataset.groups = {qid: GROUPS.get(group, group) for qid, group in dataset.groups.items()}

@@ -176,6 +176,52 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     _screenshot(page, "explain.png")
 
 
+def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page) -> None:
+    """A query nobody judged: every card is marked unjudged; grading the reranked #1 card 3 (perfectly relevant)
+    makes it a judged query at once: nDCG@10 1.000 (one relevant document, at rank 1) and first relevant #1,
+    the same grade in both lists, and the grade kept in the store under the rater's name."""
+    from workbench.config import Settings
+    from workbench.judgments import load_judgments
+
+    _on_page(page, "Explore")
+    rater = page.get_by_label("Rating as", exact=True)
+    rater.fill("ann")
+    rater.press("Enter")
+    page.wait_for_timeout(500)
+    box = page.get_by_label("Query", exact=True)
+    box.fill("do we have a bicycle plan")
+    box.press("Enter")
+    _shown(page, "has judgments for 50 queries; this query is not one of them")
+    _shown(page, "unjudged")
+    page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")
+    threes = page.get_by_role("radio", name="3", exact=True)
+    cards, seen = -1, []
+    while len(seen) < 4 or len(set(seen[-4:])) > 1:  # the previous query's cards linger until the rerun ends
+        page.wait_for_timeout(500)
+        seen.append(threes.count())
+    cards = seen[-1]
+    assert cards % 2 == 0 and cards >= 2  # one grade control per card, in both lists
+    for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
+        threes.nth(cards // 2).click()  # the first card of the reranked list
+        try:
+            page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000)
+            break
+        except Exception:
+            if attempt == 2:
+                _screenshot(page, "grading-failed.png")
+                raise
+    metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
+    ndcg = next(m for m in metrics if m.startswith("nDCG@10 after reranking"))
+    first = next(m for m in metrics if m.startswith("first relevant, after"))
+    assert "1.000" in ndcg and "#1" in first, metrics
+    _no_exception(page)
+    _screenshot(page, "graded.png")
+    judgments = load_judgments(Settings(data_dir=RUN["data"]), "demo")
+    match = judgments.for_query("do we have a bicycle plan")
+    assert match is not None and list(match[1].values()) == [3]
+    assert "ann" in judgments.raters
+
+
 def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 

@@ -10,6 +10,7 @@ import time
 import streamlit as st
 
 from workbench.app import PAGES_DIR, STATIC_DIR
+from workbench.app.judging import rater_input
 from workbench.app.state import (
     STATE,
     Controls,
@@ -159,7 +160,10 @@ def sidebar(engine: Engine) -> Controls:
         except WorkbenchError as exc:
             filter_error = str(exc)
             st.error(filter_error)
+        st.markdown("### Judging")
+        rater = rater_input(engine)
     return Controls(
+        rater=rater,
         collection=collection,
         k=k,
         top_n=STATE.top_n(),

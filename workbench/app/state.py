@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
-from workbench.vocab import DEFAULT_TOP_K
+from workbench.vocab import DEFAULT_RATER, DEFAULT_TOP_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -198,6 +198,7 @@ class Controls(BaseModel):
     rerank: bool = True
     reranker_model: str | None = None
     retrieval: str = "dense"
+    rater: str = DEFAULT_RATER  # the name grades given on cards are kept under
 
     @property
     def reranker(self) -> Any:

@@ -37,7 +37,12 @@ PROBABILITY_NOTE = (
 )
 
 
-GRADE_LABELS = {2: ("green", "relevant"), 1: ("orange", "partly relevant"), 0: ("gray", "judged not relevant")}
+GRADE_LABELS = {
+    3: ("green", "perfectly relevant"),
+    2: ("green", "relevant"),
+    1: ("orange", "partly relevant"),
+    0: ("gray", "judged not relevant"),
+}
 
 
 SIDEBAR_CONTROLS = ("collection", "reranker", "first stage", "k", "top n", "filters")
@@ -103,9 +108,14 @@ def movement_badge(row: RankedHit) -> str:
     return f":{color}-badge[{text_md(row.movement_label)}]"
 
 
-def grade_badge(grade: int | None) -> str:
-    if grade is None:
+def grade_badge(grades: dict[str, int] | None, doc_id: str) -> str:
+    """The document's grade as a badge; "unjudged" where the query's grades are known and it has none (then
+    every metric counts it as not relevant); nothing when no grades are at hand."""
+    if grades is None:
         return ""
+    grade = grades.get(doc_id)
+    if grade is None:
+        return " · :gray-badge[:material/help: unjudged]"
     color, label = GRADE_LABELS.get(grade, ("green", f"grade {grade}"))
     return f" · :{color}-badge[{label} ({grade})]"
 
@@ -124,10 +134,17 @@ def _document(metadata: dict, fallback: str) -> str:
     return str(metadata.get("document_id", fallback))
 
 
-def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, retrieval: str = "dense") -> None:
+def vector_row(
+    c: Candidate,
+    top_n: int,
+    grades: dict[str, int] | None = None,
+    retrieval: str = "dense",
+    extra: Callable[[str], None] | None = None,
+) -> None:
+    """One first-stage card; `extra` draws more inside it, given the document id (Explore's grade control)."""
     with st.container(border=True):
         fate = "" if c.rerank_rank <= top_n else f" · :gray-badge[dropped → \\#{c.rerank_rank}]"
-        grade = grade_badge(grades.get(_document(c.metadata, c.id)) if grades is not None else None)
+        grade = grade_badge(grades, _document(c.metadata, c.id))
         name = RETRIEVAL[retrieval].score_name
         sources = ""
         if c.sources:
@@ -138,6 +155,8 @@ def vector_row(c: Candidate, top_n: int, grades: dict[str, int] | None = None, r
         )
         st.caption(text_md(_where(c.metadata)))
         _body(c.text)
+        if extra is not None:
+            extra(_document(c.metadata, c.id))
 
 
 def calibrated_md(score: float | None, calibration: Calibration | None) -> str:
@@ -165,7 +184,7 @@ def reranked_row(
     """One reranked card; `note` (Compare's "only in A") is a badge in the card's own header line; `calibration`
     adds p(relevant) beside the score; `extra` draws more inside the card (Explore's "why here?")."""
     with st.container(border=True):
-        grade = grade_badge(grades.get(_document(r.metadata, r.id)) if grades is not None else None)
+        grade = grade_badge(grades, _document(r.metadata, r.id))
         badge = f" · :violet-badge[{text_md(note)}]" if note else ""
         st.markdown(
             f"**\\#{r.rank_after}** {movement_badge(r)} · **{text_md(label_of(r.metadata, r.text))}** · "

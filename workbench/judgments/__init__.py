@@ -10,6 +10,7 @@
 
 from workbench.judgments.agreement import Agreement, Disagreement, PairAgreement, fleiss_kappa, rater_agreement
 from workbench.judgments.figures import QueryFigures, query_figures
+from workbench.judgments.queue import QueueItem, document_texts, judging_queue
 from workbench.judgments.service import (
     EXPORT_FORMATS,
     Judgments,
@@ -37,14 +38,17 @@ __all__ = [
     "Judgments",
     "PairAgreement",
     "QueryFigures",
+    "QueueItem",
     "Rating",
     "attach_judgments",
     "current_grades",
     "detach_judgments",
+    "document_texts",
     "export_judgments",
     "export_queries",
     "fleiss_kappa",
     "judge",
+    "judging_queue",
     "judgment_rows",
     "judgments_agreement",
     "judgments_folder",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from workbench.app import calibration_view, rerankers_view
+from workbench.app import queue_view, calibration_view, rerankers_view
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
@@ -50,7 +50,7 @@ def run() -> None:
 
     presets: dict[str, Path | None] = {DEMO: demo_dir()}
     attached = load_judgments(engine.settings, c.collection) if c.collection else None
-    if attached is not None and c.collection != DEMO_COLLECTION:
+    if attached is not None:
         presets[ATTACHED] = None
     for folder in beir_folders(engine.settings):
         if folder != demo_dir().resolve():
@@ -209,6 +209,8 @@ def run() -> None:
         st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
     else:
         st.caption("No reranker in this run: the figures are the first stage's.")
+    with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
+        queue_view.draw(engine, report, c.rater)
 
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)

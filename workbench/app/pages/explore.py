@@ -9,6 +9,7 @@ import streamlit as st
 from workbench.app.charts import slopegraph, stage_bar
 from workbench.app.explain_view import why_here
 from workbench.app.history import open_history, remember
+from workbench.app.judging import Judging, grade_control
 from workbench.app.state import (
     STATE,
     Controls,
@@ -35,6 +36,7 @@ from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
+from workbench.types import RankedHit, SearchResult
 from workbench.vocab import RETRIEVAL
 
 
@@ -137,41 +139,8 @@ def run() -> None:
             st.warning("Nothing matched: try other words.")
         st.stop()  # the history is drawn already
 
-    grades = None
-    judgments = load_judgments(engine.settings, result.collection)
-    if judgments is not None:
-        match = judgments.for_query(result.query)
-        if match is None:
-            st.caption(
-                f"'{result.collection}' has judgments for {judgments.query_count} queries; this query is not one of "
-                "them, so no figures for it."
-            )
-        else:
-            query_id, grades = match
-            figures = query_figures(result, query_id, grades)
-            j = st.columns(4)
-
-            def _rank(value: int | None) -> str:
-                return f"#{value}" if value else f"none in the top {len(result.candidates)}"
-
-            j[0].metric(
-                "nDCG@10 after reranking",
-                f"{figures.ndcg_after:.3f}",
-                f"{figures.ndcg_after - figures.ndcg_before:+.3f} vs first stage {figures.ndcg_before:.3f}",
-            )
-            j[1].metric(
-                "judged@10",
-                f"{figures.judged_after:.0%}",
-                help=f"the share of the reranked top 10 that has a judgment (first stage: {figures.judged_before:.0%})"
-                "; an unjudged document counts as not relevant",
-            )
-            j[2].metric("first relevant, before", _rank(figures.first_relevant_before))
-            j[3].metric("first relevant, after", _rank(figures.first_relevant_after))
-            st.caption(
-                f"Judged query `{text_md(query_id)}`: {figures.relevant_judged} relevant documents judged; badges mark "
-                "judged documents in both lists by grade (grade 2: relevant; grade 1: partly relevant)."
-            )
-
+    grades = _judged_figures(engine, result)
+    judging = Judging(engine, result.collection, result.query, grades, c.rater)
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
     calibration = load_calibration(engine.settings, result.collection, result.reranker_model)
     if result.reranker_model:
@@ -185,23 +154,75 @@ def run() -> None:
     with left:
         st.subheader(f"{first_stage} · top {result.top_n} of {len(result.candidates)}")
         for candidate in result.candidates[: result.top_n]:
-            vector_row(candidate, result.top_n, grades, result.retrieval)
+            vector_row(
+                candidate, result.top_n, grades, result.retrieval, lambda doc: grade_control(judging, doc, "first")
+            )
     with right:
         heading = "Reranked" if result.reranker_model else "No reranking: first-stage order"
         st.subheader(f"{heading} · top {result.top_n}")
         if result.reranker_model is None:
             st.caption("Reranking is off: the order is the first-stage order.")
         explain = why_here(result) if result.reranker_model else None
-        for row in result.reranked:
-            reranked_row(row, grades, result.score_scale, calibration=calibration, extra=explain)
 
-    relevant = {doc for doc, grade in (grades or {}).items() if grade > 0}
+        def card_extra(row: RankedHit) -> None:
+            grade_control(judging, str(row.metadata.get("document_id", row.id)), "reranked")
+            if explain is not None:
+                explain(row)
+
+        for row in result.reranked:
+            reranked_row(row, grades, result.score_scale, calibration=calibration, extra=card_extra)
+
+    relevant = {doc for doc, grade in grades.items() if grade > 0}
     st.plotly_chart(slopegraph(result, relevant), width="stretch", key="slopegraph")
     downloads(result, "explore")
     if st.button(
         "Compare this query in two configurations →", on_click=set_value, args=("compare_query", result.query)
     ):
         st.switch_page(page("compare"))
+
+
+def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
+    """The query's grades (empty when it is not judged), with its nDCG@10, judged@10 and first relevant ranks
+    before and after reranking when it is."""
+    judgments = load_judgments(engine.settings, result.collection)
+    match = judgments.for_query(result.query) if judgments is not None else None
+    if match is None:
+        where = (
+            f"'{result.collection}' has judgments for {judgments.query_count} queries; this query is not one of them"
+            if judgments is not None
+            else f"'{result.collection}' has no judgments yet"
+        )
+        st.caption(
+            f"{text_md(where)}. Grade a card (0-3) to judge it: its nDCG@10 and first relevant rank appear here, "
+            "and Evaluate counts it."
+        )
+        return {}
+    query_id, grades = match
+    figures = query_figures(result, query_id, grades)
+    j = st.columns(4)
+
+    def _rank(value: int | None) -> str:
+        return f"#{value}" if value else f"none in the top {len(result.candidates)}"
+
+    j[0].metric(
+        "nDCG@10 after reranking",
+        f"{figures.ndcg_after:.3f}",
+        f"{figures.ndcg_after - figures.ndcg_before:+.3f} vs first stage {figures.ndcg_before:.3f}",
+    )
+    j[1].metric(
+        "judged@10",
+        f"{figures.judged_after:.0%}",
+        help=f"the share of the reranked top 10 that has a judgment (first stage: {figures.judged_before:.0%})"
+        "; an unjudged document counts as not relevant",
+    )
+    j[2].metric("first relevant, before", _rank(figures.first_relevant_before))
+    j[3].metric("first relevant, after", _rank(figures.first_relevant_after))
+    st.caption(
+        f"Judged query `{query_id.replace('`', '')}`: {figures.relevant_judged} relevant documents judged; badges mark "
+        "each document's grade in both lists, and grey ones are unjudged (counted as not relevant). Grade any card "
+        "with its 0-3 buttons."
+    )
+    return grades
 
 
 def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> None:

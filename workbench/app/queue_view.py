@@ -1,0 +1,49 @@
+"""Evaluate's judging queue: the unjudged documents of the top n lists the evaluation ran, heaviest on the
+verdict first, each with its passage and a grade control. A graded row leaves the queue on the next run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from workbench.app.judging import Judging, grade_control
+from workbench.app.widgets import counted, text_md
+from workbench.engine import Engine
+from workbench.evaluation.report import EvaluationReport
+from workbench.judgments import document_texts, judging_queue, load_judgments
+from workbench.vocab import DISPLAY_CHARS
+
+SHOWN = 10  # rows drawn at a time; the rest wait below
+
+
+def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
+    """The queue for this report, rated in place as `rater`."""
+    judgments = load_judgments(engine.settings, report.collection)
+    queue = judging_queue([report], judgments)
+    st.markdown("#### Judging queue")
+    if not queue:
+        st.success(
+            f"Every document in the top {report.top_n}, before and after reranking, is judged.",
+            icon=":material/task_alt:",
+        )
+        return
+    st.caption(
+        f"{counted(len(queue), 'unjudged document', 'unjudged documents')} in the top {report.top_n} before or after "
+        "reranking, those that could move the verdict most first (brought in or dropped by the reranker, near the "
+        f"top). Every metric counts them as not relevant until graded. Grading as **{text_md(rater)}**; run the "
+        "evaluation again to count the new grades."
+    )
+    texts = document_texts(engine, report.collection, [item.doc_id for item in queue[:SHOWN]])
+    for item in queue[:SHOWN]:
+        with st.container(border=True):
+            before = f"#{item.rank_before}" if item.rank_before else "—"
+            after = f"#{item.rank_after}" if item.rank_after else "—"
+            st.markdown(
+                f"**{text_md(item.query)}** · `{item.doc_id.replace('`', '')}` · rank {before} → {after} · "
+                f"weight `{item.weight:.4f}`"
+            )
+            text = " ".join(texts.get(item.doc_id, "").split())
+            if text:
+                st.markdown(text_md(text[:DISPLAY_CHARS]) + ("…" if len(text) > DISPLAY_CHARS else ""))
+            grade_control(Judging(engine, report.collection, item.query, {}, rater), item.doc_id, "queue")
+    if len(queue) > SHOWN:
+        st.caption(f"{len(queue) - SHOWN} more after these.")

@@ -1,0 +1,89 @@
+"""The judging queue: the unjudged documents in the top n of an evaluation, before and after reranking, ordered
+by how much their grade could move the verdict.
+
+A document's weight is how far the query's nDCG@10 change (after minus before) would move if it were found
+relevant: its discount 1/log2(rank + 1) in the reranked top 10 minus its discount in the first-stage top 10,
+divided by the number of queries (the verdict is on the mean change). A document the reranker brought in, or
+dropped, weighs most; one at the same rank in both lists cannot move the change at all, and comes last (it
+still moves both figures). Documents graded since the evaluation ran leave the queue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from workbench.engine import Engine
+from workbench.evaluation.report import EvaluationReport
+from workbench.judgments.service import Judgments
+
+_CUTOFF = 10  # the verdict's metric is nDCG@10
+
+
+class QueueItem(BaseModel):
+    """One unjudged (query, document) pair to grade, where it ranked, and its weight on the verdict."""
+
+    query_id: str
+    query: str
+    doc_id: str
+    rank_before: int | None
+    rank_after: int | None
+    weight: float
+    configurations: list[str]
+
+
+def _discount(rank: int | None) -> float:
+    return 1 / math.log2(rank + 1) if rank is not None and rank <= _CUTOFF else 0.0
+
+
+def judging_queue(
+    reports: Sequence[EvaluationReport], judgments: Judgments | None = None, limit: int | None = None
+) -> list[QueueItem]:
+    """The unjudged documents of the reports' top n lists (pooled over reports, before and after reranking),
+    heaviest first; `judgments` (the store's, read now) drops pairs graded since the reports ran."""
+    pooled: dict[tuple[str, str], QueueItem] = {}
+    for report in reports:
+        label = f"{report.retrieval} → {report.reranker_model or 'no reranker'}"
+        texts = {o.query_id: o.query for o in report.per_query}
+        for query_id, query in texts.items():
+            graded = judgments.for_query(query) if judgments is not None else None
+            now = graded[1] if graded else {}
+            before, after = report.top_lists(query_id)
+            ranks_before = {doc: rank for rank, (doc, _) in enumerate(before, start=1)}
+            ranks_after = {doc: rank for rank, (doc, _) in enumerate(after, start=1)}
+            for doc, grade in [*before, *after]:
+                if grade is not None or doc in now:
+                    continue
+                rank_b, rank_a = ranks_before.get(doc), ranks_after.get(doc)
+                weight = abs(_discount(rank_a) - _discount(rank_b)) / max(report.queries, 1)
+                item = pooled.get((query_id, doc))
+                if item is None:
+                    pooled[(query_id, doc)] = QueueItem(
+                        query_id=query_id, query=query, doc_id=doc, rank_before=rank_b, rank_after=rank_a,
+                        weight=weight, configurations=[label],
+                    )  # fmt: skip
+                elif label not in item.configurations:
+                    item.configurations.append(label)
+                    item.weight = max(item.weight, weight)
+    ranked = sorted(
+        pooled.values(),
+        key=lambda i: (-i.weight, min(i.rank_before or 10**6, i.rank_after or 10**6), i.query_id, i.doc_id),
+    )
+    return ranked[:limit] if limit else ranked
+
+
+def document_texts(engine: Engine, collection: str, doc_ids: Sequence[str], most: int = 20_000) -> dict[str, str]:
+    """Each document's first chunk text, for the queue's cards (read from the store; empty for collections of
+    more than `most` chunks, where the queue shows ids only)."""
+    store = engine.registry.get(collection)
+    if store.count() > most:
+        return {}
+    wanted = set(doc_ids)
+    texts: dict[str, str] = {}
+    for chunk in store.all_chunks():
+        doc = str(chunk.metadata.get("document_id", chunk.id))
+        if doc in wanted and doc not in texts:
+            texts[doc] = chunk.text
+    return texts
