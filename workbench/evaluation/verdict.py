@@ -45,7 +45,10 @@ class Verdict(BaseModel):
             f"p = {self.p_value:.4f}, {self.queries} queries; judged@10 {self.judged_at_k:.0%})"
         )
         few = self.judged_at_k < ENOUGH_JUDGED
-        queue = " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged documents count as not relevant)."
+        queue = (
+            " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged "
+            "documents count as not relevant)."
+        )
         if self.direction == "helps":
             return f"Reranking helps: {change}."
         if self.direction == "hurts":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from workbench.app import queue_view, calibration_view, rerankers_view
+from workbench.app import calibration_view, queue_view, rerankers_view
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
