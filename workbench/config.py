@@ -156,11 +156,8 @@ class Settings(BaseSettings):
     )
     session_ttl_days: float | None = Field(None, gt=0, validation_alias=_alias("session_ttl_days", "SESSION_TTL_DAYS"))
 
-    # Judgments (kept beside the sessions) and the optional LLM judge, any OpenAI-compatible chat endpoint;
-    # its key is the usual OPENAI_API_KEY, read where the judge is made and never shown
+    # Judgments (kept beside the sessions): how a pair's current grade is chosen from its history
     judgment_policy: str = Field("latest", validation_alias=_alias("judgment_policy", "WORKBENCH_JUDGMENT_POLICY"))
-    judge_model: str | None = Field(None, validation_alias=_alias("judge_model", "WORKBENCH_JUDGE_MODEL"))
-    judge_url: str | None = Field(None, validation_alias=_alias("judge_url", "WORKBENCH_JUDGE_URL"))
 
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
@@ -189,8 +186,6 @@ class Settings(BaseSettings):
         "events",
         "reranker_service_url",
         "rerankers",
-        "judge_model",
-        "judge_url",
         mode="before",
     )
     @classmethod

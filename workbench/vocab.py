@@ -107,12 +107,10 @@ JUDGMENT_SOURCES: Final[tuple[str, ...]] = get_args(JudgmentSource)
 # How the current grade of a (query, document) is chosen from its history; "rater:NAME" names one rater.
 JUDGMENT_POLICIES: Final = ("latest", "majority")
 RATER_POLICY_PREFIX: Final = "rater:"
-LLM_RATER_PREFIX: Final = "llm:"  # the LLM judge rates as "llm:<model>"
 DEFAULT_RATER: Final = "me"
 MAX_RATER_CHARS: Final = 64
 MAX_DOC_ID_CHARS: Final = 512
 MAX_REASON_CHARS: Final = 500
-JUDGE_KEY_SETTING: Final = "OPENAI_API_KEY"  # the LLM judge's key (never shown)
 
 
 def recall_at(k: int) -> str:
