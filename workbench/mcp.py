@@ -110,7 +110,9 @@ def build_server(
         rater: str = "agent",
     ) -> Rating:
         try:
-            return judge_document(engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater)
+            return judge_document(
+                engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater, source="llm"
+            )
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 
