@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,11 +19,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from workbench.config import Settings
-from workbench.errors import InputError, WorkbenchError
+from workbench.errors import InputError
 from workbench.inputs import check_json, json_depth
-from workbench.redact import plain_text, redact_url
-from workbench.stores.base import translate_store_error
-from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
+from workbench.redact import plain_text
+from workbench.stores.kept import KeptStore, PostgresTables, SqliteFile
+from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, MAX_JSON_DEPTH
 
 MAX_SESSION_ID = 128
@@ -122,11 +119,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SessionStore(ABC):
+class SessionStore(KeptStore, ABC):
     """Turns and summaries by session id; safe to use from many threads."""
 
-    location: str
-    timeout: float | None = None
+    store_name = "the session store"
 
     def __init__(self, recent_limit: int = 10, ttl_days: float | None = None) -> None:
         self.recent_limit = recent_limit
@@ -176,17 +172,6 @@ class SessionStore(ABC):
         with self._errors("delete a session"):
             return self._delete(session_id)
 
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except WorkbenchError:
-            raise
-        except Exception as exc:
-            raise translate_store_error(
-                exc, store="the session store", location=self.location, action=action, timeout=self.timeout
-            ) from exc
-
     @abstractmethod
     def _insert(
         self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
@@ -205,17 +190,13 @@ class SessionStore(ABC):
     def _expire(self) -> None: ...
 
 
-class SqliteSessionStore(SessionStore):
+class SqliteSessionStore(SqliteFile, SessionStore):
     """Sessions in one SQLite file (WAL, busy timeout), one connection per thread."""
 
     def __init__(self, path: str | Path, recent_limit: int = 10, ttl_days: float | None = None) -> None:
         super().__init__(recent_limit, ttl_days)
-        self.path = Path(path)
-        self.location = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._open_file(path)
         with self._connection() as db:
-            db.execute("PRAGMA journal_mode=WAL")
             db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS turns (
@@ -232,15 +213,6 @@ class SqliteSessionStore(SessionStore):
             db.execute(
                 "CREATE UNIQUE INDEX IF NOT EXISTS turns_once ON turns (session_id, turn_id) WHERE turn_id IS NOT NULL"
             )
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA busy_timeout=30000")
-            self._local.db = db
-        yield db
 
     def _insert(
         self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
@@ -296,7 +268,7 @@ class SqliteSessionStore(SessionStore):
                 db.execute("DELETE FROM summaries WHERE updated_at < ?", (cutoff.isoformat(),))
 
 
-class PostgresSessionStore(SessionStore):
+class PostgresSessionStore(PostgresTables, SessionStore):
     """Sessions in PostgreSQL (tables `session_turns` and `session_summaries` in a schema)."""
 
     def __init__(
@@ -309,11 +281,7 @@ class PostgresSessionStore(SessionStore):
         timeout: float = DEFAULT_STORE_TIMEOUT,
     ) -> None:
         super().__init__(recent_limit, ttl_days)
-        self.url = url
-        self.location = redact_url(url)
-        self.timeout = timeout
-        self._schema = sql_ident(schema, "schema")
-        self._pool = shared_pool(url, timeout, store="the session store")
+        self._open_pool(url, schema, timeout)
         with self._errors("create its tables"), self._cursor() as cur:
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
             cur.execute(
@@ -333,11 +301,6 @@ class PostgresSessionStore(SessionStore):
                 f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
                 "summary text NOT NULL, updated_at timestamptz NOT NULL)"
             )
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        with transaction(self._pool) as cur:
-            yield cur
 
     def _insert(
         self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None
@@ -398,9 +361,6 @@ class PostgresSessionStore(SessionStore):
             with self._cursor() as cur:
                 cur.execute(f"DELETE FROM {self._schema}.session_turns WHERE created_at < %s", [cutoff])
                 cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE updated_at < %s", [cutoff])
-
-    def close(self) -> None:
-        close_pool(self.url, self._pool)
 
 
 _stores: dict[str, SessionStore] = {}

@@ -151,8 +151,9 @@ def rate(
     if source not in JUDGMENT_SOURCES:
         raise InputError(f"source must be one of {', '.join(JUDGMENT_SOURCES)}; got {plain_text(repr(source))[:40]}.")
     reason = plain_text(str(reason or ""))[:MAX_REASON_CHARS]
-    existing = load_judgments(settings, collection)
-    queries = existing.queries if existing else open_judgment_store(settings).queries(collection)
+    _move_attached_files(settings, collection)
+    store = open_judgment_store(settings)
+    queries = store.queries(collection)
     if query is None and query_id is None:
         raise InputError("Name the query: its text (query) or the id of a judged query (query_id).")
     if query is None:
@@ -168,9 +169,8 @@ def rate(
         collection=collection, query_id=qid, doc_id=doc_id, grade=grade, rater=rater, source=source,
         reason=reason, created_at=now(),
     )  # fmt: skip
-    store = open_judgment_store(settings)
     store.add([row], {qid: text} if qid not in queries else None, collection)
-    rows = [r for r in store.rows(collection) if r.query_id == qid and r.doc_id == doc_id]
+    rows = store.rows(collection, (qid, doc_id))  # the pair's history: its current grade under the policy
     current = current_grades(rows, settings.judgment_policy)[qid][doc_id]
     return Rating(
         collection=collection, query_id=qid, query=text, doc_id=doc_id, grade=grade, rater=rater, source=source,

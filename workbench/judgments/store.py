@@ -11,12 +11,10 @@ sessions.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,10 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.errors import WorkbenchError
-from workbench.redact import redact_url
-from workbench.stores.base import translate_store_error
-from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
+from workbench.stores.kept import KeptStore, PostgresTables, SqliteFile
+from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, RATER_POLICY_PREFIX
 
 _COLUMNS = "collection, query_id, doc_id, grade, rater, source, reason, created_at"
@@ -78,11 +74,10 @@ def current_grades(rows: Iterable[JudgmentRow], policy: str = "latest") -> dict[
     return qrels
 
 
-class JudgmentStore(ABC):
+class JudgmentStore(KeptStore, ABC):
     """Judgment rows and judged queries by collection; safe to use from many threads."""
 
-    location: str
-    timeout: float | None = None
+    store_name = "the judgments store"
 
     def add(self, rows: list[JudgmentRow], queries: dict[str, str] | None = None, collection: str = "") -> int:
         """Append grades (and keep the texts of their queries); how many rows were added."""
@@ -93,10 +88,10 @@ class JudgmentStore(ABC):
                 self._insert(rows)
         return len(rows)
 
-    def rows(self, collection: str) -> list[JudgmentRow]:
-        """Every grade given in the collection, oldest first."""
+    def rows(self, collection: str, pair: tuple[str, str] | None = None) -> list[JudgmentRow]:
+        """Every grade given in the collection (or to one (query id, document id) pair), oldest first."""
         with self._errors("read judgments"):
-            return self._rows(collection)
+            return self._rows(collection, pair)
 
     def queries(self, collection: str) -> dict[str, str]:
         """The collection's judged queries: id -> text."""
@@ -112,17 +107,6 @@ class JudgmentStore(ABC):
         with self._errors("delete judgments"):
             return self._delete(collection)
 
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except WorkbenchError:
-            raise
-        except Exception as exc:
-            raise translate_store_error(
-                exc, store="the judgments store", location=self.location, action=action, timeout=self.timeout
-            ) from exc
-
     @abstractmethod
     def _insert(self, rows: list[JudgmentRow]) -> None: ...
 
@@ -130,7 +114,7 @@ class JudgmentStore(ABC):
     def _save_queries(self, collection: str, queries: dict[str, str]) -> None: ...
 
     @abstractmethod
-    def _rows(self, collection: str) -> list[JudgmentRow]: ...
+    def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]: ...
 
     @abstractmethod
     def _queries(self, collection: str) -> dict[str, str]: ...
@@ -155,16 +139,13 @@ def _values(row: JudgmentRow, at: Any) -> tuple[Any, ...]:
     return (row.collection, row.query_id, row.doc_id, row.grade, row.rater, row.source, row.reason, at)
 
 
-class SqliteJudgmentStore(JudgmentStore):
+class SqliteJudgmentStore(SqliteFile, JudgmentStore):
     """Judgments in one SQLite file (WAL, busy timeout), one connection per thread."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.location = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        with self._errors("create its tables"):
+            self._open_file(path)
         with self._errors("create its tables"), self._connection() as db:
-            db.execute("PRAGMA journal_mode=WAL")
             db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS judgments (
@@ -172,20 +153,12 @@ class SqliteJudgmentStore(JudgmentStore):
                     doc_id TEXT NOT NULL, grade INTEGER NOT NULL, rater TEXT NOT NULL, source TEXT NOT NULL,
                     reason TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS judgments_by_collection ON judgments (collection, id);
+                CREATE INDEX IF NOT EXISTS judgments_by_pair ON judgments (collection, query_id, doc_id);
                 CREATE TABLE IF NOT EXISTS judged_queries (
                     collection TEXT NOT NULL, query_id TEXT NOT NULL, text TEXT NOT NULL,
                     PRIMARY KEY (collection, query_id));
                 """
             )
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA busy_timeout=30000")
-            self._local.db = db
-        yield db
 
     def _insert(self, rows: list[JudgmentRow]) -> None:
         with self._connection() as db:
@@ -204,10 +177,13 @@ class SqliteJudgmentStore(JudgmentStore):
                 [(collection, q, t) for q, t in queries.items()],
             )
 
-    def _rows(self, collection: str) -> list[JudgmentRow]:
+    def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]:
+        where, values = ("AND query_id = ? AND doc_id = ? ", pair) if pair else ("", ())
         with self._connection() as db:
-            found = db.execute(f"SELECT {_COLUMNS} FROM judgments WHERE collection = ? ORDER BY id", (collection,))
-            return [_row(values) for values in found.fetchall()]
+            found = db.execute(
+                f"SELECT {_COLUMNS} FROM judgments WHERE collection = ? {where}ORDER BY id", (collection, *values)
+            )
+            return [_row(row) for row in found.fetchall()]
 
     def _queries(self, collection: str) -> dict[str, str]:
         with self._connection() as db:
@@ -225,15 +201,11 @@ class SqliteJudgmentStore(JudgmentStore):
         return int(removed)
 
 
-class PostgresJudgmentStore(JudgmentStore):
+class PostgresJudgmentStore(PostgresTables, JudgmentStore):
     """Judgments in PostgreSQL (tables `judgments` and `judged_queries` in a schema)."""
 
     def __init__(self, url: str, *, schema: str = "workbench", timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
-        self.url = url
-        self.location = redact_url(url)
-        self.timeout = timeout
-        self._schema = sql_ident(schema, "schema")
-        self._pool = shared_pool(url, timeout, store="the judgments store")
+        self._open_pool(url, schema, timeout)
         with self._errors("create its tables"), self._cursor() as cur:
             cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
             cur.execute(
@@ -246,14 +218,13 @@ class PostgresJudgmentStore(JudgmentStore):
                 f"CREATE INDEX IF NOT EXISTS judgments_by_collection ON {self._schema}.judgments (collection, id)"
             )
             cur.execute(
+                f"CREATE INDEX IF NOT EXISTS judgments_by_pair ON {self._schema}.judgments "
+                "(collection, query_id, doc_id)"
+            )
+            cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {self._schema}.judged_queries (collection text NOT NULL, "
                 "query_id text NOT NULL, text text NOT NULL, PRIMARY KEY (collection, query_id))"
             )
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        with transaction(self._pool) as cur:
-            yield cur
 
     def _insert(self, rows: list[JudgmentRow]) -> None:
         with self._cursor() as cur:
@@ -270,12 +241,14 @@ class PostgresJudgmentStore(JudgmentStore):
                 [(collection, q, t) for q, t in queries.items()],
             )
 
-    def _rows(self, collection: str) -> list[JudgmentRow]:
+    def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]:
+        where, values = ("AND query_id = %s AND doc_id = %s ", pair) if pair else ("", ())
         with self._cursor() as cur:
             cur.execute(
-                f"SELECT {_COLUMNS} FROM {self._schema}.judgments WHERE collection = %s ORDER BY id", [collection]
+                f"SELECT {_COLUMNS} FROM {self._schema}.judgments WHERE collection = %s {where}ORDER BY id",
+                [collection, *values],
             )
-            return [_row(values) for values in cur.fetchall()]
+            return [_row(row) for row in cur.fetchall()]
 
     def _queries(self, collection: str) -> dict[str, str]:
         with self._cursor() as cur:
@@ -293,9 +266,6 @@ class PostgresJudgmentStore(JudgmentStore):
             removed = cur.rowcount
             cur.execute(f"DELETE FROM {self._schema}.judged_queries WHERE collection = %s", [collection])
         return int(removed)
-
-    def close(self) -> None:
-        close_pool(self.url, self._pool)
 
 
 _stores: dict[str, JudgmentStore] = {}

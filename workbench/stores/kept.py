@@ -1,0 +1,75 @@
+"""What the stores the workbench keeps for itself (session memory, judgments) share: failures translated like
+every other store's, one SQLite file with a connection per thread, or a PostgreSQL pool and schema."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from workbench.errors import WorkbenchError
+from workbench.redact import redact_url
+from workbench.stores.base import translate_store_error
+from workbench.stores.postgres import close_pool, shared_pool, sql_ident, transaction
+
+
+class KeptStore:
+    """A store of the workbench's own records; `store_name` names it in error messages."""
+
+    store_name: ClassVar[str]
+    location: str
+    timeout: float | None = None
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except WorkbenchError:
+            raise
+        except Exception as exc:
+            raise translate_store_error(
+                exc, store=self.store_name, location=self.location, action=action, timeout=self.timeout
+            ) from exc
+
+
+class SqliteFile(KeptStore):
+    """One SQLite file (WAL, busy timeout), one connection per thread."""
+
+    def _open_file(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._connection() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        yield db
+
+
+class PostgresTables(KeptStore):
+    """Tables in a PostgreSQL schema, through the pool shared by everything the workbench keeps there."""
+
+    def _open_pool(self, url: str, schema: str, timeout: float) -> None:
+        self.url = url
+        self.location = redact_url(url)
+        self.timeout = timeout
+        self._schema = sql_ident(schema, "schema")
+        self._pool = shared_pool(url, timeout, store=self.store_name)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with transaction(self._pool) as cur:
+            yield cur
+
+    def close(self) -> None:
+        close_pool(self.url, self._pool)
