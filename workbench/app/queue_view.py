@@ -15,6 +15,12 @@ from workbench.vocab import DISPLAY_CHARS
 SHOWN = 10  # rows drawn at a time; the rest wait below
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _texts(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[str, str]:
+    """The queue's passages, read once per set of rows (every widget on Evaluate reruns the page)."""
+    return document_texts(_engine, collection, doc_ids)
+
+
 def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
     """The queue for this report, rated in place as `rater`."""
     judgments = load_judgments(engine.settings, report.collection)
@@ -32,7 +38,7 @@ def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
         f"top). Every metric counts them as not relevant until graded. Grading as **{text_md(rater)}**; run the "
         "evaluation again to count the new grades."
     )
-    texts = document_texts(engine, report.collection, [item.doc_id for item in queue[:SHOWN]])
+    texts = _texts(engine, report.collection, tuple(item.doc_id for item in queue[:SHOWN]))
     for item in queue[:SHOWN]:
         with st.container(border=True):
             before = f"#{item.rank_before}" if item.rank_before else "—"
