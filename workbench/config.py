@@ -158,6 +158,13 @@ class Settings(BaseSettings):
 
     # Judgments (kept beside the sessions): how a pair's current grade is chosen from its history
     judgment_policy: str = Field("latest", validation_alias=_alias("judgment_policy", "WORKBENCH_JUDGMENT_POLICY"))
+    # The optional LLM judge: any OpenAI-compatible chat endpoint (OpenAI when no URL is set). Its key is read from
+    # WORKBENCH_JUDGE_API_KEY or the usual OPENAI_API_KEY and never shown.
+    judge_model: str | None = Field(None, validation_alias=_alias("judge_model", "WORKBENCH_JUDGE_MODEL"))
+    judge_url: str | None = Field(None, validation_alias=_alias("judge_url", "WORKBENCH_JUDGE_URL"))
+    judge_api_key: SecretStr | None = Field(
+        None, validation_alias=_alias("judge_api_key", "WORKBENCH_JUDGE_API_KEY", "OPENAI_API_KEY")
+    )
 
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))
@@ -186,6 +193,9 @@ class Settings(BaseSettings):
         "events",
         "reranker_service_url",
         "rerankers",
+        "judge_model",
+        "judge_url",
+        "judge_api_key",
         mode="before",
     )
     @classmethod

@@ -39,7 +39,7 @@ from workbench.vocab import (
 )
 
 Scalar = str | int | float | bool
-_RATER: Final = re.compile(r"^[\w .:@-]{1,64}$")
+_RATER: Final = re.compile(r"^[\w .:@/-]{1,64}$")  # "/": an LLM judge is named by its model id
 _COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 
 
@@ -341,10 +341,10 @@ def validate_grade(grade: Any) -> int:
 
 
 def validate_rater(rater: Any) -> str:
-    """A rater's name: 1-64 visible characters (letters, digits, spaces and . _ : @ -)."""
+    """A rater's name: 1-64 visible characters (letters, digits, spaces and . _ : @ / -)."""
     if not isinstance(rater, str) or not _RATER.match(rater.strip()):
         raise InputError(
-            f"rater must be 1-{MAX_RATER_CHARS} characters of letters, digits, spaces and . _ : @ -; "
+            f"rater must be 1-{MAX_RATER_CHARS} characters of letters, digits, spaces and . _ : @ / -; "
             f"got {plain_text(repr(rater))[:40]}."
         )
     return rater.strip()

@@ -111,6 +111,12 @@ DEFAULT_RATER: Final = "me"
 MAX_RATER_CHARS: Final = 64
 MAX_DOC_ID_CHARS: Final = 512
 MAX_REASON_CHARS: Final = 500
+LLM_RATER_PREFIX: Final = "llm:"  # the LLM judge grades as llm:<model>
+JUDGE_PASSAGE_CHARS: Final = 2000  # the passage the judge reads, cut here (a chunk is ~1,000 characters)
+DEFAULT_JUDGE_LIMIT: Final = 20  # queue documents one judge run grades
+DEFAULT_JUDGE_CHECK: Final = 10  # pairs people graded that the judge grades too, so its agreement is measured
+MAX_JUDGE_PAIRS: Final = 500
+JUDGE_CONCURRENCY: Final = 4  # chat requests in flight at once
 
 
 def recall_at(k: int) -> str:

@@ -1,5 +1,6 @@
 """A local server speaking the hosted rerank APIs' request and response shapes (Cohere v2, Jina v1, Voyage v1),
-text-embeddings-inference's and the Cohere-style service's, under one prefix each. None of the hosted APIs can be
+text-embeddings-inference's and the Cohere-style service's, under one prefix each, and OpenAI's chat completions
+(`/openai/v1/chat/completions`) answering as an LLM judge from a fixed rubric. None of the hosted APIs can be
 reached from here, so this is what their clients are tested against.
 
 Scores follow a fixed rule the tests can recompute: the share of the query's words found in the document.
@@ -8,6 +9,7 @@ Scores follow a fixed rule the tests can recompute: the share of the query's wor
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -26,6 +28,15 @@ def overlap(query: str, document: str) -> float:
     words = set(re.findall(r"\w+", query.lower()))
     found = set(re.findall(r"\w+", document.lower()))
     return len(words & found) / len(words) if words else 0.0
+
+
+def rubric_grade(query: str, passage: str) -> int:
+    """The judge's rubric: 3 when at least 3/4 of the query's words are in the passage, 2 from 1/2, 1 from 1/4."""
+    share = overlap(query, passage)
+    return 3 if share >= 0.75 else 2 if share >= 0.5 else 1 if share >= 0.25 else 0
+
+
+_ASKED = re.compile(r"Query: (?P<query>.*)\nPassage: (?P<passage>.*)", re.DOTALL)
 
 
 @dataclass
@@ -92,6 +103,29 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
         body = await request.json()
         refused = gate(request, body, keyed=False)
         return refused or {"results": ranked(body["query"], body["documents"], "relevance_score")}
+
+    @app.post("/openai/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        body = await request.json()
+        refused = gate(request, body, keyed=True)
+        if refused:
+            return JSONResponse({"error": {"message": refused.body.decode(), "type": "invalid_request_error"}},
+                                status_code=refused.status_code)  # fmt: skip
+        asked = _ASKED.search(body["messages"][-1]["content"])
+        if asked is None or "garble" in asked["query"]:
+            content = "I would rather not say."
+        else:
+            grade = rubric_grade(asked["query"], asked["passage"])
+            content = json.dumps(
+                {"grade": grade, "reason": f"{overlap(asked['query'], asked['passage']):.0%} of the query's words"}
+            )
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        return {
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": len(content.split()),
+                      "total_tokens": prompt + len(content.split())},
+        }  # fmt: skip
 
     @app.get("/service/models")
     async def models() -> Any:

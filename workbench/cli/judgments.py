@@ -18,7 +18,8 @@ from workbench.judgments import (
     judge,
     judgments_agreement,
 )
-from workbench.vocab import DEFAULT_RATER, GRADE_SCALE
+from workbench.judgments.llm import judge_collection
+from workbench.vocab import DEFAULT_JUDGE_CHECK, DEFAULT_JUDGE_LIMIT, DEFAULT_RATER, GRADE_SCALE, RETRIEVAL_MODES
 
 _SCALE = ", ".join(f"{grade} {label}" for grade, label in GRADE_SCALE.items())
 
@@ -76,6 +77,24 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_llm(args: argparse.Namespace) -> int:
+    run = judge_collection(
+        Engine(settings_from(args)), args.collection, k=args.k, top_n=args.top_n, retrieval=args.retrieval,
+        max_queries=args.max_queries, limit=args.limit, check=args.check,
+    )  # fmt: skip
+    if args.json:
+        print(shown(json.dumps(run.model_dump(mode="json"), indent=2, ensure_ascii=False)))
+        return 0
+    for g in run.grades:
+        said = f"{g.grade} {GRADE_SCALE[g.grade]}: {g.reason}" if g.grade is not None else f"no grade: {g.error}"
+        checked = "  (people graded it too)" if g.graded_by_people else ""
+        print(shown(f"  {g.query_id}  {g.doc_id}  {said}{checked}"))
+    print(shown(run.summary()))
+    for line in run.agreement_lines():
+        print(shown(line))
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     judge_parser = commands.add_parser("judge", help=f"grade one document for a query ({_SCALE})")
     judge_parser.add_argument("collection", help="the collection the document is in")
@@ -111,3 +130,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     agreement.add_argument("--show", type=int, default=20, help="disagreements to list (default 20)")
     agreement.add_argument("--json", action="store_true", help="print the agreement as JSON")
     agreement.set_defaults(handler=_cmd_agreement)
+    llm = verbs.add_parser(
+        "llm",
+        help="grade the judging queue with the LLM judge (WORKBENCH_JUDGE_MODEL, WORKBENCH_JUDGE_URL, OPENAI_API_KEY)",
+    )
+    llm.add_argument("collection", help="the collection whose judged queries to evaluate and whose queue to grade")
+    llm.add_argument(
+        "--limit", type=int, default=DEFAULT_JUDGE_LIMIT, help="queue documents to grade (default %(default)s)"
+    )
+    llm.add_argument(
+        "--check", type=int, default=DEFAULT_JUDGE_CHECK,
+        help="pairs people graded that the judge grades too, to measure its agreement (default %(default)s)",
+    )  # fmt: skip
+    llm.add_argument("--k", type=int, default=50, help="first-stage candidates (default 50)")
+    llm.add_argument("--top-n", type=int, default=10, help="the top n the queue is drawn from (default 10)")
+    llm.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
+    llm.add_argument("--max-queries", type=int, help="evaluate at most this many judged queries")
+    llm.add_argument("--json", action="store_true", help="print the run as JSON")
+    store_options(llm)
+    llm.set_defaults(handler=_cmd_llm)

@@ -1,0 +1,184 @@
+"""The LLM judge against a local OpenAI-compatible server that grades from a fixed rubric (no model can be reached
+from here): the queue of a real evaluation filled through `workbench judgments llm`, each grade and token count
+checked against what the server answered, its agreement with a person computed by hand, a person overriding it,
+and the key never in any output, a refused key and a server that is down included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.services.rerank_apis import Behaviour, RerankApis, rubric_grade
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import ConfigError
+from workbench.judgments import judgment_rows, load_judgments, rate, rater_agreement, typed_query_id
+from workbench.judgments.llm import JudgePair, grade_pairs, read_answer
+from workbench.paths import demo_dir
+
+KEY = "sk-judge-secret-4f9a2c7e1b"
+COLLECTION = "handbook"
+PASSAGE = "Submit expense claims within 30 days; the deadline is strict."
+
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> dict[str, str]:
+    """The demo's documents in a collection of their own with the tiny models, and a few grades by a person."""
+    env = {
+        "WORKBENCH_DATA_DIR": str(tmp_path_factory.mktemp("judge-data")),
+        "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
+        "RERANKER_MODEL": str(tiny_models["reranker"]),
+        "WORKBENCH_OFFLINE": "1",
+        "WORKBENCH_CONFIG": "",
+    }
+    engine = Engine(_settings(env))
+    engine.ingest(demo_dir() / "docs", COLLECTION)
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (demo_dir() / "queries.jsonl").read_text().splitlines())}
+    lines = (demo_dir() / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    for line in [row for row in lines if row.split("\t")[0] in {"q1", "q2", "q3"}][:6]:
+        qid, doc, grade = line.split("\t")
+        rate(engine.settings, COLLECTION, doc, int(grade), query=queries[qid], rater="ann")
+    return env
+
+
+def _settings(env: dict[str, str]) -> Settings:
+    return Settings(
+        data_dir=env["WORKBENCH_DATA_DIR"], embedding_model=env["WORKBENCH_EMBEDDING_MODEL"],
+        reranker_model=env["RERANKER_MODEL"], offline=True, judge_model=env.get("WORKBENCH_JUDGE_MODEL"),
+        judge_url=env.get("WORKBENCH_JUDGE_URL"), judge_api_key=env.get("OPENAI_API_KEY"),
+    )  # fmt: skip
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(Path(sys.executable).parent / "workbench"), "judgments", "llm", COLLECTION, *args]
+    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+
+
+def _judge_env(env: dict[str, str], base: str, key: str = KEY) -> dict[str, str]:
+    return {
+        **env, "WORKBENCH_JUDGE_MODEL": "rubric-1", "WORKBENCH_JUDGE_URL": f"{base}/openai/v1", "OPENAI_API_KEY": key,
+    }  # fmt: skip
+
+
+def _asked(body: dict) -> tuple[str, str]:
+    query, passage = body["messages"][-1]["content"].split("\nPassage: ")
+    return query.removeprefix("Query: "), passage
+
+
+def test_the_judge_fills_the_queue_through_the_cli_and_its_agreement_is_shown(handbook: dict[str, str]) -> None:
+    with RerankApis(Behaviour(key=KEY)) as server:
+        done = _cli(_judge_env(handbook, server.base), "--limit", "8", "--check", "6", "--json")
+        assert done.returncode == 0, done.stderr
+        run = json.loads(done.stdout)
+        asked = [_asked(r["body"]) for r in server.behaviour.requests]
+        answered = [r["body"] for r in server.behaviour.requests]
+
+    assert KEY not in done.stdout + done.stderr
+    assert run["rater"] == "llm:rubric-1" and run["endpoint"].endswith("/openai/v1")
+    graded = run["grades"]
+    assert len(graded) == 14 and sum(g["graded_by_people"] for g in graded) == 6
+    assert len(asked) == 14 and all(b["model"] == "rubric-1" and b["temperature"] == 0 for b in answered)
+    # each grade is the rubric's for the query and passage the judge was sent, and the passages are the documents'
+    assert Counter((g["query"], g["grade"]) for g in graded) == Counter((q, rubric_grade(q, p)) for q, p in asked)
+    assert all(g["reason"].endswith("of the query's words") for g in graded)
+    corpus = " ".join(" ".join(f.read_text().split()) for f in (demo_dir() / "docs").glob("*.md"))
+    assert all(" ".join(p.split())[:60] in corpus for _, p in asked)
+    # the server reports prompt tokens as the words of the messages and completion tokens as the answer's words
+    assert run["input_tokens"] == sum(len(m["content"].split()) for b in answered for m in b["messages"])
+    assert run["output_tokens"] > 0 and all(g["input_tokens"] > 0 for g in graded)
+
+    settings = _settings(handbook)
+    rows = [r for r in judgment_rows(settings, COLLECTION) if r.rater == "llm:rubric-1"]
+    assert len(rows) == 14 and {r.source for r in rows} == {"llm"} and all(r.reason for r in rows)
+    # its agreement with ann over the 6 pairs both graded, by hand: quadratic-weighted Cohen's kappa from the grades
+    ann = {(r.query_id, r.doc_id): r.grade for r in judgment_rows(settings, COLLECTION) if r.rater == "ann"}
+    llm = {(r.query_id, r.doc_id): r.grade for r in rows}
+    shared = sorted(ann)
+    a, b = [ann[p] for p in shared], [llm[p] for p in shared]
+    pair = next(p for p in run["agreement"] if {p["rater_a"], p["rater_b"]} == {"ann", "llm:rubric-1"})
+    assert pair["overlap"] == 6 and pair["agreed"] == sum(x == y for x, y in zip(a, b, strict=True))
+    assert pair["kappa"] == pytest.approx(_quadratic_kappa(a, b)) if pair["kappa"] is not None else len(set(a + b)) < 2
+
+    # the same run in words: each grade with its reason, the tokens, the agreement with ann
+    with RerankApis(Behaviour(key=KEY)) as server:
+        words = _cli(_judge_env(handbook, server.base), "--limit", "2", "--check", "6")
+    assert words.returncode == 0, words.stderr
+    assert "llm:rubric-1 graded" in words.stdout and "tokens" in words.stdout and "with ann: agreed on" in words.stdout
+    assert KEY not in words.stdout + words.stderr
+
+
+def _quadratic_kappa(a: list[int], b: list[int]) -> float:
+    """Cohen's kappa with weights (i - j)^2, written out: 1 - sum(w * observed) / sum(w * expected)."""
+    n, grades = len(a), range(4)
+    observed = sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / n
+    expected = sum((i - j) ** 2 * a.count(i) * b.count(j) for i in grades for j in grades) / n**2
+    return 1 - observed / expected
+
+
+def test_a_person_overrides_the_judge_in_one_rating(handbook: dict[str, str]) -> None:
+    with RerankApis(Behaviour(key=KEY)) as server:
+        settings = _settings(_judge_env(handbook, server.base))
+        run = grade_pairs(
+            settings, COLLECTION,
+            [JudgePair(query_id="x", query="expense claims deadline", doc_id="expenses-policy.md#2", passage=PASSAGE)],
+        )  # fmt: skip
+    judged = load_judgments(settings, COLLECTION)
+    assert judged is not None
+    qid, grades = judged.for_query("expense claims deadline") or ("", {})
+    assert run.grades[0].grade == rubric_grade("expense claims deadline", PASSAGE) == grades["expenses-policy.md#2"]
+    rate(settings, COLLECTION, "expenses-policy.md#2", 0, query="expense claims deadline", rater="bob")
+    assert load_judgments(settings, COLLECTION).qrels[qid]["expenses-policy.md#2"] == 0  # the person's grade counts
+    assert rater_agreement(judgment_rows(settings, COLLECTION)).pairs  # both still in the history
+
+
+@pytest.mark.parametrize(
+    ("answer", "grade"),
+    [
+        ('{"grade": 2, "reason": "answers it"}', 2),
+        ('Sure! ```json\n{"grade": "3", "reason": "exact"}\n```', 3),
+        ("Grade: 1 - it mentions leave only in passing", 1),
+    ],
+)
+def test_answers_in_the_shapes_models_write_are_read(answer: str, grade: int) -> None:
+    assert read_answer(answer)[0] == grade
+
+
+@pytest.mark.parametrize("answer", ["I would rather not say.", '{"grade": 7}', '{"grade": "high"}', ""])
+def test_an_answer_without_a_grade_on_the_scale_is_refused(answer: str) -> None:
+    with pytest.raises(ValueError, match="no grade from 0 to 3"):
+        read_answer(answer)
+
+
+def test_a_refused_key_a_server_that_is_down_and_no_judge_set_are_said_plainly(handbook: dict[str, str]) -> None:
+    wrong = "sk-wrong-key-0b1c2d3e4f5a"
+    with RerankApis(Behaviour(key=KEY)) as server:
+        refused = _cli(_judge_env(handbook, server.base, key=wrong), "--limit", "2", "--check", "0")
+    assert refused.returncode != 0 and "refused the key (401)" in refused.stderr and "OPENAI_API_KEY" in refused.stderr
+    assert wrong not in refused.stdout + refused.stderr and "Traceback" not in refused.stderr
+
+    down = _cli(_judge_env(handbook, f"http://127.0.0.1:{free_port()}"), "--limit", "2", "--check", "0")
+    assert down.returncode != 0 and "did not answer" in down.stderr and "WORKBENCH_JUDGE_URL" in down.stderr
+    assert KEY not in down.stdout + down.stderr and "Traceback" not in down.stderr
+
+    unset = _cli(handbook, "--limit", "2")
+    assert unset.returncode != 0 and "WORKBENCH_JUDGE_MODEL" in unset.stderr and "Traceback" not in unset.stderr
+    with pytest.raises(ConfigError, match="no key is set"):
+        grade_pairs(_settings({**handbook, "WORKBENCH_JUDGE_MODEL": "gpt-4o-mini"}), COLLECTION, [])
+
+
+def test_an_unreadable_answer_is_reported_and_not_stored(handbook: dict[str, str]) -> None:
+    with RerankApis(Behaviour(key=KEY)) as server:
+        settings = _settings(_judge_env(handbook, server.base))
+        run = grade_pairs(
+            settings, COLLECTION,
+            [JudgePair(query_id="g", query="garble this", doc_id="leave-policy.md#1", passage="Annual leave.")],
+        )  # fmt: skip
+    assert run.grades[0].grade is None and "no grade from 0 to 3" in run.grades[0].error and run.failed == 1
+    assert not [r for r in judgment_rows(settings, COLLECTION) if r.query_id == typed_query_id("garble this")]
