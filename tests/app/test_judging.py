@@ -3,12 +3,16 @@ that makes the query judged, and Evaluate's queue that empties as it is graded."
 
 from __future__ import annotations
 
-from pathlib import Path
+import html
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_pages import app_env, new_app, search  # noqa: F401 - the fixture is used by name
+from tests.services.rerank_apis import Behaviour, RerankApis
 from workbench.app import ENTRY_SCRIPT
+from workbench.config import Settings
+from workbench.judgments import judgment_rows
 from workbench.paths import demo_dir
 
 
@@ -42,7 +46,8 @@ def test_grading_a_card_judges_the_query_in_the_same_view(app_env: dict) -> None
     assert twin is not None
 
 
-def test_the_queue_lists_unjudged_documents_and_empties_as_they_are_graded(app_env: dict, tmp_path: Path) -> None:  # noqa: F811
+def _evaluate_few_judgments() -> AppTest:
+    """Evaluate on the demo with 3 judged pairs of 2 queries uploaded: most of the top 10 is unjudged."""
     lines = (demo_dir() / "qrels" / "test.tsv").read_text().splitlines()[1:]
     kept = [line for line in lines if line.split("\t")[0] in {"h1", "h2"}][:3]  # 3 judged pairs of 2 queries
     queries = "".join(line + "\n" for line in (demo_dir() / "queries.jsonl").read_text().splitlines()[:60])
@@ -58,11 +63,61 @@ def test_the_queue_lists_unjudged_documents_and_empties_as_they_are_graded(app_e
     at.text_input(key="eval-depth").input("")
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
+def _waiting(at: AppTest) -> int:
+    return int(next(c.value for c in at.caption if "unjudged document" in c.value).split()[0])
+
+
+def test_the_queue_lists_unjudged_documents_and_empties_as_they_are_graded(app_env: dict) -> None:  # noqa: F811
+    at = _evaluate_few_judgments()
     queue = [c for c in _grade_controls(at) if str(c.key).startswith("grade-queue-")]
-    intro = next(c.value for c in at.caption if "unjudged document" in c.value)
-    waiting = int(intro.split()[0])
+    waiting = _waiting(at)
     assert queue and waiting >= len(queue)
     queue[0].set_value(0).run()
     assert not at.exception
-    intro = next(c.value for c in at.caption if "unjudged document" in c.value)
-    assert int(intro.split()[0]) == waiting - 1  # the graded one left the queue
+    assert _waiting(at) == waiting - 1  # the graded one left the queue
+
+
+def _page_text(at: AppTest) -> str:
+    kinds = ("markdown", "caption", "error", "warning", "info", "success", "text", "code", "toast")
+    shown = "\n".join(str(getattr(e, "value", "")) for kind in kinds for e in at.get(kind))
+    return html.unescape(shown).replace("\\", "").replace("\u2060", "")  # as read: Markdown escapes undone
+
+
+def test_the_llm_judge_grades_the_queue_and_a_person_overrides_it(
+    app_env: dict,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workbench.app.state import engine_resource
+
+    key = "sk-app-judge-secret-5e6f7a8b"
+    with RerankApis(Behaviour(key=key)) as server:
+        monkeypatch.setenv("WORKBENCH_JUDGE_MODEL", "rubric-1")
+        monkeypatch.setenv("WORKBENCH_JUDGE_URL", f"{server.base}/openai/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        engine_resource.clear()
+        at = _evaluate_few_judgments()
+        waiting = _waiting(at)
+        at.number_input(key="judge-limit").set_value(3)
+        at.number_input(key="judge-check").set_value(2)
+        next(b for b in at.button if b.key == "judge-run").click().run()
+        asked = len(server.behaviour.requests)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    engine_resource.clear()
+    assert asked == 5
+    text = _page_text(at)
+    assert "llm:rubric-1 graded 5 of 5 pairs" in text and "tokens" in text
+    assert "with import:test.tsv: agreed on" in text  # the demo's grades were checked: its agreement is shown
+    assert _waiting(at) == waiting - 3  # what the judge graded left the queue
+    assert key not in text
+    overrides = [c for c in _grade_controls(at) if str(c.key).startswith("grade-judge-")]
+    assert len(overrides) == 5
+    judged = next(g for g in at.session_state["wb.judge_run"][1].grades if not g.graded_by_people)
+    control = next(c for c in overrides if c.value is None)
+    control.set_value(0 if judged.grade else 1).run()  # a person's grade: it outranks the judge's
+    assert not at.exception
+    settings = Settings(data_dir=app_env["data"])
+    rows = [r for r in judgment_rows(settings, "demo") if r.source == "person"]
+    assert rows and rows[-1].rater == "me"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from workbench.app import judge_view
 from workbench.app.judging import Judging, grade_control
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
@@ -26,6 +27,7 @@ def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
     judgments = load_judgments(engine.settings, report.collection)
     queue = judging_queue([report], judgments)
     st.markdown("#### Judging queue")
+    judge_view.draw(engine, report.collection, queue, rater)
     if not queue:
         st.success(
             f"Every document in the top {report.top_n}, before and after reranking, is judged.",

@@ -107,6 +107,7 @@ class AppState:
     reranker_comparison: _Field[Any] = _Field(None)
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
+    judge_run: _Field[Any] = _Field(None)  # the LLM judge's last run on Evaluate's queue
     load_run: _Field[Any] = _Field(None)
     depth_points: _Field[Any] = _Field(None)
     flash: _Field[str | None] = _Field(None)
