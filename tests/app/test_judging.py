@@ -109,15 +109,36 @@ def test_the_llm_judge_grades_the_queue_and_a_person_overrides_it(
     assert asked == 5
     text = _page_text(at)
     assert "llm:rubric-1 graded 5 of 5 pairs" in text and "tokens" in text
-    assert "with import:test.tsv: agreed on" in text  # the demo's grades were checked: its agreement is shown
+    run = at.session_state["wb.judge_run"][1]
+    people = [(p.rater_b if p.rater_a == run.rater else p.rater_a, p) for p in run.agreement]
+    assert people and all(f"with {who}: agreed on {p.agreed} of {p.overlap}" in text for who, p in people)
     assert _waiting(at) == waiting - 3  # what the judge graded left the queue
     assert key not in text
     overrides = [c for c in _grade_controls(at) if str(c.key).startswith("grade-judge-")]
     assert len(overrides) == 5
-    judged = next(g for g in at.session_state["wb.judge_run"][1].grades if not g.graded_by_people)
+    judged = next(g for g in run.grades if not g.graded_by_people)
     control = next(c for c in overrides if c.value is None)
     control.set_value(0 if judged.grade else 1).run()  # a person's grade: it outranks the judge's
     assert not at.exception
     settings = Settings(data_dir=app_env["data"])
     rows = [r for r in judgment_rows(settings, "demo") if r.source == "person"]
     assert rows and rows[-1].rater == "me"
+
+
+def test_grading_a_compare_card_judges_the_query_in_both_lists(app_env: dict) -> None:  # noqa: F811
+    at = new_app()
+    at.switch_page("app/pages/compare.py").run()
+    at.text_input(key="w.compare_query").input("a standing desk for working at home").run()
+    at.slider(key="w.compare_top_n").set_value(25).run()  # half of the same 50 candidates: some in both lists
+    assert not at.exception and "nDCG@10 of this list" not in [m.label for m in at.metric]
+    side_a = [c for c in _grade_controls(at) if str(c.key).startswith("grade-compare-A-")]
+    side_b = [c for c in _grade_controls(at) if str(c.key).startswith("grade-compare-B-")]
+    assert side_a and len(side_a) == len(side_b)  # every card of both lists
+    in_b = {str(c.key).removeprefix("grade-compare-B-") for c in side_b}  # the key ends with the document's hash
+    shared = next(c for c in side_a if str(c.key).removeprefix("grade-compare-A-") in in_b)
+    shared.set_value(3).run()
+    assert not at.exception
+    labels = [(m.label, m.value) for m in at.metric]
+    assert len([v for label, v in labels if label == "nDCG@10 of this list"]) == 2  # both lists: the query is judged
+    assert [v for label, v in labels if label == "first relevant" and v.startswith("#")]
+    assert sum(c.value == 3 for c in _grade_controls(at)) == 2  # the same document in B shows the grade too

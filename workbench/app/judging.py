@@ -20,6 +20,8 @@ from workbench.vocab import DEFAULT_RATER, GRADE_SCALE
 
 _RATER_KEY = "wb.rater"
 _RATER_SESSION = "rater:"  # the session-store id prefix under which a user's rater name is kept
+# Lists shown side by side: a document graded in one shows its grade in the other at once.
+_TWIN_LISTS = (("first", "reranked"), ("compare-A", "compare-B"))
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,9 @@ def _rated(judging: Judging, doc_id: str, key: str, twins: tuple[str, ...]) -> N
 
 
 def grade_control(judging: Judging, doc_id: str, where: str) -> None:
-    """A row of grade buttons (0 to 3) for one card; `where` tells Explore's or Compare's lists apart."""
-    lists = ("first", "reranked") if where in {"first", "reranked"} else (where,)
+    """A row of grade buttons (0 to 3) for one card; `where` names its list (Explore's `first` and `reranked`,
+    Compare's `compare-A` and `compare-B`, Evaluate's `queue` and `judge`)."""
+    lists = next((pair for pair in _TWIN_LISTS if where in pair), (where,))
     keys = tuple(f"grade-{name}-{hash((judging.collection, judging.query, doc_id))}" for name in lists)
     key = keys[lists.index(where)]
     current = judging.grades.get(doc_id)

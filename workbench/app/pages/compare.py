@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.history import remember
+from workbench.app.judging import Judging, grade_control
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.compare import agreement
@@ -164,12 +165,25 @@ def run() -> None:
             if match:
                 grades = match[1]
                 figures = query_figures(result, *match)
-                shown = figures.ndcg_after if result.reranker_model else figures.ndcg_before
-                st.metric("nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}")
+                reranked = result.reranker_model is not None
+                shown = figures.ndcg_after if reranked else figures.ndcg_before
+                first = figures.first_relevant_after if reranked else figures.first_relevant_before
+                judged = figures.judged_after if reranked else figures.judged_before
+                cells = st.columns(2)
+                cells[0].metric(
+                    "nDCG@10 of this list", f"{shown:.3f}", help=f"judged query {match[0]}; judged@10 {judged:.0%}"
+                )
+                cells[1].metric("first relevant", f"#{first}" if first else "none judged")
             calibration = load_calibration(engine.settings, result.collection, result.reranker_model)
+            judging = Judging(engine, result.collection, result.query, grades or {}, c.rater)
             for row in result.reranked:
                 only = None if row.id in shared else f"only in {side}"
-                reranked_row(row, grades, result.score_scale, note=only, calibration=calibration)
+                reranked_row(
+                    row, grades, result.score_scale, note=only, calibration=calibration,
+                    extra=lambda hit, side=side, judging=judging: grade_control(
+                        judging, str(hit.metadata.get("document_id", hit.id)), f"compare-{side}"
+                    ),
+                )  # fmt: skip
             downloads(result, f"compare-{side}")
 
     st.divider()
