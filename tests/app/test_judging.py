@@ -78,6 +78,15 @@ def test_the_queue_lists_unjudged_documents_and_empties_as_they_are_graded(app_e
     queue[0].set_value(0).run()
     assert not at.exception
     assert _waiting(at) == waiting - 1  # the graded one left the queue
+    assert any("pool its documents here too" in c.value for c in at.caption)
+
+    # another first stage on the same judgments: the queue pools both configurations' documents
+    at.sidebar.radio(key="w.retrieval").set_value("bm25").run()
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    pooled = next(c for c in _page_text(at).splitlines() if "Pooled over the 2 configurations" in c)
+    assert "dense k=10 top 10 → tiny-reranker" in pooled and "bm25 k=10 top 10 → tiny-reranker" in pooled
+    assert _waiting(at) >= waiting - 1
 
 
 def _page_text(at: AppTest) -> str:

@@ -3,6 +3,8 @@ verdict first, each with its passage and a grade control. A graded row leaves th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 from workbench.app import judge_view
@@ -10,7 +12,7 @@ from workbench.app.judging import Judging, grade_control
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
-from workbench.judgments import document_texts, judging_queue, load_judgments
+from workbench.judgments import configuration_label, document_texts, judging_queue, load_judgments
 from workbench.vocab import DISPLAY_CHARS
 
 SHOWN = 10  # rows drawn at a time; the rest wait below
@@ -22,10 +24,12 @@ def _texts(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[s
     return document_texts(_engine, collection, doc_ids)
 
 
-def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
-    """The queue for this report, rated in place as `rater`."""
+def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> None:
+    """The queue pooled over these reports (the configurations run on one collection and its judgments, the
+    newest last), rated in place as `rater`."""
+    report = reports[-1]
     judgments = load_judgments(engine.settings, report.collection)
-    queue = judging_queue([report], judgments)
+    queue = judging_queue(reports, judgments)
     st.markdown("#### Judging queue")
     judge_view.draw(engine, report.collection, queue, rater)
     if not queue:
@@ -40,6 +44,14 @@ def draw(engine: Engine, report: EvaluationReport, rater: str) -> None:
         f"top). Every metric counts them as not relevant until graded. Grading as **{text_md(rater)}**; run the "
         "evaluation again to count the new grades."
     )
+    if len(reports) > 1:
+        st.caption(
+            f"Pooled over the {len(reports)} configurations run here on these judgments: "
+            + "; ".join(text_md(configuration_label(r)) for r in reports)
+            + ". Run another first stage, k or reranker to add its documents."
+        )
+    else:
+        st.caption("Run another first stage, k or reranker on these judgments to pool its documents here too.")
     texts = _texts(engine, report.collection, tuple(item.doc_id for item in queue[:SHOWN]))
     for item in queue[:SHOWN]:
         with st.container(border=True):

@@ -103,6 +103,7 @@ class AppState:
     compare_query = _Field("")
     # Evaluate, Latency, Collections
     eval_report: _Field[Any] = _Field(None)
+    eval_pool: _Field[list[Any]] = _Field(factory=list)  # this session's reports the judging queue pools
     eval_qrels: _Field[Any] = _Field(None)
     reranker_comparison: _Field[Any] = _Field(None)
     prices: _Field[Any] = _Field(None)

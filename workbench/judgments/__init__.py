@@ -10,7 +10,7 @@
 
 from workbench.judgments.agreement import Agreement, Disagreement, PairAgreement, fleiss_kappa, rater_agreement
 from workbench.judgments.figures import QueryFigures, query_figures
-from workbench.judgments.queue import QueueItem, document_texts, judging_queue
+from workbench.judgments.queue import QueueItem, configuration_label, document_texts, judging_queue, pooled_reports
 from workbench.judgments.service import (
     EXPORT_FORMATS,
     Judgments,
@@ -41,6 +41,7 @@ __all__ = [
     "QueueItem",
     "Rating",
     "attach_judgments",
+    "configuration_label",
     "current_grades",
     "detach_judgments",
     "document_texts",
@@ -55,6 +56,7 @@ __all__ = [
     "load_judgments",
     "normal_query",
     "open_judgment_store",
+    "pooled_reports",
     "query_figures",
     "rate",
     "rater_agreement",

@@ -18,8 +18,10 @@ from pydantic import BaseModel
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
 from workbench.judgments.service import Judgments
+from workbench.models import short_model_name
 
 _CUTOFF = 10  # the verdict's metric is nDCG@10
+POOLED_CONFIGURATIONS = 6  # the most configurations the app's queue pools
 
 
 class QueueItem(BaseModel):
@@ -38,6 +40,27 @@ def _discount(rank: int | None) -> float:
     return 1 / math.log2(rank + 1) if rank is not None and rank <= _CUTOFF else 0.0
 
 
+def configuration_label(report: EvaluationReport) -> str:
+    """A configuration as the queue names it: first stage, k, top n and reranker."""
+    reranker = short_model_name(report.reranker_model) if report.reranker_model else "no reranker"
+    return f"{report.retrieval} k={report.k} top {report.top_n} → {reranker}"
+
+
+def pooled_reports(
+    pool: Sequence[EvaluationReport], report: EvaluationReport, most: int = POOLED_CONFIGURATIONS
+) -> list[EvaluationReport]:
+    """The reports a queue pools after `report` ran: the earlier ones on the same collection and judgments (a
+    report of the same configuration is replaced), newest last, at most `most`."""
+    kept = [
+        r
+        for r in pool
+        if r.collection == report.collection
+        and r.dataset == report.dataset
+        and configuration_label(r) != configuration_label(report)
+    ]
+    return [*kept, report][-most:]
+
+
 def judging_queue(
     reports: Sequence[EvaluationReport], judgments: Judgments | None = None, limit: int | None = None
 ) -> list[QueueItem]:
@@ -45,7 +68,7 @@ def judging_queue(
     heaviest first; `judgments` (the store's, read now) drops pairs graded since the reports ran."""
     pooled: dict[tuple[str, str], QueueItem] = {}
     for report in reports:
-        label = f"{report.retrieval} → {report.reranker_model or 'no reranker'}"
+        label = configuration_label(report)
         texts = {o.query_id: o.query for o in report.per_query}
         for query_id, query in texts.items():
             graded = judgments.for_query(query) if judgments is not None else None

@@ -24,7 +24,7 @@ from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list
-from workbench.judgments import load_judgments
+from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.vocab import JUDGED_10
 
@@ -147,6 +147,7 @@ def run() -> None:
                 ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             )
             STATE.eval_qrels = dataset.qrels
+            STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
             if len(compared) > 1:
                 side = st.progress(0.0, text="rerankers side by side")
                 STATE.reranker_comparison = compare_rerankers(
@@ -210,7 +211,8 @@ def run() -> None:
     else:
         st.caption("No reranker in this run: the figures are the first stage's.")
     with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
-        queue_view.draw(engine, report, c.rater)
+        pool = [r for r in STATE.eval_pool if r.collection == report.collection and r.dataset == report.dataset]
+        queue_view.draw(engine, pool or [report], c.rater)
 
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)
