@@ -54,7 +54,7 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
     assert engine_resource().collection_info("demo").count >= 150
     search(at)
     assert "Vector search · top 10 of 50" in headers(at) and "Reranked · top 10" in headers(at)
-    assert len(at.get("plotly_chart")) == 2  # the stage bar and the slopegraph
+    assert len(at.get("plotly_chart")) == 3  # the strip's small slopegraph, the stage bar and the slopegraph
     assert not at.error
     # the demo's judgments are attached: a judged query shows its figures and the score reading is explained
     labels = {m.label for m in at.metric}
@@ -77,6 +77,10 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
         c.metadata["document_id"] for c in result.candidates[:10]
     }
     assert len(stars) == len(relevant & shown) and any(t.name == "★ judged relevant" for t in figure.data)
+    from workbench.app.charts import mini_slopegraph
+
+    small = mini_slopegraph(result, relevant)  # the strip's: one line per document, the relevant ones starred
+    assert len(small.data) == len(shown) and sum(t.marker.symbol == "star" for t in small.data) == len(relevant & shown)
     assert any("raw logit" in c.value and "σ" in c.value for c in at.caption)
     at.sidebar.slider(key="w.k").set_value(160).run()  # every demo passage is a candidate: the judged ones too
     at.sidebar.slider(key="w.top_n").set_value(160).run()

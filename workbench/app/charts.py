@@ -43,6 +43,36 @@ KIND_LABELS = {
 }
 
 
+def mini_slopegraph(result: SearchResult, relevant: set[str]) -> go.Figure:
+    """The slopegraph in small, for Explore's strip: each top-n document's rank before (left) and after (right)
+    reranking, documents judged relevant as thick green lines with stars, the rest thin and grey; ranks beyond
+    the top n sit just below it. No labels: the full slopegraph below names every line."""
+    n = result.top_n
+    shown = [c for c in result.candidates if c.vector_rank <= n or c.rerank_rank <= n]
+    fig = go.Figure()
+    for c in sorted(shown, key=lambda c: str(c.metadata.get("document_id", c.id)) in relevant):  # relevant on top
+        star = str(c.metadata.get("document_id", c.id)) in relevant
+        fig.add_trace(
+            go.Scatter(
+                x=[0, 1],
+                y=[min(c.vector_rank, n + 1), min(c.rerank_rank, n + 1)],
+                mode="lines+markers",
+                line={"color": MOVE_COLORS["up"] if star else "#cbd5e1", "width": 4 if star else 1.5},
+                marker={"size": 9 if star else 4, "symbol": "star" if star else "circle"},
+                hovertemplate=f"{_plain(label_of(c.metadata, c.text), 50)}<br>#{c.vector_rank} → #{c.rerank_rank}"
+                + ("<br>judged relevant" if star else "")
+                + "<extra></extra>",
+                showlegend=False,
+            )
+        )
+    fig.update_yaxes(autorange="reversed", visible=False)
+    fig.update_xaxes(
+        tickmode="array", tickvals=[0, 1], ticktext=["before", "after"], range=[-0.15, 1.15], fixedrange=True
+    )
+    fig.update_layout(height=150, margin={"l": 4, "r": 4, "t": 4, "b": 24}, plot_bgcolor="rgba(0,0,0,0)")
+    return fig
+
+
 def slopegraph(result: SearchResult, relevant: set[str] | None = None) -> go.Figure:
     """Each document's rank in first-stage order (left, labelled) linked to its rank after reranking (right,
     labelled). Documents that came in from beyond the top n start below it, named; documents pushed out end

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from workbench.app.charts import slopegraph, stage_bar
+from workbench.app.charts import mini_slopegraph, slopegraph, stage_bar
 from workbench.app.explain_view import why_here
 from workbench.app.history import open_history, remember
 from workbench.app.judging import Judging, grade_control
@@ -199,7 +199,7 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
         return {}
     query_id, grades = match
     figures = query_figures(result, query_id, grades)
-    j = st.columns(4)
+    j = st.columns([1, 1, 1, 1, 1.3])
 
     def _rank(value: int | None) -> str:
         return f"#{value}" if value else f"none in the top {len(result.candidates)}"
@@ -217,6 +217,10 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     )
     j[2].metric("first relevant, before", _rank(figures.first_relevant_before))
     j[3].metric("first relevant, after", _rank(figures.first_relevant_after))
+    relevant = {doc for doc, grade in grades.items() if grade > 0}
+    j[4].plotly_chart(
+        mini_slopegraph(result, relevant), width="stretch", key="mini-slopegraph", config={"displayModeBar": False}
+    )
     st.caption(
         f"Judged query `{query_id.replace('`', '')}`: {figures.relevant_judged} relevant documents judged; badges mark "
         "each document's grade in both lists, and grey ones are unjudged (counted as not relevant). Grade any card "
