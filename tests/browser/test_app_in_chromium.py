@@ -327,6 +327,46 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
     _no_exception(page)
 
 
+def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
+    """The upload collection has no judgments: grading one card of its query on Explore judges that query; on
+    Evaluate, its judgments leave the other document unjudged in the queue, and grading it there empties it."""
+    from workbench.config import Settings
+    from workbench.judgments import load_judgments
+
+    _shown(page, "Reranked · top 2")  # the previous test left the upload collection's query on Explore
+    threes = page.get_by_role("radio", name="3", exact=True)
+    for attempt in range(3):  # a click that lands while a rerun is still painting can be lost
+        threes.nth(threes.count() // 2).click()  # the reranked #1 card
+        try:
+            page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+    page.get_by_role("link", name="Evaluate").click()
+    _on_page(page, "Evaluate")
+    page.get_by_text("Judgments of the collection in the sidebar", exact=False).first.click()
+    page.get_by_label("k (candidates)", exact=True).fill("2")
+    page.get_by_label("top n", exact=True).fill("2")
+    page.get_by_label("Depth curve k values (empty = none)").fill("")
+    page.get_by_role("button", name="Run evaluation").click()
+    _shown(page, "'bird-uploads': 1 queries, k=2, top 2")
+    _shown(page, "1 unjudged document in the top 2")
+    queue = page.get_by_role("radio", name="0 not relevant", exact=True)
+    for attempt in range(3):
+        queue.last.click()
+        try:
+            _shown(page, "Every document in the top 2, before and after reranking, is judged.")
+            break
+        except Exception:
+            if attempt == 2:
+                _screenshot(page, "queue-failed.png")
+                raise
+    _no_exception(page)
+    judged = load_judgments(Settings(data_dir=RUN["data"]), "bird-uploads")
+    assert judged is not None and sorted(next(iter(judged.qrels.values())).values()) == [0, 3]
+
+
 def test_history_shows_queries_as_text_and_survives_page_switches(page) -> None:
     """A query is shown in History as typed: an image link in it is not fetched, bold is not bold; and History is
     still there after another page (Streamlit drops the URL's ?u= on a page switch)."""
