@@ -1,7 +1,8 @@
 """Shared fixtures: tiny models built and saved once per session, the real offline models, real stores.
 
 The environment is pinned before anything imports the workbench: this checkout's workbench.toml is ignored
-(WORKBENCH_CONFIG=""), the hub is off, and every test builds its own settings.
+(WORKBENCH_CONFIG=""), the hub is off, `auto` does not calibrate (but in the test of it), and every test builds its
+own settings.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # Indexes, judgments and session history of engines the tests build go to a throwaway folder, never the checkout.
 os.environ["WORKBENCH_DATA_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-test-data-")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
+# `auto` measuring the backends once per model and data folder would repeat in every test's fresh folder: off here,
+# and on in tests/test_backend_choice.py, which measures it.
+os.environ["WORKBENCH_CALIBRATE_BACKENDS"] = "0"
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import contextlib

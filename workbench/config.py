@@ -71,6 +71,10 @@ class Settings(BaseSettings):
         256, ge=8, le=512, validation_alias=_alias("reranker_max_length", "RERANKER_MAX_LENGTH")
     )
     reranker_backend: BackendChoice = Field("auto", validation_alias=_alias("reranker_backend", "RERANKER_BACKEND"))
+    # `auto` on the CPU measures each backend once per model and machine (a few seconds, kept in the data folder)
+    reranker_calibrate: bool = Field(
+        True, validation_alias=_alias("reranker_calibrate", "WORKBENCH_CALIBRATE_BACKENDS")
+    )
     # Rerankers that are services (seed 004's RERANKER_SERVICE_URL is the default reranker when RERANKER_MODEL is
     # not set), more rerankers to offer beside the local folders, and how remote ones are called.
     reranker_service_url: str | None = Field(

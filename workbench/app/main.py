@@ -29,6 +29,7 @@ from workbench.errors import WorkbenchError
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
+from workbench.rerankers.factory import reranker_backend_choice
 from workbench.types import CollectionInfo
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES
 
@@ -68,6 +69,11 @@ def ensure_demo(engine: Engine) -> None:
             log.info("Demo collection ready: %s passages", info.count if info else "?")
         else:
             prepare_demo(engine)
+        settings = engine.settings
+        if settings.reranker_backend == "auto" and settings.reranker_calibrate:
+            # `workbench app` measured it before starting; `streamlit run app.py` measures it here, once per machine
+            with st.spinner("Checking which backend runs the reranker fastest on this machine (measured once)…"):
+                reranker_backend_choice(settings, progress=log.warning)
     STATE.demo_checked = True
 
 

@@ -41,7 +41,11 @@ def _modes(text: str | None) -> list[str | None]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    # Every argument is checked before any query runs.
+    # Every argument is checked before any query runs. k and n default to the settings' (RERANKER_K_RETRIEVE,
+    # RERANKER_K_RETURN): the same depth the app searches at.
+    settings = settings_from(args)
+    args.k = settings.k_retrieve if args.k is None else args.k
+    args.n = settings.k_return if args.n is None else args.n
     depth = parse_int_list(args.depth, "--depth") if args.depth else []
     check_plan(args.k, args.n, args.max_queries, depth)
     if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
@@ -51,7 +55,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
-    settings = settings_from(args)
     if args.qrels or args.queries:
         if not (args.qrels and args.queries):
             raise InputError("--qrels and --queries go together.")
@@ -174,8 +177,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument(
         "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
     )
-    evaluate.add_argument("-k", type=int, default=100, help="candidates per query (default 100)")
-    evaluate.add_argument("-n", type=int, default=10, help="top n after reranking (default 10)")
+    evaluate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE, 50)")
+    evaluate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN, 10)")
     evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
     evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
     evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")

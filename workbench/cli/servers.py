@@ -10,12 +10,14 @@ from pathlib import Path
 
 from workbench.app import ENTRY_SCRIPT
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.inputs import is_loopback
 from workbench.localpg import LocalPostgres
 from workbench.mcp import run as run_mcp
+from workbench.rerankers.factory import reranker_backend_choice
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
@@ -52,6 +54,17 @@ def _ensure_demo(engine: Engine) -> None:
         warn(f"Demo collection ready: {info.count} passages.")
 
 
+def _ensure_backend_choice(settings: Settings) -> None:
+    """Measure `auto`'s backends for the default reranker before a server starts (once per model and machine),
+    so that the first search does not wait for it. A failure is reported; the server then starts on torch."""
+    if settings.reranker_backend != "auto" or not settings.reranker_calibrate:
+        return
+    try:
+        reranker_backend_choice(settings, progress=warn)
+    except WorkbenchError as exc:
+        warn(f"The reranker's backends could not be measured: {exc}")
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not is_loopback(args.host) and settings.app_password is None:
@@ -60,6 +73,7 @@ def _cmd_app(args: argparse.Namespace) -> int:
             "(a shared password every visitor types), or keep the default 127.0.0.1."
         )
     _ensure_demo(Engine(settings))
+    _ensure_backend_choice(settings)
     warn(f"Starting the workbench at http://{args.host}:{args.port}")
     command = app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty())
     sys.stdout.flush()

@@ -6,9 +6,11 @@ An export is made once per model folder and kept under `<data_dir>/exports/<name
 where the fingerprint hashes the model's files; a manifest written last records the exported file's hash, so a
 stale, half-written or damaged export is found and rebuilt, never used.
 
-`auto` chooses per device: on CUDA, torch in half precision; on the CPU, the fastest backend whose nDCG@10 loss
-against fp32 torch was measured within 0.005 on both SciFact and Cranfield for this model (docs/performance.md,
-MEASURED below). Until a model is measured, torch.
+`auto` chooses per device: on CUDA, torch in half precision; on the CPU, what a short calibration measured on this
+machine for this model (`machine.calibrate`, run once and kept under `<data_dir>/exports/backend-choices/`): the
+fastest backend within 0.005 nDCG@10 of fp32 torch and at least 1.1x faster, else torch. With calibration off
+(WORKBENCH_CALIBRATE_BACKENDS=0) and nothing kept, the development machine's table (`machine.MEASURED`) decides.
+The int8 export follows the CPU: `avx512_vnni`, `avx512`, `avx2` or `arm64`.
 """
 
 from __future__ import annotations
@@ -27,26 +29,28 @@ from typing import Any
 from workbench.config import get_settings
 from workbench.errors import ModelError, WorkbenchError
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
+from workbench.rerankers.machine import (
+    MEASURED,
+    BackendChoice,
+    BackendFigures,
+    MachineFacts,
+    calibrate,
+    choice_path,
+    decide,
+    kept_choice,
+    machine_facts,
+)
 
 log = logging.getLogger("workbench.rerankers")
-QUANTIZATION = "avx2"  # the dynamic int8 configuration for x86 CPUs without AVX-512 (most of them)
-INT8_FILE = f"onnx/model_quint8_{QUANTIZATION}.onnx"
 FP32_FILE = "onnx/model.onnx"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "vocab.txt")
 _export_lock = threading.Lock()
 
-# Measured on the 2-core development machine (AMD EPYC, AVX2 without VNNI): for each model fingerprint prefix,
-# each backend's worst nDCG@10 loss against fp32 torch (SciFact and Cranfield, k = 20 and 50) and its CPU speed
-# relative to fp32 torch. See docs/performance.md for the runs.
-MEASURED: dict[str, dict[str, dict[str, float]]] = {
-    # ../shared/models/minilm-l6-qa-reranker. "loss" is the worst nDCG@10 drop (negative: it scored higher).
-    "ac223383d8fad187": {
-        "onnx": {"loss": 0.0, "speedup": 1.00},
-        "onnx-int8": {"loss": -0.0036, "speedup": 1.01},
-    },
-}
-MAX_LOSS = 0.005
-MIN_SPEEDUP = 1.1
+
+def int8_file(config: str) -> str:
+    """The int8 export's file for a quantization configuration (sentence-transformers' own naming: unsigned
+    weights for avx2, signed for the others)."""
+    return f"onnx/model_{'quint8' if config == 'avx2' else 'qint8'}_{config}.onnx"
 
 
 def fingerprint(folder: str | Path) -> str:
@@ -71,20 +75,23 @@ def _file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def choose_backend(requested: str, device: str, model_print: str) -> str:
-    """The backend to run: the requested one, or for `auto` the fastest measured within MAX_LOSS (torch on CUDA
-    and for unmeasured models)."""
+def choose_backend(requested: str, device: str, model_print: str, calibrated: str | None = None) -> str:
+    """The backend to run: the requested one; for `auto`, torch on a GPU, else the choice calibrated on this
+    machine, else the development machine's table (torch for models it does not hold)."""
     if requested != "auto":
         return requested
     if device.startswith("cuda") or device == "mps":
         return "torch"
+    if calibrated is not None:
+        return calibrated
     measured = MEASURED.get(model_print[:16], {})
-    good = [
-        (figures.get("speedup", 1.0), name)
-        for name, figures in measured.items()
-        if figures.get("loss", 1.0) <= MAX_LOSS and figures.get("speedup", 1.0) >= MIN_SPEEDUP
-    ]
-    return max(good)[1] if good else "torch"
+    return decide(
+        [
+            BackendFigures(backend=name, ms_per_50_pairs=0, speedup=f.get("speedup", 1.0), loss=f.get("loss"),
+                           loss_source="measured table")
+            for name, f in measured.items()
+        ]
+    )  # fmt: skip
 
 
 class ExportCache:
@@ -93,6 +100,11 @@ class ExportCache:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+
+    @property
+    def choices_root(self) -> Path:
+        """Where `auto`'s calibrated choices are kept, beside the exports they were measured with."""
+        return self.root / "backend-choices"
 
     def folder(self, model_path: str | Path, model_print: str, backend: str) -> Path:
         return self.root / f"{Path(model_path).name}-{model_print[:16]}" / backend
@@ -112,11 +124,13 @@ class ExportCache:
         model_path: str,
         backend: str,
         progress: Callable[[str], None] | None = None,
+        int8_config: str = "avx2",
     ) -> tuple[Path, str]:
-        """The folder and file name of an intact export for `backend` ("onnx" or "onnx-int8"), made if needed."""
+        """The folder and file name of an intact export for `backend` ("onnx" or "onnx-int8", quantized with
+        `int8_config`), made if needed."""
         model_print = fingerprint(model_path)
         folder = self.folder(model_path, model_print, backend)
-        file_name = INT8_FILE if backend == "onnx-int8" else FP32_FILE
+        file_name = int8_file(int8_config) if backend == "onnx-int8" else FP32_FILE
         with _export_lock:
             if self.valid(folder, model_print, file_name):
                 return folder, file_name
@@ -133,7 +147,8 @@ class ExportCache:
                     model = CrossEncoder(model_path, backend="onnx", device="cpu")
                     model.save_pretrained(str(staging))
                     if backend == "onnx-int8":
-                        export_dynamic_quantized_onnx_model(model, QUANTIZATION, str(staging))
+                        suffix = Path(file_name).stem.removeprefix("model_")
+                        export_dynamic_quantized_onnx_model(model, int8_config, str(staging), file_suffix=suffix)
                 manifest = {"fingerprint": model_print, file_name: _file_hash(staging / file_name)}
                 (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
                 staging.rename(folder)
@@ -183,12 +198,14 @@ def load_cross_encoder(
     exports_root: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     setting: str = "RERANKER_MODEL",
+    calibrate_backends: bool = True,
 ) -> tuple[Any, str, str]:
     """The CrossEncoder at a resolved path for a backend (torch, onnx, onnx-int8, auto), loaded once per process,
     device, max length and backend: (model returning raw logits, backend label, model fingerprint).
 
     ONNX exports are made once and kept under `exports_root` (default: the process settings' exports folder);
-    `progress(message)` hears when one is made.
+    `progress(message)` hears when one is made, and when `auto` first measures the backends on this machine
+    (`calibrate_backends`).
     """
     chosen = pick_device(device)
     root = Path(exports_root) if exports_root is not None else get_settings().exports_dir
@@ -196,7 +213,7 @@ def load_cross_encoder(
     def load() -> tuple[Any, str, str]:
         quiet_transformers()
         try:
-            return _load_backend(path, backend, chosen, max_length, ExportCache(root), progress)
+            return _load_backend(path, backend, chosen, max_length, ExportCache(root), progress, calibrate_backends)
         except WorkbenchError:
             raise
         except Exception as exc:
@@ -212,6 +229,7 @@ def _load_backend(
     max_length: int,
     exports: ExportCache,
     progress: Callable[[str], None] | None = None,
+    calibrate_backends: bool = False,
 ) -> tuple[Any, str, str]:
     """A sentence-transformers CrossEncoder for `backend` on `device` that returns raw logits, its backend
     label ('torch:cpu', 'torch-fp16:cuda', 'onnx-int8:cpu'...) and the model's fingerprint."""
@@ -219,7 +237,19 @@ def _load_backend(
     from sentence_transformers import CrossEncoder
 
     model_print = fingerprint(model_path)
-    chosen = choose_backend(backend, device, model_print)
+    facts = machine_facts(device)
+    calibrated = None
+    if backend == "auto" and device == "cpu":
+        kept = kept_choice(exports.choices_root, model_print, facts)
+        if kept is None and calibrate_backends:
+            say = progress or (lambda message: log.warning(message))
+
+            def load_one(name: str) -> Any:
+                return _load_backend(model_path, name, device, max_length, exports, progress)[0]
+
+            kept = calibrate(model_path, model_print, facts, load_one, exports.choices_root, say)
+        calibrated = kept.chosen if kept is not None else None
+    chosen = choose_backend(backend, device, model_print, calibrated)
     identity = torch.nn.Identity()
     try:
         if chosen == "torch":
@@ -234,7 +264,7 @@ def _load_backend(
             return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}", model_print
 
         def load_export() -> Any:
-            folder, file_name = exports.ensure(model_path, chosen, progress)
+            folder, file_name = exports.ensure(model_path, chosen, progress, facts.int8_config)
             return CrossEncoder(
                 str(folder),
                 backend="onnx",
@@ -265,3 +295,31 @@ def _load_backend(
             f"The reranker {Path(model_path).name} cannot be loaded for the {chosen} backend "
             f"({type(exc).__name__}: {exc}). {advice}."
         ) from exc
+
+
+def backend_choice(
+    model_path: str,
+    device: str = "auto",
+    max_length: int = 256,
+    *,
+    exports_root: str | Path,
+    recalibrate: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[MachineFacts, BackendChoice | None]:
+    """This machine's facts and `auto`'s kept choice for the model, measured now when there is none (or when
+    `recalibrate`); no choice on a GPU, where `auto` is torch in half precision."""
+    chosen_device = pick_device(device)
+    facts = machine_facts(chosen_device)
+    model_print = fingerprint(model_path)
+    exports = ExportCache(exports_root)
+    if recalibrate:
+        choice_path(exports.choices_root, model_print, facts).unlink(missing_ok=True)
+    kept = kept_choice(exports.choices_root, model_print, facts)
+    if kept is None and chosen_device == "cpu":
+        quiet_transformers()
+
+        def load_one(name: str) -> Any:
+            return _load_backend(model_path, name, chosen_device, max_length, exports, progress)[0]
+
+        kept = calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
+    return facts, kept

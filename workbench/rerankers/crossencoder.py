@@ -64,6 +64,7 @@ class CrossEncoderReranker:
             settings.reranker_backend,
             exports_root=settings.exports_dir,
             progress=progress,
+            calibrate_backends=settings.reranker_calibrate,
         )
         on_gpu = self.backend.endswith(":cuda") or ":cuda:" in self.backend
         self.batch_size = settings.reranker_batch_size or (128 if on_gpu else 32)

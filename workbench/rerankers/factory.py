@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 from workbench.config import Settings
 from workbench.errors import InputError
+from workbench.models import resolve_model
+from workbench.rerankers.backends import backend_choice
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker
+from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
 from workbench.vocab import BACKEND_CHOICES, BACKEND_SEPARATOR, NO_RERANKER, SERVICE_SCHEMES, TEI_SCHEMES
 
@@ -88,3 +91,18 @@ def create_reranker(
     scores = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
     tokens = token_cache if token_cache is not None else TokenCache(settings.cache_max_size * 5)
     return reranker_kind(model_id).build(model_id, settings, scores, tokens, progress)
+
+
+def reranker_backend_choice(
+    settings: Settings, model_id: str | None = None, *, recalibrate: bool = False, progress: Progress | None = None
+) -> tuple[MachineFacts, BackendChoice | None] | None:
+    """This machine and `auto`'s choice for a local cross-encoder (the configured one by default), measured
+    now if it never was (or when `recalibrate`); None for a reranker that is a service."""
+    model_id = model_id or settings.reranker_model
+    if reranker_kind(model_id).name != "cross-encoder":
+        return None
+    path = resolve_model(split_backend(model_id)[0], settings, setting="RERANKER_MODEL")
+    return backend_choice(
+        path, settings.reranker_device, settings.reranker_max_length, exports_root=settings.exports_dir,
+        recalibrate=recalibrate, progress=progress,
+    )  # fmt: skip

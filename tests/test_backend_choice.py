@@ -1,0 +1,122 @@
+"""`auto` measured where it runs: the decision rule on faked timings, the int8 configuration a CPU takes, a real
+calibration of the tiny model (kept, reused, followed), its quality loss recomputed with pytrec_eval, and
+`workbench doctor`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import pytrec_eval
+
+from workbench.config import Settings
+from workbench.rerankers import CrossEncoderReranker
+from workbench.rerankers.backends import ExportCache, backend_choice, fingerprint
+from workbench.rerankers.machine import (
+    BackendChoice,
+    BackendFigures,
+    calibration_pairs,
+    choice_path,
+    decide,
+    int8_config,
+    machine_facts,
+)
+
+
+def _figures(**backends: tuple[float, float | None]) -> list[BackendFigures]:
+    return [
+        BackendFigures(backend="torch", ms_per_50_pairs=100, speedup=1.0, loss=0.0, loss_source="the reference"),
+        *(
+            BackendFigures(backend=name.replace("_", "-"), ms_per_50_pairs=100 / speed, speedup=speed, loss=loss,
+                           loss_source="faked")
+            for name, (speed, loss) in backends.items()
+        ),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("backends", "chosen"),
+    [
+        ({"onnx": (1.0, 0.0), "onnx_int8": (1.02, -0.003)}, "torch"),  # issue 11's machine: nothing is faster
+        ({"onnx": (2.6, 0.0), "onnx_int8": (4.3, 0.048)}, "onnx"),  # int8 is fastest but loses too much
+        ({"onnx": (2.2, 0.0), "onnx_int8": (3.6, 0.004)}, "onnx-int8"),  # the fastest within the loss
+        ({"onnx": (1.05, 0.0), "onnx_int8": (0.9, 0.0)}, "torch"),  # under 1.1x: not worth an export
+        ({"onnx": (3.0, None)}, "torch"),  # a loss nobody measured is never taken
+    ],
+)
+def test_the_decision_rule_on_faked_timings(backends: dict, chosen: str) -> None:
+    assert decide(_figures(**backends)) == chosen
+
+
+def test_the_int8_configuration_follows_the_cpu() -> None:
+    assert int8_config("aarch64", set()) == "arm64" and int8_config("arm64", {"avx2"}) == "arm64"
+    assert int8_config("x86_64", {"avx2", "avx512f", "avx512_vnni"}) == "avx512_vnni"
+    assert int8_config("x86_64", {"avx2", "avx512f"}) == "avx512"
+    assert int8_config("x86_64", {"avx2", "fma"}) == "avx2"
+
+
+def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    model = str(tiny_models["reranker"])
+    heard: list[str] = []
+    facts, choice = backend_choice(model, exports_root=tmp_path / "exports", progress=heard.append)
+    assert choice is not None and any(m.startswith("Measuring the reranker's backends") for m in heard)
+    assert [f.backend for f in choice.figures] == ["torch", "onnx", "onnx-int8"]
+    torch_row = choice.figures[0]
+    assert torch_row.speedup == 1.0 and torch_row.loss == 0.0
+    assert all(f.ms_per_50_pairs > 0 and f.loss_source.startswith("demo judgments") for f in choice.figures[1:])
+    assert choice.chosen == decide(choice.figures) and choice.machine == facts
+    assert choice_path(ExportCache(tmp_path / "exports").choices_root, fingerprint(model), facts).is_file()
+
+    # the losses, recomputed: nDCG@10 of each backend's scores on the same judged pairs, by pytrec_eval
+    pairs, keys, qrels = calibration_pairs()
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
+
+    def ndcg(backend: str) -> float:
+        settings = Settings(data_dir=tmp_path, reranker_backend=backend, offline=True)
+        scores = CrossEncoderReranker(model, settings).score_pairs(pairs)
+        run: dict[str, dict[str, float]] = {}
+        for (qid, doc), score in zip(keys, scores, strict=True):
+            run.setdefault(qid, {})[doc] = float(score)
+        per_query = evaluator.evaluate(run)
+        return sum(q["ndcg_cut_10"] for q in per_query.values()) / len(per_query)
+
+    onnx = next(f for f in choice.figures if f.backend == "onnx")
+    assert onnx.loss == pytest.approx(ndcg("torch") - ndcg("onnx"), abs=1e-6)
+
+    heard.clear()  # kept: the next use reads it, measuring nothing
+    _, again = backend_choice(model, exports_root=tmp_path / "exports", progress=heard.append)
+    assert again == choice and not heard
+
+
+def test_auto_follows_the_kept_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    """A kept choice whose (faked) figures make ONNX the fastest within the loss: `auto` loads ONNX."""
+    model = str(tiny_models["reranker"])
+    settings = Settings(data_dir=tmp_path, reranker_model=model, reranker_max_length=200, offline=True)
+    facts = machine_facts("cpu")
+    figures = _figures(onnx=(1.8, 0.0), onnx_int8=(2.5, 0.02))
+    faked = BackendChoice(
+        model="tiny-reranker", model_print=fingerprint(model), machine=facts, chosen=decide(figures), figures=figures,
+        pairs=100, seconds=1.0, measured_at=datetime.now(UTC),
+    )  # fmt: skip
+    path = choice_path(ExportCache(settings.exports_dir).choices_root, fingerprint(model), facts)
+    path.parent.mkdir(parents=True)
+    path.write_text(faked.model_dump_json())
+    assert CrossEncoderReranker(model, settings).backend == "onnx:cpu"
+
+
+def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path), "RERANKER_MODEL": str(tiny_models["reranker"])}
+    command = [str(Path(sys.executable).parent / "workbench"), "doctor"]
+    done = subprocess.run([*command, "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["machine"]["int8_config"] in {"avx2", "avx512", "avx512_vnni", "arm64"}
+    assert body["choice"]["chosen"] in {"torch", "onnx", "onnx-int8"} and len(body["choice"]["figures"]) == 3
+    words = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert words.returncode == 0 and f"auto → {body['choice']['chosen']}" in words.stdout
+    assert "int8 configuration" in words.stdout and "Measuring" not in words.stderr  # kept from the first run
