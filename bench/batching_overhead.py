@@ -23,7 +23,7 @@ CALL_MS = 4.0  # fixed cost of one model call
 PAIR_MS = 0.1  # cost per pair
 
 
-def fake_model(pairs: list, wanted) -> list[float]:  # type: ignore[no-untyped-def]
+def fake_model(pairs: list, wanted, done) -> list[float]:  # type: ignore[no-untyped-def]
     time.sleep((CALL_MS + PAIR_MS * len(pairs)) / 1000)
     return [0.0] * len(pairs)
 

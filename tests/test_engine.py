@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError, ModelNotFoundError
 from workbench.types import SearchResult
@@ -130,3 +131,24 @@ def test_delete_collection(nature: Engine) -> None:
     assert "nature" not in {c.name for c in nature.collections()}
     with pytest.raises(CollectionNotFoundError):
         nature.delete_collection("nature")
+
+
+def test_the_rerank_reports_its_progress_batch_by_batch(tiny_settings: Settings, corpus_dir: Path) -> None:
+    engine = Engine(tiny_settings.model_copy(update={"reranker_batch_size": 2}))
+    engine.ingest(corpus_dir, "nature")
+    heard: list[tuple[int, int]] = []
+    result = engine.search(
+        "where do herons fish", 6, 3, collection="nature", progress=lambda d, t: heard.append((d, t))
+    )
+    total = len(result.candidates)
+    assert total >= 5 and heard[-1] == (total, total)  # the last batch completes the request
+    assert len(heard) == -(-total // 2) and [d for d, _ in heard] == sorted({d for d, _ in heard})  # batch by batch
+    heard.clear()
+    engine.search("where do herons fish", 6, 3, collection="nature", progress=lambda d, t: heard.append((d, t)))
+    assert heard == []  # a cached result runs no model
+
+    def broken(scored: int, total: int) -> None:
+        raise RuntimeError("a listener that fails")
+
+    again = engine.search("coral reefs and animals", 6, 3, collection="nature", progress=broken)
+    assert again.reranked  # a failing listener never stops the search

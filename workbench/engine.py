@@ -30,6 +30,7 @@ from workbench.inputs import (
     validate_retrieval,
 )
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
+from workbench.rerankers.batching import reporting_progress
 from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
@@ -148,6 +149,7 @@ class Engine:
         use_cache: bool = True,
         deadline: float | None = None,
         min_score: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> SearchResult:
         """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
 
@@ -157,8 +159,9 @@ class Engine:
         the whole query. `deadline` (a time.monotonic() instant) stops a search its caller gave up on: the reranker
         stops at its next batch and QueryTimeoutError is raised. `use_cache=False` skips the result and score
         caches (load runs measure real work). `min_score` drops results of the top n whose final score (the
-        reranker's, else the first stage's) is below it; `below_min_score` counts them. Raises InputError for bad
-        inputs, CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
+        reranker's, else the first stage's) is below it; `below_min_score` counts them. `progress(scored, total)`
+        hears the rerank advance after each model batch (a local cross-encoder's; not for cached scores). Raises
+        InputError for bad inputs, CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
         """
         query = validate_query(query, max_query_chars)
         k, top_n = validate_depths(
@@ -220,7 +223,8 @@ class Engine:
                 raise QueryTimeoutError(
                     "The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) before reranking."
                 )
-            scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache, deadline)
+            with reporting_progress(progress):
+                scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache, deadline)
         else:
             scores = [None] * len(hits)
         reranked = time.perf_counter()

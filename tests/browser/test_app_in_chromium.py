@@ -155,9 +155,10 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     box.fill("can I carry over unused vacation days")
     # The first-stage list is drawn before the reranker starts and replaced when it is done; on a fast machine
     # that can be a few hundred ms, too short for a poll to see, so the page records every text it ever shows.
-    page.evaluate(_RECORD_TEXTS, ["Reranking 50 candidates…"])
+    page.evaluate(_RECORD_TEXTS, ["Reranking 50 candidates…", "Reranking: 32 of 50 candidates scored"])
     box.press("Enter")
-    page.wait_for_function("window.__wbSeen.length === 1")  # the first-stage list while the model ran
+    # the first-stage list while the model ran, and its progress after the first batch of 32
+    page.wait_for_function("window.__wbSeen.length === 2")
     page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")  # then replaced by the result
     _shown(page, "You may carry up to five unused days")
     for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost

@@ -7,6 +7,10 @@ searches make a handful of full batches instead of eight queues of small ones fi
 lone search pays no wait. A `window` above zero (RERANKER_BATCH_WINDOW_MS) makes a free model wait that long for
 company first, which only pays where a call's fixed cost dwarfs its per-pair cost.
 
+A request may carry a progress callback, taken from `reporting_progress` around the call that submits it: after
+each batch of a model call, every request with pairs in that batch hears (its pairs scored so far, its pairs), so a
+front end can show a rerank advance batch by batch.
+
 A request may carry a deadline (`time.monotonic()` seconds): one already past is failed without running, and a
 batch whose pairs all belong to requests past their deadline is skipped, so a search its caller gave up on (a
 504) stops using the model at the next batch instead of starving the searches behind it.
@@ -14,18 +18,35 @@ batch whose pairs all belong to requests past their deadline is skipped, so a se
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from workbench.errors import QueryTimeoutError
 
 Pair = Any  # an encoded pair: whatever the run function takes
-Request = tuple[list[Pair], Future[list[float]], float | None]  # pairs, where their scores go, deadline
-RunFunction = Callable[[list[Pair], Callable[[int], bool]], list[float]]  # (pairs, is pair i still wanted)
+Progress = Callable[[int, int], None]  # (pairs scored so far, pairs in the request)
+Request = tuple[list[Pair], Future[list[float]], float | None, Progress | None]  # pairs, scores, deadline, progress
+# (pairs, is pair i still wanted, these pairs were just scored) -> scores
+RunFunction = Callable[[list[Pair], Callable[[int], bool], Callable[[list[int]], None]], list[float]]
+_PROGRESS: ContextVar[Progress | None] = ContextVar("rerank_progress", default=None)
+log = logging.getLogger("workbench.rerankers")
+
+
+@contextmanager
+def reporting_progress(progress: Progress | None) -> Iterator[None]:
+    """Within this block, requests submitted by this thread report their progress to `progress`."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 class MicroBatcher:
@@ -33,7 +54,7 @@ class MicroBatcher:
 
     def __init__(
         self,
-        run: Callable[[list[Pair], Callable[[int], bool]], list[float]],
+        run: RunFunction,
         window: float = 0.003,
         name: str = "rerank",
     ) -> None:
@@ -59,7 +80,7 @@ class MicroBatcher:
             return []
         future: Future[list[float]] = Future()
         self._ensure_worker()
-        self._queue.put((list(pairs), future, deadline))
+        self._queue.put((list(pairs), future, deadline, _PROGRESS.get()))
         return future.result()
 
     def _work(self) -> None:
@@ -84,28 +105,41 @@ class MicroBatcher:
 
     def _serve(self, batch: list[Request]) -> None:
         """One model run for the gathered requests that are still wanted; each gets its scores or its error."""
-        for _, future, deadline in batch:
+        for _, future, deadline, _ in batch:
             if _expired(deadline):
                 future.set_exception(_late())
         batch = [entry for entry in batch if not entry[1].done()]
         if not batch:
             return
-        pairs = [pair for items, _, _ in batch for pair in items]
-        owner = [i for i, (items, _, _) in enumerate(batch) for _ in items]
+        pairs = [pair for items, _, _, _ in batch for pair in items]
+        owner = [i for i, (items, _, _, _) in enumerate(batch) for _ in items]
+        scored = [0] * len(batch)
 
         def wanted(pair: int) -> bool:
             return not _expired(batch[owner[pair]][2])
 
+        def done(indices: list[int]) -> None:
+            touched = {owner[i] for i in indices}
+            for i in indices:
+                scored[owner[i]] += 1
+            for request in touched:
+                items, _, _, progress = batch[request]
+                if progress is not None:
+                    try:
+                        progress(scored[request], len(items))
+                    except Exception:  # a listener's failure never stops the model
+                        log.exception("a rerank progress listener failed")
+
         try:
-            scores = self._run(pairs, wanted)
+            scores = self._run(pairs, wanted, done)
         except BaseException as exc:  # every waiting request gets the error, the worker lives on
-            for _, future, _ in batch:
+            for _, future, _, _ in batch:
                 future.set_exception(exc)
             return
         self.runs += 1
         self.requests += len(batch)
         start = 0
-        for items, future, deadline in batch:
+        for items, future, deadline, _ in batch:
             if _expired(deadline):
                 future.set_exception(_late())
             else:

@@ -128,9 +128,14 @@ class CrossEncoderReranker:
             chunk = order[start : start + self.batch_size]
             yield chunk, self._arrays([pairs[i] for i in chunk])
 
-    def _run(self, pairs: list[Encoded], wanted: Callable[[int], bool] | None = None) -> list[float]:
+    def _run(
+        self,
+        pairs: list[Encoded],
+        wanted: Callable[[int], bool] | None = None,
+        done: Callable[[list[int]], None] | None = None,
+    ) -> list[float]:
         """One model run over `pairs`, batch by batch (`batches`); a batch none of whose pairs is `wanted` any
-        more (their searches ran past their deadline) is skipped."""
+        more (their searches ran past their deadline) is skipped; `done` hears each batch's pairs once scored."""
         import torch
 
         scores = [0.0] * len(pairs)
@@ -146,6 +151,8 @@ class CrossEncoderReranker:
                 logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
                 for i, value in zip(chunk, logits, strict=True):
                     scores[i] = float(value)
+                if done is not None:
+                    done(chunk)
         with self._lock:
             self.model_calls += 1
             self.pairs_scored += len(ran)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import streamlit as st
@@ -91,19 +94,12 @@ def run() -> None:
     reranking = " and reranking" if c.reranker is not None else ""
     preview = st.empty()  # the first-stage list, shown while the reranker works, then replaced by the result
     asked = (query, c.k, repr(c.filters), c.collection, repr(c.reranker), c.retrieval)
+    bar = None
     if c.reranker is not None and st.session_state.get("wb.explore-asked") != asked:
-        _first_stage_preview(preview, engine, query, c)
+        bar = _first_stage_preview(preview, engine, query, c)
     st.session_state["wb.explore-asked"] = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
-        result = engine.search(
-            query,
-            c.k,
-            c.top_n,
-            c.filters,
-            collection=c.collection,
-            reranker=c.reranker,
-            retrieval=c.retrieval,
-        )
+        result = _search_with_progress(engine, query, c, bar)
     preview.empty()
     if result is None:
         stop()
@@ -229,15 +225,46 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     return grades
 
 
-def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> None:
+def _search_with_progress(engine: Engine, query: str, c: Controls, bar: Any | None) -> SearchResult:
+    """The search; with a progress `bar` (the preview's), run beside this script so that the bar follows the
+    reranker batch by batch (the model reports from its own thread; only this thread may draw)."""
+
+    def search(progress: Callable[[int, int], None] | None = None) -> SearchResult:
+        return engine.search(
+            query, c.k, c.top_n, c.filters, collection=c.collection, reranker=c.reranker, retrieval=c.retrieval,
+            progress=progress,
+        )  # fmt: skip
+
+    if bar is None:
+        return search()
+    advance = {"scored": 0, "total": 0}
+
+    def heard(scored: int, total: int) -> None:
+        advance.update(scored=scored, total=total)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explore-search") as pool:
+        running = pool.submit(search, heard)
+        shown = -1
+        while not running.done():
+            time.sleep(0.05)
+            if advance["total"] and advance["scored"] != shown:
+                shown = advance["scored"]
+                bar.progress(
+                    shown / advance["total"], text=f"Reranking: {shown} of {advance['total']} candidates scored"
+                )
+        return running.result()
+
+
+def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> Any | None:
     """The first-stage list at once (embedding and search take milliseconds), beside a running state for the
-    reranker, in `slot`; a search that fails here is left to the full search to report."""
+    reranker with a progress bar, in `slot`; returns the bar. A search that fails here is left to the full search
+    to report."""
     try:
         first = engine.search(
             query, c.k, c.top_n, c.filters, collection=c.collection, reranker=None, retrieval=c.retrieval
         )
     except Exception:  # the full search below shows the error in its place
-        return
+        return None
     with slot.container():
         left, right = st.columns(2)
         with left:
@@ -246,7 +273,9 @@ def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> 
                 vector_row(candidate, first.top_n, None, first.retrieval)
         with right:
             st.subheader(f"Reranking {len(first.candidates)} candidates…")
+            bar = st.progress(0.0, text=f"Reranking: 0 of {len(first.candidates)} candidates scored")
             st.info("The first-stage list is on the left; the reranked list replaces this when the model is done.")
+    return bar
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
