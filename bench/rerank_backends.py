@@ -94,7 +94,7 @@ def pairs_parser(description: str | None, queries: int) -> argparse.ArgumentPars
 
 def main() -> int:
     parser = pairs_parser(__doc__, queries=6)
-    parser.add_argument("--backends", default="torch,onnx,onnx-int8")
+    parser.add_argument("--backends", default="torch,onnx,onnx-int8,openvino")
     parser.add_argument("--cuda", action="store_true", help="also measure torch on CUDA (fp16/bf16) when present")
     parser.add_argument(
         "--embedder",

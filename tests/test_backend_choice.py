@@ -65,7 +65,7 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
     heard: list[str] = []
     facts, choice = backend_choice(model, exports_root=tmp_path / "exports", progress=heard.append)
     assert choice is not None and any(m.startswith("Measuring the reranker's backends") for m in heard)
-    assert [f.backend for f in choice.figures] == ["torch", "onnx", "onnx-int8"]
+    assert [f.backend for f in choice.figures] == ["torch", "onnx", "onnx-int8", "openvino"]
     torch_row = choice.figures[0]
     assert torch_row.speedup == 1.0 and torch_row.loss == 0.0
     assert all(f.ms_per_50_pairs > 0 and f.loss_source.startswith("demo judgments") for f in choice.figures[1:])
@@ -116,7 +116,9 @@ def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: d
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert body["machine"]["int8_config"] in {"avx2", "avx512", "avx512_vnni", "arm64"}
-    assert body["choice"]["chosen"] in {"torch", "onnx", "onnx-int8"} and len(body["choice"]["figures"]) == 3
+    assert (
+        body["choice"]["chosen"] in {"torch", "onnx", "onnx-int8", "openvino"} and len(body["choice"]["figures"]) == 4
+    )
     words = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert words.returncode == 0 and f"auto → {body['choice']['chosen']}" in words.stdout
     assert "int8 configuration" in words.stdout and "Measuring" not in words.stderr  # kept from the first run

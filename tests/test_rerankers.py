@@ -58,8 +58,8 @@ def test_repeated_query_costs_no_model_call(reranker: CrossEncoderReranker) -> N
     assert hits == len(TEXTS) and reranker.model_calls == 2
 
 
-@pytest.mark.parametrize(("backend", "correlation"), [("onnx", 0.99), ("onnx-int8", 0.95)])
-def test_onnx_backends_agree_with_fp32_torch(
+@pytest.mark.parametrize(("backend", "correlation"), [("onnx", 0.99), ("onnx-int8", 0.95), ("openvino", 0.95)])
+def test_exported_backends_agree_with_fp32_torch(
     tmp_path: Path, tiny_models: dict[str, Path], backend: str, correlation: float
 ) -> None:
     torch_scores = CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models)).predict(

@@ -67,7 +67,7 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
 }
 
 # Rerankers --------------------------------------------------------------------------------------------------
-BackendChoice = Literal["auto", "torch", "onnx", "onnx-int8"]
+BackendChoice = Literal["auto", "torch", "onnx", "onnx-int8", "openvino"]
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 BACKENDS: Final[tuple[str, ...]] = BACKEND_CHOICES[1:]  # what runs a model; "auto" picks one of these
 Device = Literal["auto", "cpu", "cuda", "mps"]

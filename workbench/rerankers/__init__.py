@@ -1,5 +1,5 @@
 """Rerankers: one protocol (`Reranker`), one factory choosing the kind from the model id (`create_reranker`),
-the cross-encoder (backends torch, onnx, onnx-int8; fp16/bf16 on CUDA), the score and token caches, and
+the cross-encoder (backends torch, onnx, onnx-int8, openvino; fp16/bf16 on CUDA), the score and token caches, and
 micro-batching of concurrent searches."""
 
 from __future__ import annotations

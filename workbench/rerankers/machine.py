@@ -30,7 +30,7 @@ from workbench.paths import demo_dir
 
 MAX_LOSS = 0.005  # nDCG@10 a backend may lose against fp32 torch
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
-CPU_BACKENDS = ("torch", "onnx", "onnx-int8")
+CPU_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
 _NDCG = ir_measures.parse_measure("nDCG@10")

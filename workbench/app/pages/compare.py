@@ -7,6 +7,7 @@ import streamlit as st
 
 from workbench.app.history import remember
 from workbench.app.judging import Judging, grade_control
+from workbench.app.progress import search_with_progress
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.compare import agreement
@@ -119,15 +120,17 @@ def run() -> None:
     for name, config in (("A", a), ("B", b)):
         with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
             reranker = (config.model or DEFAULT) if config.rerank else None
-            results[name] = engine.search(
-                query,
-                config.k,
-                min(top_n, config.k),
-                c.filters,
-                collection=config.collection,
-                reranker=reranker,
-                retrieval=config.retrieval,
-            )
+            bar = st.empty() if reranker is not None else None
+            results[name] = search_with_progress(
+                lambda progress, config=config, reranker=reranker: engine.search(
+                    query, config.k, min(top_n, config.k), c.filters, collection=config.collection,
+                    reranker=reranker, retrieval=config.retrieval, progress=progress,
+                ),
+                bar,
+                f"Configuration {name}, reranking",
+            )  # fmt: skip
+            if bar is not None:
+                bar.empty()
             remember(engine, results[name])
     if len(results) < 2:
         st.stop()

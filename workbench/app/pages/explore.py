@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import streamlit as st
@@ -13,6 +10,7 @@ from workbench.app.charts import mini_slopegraph, slopegraph, stage_bar
 from workbench.app.explain_view import why_here
 from workbench.app.history import open_history, remember
 from workbench.app.judging import Judging, grade_control
+from workbench.app.progress import search_with_progress
 from workbench.app.state import (
     STATE,
     Controls,
@@ -99,7 +97,13 @@ def run() -> None:
         bar = _first_stage_preview(preview, engine, query, c)
     st.session_state["wb.explore-asked"] = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
-        result = _search_with_progress(engine, query, c, bar)
+        result = search_with_progress(
+            lambda progress: engine.search(
+                query, c.k, c.top_n, c.filters, collection=c.collection, reranker=c.reranker,
+                retrieval=c.retrieval, progress=progress,
+            ),
+            bar,
+        )  # fmt: skip
     preview.empty()
     if result is None:
         stop()
@@ -223,36 +227,6 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
         "with its 0-3 buttons."
     )
     return grades
-
-
-def _search_with_progress(engine: Engine, query: str, c: Controls, bar: Any | None) -> SearchResult:
-    """The search; with a progress `bar` (the preview's), run beside this script so that the bar follows the
-    reranker batch by batch (the model reports from its own thread; only this thread may draw)."""
-
-    def search(progress: Callable[[int, int], None] | None = None) -> SearchResult:
-        return engine.search(
-            query, c.k, c.top_n, c.filters, collection=c.collection, reranker=c.reranker, retrieval=c.retrieval,
-            progress=progress,
-        )  # fmt: skip
-
-    if bar is None:
-        return search()
-    advance = {"scored": 0, "total": 0}
-
-    def heard(scored: int, total: int) -> None:
-        advance.update(scored=scored, total=total)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="explore-search") as pool:
-        running = pool.submit(search, heard)
-        shown = -1
-        while not running.done():
-            time.sleep(0.05)
-            if advance["total"] and advance["scored"] != shown:
-                shown = advance["scored"]
-                bar.progress(
-                    shown / advance["total"], text=f"Reranking: {shown} of {advance['total']} candidates scored"
-                )
-        return running.result()
 
 
 def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> Any | None:

@@ -1,0 +1,37 @@
+"""A search whose rerank progress moves a bar on the page, batch by batch. The model reports from its batcher's
+thread, and only the page's script thread may draw, so the search runs beside the script, which polls."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from workbench.types import SearchResult
+
+Progress = Callable[[int, int], None]
+_POLL_SECONDS = 0.05
+
+
+def search_with_progress(
+    search: Callable[[Progress | None], SearchResult], bar: Any | None, label: str = "Reranking"
+) -> SearchResult:
+    """`search(progress)`'s result; with a `bar` (st.progress), the bar follows the rerank as it goes:
+    "<label>: 32 of 50 candidates scored"."""
+    if bar is None:
+        return search(None)
+    advance = {"scored": 0, "total": 0}
+
+    def heard(scored: int, total: int) -> None:
+        advance.update(scored=scored, total=total)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="page-search") as pool:
+        running = pool.submit(search, heard)
+        shown = -1
+        while not running.done():
+            time.sleep(_POLL_SECONDS)
+            if advance["total"] and advance["scored"] != shown:
+                shown = advance["scored"]
+                bar.progress(shown / advance["total"], text=f"{label}: {shown} of {advance['total']} candidates scored")
+        return running.result()
