@@ -282,25 +282,17 @@ class PostgresSessionStore(PostgresTables, SessionStore):
     ) -> None:
         super().__init__(recent_limit, ttl_days)
         self._open_pool(url, schema, timeout)
-        with self._errors("create its tables"), self._cursor() as cur:
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._schema}.session_turns (id bigserial PRIMARY KEY, "
-                "session_id text NOT NULL, role text NOT NULL, text text NOT NULL, meta jsonb NOT NULL, "
-                "created_at timestamptz NOT NULL)"
-            )
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns (session_id, id)"
-            )
-            cur.execute(f"ALTER TABLE {self._schema}.session_turns ADD COLUMN IF NOT EXISTS turn_id text")
-            cur.execute(
-                f"CREATE UNIQUE INDEX IF NOT EXISTS session_turns_once ON {self._schema}.session_turns "
-                "(session_id, turn_id) WHERE turn_id IS NOT NULL"
-            )
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
-                "summary text NOT NULL, updated_at timestamptz NOT NULL)"
-            )
+        self._create_tables(
+            f"CREATE TABLE IF NOT EXISTS {self._schema}.session_turns (id bigserial PRIMARY KEY, "
+            "session_id text NOT NULL, role text NOT NULL, text text NOT NULL, meta jsonb NOT NULL, "
+            "created_at timestamptz NOT NULL)",
+            f"CREATE INDEX IF NOT EXISTS session_turns_by_session ON {self._schema}.session_turns (session_id, id)",
+            f"ALTER TABLE {self._schema}.session_turns ADD COLUMN IF NOT EXISTS turn_id text",
+            f"CREATE UNIQUE INDEX IF NOT EXISTS session_turns_once ON {self._schema}.session_turns "
+            "(session_id, turn_id) WHERE turn_id IS NOT NULL",
+            f"CREATE TABLE IF NOT EXISTS {self._schema}.session_summaries (session_id text PRIMARY KEY, "
+            "summary text NOT NULL, updated_at timestamptz NOT NULL)",
+        )
 
     def _insert(
         self, session_id: str, role: str, text: str, meta: dict[str, Any], at: datetime, turn_id: str | None

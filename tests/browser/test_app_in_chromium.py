@@ -130,6 +130,21 @@ def _screenshot(page, name: str) -> None:
     page.set_viewport_size({"width": 1500, "height": 1000})
 
 
+def _click_until(page, click, appeared, failure_shot: str, pause_ms: int = 0) -> None:
+    """`click()`, then `appeared()` (which waits, and raises when its result does not come), up to 3 times: a
+    click that lands while the previous rerun is still painting can be lost. The page is kept on a last failure."""
+    for attempt in range(3):
+        click()
+        try:
+            appeared()
+            return
+        except Exception:
+            if attempt == 2:
+                _screenshot(page, failure_shot)
+                raise
+            page.wait_for_timeout(pause_ms)
+
+
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     _on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
@@ -161,16 +176,13 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     page.wait_for_function("window.__wbSeen.length === 2")
     page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")  # then replaced by the result
     _shown(page, "You may carry up to five unused days")
-    for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
-        page.get_by_text("Why here?", exact=True).first.click()
-        try:
-            page.get_by_text("Query terms:").first.wait_for(timeout=30_000)
-            break
-        except Exception:
-            if attempt == 2:
-                _screenshot(page, "why-here-failed.png")
-                raise
-            page.wait_for_timeout(1000)
+    _click_until(
+        page,
+        lambda: page.get_by_text("Why here?", exact=True).first.click(),
+        lambda: page.get_by_text("Query terms:").first.wait_for(timeout=30_000),
+        "why-here-failed.png",
+        pause_ms=1000,
+    )
     _shown(page, "1 model call")
     _shown(page, "Green raises the score, red lowers it.")
     _no_exception(page)
@@ -202,15 +214,12 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
         seen.append(threes.count())
     cards = seen[-1]
     assert cards % 2 == 0 and cards >= 2  # one grade control per card, in both lists
-    for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
-        threes.nth(cards // 2).click()  # the first card of the reranked list
-        try:
-            page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000)
-            break
-        except Exception:
-            if attempt == 2:
-                _screenshot(page, "grading-failed.png")
-                raise
+    _click_until(
+        page,
+        lambda: threes.nth(cards // 2).click(),  # the first card of the reranked list
+        lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
+        "grading-failed.png",
+    )
     metrics = page.locator("[data-testid='stMetric']").all_inner_texts()
     ndcg = next(m for m in metrics if m.startswith("nDCG@10 after reranking"))
     first = next(m for m in metrics if m.startswith("first relevant, after"))
@@ -230,17 +239,14 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
     _shown(page, "Where reranking should help", exact=True)
     pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
-    for attempt in range(3):  # a click that lands while the previous rerun is still painting can be lost
-        pill.click()
-        try:
-            expect(page.get_by_label("Query", exact=True)).to_have_value(
-                "my mum passed away, how long can I stay home", timeout=20_000
-            )
-            break
-        except AssertionError:
-            if attempt == 2:
-                _screenshot(page, "why-here-failed.png")
-                raise
+    _click_until(
+        page,
+        pill.click,
+        lambda: expect(page.get_by_label("Query", exact=True)).to_have_value(
+            "my mum passed away, how long can I stay home", timeout=20_000
+        ),
+        "sample-pill-failed.png",
+    )
     _shown(page, "Bereavement leave")
     _no_exception(page)
 
@@ -336,14 +342,12 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
 
     _shown(page, "Reranked · top 2")  # the previous test left the upload collection's query on Explore
     threes = page.get_by_role("radio", name="3", exact=True)
-    for attempt in range(3):  # a click that lands while a rerun is still painting can be lost
-        threes.nth(threes.count() // 2).click()  # the reranked #1 card
-        try:
-            page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
+    _click_until(
+        page,
+        lambda: threes.nth(threes.count() // 2).click(),  # the reranked #1 card
+        lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
+        "upload-grading-failed.png",
+    )
     page.get_by_role("link", name="Evaluate").click()
     _on_page(page, "Evaluate")
     page.get_by_text("Judgments of the collection in the sidebar", exact=False).first.click()
@@ -354,15 +358,12 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
     _shown(page, "'bird-uploads': 1 queries, k=2, top 2")
     _shown(page, "1 unjudged document in the top 2")
     queue = page.get_by_role("radio", name="0 not relevant", exact=True)
-    for attempt in range(3):
-        queue.last.click()
-        try:
-            _shown(page, "Every document in the top 2, before and after reranking, is judged.")
-            break
-        except Exception:
-            if attempt == 2:
-                _screenshot(page, "queue-failed.png")
-                raise
+    _click_until(
+        page,
+        lambda: queue.last.click(),
+        lambda: _shown(page, "Every document in the top 2, before and after reranking, is judged."),
+        "queue-failed.png",
+    )
     _no_exception(page)
     judged = load_judgments(Settings(data_dir=RUN["data"]), "bird-uploads")
     assert judged is not None and sorted(next(iter(judged.qrels.values())).values()) == [0, 3]

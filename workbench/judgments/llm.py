@@ -24,7 +24,7 @@ from workbench.errors import ConfigError, InputError, ModelError, exception_chai
 from workbench.evaluation.service import evaluate_dataset
 from workbench.judgments.agreement import PairAgreement, rater_agreement
 from workbench.judgments.queue import QueueItem, document_texts, judging_queue
-from workbench.judgments.service import judgment_rows, load_judgments, rate
+from workbench.judgments.service import judged_queries, judgment_rows, load_judgments, rate
 from workbench.redact import redact_url, register_secret, shown
 from workbench.vocab import (
     DEFAULT_JUDGE_CHECK,
@@ -192,8 +192,12 @@ def _failure(exc: BaseException, settings: Settings) -> ModelError | ConfigError
 
 
 def _grade(pair: JudgePair, answer: AIMessage | BaseException, settings: Settings) -> JudgeGrade:
-    base = {"query_id": pair.query_id, "query": pair.query, "doc_id": pair.doc_id}
-    base |= {"graded_by_people": pair.graded_by_people}
+    base = {
+        "query_id": pair.query_id,
+        "query": pair.query,
+        "doc_id": pair.doc_id,
+        "graded_by_people": pair.graded_by_people,
+    }
     if isinstance(answer, BaseException):
         return JudgeGrade(**base, grade=None, error=shown(_failure(answer, settings)))
     usage = answer.usage_metadata or {}
@@ -269,8 +273,7 @@ def judge_queue(
     people = [
         r for r in reversed(judgment_rows(settings, collection)) if r.source != "llm"
     ]  # newest first: the grades people are working on now
-    judged = load_judgments(settings, collection)
-    texts_of_queries = judged.queries if judged is not None else {}
+    texts_of_queries = judged_queries(settings, collection)
     checked: dict[tuple[str, str], str] = {}
     for row in people:
         if len(checked) >= max(check, 0):

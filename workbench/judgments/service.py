@@ -97,31 +97,35 @@ def _move_attached_files(settings: Settings, collection: str) -> None:
         (folder / _MOVED).write_text("These judgments were imported into the judgments store.\n", encoding="utf-8")
 
 
-def load_judgments(settings: Settings, collection: str, policy: str | None = None) -> Judgments | None:
-    """The collection's judgments under the policy (WORKBENCH_JUDGMENT_POLICY by default), or None when it
-    has none."""
-    collection = validate_collection_name(collection)
-    _move_attached_files(settings, collection)
-    store = open_judgment_store(settings)
-    rows = store.rows(collection)
-    if not rows:
-        return None
-    policy = validate_policy(policy) if policy is not None else settings.judgment_policy
-    return Judgments(
-        collection=collection,
-        queries=store.queries(collection),
-        qrels=current_grades(rows, policy),
-        policy=policy,
-        given=len(rows),
-        raters=sorted({r.rater for r in rows}),
-    )
-
-
 def judgment_rows(settings: Settings, collection: str) -> list[JudgmentRow]:
     """Every grade ever given in the collection, oldest first."""
     collection = validate_collection_name(collection)
     _move_attached_files(settings, collection)
     return open_judgment_store(settings).rows(collection)
+
+
+def judged_queries(settings: Settings, collection: str) -> dict[str, str]:
+    """The collection's judged queries: id -> text."""
+    return open_judgment_store(settings).queries(validate_collection_name(collection))
+
+
+def load_judgments(
+    settings: Settings, collection: str, policy: str | None = None, rows: list[JudgmentRow] | None = None
+) -> Judgments | None:
+    """The collection's judgments under the policy (WORKBENCH_JUDGMENT_POLICY by default), or None when it
+    has none; from `rows` when the caller has read them already (`judgment_rows`)."""
+    rows = judgment_rows(settings, collection) if rows is None else rows
+    if not rows:
+        return None
+    policy = validate_policy(policy) if policy is not None else settings.judgment_policy
+    return Judgments(
+        collection=validate_collection_name(collection),
+        queries=judged_queries(settings, collection),
+        qrels=current_grades(rows, policy),
+        policy=policy,
+        given=len(rows),
+        raters=sorted({r.rater for r in rows}),
+    )
 
 
 def typed_query_id(text: str) -> str:
@@ -214,8 +218,8 @@ def attach_judgments(
         rows = judgment_rows(settings, collection)
         if any(r.rater == rater for r in rows):
             mine = current_grades([r for r in rows if r.rater == rater])
-            return Judgments(collection=collection, queries=open_judgment_store(settings).queries(collection),
-                             qrels=mine, given=len(rows))  # fmt: skip
+            return Judgments(collection=collection, queries=judged_queries(settings, collection), qrels=mine,
+                             given=len(rows))  # fmt: skip
     return _import(settings, collection, qrels, queries, rater)
 
 
@@ -247,7 +251,7 @@ def export_judgments(settings: Settings, collection: str, fmt: str = "trec", pol
 
 def export_queries(settings: Settings, collection: str) -> str:
     """The collection's judged queries as BEIR queries.jsonl (to go with an export of the qrels)."""
-    queries = open_judgment_store(settings).queries(validate_collection_name(collection))
+    queries = judged_queries(settings, collection)
     return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in sorted(queries.items()))
 
 

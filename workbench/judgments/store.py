@@ -206,25 +206,16 @@ class PostgresJudgmentStore(PostgresTables, JudgmentStore):
 
     def __init__(self, url: str, *, schema: str = "workbench", timeout: float = DEFAULT_STORE_TIMEOUT) -> None:
         self._open_pool(url, schema, timeout)
-        with self._errors("create its tables"), self._cursor() as cur:
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._schema}.judgments (id bigserial PRIMARY KEY, "
-                "collection text NOT NULL, query_id text NOT NULL, doc_id text NOT NULL, grade integer NOT NULL, "
-                "rater text NOT NULL, source text NOT NULL, reason text NOT NULL DEFAULT '', "
-                "created_at timestamptz NOT NULL)"
-            )
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS judgments_by_collection ON {self._schema}.judgments (collection, id)"
-            )
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS judgments_by_pair ON {self._schema}.judgments "
-                "(collection, query_id, doc_id)"
-            )
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._schema}.judged_queries (collection text NOT NULL, "
-                "query_id text NOT NULL, text text NOT NULL, PRIMARY KEY (collection, query_id))"
-            )
+        self._create_tables(
+            f"CREATE TABLE IF NOT EXISTS {self._schema}.judgments (id bigserial PRIMARY KEY, "
+            "collection text NOT NULL, query_id text NOT NULL, doc_id text NOT NULL, grade integer NOT NULL, "
+            "rater text NOT NULL, source text NOT NULL, reason text NOT NULL DEFAULT '', "
+            "created_at timestamptz NOT NULL)",
+            f"CREATE INDEX IF NOT EXISTS judgments_by_collection ON {self._schema}.judgments (collection, id)",
+            f"CREATE INDEX IF NOT EXISTS judgments_by_pair ON {self._schema}.judgments (collection, query_id, doc_id)",
+            f"CREATE TABLE IF NOT EXISTS {self._schema}.judged_queries (collection text NOT NULL, "
+            "query_id text NOT NULL, text text NOT NULL, PRIMARY KEY (collection, query_id))",
+        )
 
     def _insert(self, rows: list[JudgmentRow]) -> None:
         with self._cursor() as cur:

@@ -50,6 +50,8 @@ OPENVINO_FILE = "openvino/openvino_model.xml"
 OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "vocab.txt")
 _export_lock = threading.Lock()
+_fingerprints: dict[tuple[Any, ...], str] = {}
+_fingerprint_lock = threading.Lock()
 
 
 def int8_file(config: str) -> str:
@@ -58,25 +60,35 @@ def int8_file(config: str) -> str:
     return f"onnx/model_{'quint8' if config == 'avx2' else 'qint8'}_{config}.onnx"
 
 
+def _read_into(digest: Any, path: Path) -> None:
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+
+
 def fingerprint(folder: str | Path) -> str:
-    """A hash of a model folder's weights, config and tokenizer files (names, sizes and contents)."""
+    """A hash of a model folder's weights, config and tokenizer files (names, sizes and contents). Kept per
+    process while the files' sizes and modification times stay the same: a load asks for it more than once, and
+    hashing a model's weights takes a noticeable fraction of a second."""
     folder = Path(folder)
+    present = [(name, (folder / name).stat()) for name in _WEIGHT_FILES if (folder / name).is_file()]
+    key = (str(folder.resolve()), tuple((name, st.st_size, st.st_mtime_ns) for name, st in present))
+    with _fingerprint_lock:
+        known = _fingerprints.get(key)
+    if known is not None:
+        return known
     digest = hashlib.blake2b(digest_size=16)
-    for name in _WEIGHT_FILES:
-        path = folder / name
-        if path.is_file():
-            digest.update(name.encode())
-            with path.open("rb") as handle:
-                while block := handle.read(1 << 22):
-                    digest.update(block)
+    for name, _ in present:
+        digest.update(name.encode())
+        _read_into(digest, folder / name)
+    with _fingerprint_lock:
+        _fingerprints[key] = digest.hexdigest()
     return digest.hexdigest()
 
 
 def _file_hash(path: Path) -> str:
     digest = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
+    _read_into(digest, path)
     return digest.hexdigest()
 
 

@@ -71,5 +71,12 @@ class PostgresTables(KeptStore):
         with transaction(self._pool) as cur:
             yield cur
 
+    def _create_tables(self, *statements: str) -> None:
+        """The schema, then each statement (each one idempotent: `IF NOT EXISTS`), in one transaction."""
+        with self._errors("create its tables"), self._cursor() as cur:
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema}")
+            for statement in statements:
+                cur.execute(statement)
+
     def close(self) -> None:
         close_pool(self.url, self._pool)

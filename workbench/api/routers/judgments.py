@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.errors import InputError
-from workbench.judgments import Agreement, Rating, judge, judgments_agreement, load_judgments
+from workbench.judgments import Agreement, Rating, judge, judgment_rows, load_judgments, rater_agreement
 from workbench.vocab import DEFAULT_RATER, MAX_DOC_ID_CHARS, MAX_QUERY_CHARS, MAX_RATER_CHARS
 
 router = APIRouter(tags=["judgments"], dependencies=Authorised)
@@ -62,13 +62,13 @@ async def add_judgment(body: JudgmentRequest, state: State) -> Rating:
 @router.get("/judgments/{collection}", response_model=JudgmentsView)
 async def read_judgments(collection: str, state: State, policy: str | None = None) -> Any:
     def work() -> JudgmentsView:
-        judgments = load_judgments(state.settings, collection, policy)
+        rows = judgment_rows(state.settings, collection)  # read once: the grades and the agreement both come from it
+        judgments = load_judgments(state.settings, collection, policy, rows)
         if judgments is None:
             raise InputError(f"'{collection}' has no judgments yet: POST /judgments or import qrels first.")
         return JudgmentsView(
             collection=judgments.collection, policy=judgments.policy, queries=judgments.queries,
-            qrels=judgments.qrels, given=judgments.given, raters=judgments.raters,
-            agreement=judgments_agreement(state.settings, collection),
+            qrels=judgments.qrels, given=judgments.given, raters=judgments.raters, agreement=rater_agreement(rows),
         )  # fmt: skip
 
     return await run_bounded(state, work)
