@@ -130,6 +130,19 @@ def _screenshot(page, name: str) -> None:
     page.set_viewport_size({"width": 1500, "height": 1000})
 
 
+def _settled(page) -> None:
+    """Wait until no element is stale: while a rerun paints, the previous run's elements (the previous query's
+    cards among them) stay in the page marked `data-stale`, and a click on one of them is lost or lands wrong."""
+    page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0")
+
+
+def _grade_button(page, where: str, grade: str, card: int = 0):
+    """The `grade` button of a card's grade control in list `where` (Explore's `first` and `reranked`,
+    Evaluate's `queue`), found by the control's key rather than by its place among every grade button."""
+    controls = page.locator(f"[class*='st-key-grade-{where}-'][data-stale='false']")
+    return controls.nth(card).get_by_role("radio", name=grade, exact=True)
+
+
 def _click_until(page, click, appeared, failure_shot: str, pause_ms: int = 0) -> None:
     """`click()`, then `appeared()` (which waits, and raises when its result does not come), up to 3 times: a
     click that lands while the previous rerun is still painting can be lost. The page is kept on a last failure."""
@@ -207,16 +220,12 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     _shown(page, "has judgments for 50 queries; this query is not one of them")
     _shown(page, "unjudged")
     page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")
-    threes = page.get_by_role("radio", name="3", exact=True)
-    cards, seen = -1, []
-    while len(seen) < 4 or len(set(seen[-4:])) > 1:  # the previous query's cards linger until the rerun ends
-        page.wait_for_timeout(500)
-        seen.append(threes.count())
-    cards = seen[-1]
-    assert cards % 2 == 0 and cards >= 2  # one grade control per card, in both lists
+    _settled(page)
+    cards = page.locator("[class*='st-key-grade-first-']").count()  # top n is 5, as the previous test left it
+    assert cards == page.locator("[class*='st-key-grade-reranked-']").count() == 5  # a control on every card
     _click_until(
         page,
-        lambda: threes.nth(cards // 2).click(),  # the first card of the reranked list
+        lambda: _grade_button(page, "reranked", "3").click(),  # the first card of the reranked list
         lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
         "grading-failed.png",
     )
@@ -341,10 +350,10 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
     from workbench.judgments import load_judgments
 
     _shown(page, "Reranked · top 2")  # the previous test left the upload collection's query on Explore
-    threes = page.get_by_role("radio", name="3", exact=True)
+    _settled(page)
     _click_until(
         page,
-        lambda: threes.nth(threes.count() // 2).click(),  # the reranked #1 card
+        lambda: _grade_button(page, "reranked", "3").click(),  # the reranked #1 card
         lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
         "upload-grading-failed.png",
     )
@@ -357,10 +366,10 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
     page.get_by_role("button", name="Run evaluation").click()
     _shown(page, "'bird-uploads': 1 queries, k=2, top 2")
     _shown(page, "1 unjudged document in the top 2")
-    queue = page.get_by_role("radio", name="0 not relevant", exact=True)
+    _settled(page)
     _click_until(
         page,
-        lambda: queue.last.click(),
+        lambda: _grade_button(page, "queue", "0 not relevant").click(),
         lambda: _shown(page, "Every document in the top 2, before and after reranking, is judged."),
         "queue-failed.png",
     )
