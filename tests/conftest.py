@@ -258,11 +258,13 @@ def silent_server():
             except TimeoutError:
                 continue
 
-    threading.Thread(target=accept, daemon=True).start()
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
     try:
         yield listener.getsockname()[1]
     finally:
         stop.set()
+        acceptor.join()  # before the listener closes under its accept()
         for connection in held:
             connection.close()
         listener.close()
