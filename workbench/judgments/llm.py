@@ -36,6 +36,7 @@ from workbench.vocab import (
     JUDGE_PASSAGE_CHARS,
     LLM_RATER_PREFIX,
     MAX_JUDGE_PAIRS,
+    MAX_QUEUE_TEXT_CHUNKS,
     MAX_REASON_CHARS,
 )
 
@@ -294,7 +295,7 @@ def judge_queue(
     if chosen and not pairs:
         raise InputError(
             f"No passage of the {len(chosen)} queue documents could be read from '{collection}' (the judge reads "
-            "passages of collections up to 20,000 chunks)."
+            f"passages of collections up to {MAX_QUEUE_TEXT_CHUNKS:,} chunks)."
         )
     return grade_pairs(settings, collection, pairs)
 

@@ -19,6 +19,7 @@ from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
 from workbench.judgments.service import Judgments
 from workbench.models import short_model_name
+from workbench.vocab import MAX_QUEUE_TEXT_CHUNKS
 
 _CUTOFF = 10  # the verdict's metric is nDCG@10
 POOLED_CONFIGURATIONS = 6  # the most configurations the app's queue pools
@@ -97,7 +98,9 @@ def judging_queue(
     return ranked[:limit] if limit else ranked
 
 
-def document_texts(engine: Engine, collection: str, doc_ids: Sequence[str], most: int = 20_000) -> dict[str, str]:
+def document_texts(
+    engine: Engine, collection: str, doc_ids: Sequence[str], most: int = MAX_QUEUE_TEXT_CHUNKS
+) -> dict[str, str]:
     """Each document's first chunk text, for the queue's cards (read from the store; empty for collections of
     more than `most` chunks, where the queue shows ids only)."""
     store = engine.registry.get(collection)

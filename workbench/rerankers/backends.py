@@ -259,14 +259,7 @@ def _load_backend(
     facts = machine_facts(device)
     calibrated = None
     if backend == "auto" and device == "cpu":
-        kept = kept_choice(exports.choices_root, model_print, facts)
-        if kept is None and calibrate_backends:
-            say = progress or (lambda message: log.warning(message))
-
-            def load_one(name: str) -> Any:
-                return _load_backend(model_path, name, device, max_length, exports, progress)[0]
-
-            kept = calibrate(model_path, model_print, facts, load_one, exports.choices_root, say)
+        kept = _kept_choice(model_path, model_print, facts, max_length, exports, progress, measure=calibrate_backends)
         calibrated = kept.chosen if kept is not None else None
     chosen = choose_backend(backend, device, model_print, calibrated)
     identity = torch.nn.Identity()
@@ -337,12 +330,28 @@ def backend_choice(
     exports = ExportCache(exports_root)
     if recalibrate:
         choice_path(exports.choices_root, model_print, facts).unlink(missing_ok=True)
+    if chosen_device != "cpu":
+        return facts, kept_choice(exports.choices_root, model_print, facts)
+    quiet_transformers()
+    return facts, _kept_choice(model_path, model_print, facts, max_length, exports, progress, measure=True)
+
+
+def _kept_choice(
+    model_path: str,
+    model_print: str,
+    facts: MachineFacts,
+    max_length: int,
+    exports: ExportCache,
+    progress: Callable[[str], None] | None,
+    measure: bool,
+) -> BackendChoice | None:
+    """`auto`'s choice kept for the model on this CPU; when there is none and `measure`, calibrated now (each
+    backend loaded on the CPU, its export made if needed) and kept."""
     kept = kept_choice(exports.choices_root, model_print, facts)
-    if kept is None and chosen_device == "cpu":
-        quiet_transformers()
+    if kept is not None or not measure:
+        return kept
 
-        def load_one(name: str) -> Any:
-            return _load_backend(model_path, name, chosen_device, max_length, exports, progress)[0]
+    def load_one(name: str) -> Any:
+        return _load_backend(model_path, name, "cpu", max_length, exports, progress)[0]
 
-        kept = calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
-    return facts, kept
+    return calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)

@@ -12,6 +12,7 @@ MAX_LOSS and which is at least MIN_SPEEDUP faster than torch, else torch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -91,14 +92,15 @@ class BackendChoice(BaseModel):
         return f"auto → {self.chosen} (measured on this machine over {self.pairs} pairs: {'; '.join(parts)})"
 
 
-def _cpu_info() -> tuple[str, set[str]]:
+@functools.cache  # the CPU does not change while the process runs
+def _cpu_info() -> tuple[str, frozenset[str]]:
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return platform.processor() or platform.machine(), set()
+        return platform.processor() or platform.machine(), frozenset()
     name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
     flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return name or platform.machine(), set(flags)
+    return name or platform.machine(), frozenset(flags)
 
 
 def int8_config(arch: str, flags: set[str] | Sequence[str]) -> str:
