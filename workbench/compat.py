@@ -24,7 +24,7 @@ from workbench.engine import DEFAULT, Engine, get_engine
 from workbench.errors import ConfigError, InputError, error_message, is_expected
 from workbench.events import EventSink, RetrievalCompleted
 from workbench.inputs import validate_depths, validate_top_k
-from workbench.redact import redact_text
+from workbench.redact import public_name, redact_text
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk, StageTimings
@@ -172,7 +172,7 @@ def search_documents(
         results=hits,
         collection=result.collection,
         retrieval=result.retrieval,
-        reranker=result.reranker_model,
+        reranker=public_name(result.reranker_model),
         timings=result.timings,
         trace_id=trace,
         min_score=result.min_score,

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     rerank_max_documents: int = Field(
         0, ge=0, le=100_000, validation_alias=_alias("rerank_max_documents", "WORKBENCH_RERANK_MAX_DOCUMENTS")
     )  # 0: each service's own limit
+    # The bearer token for http(s):// and tei+http(s):// rerankers (another `workbench serve` with a token, a
+    # gateway); a token in the URL's user info (http://:TOKEN@host) is used before it.
+    rerank_api_key: SecretStr | None = Field(
+        None, validation_alias=_alias("rerank_api_key", "WORKBENCH_RERANK_API_KEY")
+    )
     cohere_url: str = Field("https://api.cohere.com", validation_alias=_alias("cohere_url", "WORKBENCH_COHERE_URL"))
     jina_url: str = Field("https://api.jina.ai", validation_alias=_alias("jina_url", "WORKBENCH_JINA_URL"))
     voyage_url: str = Field("https://api.voyageai.com", validation_alias=_alias("voyage_url", "WORKBENCH_VOYAGE_URL"))
@@ -142,6 +147,11 @@ class Settings(BaseSettings):
 
     # Services (workbench serve / mcp) and RetrievalCompleted events
     api_token: SecretStr | None = Field(None, validation_alias=_alias("api_token", "WORKBENCH_API_TOKEN"))
+    # The names POST /rerank answers to besides the model's own (comma-separated; vLLM's --served-model-name):
+    # the first is the one answers and GET /models carry.
+    served_model_name: str | None = Field(
+        None, validation_alias=_alias("served_model_name", "WORKBENCH_SERVED_MODEL_NAME")
+    )
     query_timeout: float = Field(
         30.0, gt=0, le=3600, validation_alias=_alias("query_timeout", "WORKBENCH_QUERY_TIMEOUT")
     )
@@ -194,12 +204,14 @@ class Settings(BaseSettings):
         "app_password",
         "session_db",
         "api_token",
+        "served_model_name",
         "events",
         "reranker_service_url",
         "rerankers",
         "judge_model",
         "judge_url",
         "judge_api_key",
+        "rerank_api_key",
         mode="before",
     )
     @classmethod
@@ -211,6 +223,10 @@ class Settings(BaseSettings):
         if self.reranker_service_url and "reranker_model" not in self.model_fields_set:
             self.reranker_model = self.reranker_service_url
         return self
+
+    def served_model_names(self) -> list[str]:
+        """WORKBENCH_SERVED_MODEL_NAME's names, in order."""
+        return [name.strip() for name in (self.served_model_name or "").split(",") if name.strip()]
 
     def extra_rerankers(self) -> list[str]:
         """The reranker ids WORKBENCH_RERANKERS offers beside the local folders (comma separated)."""

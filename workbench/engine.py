@@ -119,9 +119,10 @@ class Engine:
             return None
         with self._lock:
             if model_id not in self._rerankers:
-                self._rerankers[model_id] = create_reranker(
-                    model_id, self.settings, cache=self.score_cache, token_cache=self.token_cache
-                )
+                made = create_reranker(model_id, self.settings, cache=self.score_cache, token_cache=self.token_cache)
+                # A service's id leaves its credentials out: a result names the reranker by that id, and asking
+                # for it again must find this one (with its token), not build one without.
+                self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
 
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:

@@ -125,7 +125,7 @@ def build_server(
     )
     def list_collections() -> list[CollectionInfo]:
         try:
-            return engine.collections()
+            return [info.public() for info in engine.collections()]
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 

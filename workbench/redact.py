@@ -7,7 +7,10 @@ including ones a client library wrote, before a front end prints it; `plain_text
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+from pathlib import PurePath
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
@@ -61,13 +64,41 @@ def plain_text(text: str) -> str:
 
 
 # An absolute POSIX path that is not part of a URL ("http://host/x" keeps its path).
-_SERVER_PATH = re.compile(r"(?<![\w:/.\-])/(?:[\w.\-]+/)*[\w.\-]*[\w\-]/?")
+_SERVER_PATH = re.compile(r"(?<![\w:/.\-])/(?P<top>[\w.\-]+)(?:/[\w.\-]*)*[\w\-]?/?")
+SERVER_FOLDER = "<server folder>"
+
+
+@functools.cache  # the machine's top-level folders do not change while the process runs
+def _top_folders() -> frozenset[str]:
+    try:
+        return frozenset(entry.name for entry in os.scandir("/") if entry.is_dir())
+    except OSError:
+        return frozenset()
 
 
 def hide_paths(text: str) -> str:
     """`text` with the server's absolute paths replaced by '<server folder>': a remote client (the API, an MCP
-    client) learns nothing of the machine's layout."""
-    return _SERVER_PATH.sub("<server folder>", text)
+    client) learns nothing of the machine's layout. Only paths under one of this machine's top-level folders
+    are server paths: a route ('POST /judgments') or what a client wrote stays as it is."""
+    top = _top_folders()
+    return _SERVER_PATH.sub(lambda m: SERVER_FOLDER if m["top"] in top else m[0], text)
+
+
+def is_local_path(value: str) -> bool:
+    """True for a folder or file written as a path (absolute, ./, ../ or ~), not a hub id ('org/name')."""
+    return value.startswith(("/", "./", "../", "~", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value) is not None
+
+
+def public_name(value: str | None) -> str | None:
+    """A model id, URL or location as a remote client may see it: a URL without its user info and with secret
+    parameters masked, a path by its last part (the folder's name, never where it is), anything else as it is."""
+    if not value:
+        return value
+    if "://" in value:
+        return redact_url(value)
+    if is_local_path(value):
+        return PurePath(value.rstrip("/\\")).name or SERVER_FOLDER
+    return value
 
 
 def shown(text: object) -> str:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from workbench.errors import InputError
+from workbench.redact import public_name
 from workbench.vocab import RetrievalMode, ScoreScale
 
 Metadata = dict[str, Any]
@@ -198,6 +199,12 @@ class CollectionInfo(BaseModel):
     count: int
     embedding_model: str | None = None
     dimension: int | None = None
+
+    def public(self) -> CollectionInfo:
+        """This information as a remote client (the API, an MCP client) sees it: the location and the embedder
+        without credentials or the server's folders."""
+        location = public_name(self.location) or ""
+        return self.model_copy(update={"location": location, "embedding_model": public_name(self.embedding_model)})
 
 
 class RetrievedChunk(BaseModel):

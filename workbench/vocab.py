@@ -67,9 +67,11 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
 }
 
 # Rerankers --------------------------------------------------------------------------------------------------
-BackendChoice = Literal["auto", "torch", "onnx", "onnx-int8", "openvino"]
+Backend = Literal["torch", "onnx", "onnx-int8", "openvino"]  # what runs a model on the CPU
+BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
+EXPORTED_BACKENDS: Final[tuple[str, ...]] = BACKENDS[1:]  # those run from an export kept under <data>/exports
+BackendChoice = Literal["auto", Backend]  # "auto" picks one of BACKENDS
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
-BACKENDS: Final[tuple[str, ...]] = BACKEND_CHOICES[1:]  # what runs a model; "auto" picks one of these
 Device = Literal["auto", "cpu", "cuda", "mps"]
 DEVICES: Final[tuple[str, ...]] = get_args(Device)
 NO_RERANKER: Final = "none"
@@ -78,6 +80,7 @@ ScoreScale = Literal["logit", "probability"]
 SCORE_SCALES: Final[tuple[str, ...]] = get_args(ScoreScale)
 # Reranker ids by form (rerankers/factory.py): a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
+TEI_PREFIX: Final = "tei+"
 TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank
 HOSTED_PREFIXES: Final = ("cohere:", "jina:", "voyage:")  # hosted APIs, keys from the environment
 HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}

@@ -42,8 +42,8 @@ def test_a_deeply_nested_meta_is_refused_and_the_session_stays_usable(api: ApiSe
         assert c.post("/session/turn", json={"session_id": "deep", "role": "user", "text": "hi"}).status_code == 200
         body = json.dumps({"session_id": "deep", "role": "user", "text": "x", "meta": _nested(256)})
         refused = c.post("/session/turn", content=body, headers={"content-type": "application/json"})
-        assert refused.status_code == 422 and "meta" in refused.json()["detail"], refused.text
-        assert "nested" in refused.json()["detail"]
+        assert refused.status_code == 422 and "meta" in refused.json()["message"], refused.text
+        assert "nested" in refused.json()["message"]
         assert c.post("/session/turn", json={"session_id": "deep", "role": "user", "text": "ok"}).status_code == 200
         view = c.get("/session/deep")
         assert view.status_code == 200 and [t["text"] for t in view.json()["turns"]] == ["hi", "ok"]
@@ -57,7 +57,7 @@ def test_a_foreign_host_header_is_refused(api: ApiServer) -> None:
     for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", ""):
         refused = httpx.get(f"{api.url}/collections", headers={"Host": host}, timeout=30)
         assert refused.status_code == 421, (host, refused.status_code)
-        assert "Host" in refused.json()["detail"]
+        assert "Host" in refused.json()["message"]
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", "127.0.0.1"):
         assert httpx.get(f"{api.url}/collections", headers={"Host": host}, timeout=30).status_code == 200, host
 
@@ -71,7 +71,7 @@ def test_invisible_only_queries_are_empty(query: str) -> None:
 def test_invisible_only_queries_are_refused_over_http(api: ApiServer) -> None:
     for query in INVISIBLE:
         response = httpx.post(f"{api.url}/search", json={"query": query}, timeout=30)
-        assert response.status_code == 422 and "empty" in response.json()["detail"], (repr(query), response.text)
+        assert response.status_code == 422 and "empty" in response.json()["message"], (repr(query), response.text)
     assert validate_query("\u200bvacation\u200b days") == "vacation days"
 
 
@@ -86,7 +86,7 @@ def test_a_retried_turn_with_the_same_turn_id_is_stored_once(api: ApiServer) -> 
         unkeyed = c.post("/session/turn", json={k: v for k, v in turn.items() if k != "turn_id"})
         assert unkeyed.json()["total_turns"] == 3  # without a key every turn is new, as before
         bad = c.post("/session/turn", json={**turn, "turn_id": "x" * 200})
-        assert bad.status_code == 422 and "turn_id" in bad.json()["detail"]
+        assert bad.status_code == 422 and "turn_id" in bad.json()["message"]
 
 
 @pytest.mark.parametrize(
@@ -103,19 +103,19 @@ def test_bodies_that_are_not_json_say_what_is_wrong(
     api: ApiServer, content: bytes, content_type: str, status: int, words: str
 ) -> None:
     response = httpx.post(f"{api.url}/search", content=content, headers={"content-type": content_type}, timeout=30)
-    assert response.status_code == status and words in response.json()["detail"], response.text
+    assert response.status_code == status and words in response.json()["message"], response.text
 
 
 def test_unknown_fields_are_refused_by_name(api: ApiServer) -> None:
     response = httpx.post(f"{api.url}/search", json={"query": "pension", "topk": 3}, timeout=30)
-    assert response.status_code == 422 and "topk" in response.json()["detail"], response.text
+    assert response.status_code == 422 and "topk" in response.json()["message"], response.text
     turn = {"session_id": "s", "role": "user", "text": "x", "metaa": {}}
     assert httpx.post(f"{api.url}/session/turn", json=turn, timeout=30).status_code == 422
 
 
 def test_errors_never_show_the_servers_paths(api: ApiServer, served_data: Settings) -> None:
     response = httpx.post(f"{api.url}/search", json={"query": "pension", "collection": "nope"}, timeout=30)
-    detail = response.json()["detail"]
+    detail = response.json()["message"]
     assert response.status_code == 404 and "'nope'" in detail
     assert str(served_data.data_dir) not in detail and "/tmp" not in detail and "<server folder>" in detail
     text = httpx.post(f"{api.url}/retrieve", json={"collection_name": "nope", "query": "pension"}, timeout=30)

@@ -120,7 +120,7 @@ BAD_INPUTS = [
 def test_bad_inputs_are_clear_4xx_never_500(client: httpx.Client, body: dict, status: int, message: str) -> None:
     response = client.post("/search", json=body)
     assert response.status_code == status, response.text
-    detail = response.json()["detail"]
+    detail = response.json()["message"]
     assert message in detail and "Traceback" not in response.text
 
 
@@ -159,7 +159,7 @@ def test_bad_inputs_are_clear_4xx_never_500(client: httpx.Client, body: dict, st
 def test_malformed_requests(client: httpx.Client, send, status: int) -> None:  # type: ignore[no-untyped-def]
     response = send(client)
     assert response.status_code == status, response.text
-    assert "Traceback" not in response.text and response.json()["detail"]
+    assert "Traceback" not in response.text and response.json()["message"]
 
 
 def test_min_score_drops_the_same_documents_over_http_the_cli_and_mcp(
@@ -232,7 +232,7 @@ def test_explain_takes_a_document_the_search_finds_or_a_passage(client: httpx.Cl
         ({"query": query, "text": "y" * 20_001}, 422, "text"),
     ]:
         response = client.post("/explain", json=bad)
-        assert response.status_code == status and message in response.json()["detail"], response.text
+        assert response.status_code == status and message in response.json()["message"], response.text
 
 
 def test_many_clients_at_once(client: httpx.Client, api: ApiServer) -> None:
@@ -294,7 +294,7 @@ def test_a_missing_model_and_a_store_that_is_down_are_503_with_the_setting(serve
         assert "cross-encoder/not-here" in health["models"]["error"]
         with httpx.Client(base_url=server.url, timeout=60) as c:
             response = c.post("/search", json={"query": "pension"})
-            assert response.status_code == 503 and "RERANKER_MODEL" in response.json()["detail"]
+            assert response.status_code == 503 and "RERANKER_MODEL" in response.json()["message"]
     finally:
         server.stop()
     port = free_port()
@@ -303,7 +303,7 @@ def test_a_missing_model_and_a_store_that_is_down_are_503_with_the_setting(serve
         down.wait_ready()
         with httpx.Client(base_url=down.url, timeout=60) as c:
             response = c.post("/search", json={"query": "pension"})
-            detail = response.json()["detail"]
+            detail = response.json()["message"]
             assert response.status_code == 503 and f"127.0.0.1:{port}" in detail and "pw123" not in detail
             assert "WORKBENCH_STORE_TIMEOUT" in detail
     finally:
@@ -316,7 +316,7 @@ def test_a_search_past_the_query_timeout_is_504(served_data: Settings) -> None:
         server.wait_ready()
         with httpx.Client(base_url=server.url, timeout=60) as c:
             response = c.post("/search", json={"query": "pension", "k": 100})
-            assert response.status_code == 504 and "WORKBENCH_QUERY_TIMEOUT" in response.json()["detail"]
+            assert response.status_code == 504 and "WORKBENCH_QUERY_TIMEOUT" in response.json()["message"]
             assert c.get("/health").json()["status"] == "ready"  # the server goes on
     finally:
         server.stop()

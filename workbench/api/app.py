@@ -8,7 +8,10 @@
     /session/...          session memory (seed 004)
     /docs                 OpenAPI
 
-Errors are JSON `{"detail": message}`: 422 names the field (an unknown field, a body that is not JSON or nests
+Errors are JSON `{"detail": ..., "message": message}`: `message` is always the readable sentence; `detail` is the
+same sentence, except on a 422, where it is the list of `{loc, msg, type}` the OpenAPI declares (FastAPI's
+`HTTPValidationError`, which generated clients parse).
+422 names the field (an unknown field, a body that is not JSON or nests
 over 32 levels), 400 a body that is not UTF-8, 404 an unknown collection, 401 a missing or wrong token (when
 WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 421 a Host header that
 does not name this machine (on a loopback address: a guard against DNS rebinding), 413 a body over
@@ -32,6 +35,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from workbench.api.dependencies import ServiceState
 from workbench.api.routers import collections, docs, explain, health, judgments, rerank, search, sessions
@@ -39,7 +43,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
 from workbench.inputs import host_name, is_loopback, json_depth
-from workbench.redact import plain_text, redact_text
+from workbench.redact import plain_text, public_name, redact_text, shown
 from workbench.vocab import MAX_JSON_DEPTH
 
 log = logging.getLogger("workbench.api")
@@ -48,10 +52,10 @@ log = logging.getLogger("workbench.api")
 def _warm(state: ServiceState) -> None:
     """Load the models before saying ready: the first request must not pay for them."""
     try:
-        state.models["embedder"] = state.engine.embedder().model_id
+        state.models["embedder"] = public_name(state.engine.embedder().model_id) or ""
         reranker = state.engine.reranker()
         if reranker is not None:
-            state.models["reranker"] = f"{reranker.model_id} ({reranker.backend})"
+            state.models["reranker"] = f"{public_name(reranker.model_id)} ({reranker.backend})"
         log.info("ready: %s", ", ".join(f"{kind} {name}" for kind, name in state.models.items()))
     except WorkbenchError as exc:
         state.warm_error = error_message(exc)
@@ -103,12 +107,10 @@ async def _check_host(request: Request, call_next: Callable[[Request], Awaitable
         given = request.headers.get("host", "")
         if not is_loopback(host_name(given)):
             shown = plain_text(given)[:80] or "(none)"
-            return JSONResponse(
-                {
-                    "detail": f"Host '{shown}' is not this server: the API on a loopback address answers requests to "
-                    "127.0.0.1, localhost or [::1] only (a guard against DNS rebinding)."
-                },
-                status_code=421,
+            return error_response(
+                421,
+                f"Host '{shown}' is not this server: the API on a loopback address answers requests to "
+                "127.0.0.1, localhost or [::1] only (a guard against DNS rebinding).",
             )
     return await call_next(request)
 
@@ -126,7 +128,7 @@ class BodyCheck:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         limit = scope["app"].state.wb.settings.max_body_bytes
-        too_large = JSONResponse({"detail": f"The request body is larger than {limit} bytes."}, status_code=413)
+        too_large = error_response(413, f"The request body is larger than {limit} bytes.")
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             return await too_large(scope, receive, send)
@@ -144,7 +146,7 @@ class BodyCheck:
                 break
         problem = _json_problem(body, headers.get("content-type", "")) if body else None
         if problem is not None:
-            return await JSONResponse({"detail": problem[1]}, status_code=problem[0])(scope, receive, send)
+            return await error_response(*problem)(scope, receive, send)
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -184,6 +186,14 @@ def _json_problem(body: bytes, content_type: str) -> tuple[int, str] | None:
     return None
 
 
+def error_response(status: int, message: str, errors: list[dict[str, Any]] | None = None) -> JSONResponse:
+    """The one error body: `message` readable; `detail` the message, or on a 422 the `{loc, msg, type}` list."""
+    detail: Any = message
+    if status == 422:
+        detail = errors or [{"loc": ["body"], "msg": message, "type": "value_error"}]
+    return JSONResponse({"detail": detail, "message": message}, status_code=status)
+
+
 def _field_message(errors: list[dict[str, Any]]) -> str:
     parts = []
     for error in errors[:5]:
@@ -198,11 +208,20 @@ def _field_message(errors: list[dict[str, Any]]) -> str:
 def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k in {"loc", "msg", "type"}} for e in exc.errors()]
-        return JSONResponse({"detail": _field_message(errors), "errors": errors}, status_code=422)
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": shown(e.get("msg", "")), "type": e.get("type")} for e in exc.errors()
+        ]
+        return error_response(422, _field_message(errors), errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = error_response(exc.status_code, str(exc.detail))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     async def expected(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": error_message(exc, remote=True)}, status_code=error_status(exc))
+        return error_response(error_status(exc), error_message(exc, remote=True))
 
     # One handler per class of the error table: a handler for Exception itself would run in Starlette's outermost
     # middleware, which re-raises after answering.
@@ -212,4 +231,4 @@ def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": error_message(exc, remote=True)}, status_code=error_status(exc))
+        return error_response(error_status(exc), error_message(exc, remote=True))

@@ -30,6 +30,7 @@ from typing import Any
 from workbench.config import get_settings
 from workbench.errors import ModelError, WorkbenchError
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
+from workbench.redact import plain_text
 from workbench.rerankers.machine import (
     MEASURED,
     BackendChoice,
@@ -41,6 +42,7 @@ from workbench.rerankers.machine import (
     kept_choice,
     machine_facts,
 )
+from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, spoken
 
 log = logging.getLogger("workbench.rerankers")
 FP32_FILE = "onnx/model.onnx"
@@ -124,6 +126,10 @@ class ExportCache:
         return self.root / "backend-choices"
 
     def folder(self, model_path: str | Path, model_print: str, backend: str) -> Path:
+        """The export folder of one backend of one model: always a child of `root`, so that rebuilding it never
+        deletes anything else (a backend outside EXPORTED_BACKENDS has no export folder)."""
+        if backend not in EXPORTED_BACKENDS:
+            raise ModelError(f"'{plain_text(backend)[:40]}' is not a backend with an export: use {spoken(BACKENDS)}.")
         return self.root / f"{Path(model_path).name}-{model_print[:16]}" / backend
 
     def valid(self, folder: Path, model_print: str, file_name: str) -> bool:

@@ -28,10 +28,11 @@ from pydantic import BaseModel
 
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
+from workbench.vocab import BACKENDS, Backend
 
 MAX_LOSS = 0.005  # nDCG@10 a backend may lose against fp32 torch
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
-CPU_BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
+CPU_BACKENDS = BACKENDS
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
 _NDCG = ir_measures.parse_measure("nDCG@10")
@@ -63,7 +64,7 @@ class MachineFacts(BaseModel):
 class BackendFigures(BaseModel):
     """One backend measured on the calibration pairs."""
 
-    backend: str
+    backend: Backend
     ms_per_50_pairs: float
     speedup: float  # fp32 torch's time over this backend's
     loss: float | None  # nDCG@10 drop against fp32 torch (None: unknown, never chosen)
@@ -76,7 +77,7 @@ class BackendChoice(BaseModel):
     model: str
     model_print: str
     machine: MachineFacts
-    chosen: str
+    chosen: Backend  # a kept file naming anything else (edited, damaged) does not load, and is measured anew
     figures: list[BackendFigures]
     pairs: int
     seconds: float
@@ -137,7 +138,8 @@ def choice_path(root: str | Path, model_print: str, facts: MachineFacts) -> Path
 
 
 def kept_choice(root: str | Path, model_print: str, facts: MachineFacts) -> BackendChoice | None:
-    """The choice measured earlier for this model on this machine, or None (never measured, or unreadable)."""
+    """The choice measured earlier for this model on this machine, or None (never measured, unreadable, or naming
+    a backend that does not exist: such a file is never acted on, and the calibration replaces it)."""
     try:
         return BackendChoice.model_validate_json(choice_path(root, model_print, facts).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -2,15 +2,23 @@
 serve`) speaking the Cohere-style `POST /rerank`, text-embeddings-inference's `POST /rerank`, and the hosted APIs
 of Cohere, Jina and Voyage.
 
-Every kind shares one `RemoteReranker`: an httpx client with WORKBENCH_RERANK_TIMEOUT, retries with exponential
-backoff on 429 and 5xx (a Retry-After header is honoured), requests split at the service's document limit, the
-engine's score cache, usage counters (requests, documents, tokens and billed units as the service reports them),
-and failures as `ModelError`s that name the redacted URL and the setting to change. A kind only says how to
+Every kind shares one `RemoteReranker`: an httpx client with WORKBENCH_RERANK_TIMEOUT as one deadline for each
+try (a service that trickles its answer is cut off there, not at each read), retries with exponential backoff on
+429 and 5xx (a Retry-After header is honoured), requests split at the service's document limit, the engine's
+score cache, usage counters (requests, documents, tokens and billed units as the service reports them), and
+failures as `ModelError`s that name the redacted URL and the setting to change. Answers are checked: every
+document scored once, by a finite number, within [0, 1] on the probability scale. A kind only says how to
 write its request and read its answer.
+
+A service URL's credentials (`http://user:TOKEN@host`) are taken out of it and sent as a bearer token, as is
+WORKBENCH_RERANK_API_KEY for the `http(s)://` and `tei+http(s)://` kinds; the reranker's `model_id` is the URL
+without them, secret query parameters masked, so no id that leaves the process carries a secret.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import threading
 import time
@@ -20,12 +28,13 @@ import httpx
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_connection_problem
-from workbench.redact import redact_text, redact_url, register_secret
+from workbench.redact import plain_text, redact_text, redact_url, register_secret
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.cache import ScoreCache, cached_scores
-from workbench.vocab import HOSTED_KEYS, TEI_SCHEMES, ScoreScale
+from workbench.vocab import HOSTED_KEYS, TEI_PREFIX, ScoreScale
 
 SETTING = "RERANKER_MODEL"
+KEY_SETTING = "WORKBENCH_RERANK_API_KEY"
 _BACKOFF = 0.5  # seconds before the first retry; doubled each time
 _MAX_WAIT = 30.0
 
@@ -42,9 +51,9 @@ class RemoteReranker:
         self.model_id = model_id
         self.url = url
         self.shown_url = redact_url(url)
+        self.timeout = settings.rerank_timeout
         self.backend = f"{self.kind} {self.shown_url}"
         self.cache = cache
-        self.timeout = settings.rerank_timeout
         self.retries = settings.rerank_retries
         self.batch_limit = settings.rerank_max_documents or self.max_documents
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -97,7 +106,13 @@ class RemoteReranker:
             answer = self._post(self.request(query, batch))
             try:
                 batch_scores, used = self.read(answer, len(batch))
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                check_scores(batch_scores, self.score_scale)
+            except InvalidAnswer as exc:
+                raise ModelError(
+                    f"The reranker at {self.shown_url} answered {exc}: its scores cannot be trusted, so none are "
+                    f"used. Check the service, or {SETTING}."
+                ) from exc
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                 raise ModelError(
                     f"The reranker at {self.shown_url} answered in a shape the workbench does not read "
                     f"({type(exc).__name__}: {redact_text(str(exc))[:200]}): is it a {self.kind} reranker? "
@@ -112,11 +127,23 @@ class RemoteReranker:
                 self._usage.billed_units += used.billed_units
         return scores
 
+    def _send(self, body: dict[str, Any]) -> httpx.Response:
+        """One try: the whole answer read within `timeout` seconds (httpx alone times each read, so a service
+        sending a byte a second would hold the search for as long as it liked)."""
+        until = time.monotonic() + self.timeout
+        with self._client.stream("POST", self.url, json=body) as response:
+            received = bytearray()
+            for chunk in response.iter_bytes():
+                received += chunk
+                if time.monotonic() > until:
+                    raise httpx.ReadTimeout(f"the answer was still arriving after {self.timeout:g} s")
+        return httpx.Response(response.status_code, headers=response.headers, content=bytes(received))
+
     def _post(self, body: dict[str, Any]) -> Any:
         wait = _BACKOFF
         for attempt in range(self.retries + 1):
             try:
-                response = self._client.post(self.url, json=body)
+                response = self._send(body)
             except httpx.HTTPError as exc:
                 raise self._unreachable(exc) from exc
             busy = response.status_code == 429 or response.status_code >= 500
@@ -126,8 +153,14 @@ class RemoteReranker:
                 continue
             if response.status_code >= 400:
                 raise self._refused(response, attempt)
+            if response.is_redirect:
+                moved = redact_url(plain_text(response.headers.get("location", ""))[:200]) or "no location"
+                raise ModelError(
+                    f"The reranker at {self.shown_url} answered {response.status_code}, a redirect to {moved}: "
+                    f"set {SETTING} to the URL it moved to (redirects are not followed)."
+                )
             try:
-                return response.json()
+                return json.loads(response.content, parse_constant=_no_constant)
             except ValueError as exc:
                 raise ModelError(
                     f"The reranker at {self.shown_url} did not answer with JSON (status {response.status_code}). "
@@ -151,8 +184,10 @@ class RemoteReranker:
     def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
         detail = redact_text(" ".join(response.text.split())[:300])
         if response.status_code in {401, 403}:
-            key = HOSTED_KEYS.get(self.kind)
-            fix = f"set {key} to a valid key" if key else "give the service a valid token"
+            key = HOSTED_KEYS.get(self.kind, KEY_SETTING)
+            fix = f"set {key} to a valid key (or give the token in the URL: http://:TOKEN@host)"
+            if self.kind in HOSTED_KEYS:
+                fix = f"set {key} to a valid key"
             return ModelError(f"The reranker at {self.shown_url} refused the request ({response.status_code}): {fix}.")
         tried = f" after {attempt + 1} tries" if attempt else ""
         return ModelError(
@@ -171,30 +206,96 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+class InvalidAnswer(ValueError):
+    """An answer in the right shape whose content cannot be right: a score that is not a number, an index out of
+    range or repeated."""
+
+
+def _no_constant(name: str) -> float:
+    raise InvalidAnswer(f"'{name}' where a number belongs (not JSON)")
+
+
+def _number(value: Any, what: str) -> float:
+    """A JSON number as a finite float; booleans, strings and null are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidAnswer(f"{plain_text(json.dumps(value))[:40]} as {what}, which is not a number")
+    if not math.isfinite(value):
+        raise InvalidAnswer(f"{value} as {what}")
+    return float(value)
+
+
 def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
-    """Scores from `[{index, <field>}]` in input order; every input must have exactly one."""
+    """Scores from `[{index, <field>}]` in input order; every input must have exactly one, and no other index
+    may appear."""
+    if not isinstance(results, list):
+        raise TypeError(f"the results are {type(results).__name__}, not a list")
     scores: list[float | None] = [None] * count
     for item in results:
-        scores[int(item["index"])] = float(item[field])
+        index = item["index"]
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+            raise InvalidAnswer(f"index {plain_text(json.dumps(index))[:40]} for {count} documents sent")
+        if scores[index] is not None:
+            raise InvalidAnswer(f"document {index} twice")
+        scores[index] = _number(item[field], f"the score of document {index}")
     if any(s is None for s in scores):
-        raise ValueError(f"{scores.count(None)} of {count} documents came back without a score")
+        raise InvalidAnswer(f"{scores.count(None)} of {count} documents without a score")
     return [float(s) for s in scores]  # type: ignore[arg-type]
+
+
+def check_scores(scores: list[float], scale: ScoreScale) -> None:
+    """Every score finite, and within [0, 1] on the probability scale."""
+    for i, score in enumerate(scores):
+        _number(score, f"the score of document {i}")
+        if scale == "probability" and not 0.0 <= score <= 1.0:
+            raise InvalidAnswer(f"{score:g} as the score of document {i}, which is no probability (0 to 1)")
 
 
 def _cohere_shaped(answer: Any, results_field: str, count: int) -> tuple[list[float], RerankerUsage]:
     """Scores from `{<results_field>: [{index, relevance_score}]}`, and the usage the answer reports (tokens in
     `usage.total_tokens`, billed searches in `meta.billed_units.search_units`)."""
-    usage = answer.get("usage") or {}
-    billed = (answer.get("meta") or {}).get("billed_units") or {}
-    return _indexed(answer[results_field], count, "relevance_score"), RerankerUsage(
-        tokens=int(usage.get("total_tokens") or 0), billed_units=float(billed.get("search_units") or 0)
+    scores = _indexed(answer[results_field], count, "relevance_score")
+    usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+    meta = answer.get("meta") if isinstance(answer.get("meta"), dict) else {}
+    billed = meta.get("billed_units") if isinstance(meta.get("billed_units"), dict) else {}
+    return scores, RerankerUsage(
+        tokens=int(_counted(usage.get("total_tokens"))), billed_units=_counted(billed.get("search_units"))
     )
 
 
-def _endpoint(base: str, path: str) -> str:
-    """`base` as given when it already names the route, else with `path` added."""
-    base = base.rstrip("/")
-    return base if base.endswith(path) else base + path
+def _counted(value: Any) -> float:
+    """A usage count as reported, 0 where it is missing or not a finite, non-negative number (usage figures
+    are information: an odd one never fails a search)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return 0.0
+    return float(value)
+
+
+def service_address(given: str, route: str, setting: str = SETTING) -> tuple[httpx.URL, str | None]:
+    """A service's URL to call (with `route` added to its path unless it ends with it, before any query string)
+    and the token its user info carries (`http://user:TOKEN@host`, or `http://TOKEN@host`), taken out of it.
+    A URL without a host, with a port out of range or another scheme is a ConfigError naming `setting`."""
+    shown = redact_url(plain_text(given))[:200]
+    try:
+        url = httpx.URL(given)
+        port = url.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"{setting} '{shown}' is not a URL ({exc}).") from exc
+    if url.scheme not in {"http", "https"}:
+        raise ConfigError(f"{setting} '{shown}': a reranker service is reached over http:// or https://.")
+    if not url.host:
+        raise ConfigError(f"{setting} '{shown}' names no host: write it as http://HOST:PORT.")
+    if port is not None and not 0 < port < 65536:
+        raise ConfigError(f"{setting} '{shown}' names port {port}: a port is 1 to 65535.")
+    token = url.password or url.username or None
+    path = url.path.rstrip("/")
+    if not path.endswith(route):
+        path += route
+    return url.copy_with(username=None, password=None, path=path), token
+
+
+def public_service_id(url: httpx.URL, prefix: str = "") -> str:
+    """The id a service reranker goes by: its URL without user info, secret parameters masked, as given."""
+    return prefix + redact_url(str(url))
 
 
 class RerankService(RemoteReranker):
@@ -206,12 +307,17 @@ class RerankService(RemoteReranker):
     kind = "service"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        super().__init__(model_id, settings, cache, url=_endpoint(model_id, "/rerank"))
+        url, token = service_address(model_id, "/rerank")
+        key = token or _secret(settings.rerank_api_key)
+        given = httpx.URL(model_id)
+        base = given.copy_with(username=None, password=None, path=given.path.rstrip("/") or "/")
+        super().__init__(public_service_id(base).rstrip("/"), settings, cache, url=str(url), key=key)
+        self.models_url = url.copy_with(path=url.path.removesuffix("/rerank") + "/models")
         self.served_model = self._served_model()
 
     def _served_model(self) -> str | None:
         try:
-            listed = self._client.get(self.url.removesuffix("/rerank") + "/models")
+            listed = self._client.get(self.models_url)
         except (httpx.TimeoutException, httpx.ConnectError) as exc:  # down or hung: say so now, once
             raise self._unreachable(exc) from exc
         except httpx.HTTPError:
@@ -240,16 +346,23 @@ class TeiReranker(RemoteReranker):
     score_scale: ScoreScale = "logit"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        base = model_id
-        for scheme in TEI_SCHEMES:
-            base = base.replace(scheme, scheme.removeprefix("tei+"), 1) if base.startswith(scheme) else base
-        super().__init__(model_id, settings, cache, url=_endpoint(base, "/rerank"))
+        plain = model_id.removeprefix(TEI_PREFIX)
+        url, token = service_address(plain, "/rerank")
+        given = httpx.URL(plain)
+        base = given.copy_with(username=None, password=None, path=given.path.rstrip("/") or "/")
+        public = public_service_id(base, TEI_PREFIX).rstrip("/")
+        super().__init__(public, settings, cache, url=str(url), key=token or _secret(settings.rerank_api_key))
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}
 
     def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
         return _indexed(answer, count, "score"), RerankerUsage()
+
+
+def _secret(value: Any) -> str | None:
+    """A SecretStr setting's value, or None."""
+    return value.get_secret_value() if value is not None else None
 
 
 def _hosted_key(kind: str) -> str:
@@ -267,11 +380,15 @@ class HostedReranker(RemoteReranker):
 
     route: ClassVar[str] = "/v1/rerank"
     results_field: ClassVar[str] = "results"
+    example: ClassVar[str] = ""
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        self.model = model_id.removeprefix(f"{self.kind}:")
-        url = _endpoint(getattr(settings, f"{self.kind}_url"), self.route)
-        super().__init__(model_id, settings, cache, url=url, key=_hosted_key(self.kind))
+        self.model = model_id.removeprefix(f"{self.kind}:").strip()
+        if not self.model:
+            raise ConfigError(f"'{self.kind}:' names no model: write {self.kind}:MODEL (e.g. {self.example}).")
+        setting = f"WORKBENCH_{self.kind.upper()}_URL"
+        url, _ = service_address(getattr(settings, f"{self.kind}_url"), self.route, setting)
+        super().__init__(model_id, settings, cache, url=str(url), key=_hosted_key(self.kind))
 
     def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
         return _cohere_shaped(answer, self.results_field, count)
@@ -283,6 +400,7 @@ class CohereReranker(HostedReranker):
 
     kind = "cohere"
     route = "/v2/rerank"
+    example = "cohere:rerank-v3.5"
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
@@ -293,6 +411,7 @@ class JinaReranker(HostedReranker):
     return_documents: false}`; bills tokens (`usage.total_tokens`); key JINA_API_KEY."""
 
     kind = "jina"
+    example = "jina:jina-reranker-v2-base-multilingual"
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         body = {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
@@ -305,6 +424,7 @@ class VoyageReranker(HostedReranker):
 
     kind = "voyage"
     results_field = "data"
+    example = "voyage:rerank-2"
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         body = {"model": self.model, "query": query, "documents": documents}

@@ -12,9 +12,9 @@ router = APIRouter(prefix="/collections", tags=["collections"], dependencies=Aut
 
 @router.get("", response_model=list[CollectionInfo])
 async def collections(state: State) -> list[CollectionInfo]:
-    return await run_bounded(state, state.engine.collections)
+    return await run_bounded(state, lambda: [info.public() for info in state.engine.collections()])
 
 
 @router.get("/{name}", response_model=CollectionInfo)
 async def collection(name: str, state: State) -> CollectionInfo:
-    return await run_bounded(state, lambda: state.engine.collection_info(name))
+    return await run_bounded(state, lambda: state.engine.collection_info(name).public())

@@ -9,6 +9,7 @@ from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.errors import InputError
 from workbench.explain import Explanation, explain_document, explain_pair
 from workbench.inputs import validate_query
+from workbench.redact import public_name
 from workbench.vocab import MAX_K
 
 router = APIRouter(tags=["explain"], dependencies=Authorised)
@@ -43,6 +44,10 @@ class ExplainRequest(BaseModel):
 @router.post("/explain", response_model=Explanation)
 async def explain(body: ExplainRequest, state: State) -> Explanation:
     def work() -> Explanation:
+        found = explained()
+        return found.model_copy(update={"reranker_model": public_name(found.reranker_model)})
+
+    def explained() -> Explanation:
         if body.document_id is not None:
             return explain_document(
                 state.engine,

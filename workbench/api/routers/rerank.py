@@ -1,106 +1,155 @@
-"""The workbench as a reranker service: `POST /rerank` in the Cohere shape (what Infinity, vLLM and Jina-compatible
-servers speak, so any of their clients, and another workbench, can use it) and `GET /models`. Pairs go through the
-engine's reranker: its score cache, and micro-batching with concurrent searches and rerank requests."""
+"""The workbench as a reranker service: `POST /rerank`, `/v1/rerank` and `/v2/rerank` in the shape the Cohere
+(v1 and v2), Jina and Infinity clients speak, and `GET /models`. Pairs go through the engine's reranker: its score
+cache, and micro-batching with concurrent searches and rerank requests (`workbench.rerankers.serving`)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from workbench.api.dependencies import Authorised, State, deadline, run_bounded
-from workbench.engine import Engine
-from workbench.errors import InputError, ModelError
 from workbench.inputs import validate_query
-from workbench.models import short_model_name
-from workbench.rerankers import Reranker, to_probability
+from workbench.rerankers.serving import (
+    MAX_RERANK_DOCUMENTS,
+    model_list,
+    rerank_answer,
+    served_reranker,
+)
 
 router = APIRouter(tags=["rerank"], dependencies=Authorised)
-MAX_RERANK_DOCUMENTS = 1000
-MAX_DOCUMENT_CHARS = 100_000
-
-
-class RerankDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
+HONOURED = "query, documents, model, top_n, return_documents, rank_fields, max_tokens_per_doc, raw_scores"
+IGNORED = "max_chunks_per_doc (Cohere v1), truncation (Voyage), priority (Cohere v2) and any other field"
 
 
 class RerankRequest(BaseModel):
-    """Cohere's request: documents as strings or `{text}` objects; `top_n` keeps the best n (default all)."""
+    __doc__ = (
+        "A rerank request as Cohere v1/v2, Jina and Infinity clients send it. Honoured: "
+        f"{HONOURED}. Accepted and ignored: {IGNORED}."
+    )
+    model_config = ConfigDict(extra="ignore")
 
-    model_config = ConfigDict(extra="forbid")
-
-    query: str
-    documents: list[str | RerankDocument] = Field(..., min_length=1, max_length=MAX_RERANK_DOCUMENTS)
-    model: str | None = Field(None, description="the served model (GET /models); default: it")
-    top_n: int | None = Field(None, ge=1)
-    return_documents: bool = False
+    query: str = Field(..., description="1-512 characters after trimming")
+    documents: list[str | dict[str, Any]] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_RERANK_DOCUMENTS,
+        description="strings, or objects ranked on their `text` (or on `rank_fields`); extra keys are kept aside",
+    )
+    model: str | None = Field(None, description="a served name (GET /models); default: the served model")
+    top_n: int | None = Field(None, ge=1, description="keep the best n (default: all)")
+    return_documents: StrictBool = Field(False, description="each result carries its document's text")
+    rank_fields: list[str] | None = Field(
+        None, max_length=32, description="for object documents: the fields ranked on, in order"
+    )
+    max_tokens_per_doc: int | None = Field(
+        None, ge=1, le=100_000, description="each document cut to its first n tokens before scoring"
+    )
+    raw_scores: StrictBool = Field(False, description="relevance_score as the model's raw logit, not 0-1")
 
     @field_validator("query")
     @classmethod
     def _query(cls, value: str) -> str:
         return validate_query(value)
 
-    def texts(self) -> list[str]:
-        texts = [d.text if isinstance(d, RerankDocument) else d for d in self.documents]
-        long = next((i for i, t in enumerate(texts) if len(t) > MAX_DOCUMENT_CHARS), None)
-        if long is not None:
-            raise InputError(f"documents[{long}] is longer than {MAX_DOCUMENT_CHARS} characters.")
-        return texts
+
+class RerankDocumentText(BaseModel):
+    text: str
 
 
-def _served(engine: Engine) -> Reranker:
-    reranker = engine.reranker()
-    if reranker is None:
-        raise ModelError("This workbench reranks with no model (RERANKER_MODEL=none): it cannot serve /rerank.")
-    return reranker
+class RerankResult(BaseModel):
+    index: int
+    relevance_score: float
+    document: RerankDocumentText | None = None
 
 
-def _model_entry(reranker: Reranker) -> dict[str, Any]:
-    return {
-        "id": reranker.model_id,
-        "object": "model",
-        "owned_by": "rerank-workbench",
-        "capabilities": ["rerank"],
-        "backend": reranker.backend,
-    }
+class ApiVersion(BaseModel):
+    version: str
 
 
-@router.get("/models")
+class BilledUnits(BaseModel):
+    search_units: float
+
+
+class RerankMeta(BaseModel):
+    api_version: ApiVersion
+    billed_units: BilledUnits
+
+
+class RerankUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class RerankResponse(BaseModel):
+    """Best first. `relevance_score` is 0-1 (a cross-encoder's logit through the sigmoid) unless raw_scores."""
+
+    id: str
+    object: str = "rerank"
+    created: int
+    model: str
+    results: list[RerankResult]
+    meta: RerankMeta
+    usage: RerankUsage
+
+
+class ModelEntry(BaseModel):
+    id: str
+    object: str = "model"
+    created: int
+    backend: str
+    capabilities: list[str]
+    stats: dict[str, int]
+
+
+class ModelList(BaseModel):
+    object: str = "list"
+    data: list[ModelEntry]
+
+
+@router.get("/models", response_model=ModelList)
 async def models(state: State) -> dict[str, Any]:
-    """The model this workbench reranks with, in the OpenAI list shape rerank clients read."""
-    reranker = await run_bounded(state, lambda: _served(state.engine))
-    return {"object": "list", "data": [_model_entry(reranker)]}
+    """The model this workbench reranks with, in the OpenAI list shape (with Infinity's `stats`)."""
+    served = state.settings.served_model_names()
+    return await run_bounded(state, lambda: model_list(served_reranker(state.engine.reranker()), served))
 
 
-@router.post("/rerank")
-async def rerank(body: RerankRequest, state: State) -> dict[str, Any]:
-    """Scores on the 0-1 scale (a cross-encoder's logit through the sigmoid), best first, `top_n` of them."""
-    texts = body.texts()
+async def _rerank(body: RerankRequest, state: State, api_version: str) -> dict[str, Any]:
     until = deadline(state)
 
     def work() -> dict[str, Any]:
-        reranker = _served(state.engine)
-        names = {reranker.model_id, short_model_name(reranker.model_id)}
-        if body.model and body.model not in names:
-            raise InputError(f"model '{body.model}' is not served here: this workbench serves {reranker.model_id}.")
-        scores, _ = reranker.score(body.query, texts, deadline=until)
-        order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: body.top_n or len(texts)]
-        results = [
-            {
-                "index": i,
-                "relevance_score": to_probability(scores[i], reranker.score_scale),
-                **({"document": {"text": texts[i]}} if body.return_documents else {}),
-            }
-            for i in order
-        ]
-        return {
-            "id": f"rerank-{uuid.uuid4().hex[:16]}",
-            "model": reranker.model_id,
-            "results": results,
-        }
+        return rerank_answer(
+            served_reranker(state.engine.reranker()),
+            body.query,
+            body.documents,
+            model=body.model,
+            served=state.settings.served_model_names(),
+            top_n=body.top_n,
+            return_documents=body.return_documents,
+            rank_fields=body.rank_fields,
+            max_tokens_per_doc=body.max_tokens_per_doc,
+            raw_scores=body.raw_scores,
+            api_version=api_version,
+            deadline=until,
+        )
 
     return await run_bounded(state, work)
+
+
+@router.post("/rerank", response_model=RerankResponse, response_model_exclude_none=True)
+async def rerank(body: RerankRequest, state: State) -> dict[str, Any]:
+    """Rerank documents (Infinity, Jina and Cohere-compatible clients)."""
+    return await _rerank(body, state, "2")
+
+
+@router.post("/v1/rerank", response_model=RerankResponse, response_model_exclude_none=True)
+async def rerank_v1(body: RerankRequest, state: State) -> dict[str, Any]:
+    """Cohere's v1 route (the `cohere` SDK's `Client.rerank`, langchain-cohere)."""
+    return await _rerank(body, state, "1")
+
+
+@router.post("/v2/rerank", response_model=RerankResponse, response_model_exclude_none=True)
+async def rerank_v2(body: RerankRequest, state: State) -> dict[str, Any]:
+    """Cohere's v2 route (the `cohere` SDK's `ClientV2.rerank`, Haystack's CohereRanker)."""
+    return await _rerank(body, state, "2")

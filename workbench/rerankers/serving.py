@@ -1,0 +1,165 @@
+"""The workbench's reranker served as a rerank API: what `POST /rerank` (and `/v1/rerank`, `/v2/rerank`) does
+for the Cohere v1/v2, Jina and Infinity clients, below the HTTP layer.
+
+A request names the served model by any of its names (`served_names`), gives documents as strings or objects
+(`document_text` reads `rank_fields`, else `text`), may cut each document to `max_tokens_per_doc` tokens and ask
+for raw scores (the model's logit) instead of the 0-1 reading. The answer carries what each client reads:
+`results[{index, relevance_score, document?}]`, `meta{api_version, billed_units{search_units}}` (Cohere) and
+`usage{prompt_tokens, total_tokens}` (Infinity, Jina).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.errors import InputError, ModelError
+from workbench.redact import plain_text, public_name
+from workbench.rerankers.base import Reranker, to_probability
+
+MAX_RERANK_DOCUMENTS = 1000
+MAX_DOCUMENT_CHARS = 100_000
+# What clients name when they mean "whatever is served": Infinity's client default, and none at all.
+ANY_MODEL = frozenset({"", "default/not-specified", "default"})
+_WORD = re.compile(r"\S+")
+
+
+def served_names(reranker: Reranker, extra: Sequence[str] = ()) -> list[str]:
+    """Every name the served model answers to: the names set by WORKBENCH_SERVED_MODEL_NAME first (the first
+    is the one answers carry), then its public id and its short name."""
+    names = [n for n in extra if n]
+    public = public_name(reranker.model_id) or reranker.model_id
+    for name in (public, public.rsplit("/", 1)[-1]):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def check_model(asked: str | None, reranker: Reranker, names: list[str]) -> None:
+    """InputError unless `asked` is one of the served names (or names none); the full id is taken too."""
+    if asked is None or asked.strip() in ANY_MODEL or asked in names or asked == reranker.model_id:
+        return
+    shown = plain_text(asked)[:80]
+    raise InputError(f"model '{shown}' is not served here: this workbench serves {', '.join(names)}.")
+
+
+def document_text(document: str | dict[str, Any], index: int, rank_fields: Sequence[str] | None) -> str:
+    """The text a document is ranked on: a string as it is; an object's `rank_fields` (each as 'field: value',
+    one a line, as Cohere reads them), or its `text`."""
+    if isinstance(document, str):
+        return document
+    if rank_fields:
+        missing = [f for f in rank_fields if f not in document]
+        if len(missing) == len(rank_fields):
+            raise InputError(f"documents[{index}] has none of the rank_fields ({', '.join(rank_fields)}).")
+        return "\n".join(f"{f}: {_field_text(document[f])}" for f in rank_fields if f in document)
+    text = document.get("text")
+    if not isinstance(text, str):
+        raise InputError(f"documents[{index}] is an object without a 'text' string: add one, or name rank_fields.")
+    return text
+
+
+def _field_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def truncated(reranker: Reranker, texts: list[str], max_tokens: int | None) -> list[str]:
+    """Each text cut to its first `max_tokens` tokens (the model's tokenizer where it has one, else words)."""
+    if max_tokens is None:
+        return texts
+    tokenizer = getattr(reranker, "tokenizer", None)
+    if tokenizer is None:
+        return [" ".join(_WORD.findall(t)[:max_tokens]) for t in texts]
+    out = []
+    for text, offsets in zip(
+        texts, tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"], strict=True
+    ):
+        out.append(text if len(offsets) <= max_tokens else text[: offsets[max_tokens - 1][1]])
+    return out
+
+
+def prompt_tokens(reranker: Reranker, query: str, texts: list[str]) -> int:
+    """The tokens of the (query, document) pairs as the model reads them: its tokenizer's count, cut at its
+    maximum length; words for a reranker without a tokenizer (a service)."""
+    tokenizer = getattr(reranker, "tokenizer", None)
+    if tokenizer is None:
+        query_words = len(_WORD.findall(query))
+        return sum(query_words + len(_WORD.findall(t)) for t in texts)
+    limit = getattr(reranker, "max_length", None) or 512
+    special = tokenizer.num_special_tokens_to_add(pair=True)
+    query_ids = len(tokenizer(query, add_special_tokens=False)["input_ids"])
+    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    return sum(min(query_ids + n + special, limit) for n in lengths)
+
+
+def rerank_answer(
+    reranker: Reranker,
+    query: str,
+    documents: list[str | dict[str, Any]],
+    *,
+    model: str | None = None,
+    served: Sequence[str] = (),
+    top_n: int | None = None,
+    return_documents: bool = False,
+    rank_fields: Sequence[str] | None = None,
+    max_tokens_per_doc: int | None = None,
+    raw_scores: bool = False,
+    api_version: str = "2",
+    deadline: float | None = None,
+) -> dict[str, Any]:
+    """The answer to one rerank request: the documents scored by `reranker`, best first, `top_n` of them."""
+    names = served_names(reranker, served)
+    check_model(model, reranker, names)
+    texts = [document_text(d, i, rank_fields) for i, d in enumerate(documents)]
+    long = next((i for i, t in enumerate(texts) if len(t) > MAX_DOCUMENT_CHARS), None)
+    if long is not None:
+        raise InputError(f"documents[{long}] is longer than {MAX_DOCUMENT_CHARS} characters.")
+    ranked_texts = truncated(reranker, texts, max_tokens_per_doc)
+    scores, _ = reranker.score(query, ranked_texts, deadline=deadline)
+    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: top_n or len(texts)]
+    results = []
+    for i in order:
+        score = float(scores[i]) if raw_scores else to_probability(scores[i], reranker.score_scale)
+        document = {"document": {"text": texts[i]}} if return_documents else {}
+        results.append({"index": i, "relevance_score": score, **document})
+    tokens = prompt_tokens(reranker, query, ranked_texts)
+    return {
+        "id": f"rerank-{uuid.uuid4().hex[:16]}",
+        "object": "rerank",
+        "created": int(time.time()),
+        "model": names[0],
+        "results": results,
+        "meta": {"api_version": {"version": api_version}, "billed_units": {"search_units": 1}},
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def model_list(reranker: Reranker, served: Sequence[str] = (), started: float | None = None) -> dict[str, Any]:
+    """`GET /models` in the OpenAI list shape that Infinity's client reads too (`stats`, `backend`,
+    `capabilities`): one entry, under the first served name (requests may use any of them)."""
+    usage = reranker.usage
+    created = int(started or time.time())
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "backend": reranker.backend,
+                "capabilities": ["rerank"],
+                "stats": {"requests": usage.requests, "documents": usage.documents, "tokens": usage.tokens},
+            }
+            for name in served_names(reranker, served)[:1]
+        ],
+    }
+
+
+def served_reranker(reranker: Reranker | None) -> Reranker:
+    """The reranker to serve, or a ModelError when the workbench has none."""
+    if reranker is None:
+        raise ModelError("This workbench reranks with no model (RERANKER_MODEL=none): it cannot serve /rerank.")
+    return reranker
