@@ -15,6 +15,7 @@ import pytest
 import pytrec_eval
 
 from workbench.config import Settings
+from workbench.errors import ModelError
 from workbench.rerankers import CrossEncoderReranker
 from workbench.rerankers.backends import ExportCache, backend_choice, fingerprint
 from workbench.rerankers.machine import (
@@ -122,3 +123,39 @@ def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: d
     words = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert words.returncode == 0 and f"auto → {body['choice']['chosen']}" in words.stdout
     assert "int8 configuration" in words.stdout and "Measuring" not in words.stderr  # kept from the first run
+
+
+@pytest.mark.parametrize("chosen", ["../../../victim", "", "tensorrt", "../onnx"])
+def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_touched(
+    tmp_path: Path, tiny_models: dict[str, Path], chosen: str
+) -> None:
+    """A kept choice naming no known backend (edited, damaged) is never acted on: `auto` loads as if none were
+    kept, no folder beside or above the exports is deleted or written, and the other exports stay."""
+    model = str(tiny_models["reranker"])
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, reranker_model=model, offline=True, reranker_calibrate=False)
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "keep" / "file.txt").write_text("precious")
+    facts = machine_facts("cpu")
+    figures = _figures(onnx=(1.8, 0.0), onnx_int8=(2.5, 0.02))
+    faked = BackendChoice(
+        model="tiny-reranker", model_print=fingerprint(model), machine=facts, chosen="onnx", figures=figures,
+        pairs=100, seconds=1.0, measured_at=datetime.now(UTC),
+    )  # fmt: skip
+    exports = ExportCache(settings.exports_dir)
+    path = choice_path(exports.choices_root, fingerprint(model), facts)
+    path.parent.mkdir(parents=True)
+    path.write_text(faked.model_dump_json().replace('"chosen":"onnx"', json.dumps({"chosen": chosen})[1:-1]))
+    sibling = exports.folder(model, fingerprint(model), "onnx-int8")
+    sibling.mkdir(parents=True)
+    (sibling / "marker").write_text("an earlier export")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "data" not in p.parts)
+
+    reranker = CrossEncoderReranker(model, settings)
+    assert reranker.backend == "torch:cpu"  # the table's choice for a model it does not hold: as if none kept
+    assert (victim / "keep" / "file.txt").read_text() == "precious"
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "data" not in p.parts) == before
+    assert (sibling / "marker").read_text() == "an earlier export"
+    with pytest.raises(ModelError, match="not a backend with an export"):
+        exports.folder(model, fingerprint(model), chosen)

@@ -9,6 +9,7 @@ Scores follow a fixed rule the tests can recompute: the share of the query's wor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -18,9 +19,24 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from tests.conftest import free_port
+
+# What each bad service puts where the first document's score (or index) belongs; strings are written raw.
+BAD_ANSWERS: dict[str, Any] = {
+    "nan": "NaN",
+    "infinity": "Infinity",
+    "true": True,
+    "string": '"0.9"',
+    "big": 1e6,
+    "negative": -5,
+    "null": None,
+    "index-repeated": 1,
+    "index-negative": -1,
+    "index-extra": 99,
+    "index-true": True,
+}
 
 
 def overlap(query: str, document: str) -> float:
@@ -51,7 +67,8 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
     app = FastAPI()
 
     def gate(request: Request, body: dict[str, Any], keyed: bool) -> JSONResponse | None:
-        behaviour.requests.append({"path": request.url.path, "body": body})
+        given = request.headers.get("authorization")
+        behaviour.requests.append({"path": request.url.path, "body": body, "authorization": given})
         if behaviour.stop_after is not None and len(behaviour.requests) >= behaviour.stop_after:
             server[0].should_exit = True
         if keyed and request.headers.get("authorization") != f"Bearer {behaviour.key}":
@@ -126,6 +143,37 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
             "usage": {"prompt_tokens": prompt, "completion_tokens": len(content.split()),
                       "total_tokens": prompt + len(content.split())},
         }  # fmt: skip
+
+    @app.post("/bad/{case}/rerank")
+    async def bad(case: str, request: Request) -> Any:
+        """A service answering in the right shape with content that cannot be right (see BAD_ANSWERS)."""
+        body = await request.json()
+        behaviour.requests.append({"path": request.url.path, "body": body})
+        count = len(body["documents"])
+        if case == "trickle":  # a byte every half second: every read is quick, the whole answer never is
+
+            async def drip() -> Any:
+                for _ in range(120):
+                    yield b" "
+                    await asyncio.sleep(0.5)
+                yield json.dumps({"results": [{"index": i, "relevance_score": 0.5} for i in range(count)]}).encode()
+
+            return StreamingResponse(drip(), media_type="application/json")
+        if case == "redirect":
+            return Response(status_code=307, headers={"location": "http://127.0.0.1:1/elsewhere?api_key=hidden123"})
+        scores: list[Any] = [0.5] * count
+        indices: list[Any] = list(range(count))
+        raw = BAD_ANSWERS[case]
+        if case.startswith("index"):
+            indices[0] = raw
+        else:
+            scores[0] = raw
+        results = ",".join(
+            f'{{"index": {json.dumps(i) if not isinstance(i, str) else i}, "relevance_score": '
+            f"{score if isinstance(score, str) else json.dumps(score)}}}"
+            for i, score in zip(indices, scores, strict=True)
+        )
+        return Response(f'{{"results": [{results}]}}', media_type="application/json")
 
     @app.get("/service/models")
     async def models() -> Any:

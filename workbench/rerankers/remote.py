@@ -108,10 +108,7 @@ class RemoteReranker:
                 batch_scores, used = self.read(answer, len(batch))
                 check_scores(batch_scores, self.score_scale)
             except InvalidAnswer as exc:
-                raise ModelError(
-                    f"The reranker at {self.shown_url} answered {exc}: its scores cannot be trusted, so none are "
-                    f"used. Check the service, or {SETTING}."
-                ) from exc
+                raise self._untrusted(exc) from exc
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                 raise ModelError(
                     f"The reranker at {self.shown_url} answered in a shape the workbench does not read "
@@ -161,12 +158,20 @@ class RemoteReranker:
                 )
             try:
                 return json.loads(response.content, parse_constant=_no_constant)
+            except InvalidAnswer as exc:
+                raise self._untrusted(exc) from exc
             except ValueError as exc:
                 raise ModelError(
                     f"The reranker at {self.shown_url} did not answer with JSON (status {response.status_code}). "
                     f"Check {SETTING}."
                 ) from exc
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _untrusted(self, exc: InvalidAnswer) -> ModelError:
+        return ModelError(
+            f"The reranker at {self.shown_url} answered {exc}: its scores cannot be trusted, so none are used. "
+            f"Check the service, or {SETTING}."
+        )
 
     def _unreachable(self, exc: Exception) -> ModelError:
         reason = redact_text(" ".join(str(exc).split())[:200]) or type(exc).__name__

@@ -1,0 +1,188 @@
+"""The real client libraries from PyPI against a real `workbench serve` behind a token: the `cohere` SDK (v1 and
+v2 clients), langchain-cohere's CohereRerank, Haystack's CohereRanker, Infinity's `infinity_client`, a client
+generated from /openapi.json by openapi-python-client, and the workbench's own service kind reranking through
+another workbench. Each parses the answer itself; the test checks what it parsed against the local model."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from tests.services.conftest import ApiServer, api_env
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.rerankers import to_probability
+from workbench.rerankers.factory import create_reranker
+from workbench.rerankers.serving import prompt_tokens
+
+TOKEN = "tok-real-clients-1234"
+QUERY = "can I carry over unused vacation days"
+DOCS = [
+    "Unused vacation days carry over to the next year, up to five days.",
+    "The cafeteria opens at eight in the morning.",
+    "Leave that is not taken expires at the end of March.",
+    "Bikes can be parked in the basement.",
+]
+
+
+@pytest.fixture(scope="module")
+def served(served_data: Settings) -> Iterator[ApiServer]:
+    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_API_TOKEN=TOKEN))
+    server.wait_ready()
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log and TOKEN not in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def expected(served_data: Settings) -> dict[str, list[float]]:
+    """The local model's scores for DOCS: its logits and their sigmoid (the 0-1 reading /rerank answers)."""
+    reranker = Engine(served_data).reranker()
+    logits, _ = reranker.score(QUERY, DOCS, use_cache=False)
+    return {"logit": logits, "probability": [to_probability(s, "logit") for s in logits]}
+
+
+def _ranked(scores: list[float]) -> list[int]:
+    return sorted(range(len(scores)), key=lambda i: -scores[i])
+
+
+def test_the_cohere_sdk_v1_and_v2_clients(served: ApiServer, served_data: Settings, expected: dict) -> None:
+    import cohere
+
+    best = _ranked(expected["probability"])
+    v1 = cohere.Client(api_key=TOKEN, base_url=served.url).rerank(
+        model="tiny-reranker", query=QUERY, documents=DOCS, top_n=2, return_documents=True, max_chunks_per_doc=10
+    )
+    assert [r.index for r in v1.results] == best[:2]
+    for result in v1.results:
+        assert result.relevance_score == pytest.approx(expected["probability"][result.index], abs=1e-6)
+        assert result.document is not None and result.document.text == DOCS[result.index]
+    assert v1.meta is not None and v1.meta.billed_units.search_units == 1 and v1.meta.api_version.version == "1"
+
+    v2 = cohere.ClientV2(api_key=TOKEN, base_url=served.url).rerank(
+        model="tiny-reranker", query=QUERY, documents=DOCS, max_tokens_per_doc=4096
+    )
+    assert [r.index for r in v2.results] == best
+    assert [r.relevance_score for r in v2.results] == pytest.approx([expected["probability"][i] for i in best])
+    reranker = Engine(served_data).reranker()
+    assert v2.meta.billed_units.search_units == 1
+    assert v2.usage == {"prompt_tokens": prompt_tokens(reranker, QUERY, DOCS), "total_tokens": pytest.approx(
+        prompt_tokens(reranker, QUERY, DOCS))}  # fmt: skip
+
+    # Object documents ranked on rank_fields: the same scores as the text "field: value" lines they make.
+    objects = [{"title": f"doc {i}", "body": d, "extra": {"kept": True}} for i, d in enumerate(DOCS)]
+    by_fields = cohere.Client(api_key=TOKEN, base_url=served.url).rerank(
+        model="tiny-reranker", query=QUERY, documents=objects, rank_fields=["title", "body"]
+    )
+    texts = [f"title: doc {i}\nbody: {d}" for i, d in enumerate(DOCS)]
+    logits, _ = reranker.score(QUERY, texts, use_cache=False)
+    for result in by_fields.results:
+        assert result.relevance_score == pytest.approx(to_probability(logits[result.index], "logit"), abs=1e-6)
+
+
+def test_cohere_errors_are_typed_and_name_the_problem(served: ApiServer) -> None:
+    import cohere
+    from cohere.errors import UnauthorizedError, UnprocessableEntityError
+
+    client = cohere.ClientV2(api_key=TOKEN, base_url=served.url)
+    with pytest.raises(UnprocessableEntityError) as wrong_model:
+        client.rerank(model="rerank-v3.5", query=QUERY, documents=DOCS)
+    assert "tiny-reranker" in wrong_model.value.body["message"]
+    assert wrong_model.value.body["detail"][0]["msg"] == wrong_model.value.body["message"]
+    with pytest.raises(UnprocessableEntityError) as empty:
+        client.rerank(model="tiny-reranker", query="   ", documents=DOCS)
+    assert "empty" in empty.value.body["message"]
+    with pytest.raises(UnauthorizedError):
+        cohere.ClientV2(api_key="wrong-token-123", base_url=served.url).rerank(
+            model="tiny-reranker", query=QUERY, documents=DOCS
+        )
+
+
+def test_langchain_cohere_and_haystack_rerank_through_the_workbench(served: ApiServer, expected: dict) -> None:
+    from haystack import Document
+    from haystack.utils import Secret
+    from haystack_integrations.components.rankers.cohere import CohereRanker
+    from langchain_cohere import CohereRerank
+
+    best = _ranked(expected["probability"])
+    chain = CohereRerank(cohere_api_key=TOKEN, base_url=served.url, model="tiny-reranker", top_n=3)
+    ranked = chain.rerank(documents=DOCS, query=QUERY)
+    assert [r["index"] for r in ranked] == best[:3]
+    assert [r["relevance_score"] for r in ranked] == pytest.approx([expected["probability"][i] for i in best[:3]])
+
+    ranker = CohereRanker(model="tiny-reranker", api_key=Secret.from_token(TOKEN), api_base_url=served.url, top_k=2)
+    documents = ranker.run(query=QUERY, documents=[Document(content=d) for d in DOCS])["documents"]
+    assert [d.content for d in documents] == [DOCS[i] for i in best[:2]]
+    assert [d.score for d in documents] == pytest.approx([expected["probability"][i] for i in best[:2]])
+
+
+def test_infinity_client_reads_raw_scores_usage_and_model_stats(served: ApiServer, expected: dict) -> None:
+    from infinity_client import AuthenticatedClient
+    from infinity_client.api.default import models, rerank
+    from infinity_client.models import RerankInput
+
+    client = AuthenticatedClient(base_url=served.url, token=TOKEN)
+    answer = rerank.sync(client=client, body=RerankInput(query=QUERY, documents=DOCS, raw_scores=True, top_n=2))
+    assert answer is not None and [r.index for r in answer.results] == _ranked(expected["logit"])[:2]
+    assert [r.relevance_score for r in answer.results] == pytest.approx(
+        [expected["logit"][r.index] for r in answer.results], abs=1e-5
+    )
+    assert answer.usage.total_tokens > 0 and answer.model == "tiny-reranker"
+    listed = models.sync(client=client)
+    assert [m.id for m in listed.data] == ["tiny-reranker"]
+    assert listed.data[0].stats["requests"] >= 1 and listed.data[0].capabilities == ["rerank"]
+
+
+def test_a_generated_openapi_client_surfaces_422_messages(served: ApiServer, tmp_path: Path) -> None:
+    spec = httpx.get(f"{served.url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    (tmp_path / "openapi.json").write_text(spec)
+    generator = Path(sys.executable).parent / "openapi-python-client"
+    made = subprocess.run(
+        [str(generator), "generate", "--path", "openapi.json", "--output-path", "generated", "--meta", "none"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    sys.path.insert(0, str(tmp_path))
+    try:
+        generated = importlib.import_module("generated")
+        client = generated.AuthenticatedClient(base_url=served.url, token=TOKEN)
+        search_api = importlib.import_module("generated.api.search.search_search_post")
+        models = importlib.import_module("generated.models")
+        refused = search_api.sync(client=client, body=models.SearchRequest(query="   "))
+        assert isinstance(refused, models.HTTPValidationError)
+        assert "empty" in refused.detail[0].msg and refused.detail[0].loc[-1] == "query"
+        found = search_api.sync(client=client, body=models.SearchRequest(query="vacation days", top_k=2))
+        assert isinstance(found, models.SearchResponse) and len(found.results) == 2
+        rerank_api = importlib.import_module("generated.api.rerank.rerank_v2_v2_rerank_post")
+        answer = rerank_api.sync(client=client, body=models.RerankRequest(query=QUERY, documents=DOCS))
+        assert isinstance(answer, models.RerankResponse) and answer.meta.billed_units.search_units == 1
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "generated" or m.startswith("generated.")]:
+            del sys.modules[name]
+
+
+def test_a_workbench_reranks_through_another_served_with_a_token(
+    served: ApiServer, served_data: Settings, expected: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = served.url.removeprefix("http://")
+    in_url = create_reranker(f"http://:{TOKEN}@{host}", served_data)
+    assert TOKEN not in in_url.model_id and TOKEN not in in_url.backend
+    scores, _ = in_url.score(QUERY, DOCS, use_cache=False)
+    assert scores == pytest.approx(expected["probability"], abs=1e-6)
+
+    keyed = create_reranker(served.url, served_data.model_copy(update={"rerank_api_key": SecretStr(TOKEN)}))
+    assert keyed.score(QUERY, DOCS, use_cache=False)[0] == pytest.approx(expected["probability"], abs=1e-6)
+
+    from workbench.errors import ModelError
+
+    without = create_reranker(served.url, served_data)
+    with pytest.raises(ModelError, match="WORKBENCH_RERANK_API_KEY"):
+        without.score(QUERY, DOCS, use_cache=False)
