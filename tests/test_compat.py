@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from workbench import RetrievalService, RetrievedChunk, retrieve_chunks, retrieve_top_docs
@@ -192,3 +194,42 @@ def test_registry_gives_the_service_its_store(tmp_path: Path, tiny_models: dict[
     registry.register("hr", StoreConfig(kind="chroma", collection="hr-docs", persist_dir=str(tmp_path / "s")))
     rows = RetrievalService(registry.get("hr")).retrieve_with_scores("bees", k=2)
     assert len(rows) == 2
+
+
+class _ScriptedChatModel(GenericFakeChatModel):
+    """A chat model that says what it is told, in order, and takes tools (so a ReAct agent can be built on it)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> _ScriptedChatModel:
+        return self
+
+
+def _tool_call(args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "search_policies", "args": args, "id": call_id}])
+
+
+def test_a_langgraph_agent_hears_bad_tool_values_as_messages(lc_store: InMemoryVectorStore) -> None:
+    """Inside langgraph's ReAct agent, k out of range, an empty query and an unknown argument come back to the
+    model as error messages naming the problem; the agent goes on, and a good call after them works."""
+    from langgraph.prebuilt import create_react_agent
+
+    tool = RetrievalService(lc_store).create_tool("search_policies", "Search the policies.")
+    schema = tool.tool_call_schema.model_json_schema()
+    assert schema["properties"]["k"]["maximum"] == 20 and schema["properties"]["k"]["minimum"] == 1
+    assert "1-512 characters" in schema["properties"]["query"]["description"]
+    script = iter(
+        [
+            _tool_call({"query": "holiday", "k": 300}, "c1"),
+            _tool_call({"query": "   ", "k": 2}, "c2"),
+            _tool_call({"query": "holiday", "depth": 2}, "c3"),
+            _tool_call({"query": "holiday allowance", "k": 1}, "c4"),
+            AIMessage(content="Holiday is 27 days a year."),
+        ]
+    )
+    agent = create_react_agent(_ScriptedChatModel(messages=script), [tool])
+    messages = agent.invoke({"messages": [("user", "how much holiday do I get?")]})["messages"]
+    answers = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    assert "k" in answers["c1"].content and "less than or equal to 20" in answers["c1"].content
+    assert "empty" in answers["c2"].content and answers["c2"].status == "error"
+    assert "depth" in answers["c3"].content
+    assert answers["c4"].content == "Holiday is 27 days a year." and answers["c4"].status == "success"
+    assert messages[-1].content == "Holiday is 27 days a year."

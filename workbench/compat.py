@@ -16,19 +16,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from langchain_core.tools import StructuredTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
 from workbench.engine import DEFAULT, Engine, get_engine
-from workbench.errors import ConfigError, InputError, error_message, is_expected
+from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
 from workbench.events import EventSink, RetrievalCompleted
 from workbench.inputs import validate_depths, validate_top_k
-from workbench.redact import public_name, redact_text
+from workbench.redact import public_name, redact_text, shown
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk, StageTimings
-from workbench.vocab import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K
+from workbench.vocab import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"
@@ -282,16 +283,39 @@ class RetrievalService:
         return separator.join(contents) if contents else NO_DOCUMENTS
 
     def create_tool(self, tool_name: str | None = None, description: str | None = None) -> Any:
-        """A LangChain tool over `retrieve`, with response_format="content_and_artifact"."""
-        from langchain_core.tools import StructuredTool
+        """A LangChain tool over `retrieve`, with response_format="content_and_artifact". Its arguments carry
+        descriptions and bounds; a bad value (an empty query, k out of range) comes back to the model as an error
+        message it can act on, never as an exception out of the agent."""
 
         def retrieve_documents(query: str, k: int = 4) -> tuple[str, list[dict[str, Any]]]:
-            return self.retrieve(query, k)
+            try:
+                return self.retrieve(query, k)
+            except WorkbenchError as exc:
+                raise ToolException(error_message(exc, remote=True)) from exc
 
         return StructuredTool.from_function(
             func=retrieve_documents,
             name=tool_name or "retrieve_documents",
             description=description
             or "Search the document collection for passages relevant to the query. Returns the passages.",
+            args_schema=RetrieveToolArguments,
             response_format="content_and_artifact",
+            handle_tool_error=True,
+            handle_validation_error=_argument_problem,
         )
+
+
+class RetrieveToolArguments(BaseModel):
+    """The LangChain tool's arguments, as the model sees them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(..., description=f"what to search for: 1-{MAX_QUERY_CHARS} characters of text")
+    k: int = Field(4, ge=1, le=MAX_TOP_K, description=f"how many passages to return, the best first (1-{MAX_TOP_K})")
+
+
+def _argument_problem(error: Exception) -> str:
+    """A tool call whose arguments do not validate, as the message the model reads."""
+    errors = error.errors() if isinstance(error, ValidationError) else []
+    parts = [f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg', '')}" for e in errors[:5]]
+    return "The tool call's arguments were refused: " + ("; ".join(parts) or shown(error)) + "."

@@ -14,7 +14,9 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
 
 from workbench import __version__
 from workbench.compat import SearchResponse, retrieve_text, search_documents
@@ -27,7 +29,52 @@ from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.redact import plain_text
 from workbench.types import CollectionInfo
-from workbench.vocab import DEFAULT_TOP_K, MAX_JSON_DEPTH
+from workbench.vocab import (
+    DEFAULT_TOP_K,
+    GRADE_SCALE,
+    MAX_DOC_ID_CHARS,
+    MAX_JSON_DEPTH,
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_RATER_CHARS,
+    MAX_TOP_K,
+)
+
+# Each argument as a client's schema shows it: what it is, its bounds, its values.
+Query = Annotated[str, Field(description=f"what to search for: 1-{MAX_QUERY_CHARS} characters after trimming")]
+CollectionName = Annotated[str, Field(description="a collection's name, as list_collections gives it")]
+MaybeCollection = Annotated[
+    str | None, Field(description="a collection's name from list_collections (default: the workbench's default)")
+]
+Candidates = Annotated[int, Field(ge=1, le=MAX_K, description=f"candidates found and reranked (1-{MAX_K})")]
+Kept = Annotated[int, Field(ge=1, le=MAX_K, description="passages returned, the best first (1 to k)")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"results returned (1-{MAX_TOP_K})")]
+Filters = Annotated[
+    dict[str, str | int | float | bool] | None,
+    Field(description='metadata equalities, e.g. {"page": 2} or {"title": "Leave and Time Off Policy"}'),
+]
+MinScore = Annotated[
+    float | None,
+    Field(allow_inf_nan=False, description="drop passages scoring below this (the reranker's score; a logit locally)"),
+]
+DocumentId = Annotated[
+    str, Field(min_length=1, max_length=MAX_DOC_ID_CHARS, description="the document_id a search returned")
+]
+Grade = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=min(GRADE_SCALE),
+        le=max(GRADE_SCALE),
+        description="; ".join(f"{grade} {label}" for grade, label in GRADE_SCALE.items()),
+        json_schema_extra={"enum": list(GRADE_SCALE)},
+    ),
+]
+MaybeQuery = Annotated[
+    str | None, Field(description="the query's text (give this or query_id, not both); a judged query is reused")
+]
+QueryId = Annotated[str | None, Field(max_length=256, description="a judged query's id (give this or query, not both)")]
+Rater = Annotated[str, Field(min_length=1, max_length=MAX_RATER_CHARS, description="who grades: name yourself")]
 
 INSTRUCTIONS = (
     "Rerank Workbench: search document collections. Vector search (or BM25, or both) finds candidates and a "
@@ -43,6 +90,9 @@ def build_server(
     """The MCP server object with its four tools (run it with `.run()` or `.run_streamable_http_async()`)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     settings = settings or (engine.settings if engine else Settings())
     engine = engine or Engine(settings)
@@ -57,9 +107,10 @@ def build_server(
             "collection:' that says what went wrong (an unknown collection lists the existing ones). "
             "collection_name: a name from list_collections. query: 1-512 characters. k: candidates to rerank (1-200, "
             "default 10). top_n: passages returned (1 to k, default 3)."
-        )
+        ),
+        annotations=READ_ONLY,
     )
-    def retrieve_from_chroma(collection_name: str, query: str, k: int = 10, top_n: int = 3) -> str:
+    def retrieve_from_chroma(collection_name: CollectionName, query: Query, k: Candidates = 10, top_n: Kept = 3) -> str:
         return retrieve_text(engine, collection_name, query, k, top_n, remote=True)
 
     @server.tool(
@@ -74,13 +125,14 @@ def build_server(
             "Errors come back as a message naming the problem."
         ),
         structured_output=True,
+        annotations=READ_ONLY,
     )
     def search(
-        query: str,
-        collection: str | None = None,
-        top_k: int = DEFAULT_TOP_K,
-        filters: dict[str, Any] | None = None,
-        min_score: float | None = None,
+        query: Query,
+        collection: MaybeCollection = None,
+        top_k: TopK = DEFAULT_TOP_K,
+        filters: Filters = None,
+        min_score: MinScore = None,
     ) -> SearchResponse:
         try:
             return search_documents(
@@ -100,14 +152,17 @@ def build_server(
             "current grade."
         ),
         structured_output=True,
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        ),
     )
     def judge(
-        collection: str,
-        document_id: str,
-        grade: int,
-        query: str | None = None,
-        query_id: str | None = None,
-        rater: str = "agent",
+        collection: CollectionName,
+        document_id: DocumentId,
+        grade: Grade,
+        query: MaybeQuery = None,
+        query_id: QueryId = None,
+        rater: Rater = "agent",
     ) -> Rating:
         try:
             return judge_document(
@@ -122,6 +177,7 @@ def build_server(
             "vector dimension."
         ),
         structured_output=True,
+        annotations=READ_ONLY,
     )
     def list_collections() -> list[CollectionInfo]:
         try:
@@ -129,7 +185,18 @@ def build_server(
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 
+    _refuse_unknown_arguments(server)
     return server
+
+
+def _refuse_unknown_arguments(server: Any) -> None:
+    """Every tool's arguments checked strictly: an argument the tool does not take is refused by name (the SDK
+    would drop it silently), and each schema says so (`additionalProperties: false`)."""
+    for tool in server._tool_manager.list_tools():
+        loose = tool.fn_metadata.arg_model
+        strict = type(loose.__name__, (loose,), {"model_config": ConfigDict(**loose.model_config, extra="forbid")})
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
 
 
 def run(settings: Settings, http_port: int | None = None, host: str = "127.0.0.1") -> None:

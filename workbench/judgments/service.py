@@ -158,8 +158,9 @@ def rate(
     _move_attached_files(settings, collection)
     store = open_judgment_store(settings)
     queries = store.queries(collection)
-    if query is None and query_id is None:
-        raise InputError("Name the query: its text (query) or the id of a judged query (query_id).")
+    if (query is None) == (query_id is None):
+        named = "neither" if query is None else "both"
+        raise InputError(f"Name the query by its text (query) or by a judged query's id (query_id), not {named}.")
     if query is None:
         if query_id not in queries:
             raise InputError(f"No judged query has the id '{plain_text(str(query_id))[:80]}' in '{collection}'.")

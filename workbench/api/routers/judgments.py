@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.errors import InputError
@@ -23,7 +23,9 @@ class JudgmentRequest(BaseModel):
 
     collection: str = Field(..., max_length=512)
     document_id: str = Field(..., max_length=MAX_DOC_ID_CHARS)
-    grade: int = Field(..., description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant")
+    grade: StrictInt = Field(
+        ..., ge=0, le=3, description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant"
+    )
     query: str | None = Field(None, max_length=MAX_QUERY_CHARS * 4)
     query_id: str | None = Field(None, max_length=512)
     rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS * 2)
