@@ -42,7 +42,17 @@ async def _exercise(session: Any) -> dict[str, Any]:
     misjudged = await session.call_tool(
         "judge", {"collection": "demo", "document_id": doc, "grade": 9, "query": "pension", "rater": "agent"}
     )
+    unknown = await session.call_tool("search", {"query": "holiday", "depth": 3})
+    grade_true = await session.call_tool(
+        "judge", {"collection": "demo", "document_id": doc, "grade": True, "query_id": qid, "rater": "agent"}
+    )
+    both = await session.call_tool(
+        "judge", {"collection": "demo", "document_id": doc, "grade": 1, "query_id": qid, "query": "pension"}
+    )
     return {
+        "unknown": unknown,
+        "grade_true": grade_true,
+        "both": both,
         "judged": judged,
         "misjudged": misjudged,
         "tools": tools,
@@ -74,7 +84,18 @@ def _check(outcome: dict[str, Any]) -> None:
     rating = outcome["judged"].structured_content
     assert rating["rater"] == "agent" and rating["source"] == "llm" and rating["query_id"] == "h1"
     assert rating["current_grade"] == rating["grade"]
-    assert outcome["misjudged"].is_error and "grade must be one of 0 not relevant" in _text(outcome["misjudged"])
+    assert outcome["misjudged"].is_error and "less than or equal to 3" in _text(outcome["misjudged"])
+    # every argument described and bounded, unknown ones refused, annotations say what a tool does
+    for tool in tools.values():
+        schema = tool.input_schema
+        assert schema["additionalProperties"] is False
+        assert all(p.get("description") for p in schema["properties"].values()), tool.name
+    assert tools["search"].input_schema["properties"]["top_k"]["maximum"] == 20
+    assert tools["judge"].input_schema["properties"]["grade"]["enum"] == [0, 1, 2, 3]
+    assert tools["search"].annotations.read_only_hint and not tools["judge"].annotations.read_only_hint
+    assert outcome["unknown"].is_error and "depth" in _text(outcome["unknown"])
+    assert outcome["grade_true"].is_error and "grade" in _text(outcome["grade_true"])
+    assert outcome["both"].is_error and "not both" in _text(outcome["both"])
 
 
 def test_mcp_over_stdio(served_data: Settings) -> None:

@@ -23,9 +23,7 @@ class JudgmentRequest(BaseModel):
 
     collection: str = Field(..., max_length=512)
     document_id: str = Field(..., max_length=MAX_DOC_ID_CHARS)
-    grade: StrictInt = Field(
-        ..., ge=0, le=3, description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant"
-    )
+    grade: StrictInt = Field(..., description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant")
     query: str | None = Field(None, max_length=MAX_QUERY_CHARS * 4)
     query_id: str | None = Field(None, max_length=512)
     rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS * 2)
