@@ -16,7 +16,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.config import get_settings
@@ -286,6 +285,7 @@ class RetrievalService:
         """A LangChain tool over `retrieve`, with response_format="content_and_artifact". Its arguments carry
         descriptions and bounds; a bad value (an empty query, k out of range) comes back to the model as an error
         message it can act on, never as an exception out of the agent."""
+        from langchain_core.tools import StructuredTool, ToolException  # only for agents: kept off `import workbench`
 
         def retrieve_documents(query: str, k: int = 4) -> tuple[str, list[dict[str, Any]]]:
             try:

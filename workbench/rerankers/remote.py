@@ -22,6 +22,7 @@ import math
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -189,10 +190,10 @@ class RemoteReranker:
     def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
         detail = redact_text(" ".join(response.text.split())[:300])
         if response.status_code in {401, 403}:
-            key = HOSTED_KEYS.get(self.kind, KEY_SETTING)
-            fix = f"set {key} to a valid key (or give the token in the URL: http://:TOKEN@host)"
             if self.kind in HOSTED_KEYS:
-                fix = f"set {key} to a valid key"
+                fix = f"set {HOSTED_KEYS[self.kind]} to a valid key"
+            else:
+                fix = f"set {KEY_SETTING} to a valid token, or give it in the URL (http://:TOKEN@host)"
             return ModelError(f"The reranker at {self.shown_url} refused the request ({response.status_code}): {fix}.")
         tried = f" after {attempt + 1} tries" if attempt else ""
         return ModelError(
@@ -275,10 +276,21 @@ def _counted(value: Any) -> float:
     return float(value)
 
 
-def service_address(given: str, route: str, setting: str = SETTING) -> tuple[httpx.URL, str | None]:
+@dataclass(frozen=True)
+class ServiceAddress:
+    """A service URL taken apart: the URL to call, the token its user info carried, and the id it goes by (the URL
+    as given, without user info, secret parameters masked)."""
+
+    url: httpx.URL
+    token: str | None
+    public_id: str
+
+
+def service_address(given: str, route: str, setting: str = SETTING, prefix: str = "") -> ServiceAddress:
     """A service's URL to call (with `route` added to its path unless it ends with it, before any query string)
-    and the token its user info carries (`http://user:TOKEN@host`, or `http://TOKEN@host`), taken out of it.
-    A URL without a host, with a port out of range or another scheme is a ConfigError naming `setting`."""
+    and the token its user info carries (`http://user:TOKEN@host`, or `http://TOKEN@host`), taken out of it;
+    `prefix` (`tei+`) goes before the public id. A URL without a host, with a port out of range or another scheme
+    is a ConfigError naming `setting`."""
     shown = redact_url(plain_text(given))[:200]
     try:
         url = httpx.URL(given)
@@ -291,16 +303,11 @@ def service_address(given: str, route: str, setting: str = SETTING) -> tuple[htt
         raise ConfigError(f"{setting} '{shown}' names no host: write it as http://HOST:PORT.")
     if port is not None and not 0 < port < 65536:
         raise ConfigError(f"{setting} '{shown}' names port {port}: a port is 1 to 65535.")
-    token = url.password or url.username or None
+    bare = url.copy_with(username=None, password=None)
     path = url.path.rstrip("/")
-    if not path.endswith(route):
-        path += route
-    return url.copy_with(username=None, password=None, path=path), token
-
-
-def public_service_id(url: httpx.URL, prefix: str = "") -> str:
-    """The id a service reranker goes by: its URL without user info, secret parameters masked, as given."""
-    return prefix + redact_url(str(url))
+    called = bare.copy_with(path=path if path.endswith(route) else path + route)
+    public = prefix + redact_url(str(bare.copy_with(path=path or "/"))).rstrip("/")
+    return ServiceAddress(called, url.password or url.username or None, public)
 
 
 class RerankService(RemoteReranker):
@@ -312,12 +319,10 @@ class RerankService(RemoteReranker):
     kind = "service"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        url, token = service_address(model_id, "/rerank")
-        key = token or _secret(settings.rerank_api_key)
-        given = httpx.URL(model_id)
-        base = given.copy_with(username=None, password=None, path=given.path.rstrip("/") or "/")
-        super().__init__(public_service_id(base).rstrip("/"), settings, cache, url=str(url), key=key)
-        self.models_url = url.copy_with(path=url.path.removesuffix("/rerank") + "/models")
+        address = service_address(model_id, "/rerank")
+        key = address.token or _secret(settings.rerank_api_key)
+        super().__init__(address.public_id, settings, cache, url=str(address.url), key=key)
+        self.models_url = address.url.copy_with(path=address.url.path.removesuffix("/rerank") + "/models")
         self.served_model = self._served_model()
 
     def _served_model(self) -> str | None:
@@ -351,12 +356,9 @@ class TeiReranker(RemoteReranker):
     score_scale: ScoreScale = "logit"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        plain = model_id.removeprefix(TEI_PREFIX)
-        url, token = service_address(plain, "/rerank")
-        given = httpx.URL(plain)
-        base = given.copy_with(username=None, password=None, path=given.path.rstrip("/") or "/")
-        public = public_service_id(base, TEI_PREFIX).rstrip("/")
-        super().__init__(public, settings, cache, url=str(url), key=token or _secret(settings.rerank_api_key))
+        address = service_address(model_id.removeprefix(TEI_PREFIX), "/rerank", prefix=TEI_PREFIX)
+        key = address.token or _secret(settings.rerank_api_key)
+        super().__init__(address.public_id, settings, cache, url=str(address.url), key=key)
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}
@@ -392,7 +394,7 @@ class HostedReranker(RemoteReranker):
         if not self.model:
             raise ConfigError(f"'{self.kind}:' names no model: write {self.kind}:MODEL (e.g. {self.example}).")
         setting = f"WORKBENCH_{self.kind.upper()}_URL"
-        url, _ = service_address(getattr(settings, f"{self.kind}_url"), self.route, setting)
+        url = service_address(getattr(settings, f"{self.kind}_url"), self.route, setting).url
         super().__init__(model_id, settings, cache, url=str(url), key=_hosted_key(self.kind))
 
     def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
