@@ -155,3 +155,32 @@ def test_a_filter_that_matches_nothing_names_the_keys(
     assert main(["query", "rivers", "--collection", "nature", "--filter", "colour=blue", *store]) == 0
     out = capsys.readouterr().out
     assert "No chunk of 'nature' has 'colour'" in out and "page (numbers)" in out and "section (text)" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["serve", "--host", "127.0.0.1 "], "--host '127.0.0.1 ' is not an address to listen on"),
+        (["serve", "--host", "http://0.0.0.0"], "is not an address to listen on"),
+        (["serve", "--port", "99999"], "port '99999' is not a TCP port"),
+        (["app", "--port", "0"], "port '0' is not a TCP port"),
+        (["mcp", "--http", "eighty"], "port 'eighty' is not a TCP port"),
+    ],
+)
+def test_an_address_that_cannot_be_listened_on_is_one_line(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and words in err and "Traceback" not in err
+
+
+def test_an_events_sink_of_no_known_form_stops_every_command_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("WORKBENCH_EVENTS", "kafka://user:hunter2pw@broker:9092")
+    assert main(["query", "pension", "--collection", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: invalid setting: events:") and "is not a sink" in err
+    assert "hunter2pw" not in err and "Traceback" not in err and err.count("\n") == 1

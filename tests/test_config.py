@@ -113,3 +113,14 @@ def test_without_a_settings_file_the_data_folder_is_the_users_never_the_current_
     monkeypatch.delenv("WORKBENCH_CONFIG", raising=False)  # and no ./workbench.toml here
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert Path(Settings().data_dir) == tmp_path / "xdg" / "rerank-workbench"
+
+
+@pytest.mark.parametrize("events", ["", "off", "jsonl:events.jsonl", "amqp://guest:guest@127.0.0.1:5672/%2F"])
+def test_the_event_sinks_there_are_are_taken(events: str) -> None:
+    assert Settings(events=events).events == (events or None)
+
+
+@pytest.mark.parametrize("events", ["kafka://broker:9092", "events.jsonl", "http://sink"])
+def test_an_event_sink_of_no_known_form_is_refused(events: str) -> None:
+    with pytest.raises(ValueError, match="is not a sink"):
+        Settings(events=events)

@@ -30,6 +30,7 @@ from workbench.vocab import (
     DEFAULT_STORE_TIMEOUT,
     DEFAULT_TOP_N,
     DEMO_COLLECTION,
+    EVENT_SINK_PREFIXES,
     MAX_K,
     NO_RERANKER,
     RRF_K,
@@ -189,6 +190,17 @@ class Settings(BaseSettings):
     @classmethod
     def _known_policy(cls, value: str) -> str:
         return validate_policy(value)
+
+    @field_validator("events")
+    @classmethod
+    def _known_sink(cls, value: str | None) -> str | None:
+        target = (value or "").strip()
+        if target and target.lower() != "off" and not target.startswith(EVENT_SINK_PREFIXES):
+            raise ValueError(
+                f"WORKBENCH_EVENTS='{redact_url(target)}' is not a sink: use jsonl:PATH, a RabbitMQ URL "
+                "(amqp://host:5672/vhost, with the user and password before the host), or off."
+            )
+        return value
 
     @field_validator("session_ttl_days", mode="before")
     @classmethod

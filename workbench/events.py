@@ -293,7 +293,7 @@ def open_sink(settings: Settings) -> EventSink:
             return NullSink(problem)
     if target.startswith(("amqp://", "amqps://")):
         return AmqpSink(target, settings.events_buffer, timeout=settings.store_timeout)
-    raise ConfigError(
+    raise ConfigError(  # Settings refuse any other form; this is for a Settings built without validation
         f"WORKBENCH_EVENTS='{redact_url(target)}' is not a sink: use jsonl:PATH or amqp://user:pass@host:5672/vhost."
     )
 

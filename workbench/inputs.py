@@ -9,6 +9,7 @@ the same filter matches the same chunks everywhere.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import math
 import re
@@ -81,6 +82,28 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate_at(value: Any) -> str | None:
+    """Where a JSON value holds a lone surrogate (`"\\ud800"`: valid JSON, not valid text, which no model or
+    store can encode), as a path like 'documents[1]' ('' for the value itself), or None. Without recursion."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return path
+        if isinstance(item, dict):
+            for key, child in item.items():
+                where = f"{path}.{key}" if path else str(key)
+                if _SURROGATE.search(str(key)):
+                    return where
+                stack.append((child, where))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+    return None
+
+
 def check_json(value: Any, name: str, *, max_depth: int = MAX_JSON_DEPTH, max_bytes: int) -> str:
     """A free-form JSON value a user sends (a turn's meta): plain JSON, nested at most `max_depth` levels, at most
     `max_bytes` encoded; InputError naming `name` otherwise. Returns the encoded JSON."""
@@ -102,6 +125,29 @@ LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 def is_loopback(host: str) -> bool:
     """True for the names of this machine's loopback interface."""
     return host.strip().strip("[]").lower() in LOOPBACK_NAMES
+
+
+_HOST_NAME: Final = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$")
+
+
+def validate_listen_host(value: str) -> str:
+    """An address to listen on: an IP address or a host name, exactly (no spaces, no port, no scheme)."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(value.strip("[]")))
+    if _HOST_NAME.match(value):
+        return value
+    raise InputError(
+        f"--host '{plain_text(value)[:60]}' is not an address to listen on: give an IP address (127.0.0.1, 0.0.0.0, "
+        "::1) or a host name, without spaces, port or scheme."
+    )
+
+
+def validate_port(value: str | int) -> int:
+    """A TCP port: a whole number from 1 to 65535."""
+    text = str(value).strip()
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise InputError(f"port '{plain_text(text)[:20]}' is not a TCP port: give a whole number from 1 to 65535.")
+    return int(text)
 
 
 def host_name(header: str) -> str:

@@ -24,7 +24,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
 from workbench.events import EventSink, open_sink
-from workbench.inputs import json_depth
+from workbench.inputs import json_depth, unpaired_surrogate_at
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.redact import plain_text
@@ -285,6 +285,10 @@ def rpc_error_for(line: str) -> dict[str, Any] | None:
     request_id = message.get("id") if isinstance(message.get("id"), str | int) else None
     if json_depth(message) > MAX_JSON_DEPTH:
         return error(-32600, f"Invalid Request: the message nests over {MAX_JSON_DEPTH} levels.", request_id)
+    surrogate = unpaired_surrogate_at(message)
+    if surrogate is not None:
+        where = plain_text(surrogate)[:60] or "the message"
+        return error(-32602, f"Invalid params: a lone surrogate in {where}; send valid Unicode text.", request_id)
     if "method" in message and "params" in message and not isinstance(message["params"], dict):
         return error(-32602, "Invalid params: params must be a JSON object.", request_id)
     return None

@@ -54,8 +54,9 @@ _PARAM = re.compile(
 )
 _BEARER = re.compile(r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=\-]{6,}", re.IGNORECASE)
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
-# C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells.
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells; and lone surrogates,
+# which no encoder writes (a message echoing one could not be sent).
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def plain_text(text: str) -> str:

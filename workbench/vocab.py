@@ -141,6 +141,7 @@ MAX_FILTER_KEY_CHARS: Final = 128
 MAX_FILTER_VALUE_CHARS: Final = 1024
 MAX_BROWSE_LIMIT: Final = 1000
 MAX_UPLOAD_NAME_CHARS: Final = 120
+EVENT_SINK_PREFIXES: Final = ("jsonl:", "amqp://", "amqps://")  # WORKBENCH_EVENTS: a file, or a RabbitMQ URL
 MAX_JSON_DEPTH: Final = 32  # how deeply free-form JSON a user sends may nest (a turn's meta, a request body)
 
 # Explanations and calibration --------------------------------------------------------------------------------

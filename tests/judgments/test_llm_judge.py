@@ -182,3 +182,25 @@ def test_an_unreadable_answer_is_reported_and_not_stored(handbook: dict[str, str
         )  # fmt: skip
     assert run.grades[0].grade is None and "no grade from 0 to 3" in run.grades[0].error and run.failed == 1
     assert not [r for r in judgment_rows(settings, COLLECTION) if r.query_id == typed_query_id("garble this")]
+
+
+def test_answers_with_no_choice_or_odd_usage_fail_their_pair_only(handbook: dict[str, str]) -> None:
+    """An endpoint answering one pair with `choices: []` and another with usage figures that are not numbers: those
+    pairs are reported by name, nothing of theirs is stored, and the run's other grade is kept."""
+    with RerankApis(Behaviour(key=KEY)) as server:
+        settings = _settings(_judge_env(handbook, server.base))
+        run = grade_pairs(
+            settings, COLLECTION,
+            [
+                JudgePair(query_id="e", query="no choices here", doc_id="leave-policy.md#1", passage="Annual leave."),
+                JudgePair(query_id="o", query="odd usage of leave", doc_id="leave-policy.md#1", passage="Annual leave."),
+                JudgePair(query_id="a", query="annual leave", doc_id="leave-policy.md#1", passage="Annual leave."),
+            ],
+        )  # fmt: skip
+    empty, odd, good = run.grades
+    for failed in (empty, odd):
+        assert failed.grade is None and "not an OpenAI chat completion" in failed.error and KEY not in failed.error
+    assert good.grade == rubric_grade("annual leave", "Annual leave.") and run.failed == 2 and run.stored == 1
+    stored = {r.query_id for r in judgment_rows(settings, COLLECTION)}
+    assert typed_query_id("annual leave") in stored
+    assert not {typed_query_id("no choices here"), typed_query_id("odd usage of leave")} & stored

@@ -137,11 +137,17 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
                 {"grade": grade, "reason": f"{overlap(asked['query'], asked['passage']):.0%} of the query's words"}
             )
         prompt = sum(len(m["content"].split()) for m in body["messages"])
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": len(content.split()),
+                                 "total_tokens": prompt + len(content.split())}  # fmt: skip
+        choices = [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
+        query = asked["query"] if asked else ""
+        if "no choices" in query:  # an endpoint that answers with nothing in it
+            choices = []
+        if "odd usage" in query:  # token counts that are not counts
+            usage = {"prompt_tokens": "many", "completion_tokens": -3, "total_tokens": None}
         return {
             "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": len(content.split()),
-                      "total_tokens": prompt + len(content.split())},
+            "choices": choices, "usage": usage,
         }  # fmt: skip
 
     @app.post("/bad/{case}/rerank")

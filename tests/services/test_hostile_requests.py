@@ -154,3 +154,25 @@ def test_a_search_past_the_timeout_stops_using_the_model(served_data: Settings, 
     finally:
         log = server.stop()
     assert "Traceback" not in log
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        ("/rerank", '{"query": "vacation", "documents": ["fine", "bad \\ud800 text"]}', "documents[1]"),
+        ("/v2/rerank", '{"query": "vacation", "documents": [{"text": "\\udfff"}]}', "documents[0].text"),
+        ("/session/turn", '{"session_id": "s-sur", "role": "user", "text": "bad \\ud800"}', "text"),
+        ("/search", '{"query": "pension", "filters": {"t\\ud800": 1}}', "filters.t"),
+    ],
+)
+def test_a_lone_surrogate_is_a_422_naming_where_it_is(api: ApiServer, path: str, body: str, where: str) -> None:
+    """Valid JSON, invalid text: no model or store can encode it, so it is refused before any route runs (it was a
+    500 on /rerank and a 503 blaming the store on a session turn)."""
+    response = httpx.post(f"{api.url}{path}", content=body, headers={"content-type": "application/json"}, timeout=30)
+    message = response.json()["message"]
+    assert response.status_code == 422 and "lone surrogate" in message and where in message, response.text
+    assert response.json()["detail"][0]["msg"] == message
+    later = httpx.post(
+        f"{api.url}/session/turn", json={"session_id": "s-sur", "role": "user", "text": "ok"}, timeout=30
+    )
+    assert later.status_code == 200, later.text

@@ -125,3 +125,10 @@ def test_a_password_in_reranker_model_never_leaves_the_process(secret_served: Ap
     assert {r.get("authorization") for r in apis.behaviour.requests if r["path"] == "/service/rerank"} == {
         f"Bearer {PASSWORD}"
     }
+
+
+@pytest.mark.parametrize("model_id", ["ftp://host/models/x", "tei+ftp://host/x", "gopher://host"])
+def test_a_url_of_no_reranker_kind_is_refused_not_read_as_a_folder(model_id: str) -> None:
+    with pytest.raises(ConfigError, match="names no kind of reranker") as refused:
+        create_reranker(model_id, Settings(offline=True))
+    assert "Looked in" not in str(refused.value)

@@ -42,7 +42,7 @@ from workbench.api.routers import collections, docs, explain, health, judgments,
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
-from workbench.inputs import host_name, is_loopback, json_depth
+from workbench.inputs import host_name, is_loopback, json_depth, unpaired_surrogate_at
 from workbench.redact import plain_text, public_name, redact_text, shown
 from workbench.vocab import MAX_JSON_DEPTH
 
@@ -174,6 +174,10 @@ def _json_problem(body: bytes, content_type: str) -> tuple[int, str] | None:
         return 422, f"The body is nested too deeply: JSON is taken nested at most {MAX_JSON_DEPTH} levels."
     except ValueError as exc:
         return 422, f"The body is not valid JSON: {plain_text(str(exc))[:120]}."
+    surrogate = unpaired_surrogate_at(value)
+    if surrogate is not None:
+        where = f" in '{plain_text(surrogate)[:60]}'" if surrogate else ""
+        return 422, f"The body holds a lone surrogate (an escape like \\ud800){where}: send valid Unicode text."
     depth = json_depth(value)
     if depth > MAX_JSON_DEPTH:
         where = ""

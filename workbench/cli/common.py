@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
+from workbench.errors import InputError
 from workbench.redact import shown
 from workbench.vocab import STORE_KINDS, STORES
 
@@ -74,3 +76,16 @@ class ProgressBar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse `type` from one of `workbench.inputs`' validators: its message becomes argparse's error."""
+
+    def convert(value: str) -> Any:
+        try:
+            return validate(value)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = validate.__name__
+    return convert

@@ -9,15 +9,18 @@ import sys
 from pathlib import Path
 
 from workbench.app import ENTRY_SCRIPT
-from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.cli.common import ProgressBar, checked, settings_from, shown, store_options, warn
 from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.inputs import is_loopback
+from workbench.inputs import is_loopback, validate_listen_host, validate_port
 from workbench.localpg import LocalPostgres
 from workbench.mcp import run as run_mcp
 from workbench.rerankers.factory import reranker_backend_choice
+
+HOST = checked(validate_listen_host)
+PORT = checked(validate_port)
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
@@ -147,15 +150,17 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
     app.add_argument(
-        "--port", type=int, default=int(os.environ.get("WORKBENCH_APP_PORT", "8501")), help="port (default 8501)"
+        "--port", type=PORT, default=os.environ.get("WORKBENCH_APP_PORT", "8501"), help="port (default 8501)"
     )
-    app.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    app.add_argument(
+        "--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
     app.add_argument("--headless", action="store_true", help="do not open a browser")
     app.set_defaults(handler=_cmd_app)
 
     serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=PORT, default=8000, help="port (default 8000)")
     serve.add_argument(
         "--log-level",
         default="warning",
@@ -166,13 +171,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     serve.set_defaults(handler=_cmd_serve)
 
     mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
-    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)")
+    mcp.add_argument("--http", type=PORT, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
+    mcp.add_argument(
+        "--host", type=HOST, default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)"
+    )
     store_options(mcp)
     mcp.set_defaults(handler=_cmd_mcp)
 
     postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
     postgres.add_argument("action", choices=["start", "stop"], help="start or stop the local server")
     postgres.add_argument("--dir", help="data folder (default: <WORKBENCH_DATA_DIR>/postgres)")
-    postgres.add_argument("--port", type=int, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
+    postgres.add_argument("--port", type=PORT, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
     postgres.set_defaults(handler=_cmd_postgres)

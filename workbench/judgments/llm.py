@@ -189,6 +189,13 @@ def _failure(exc: BaseException, settings: Settings) -> ModelError | ConfigError
         )
     if is_connection_problem(exc) or "connection error" in str(exc).lower():
         return ModelError(f"The LLM judge at {where} did not answer: is it running? Check WORKBENCH_JUDGE_URL.")
+    if status is None and isinstance(exc, IndexError | KeyError | TypeError | ValueError | AttributeError):
+        # langchain-openai reading an answer that is not a chat completion: no choices, usage that is not numbers
+        return ModelError(
+            f"The LLM judge at {where} answered in a shape that is not an OpenAI chat completion (no choice, or "
+            f"usage figures that are not numbers: {type(exc).__name__}: {shown(exc)[:120]}). Check "
+            "WORKBENCH_JUDGE_URL names an OpenAI-compatible endpoint."
+        )
     return ModelError(f"The LLM judge at {where} failed ({type(exc).__name__}): {shown(exc)[:200]}")
 
 

@@ -11,12 +11,14 @@ Each kind is a `RerankerKind`: a test on the id and a constructor. A new kind is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.config import Settings
-from workbench.errors import InputError
+from workbench.errors import ConfigError, InputError
 from workbench.models import resolve_model
+from workbench.redact import plain_text
 from workbench.rerankers.backends import backend_choice
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
@@ -53,6 +55,17 @@ def _cross_encoder(
     return reranker
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def _unsupported_url(model_id: str, *_: object) -> Reranker:
+    scheme = plain_text(model_id.split("://", 1)[0])[:20]
+    raise ConfigError(
+        f"A reranker URL starting '{scheme}://' names no kind of reranker: use http(s):// (a Cohere-style /rerank "
+        f"server), tei+http(s):// (text-embeddings-inference), cohere:, jina: or voyage:MODEL, or a model folder."
+    )
+
+
 def _remote(kind: type) -> Callable[[str, Settings, ScoreCache, TokenCache, Progress | None], Reranker]:
     return lambda model_id, settings, cache, _tokens, _progress: kind(model_id, settings, cache)
 
@@ -63,6 +76,7 @@ KINDS: tuple[RerankerKind, ...] = (
     RerankerKind("cohere", lambda model_id: model_id.startswith("cohere:"), _remote(CohereReranker)),
     RerankerKind("jina", lambda model_id: model_id.startswith("jina:"), _remote(JinaReranker)),
     RerankerKind("voyage", lambda model_id: model_id.startswith("voyage:"), _remote(VoyageReranker)),
+    RerankerKind("unsupported URL", lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
     RerankerKind("cross-encoder", lambda model_id: True, _cross_encoder),
 )
 
