@@ -192,9 +192,8 @@ def test_answers_with_no_choice_or_odd_usage_fail_their_pair_only(handbook: dict
         run = grade_pairs(
             settings, COLLECTION,
             [
-                JudgePair(query_id="e", query="no choices here", doc_id="leave-policy.md#1", passage="Annual leave."),
-                JudgePair(query_id="o", query="odd usage of leave", doc_id="leave-policy.md#1", passage="Annual leave."),
-                JudgePair(query_id="a", query="annual leave", doc_id="leave-policy.md#1", passage="Annual leave."),
+                JudgePair(query_id=qid, query=query, doc_id="leave-policy.md#1", passage="Annual leave.")
+                for qid, query in [("e", "no choices here"), ("o", "odd usage of leave"), ("a", "annual leave")]
             ],
         )  # fmt: skip
     empty, odd, good = run.grades
