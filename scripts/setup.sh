@@ -59,12 +59,14 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-# Infinity, a real reranker server for the tests of reranker services, beside (not inside) our environment.
+# Infinity, a real reranker server for the tests of reranker services, and its client library, beside (not
+# inside) our environment: their pins differ from ours (the client's python-dateutil<3 against chromadb's >=3).
 infinity=.venv-infinity
-if [ "$want_test" = 1 ] && [ ! -x "$infinity/bin/infinity_emb" ]; then
-  echo "setup: installing the Infinity reranker server into $infinity"
-  "$python" -m venv "$infinity"
-  "$infinity/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" "infinity-emb[server,torch]==0.0.78"
+if [ "$want_test" = 1 ] && ! "$infinity/bin/python" -m pip show -q infinity-emb infinity-client >/dev/null 2>&1; then
+  echo "setup: installing the Infinity reranker server and client into $infinity"
+  [ -x "$infinity/bin/python" ] || "$python" -m venv "$infinity"
+  "$infinity/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" \
+    "infinity-emb[server,torch]==0.0.78" "infinity-client==0.0.78"
 fi
 
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then

@@ -184,3 +184,16 @@ def test_an_events_sink_of_no_known_form_stops_every_command_with_one_line(
     err = capsys.readouterr().err
     assert err.startswith("error: invalid setting: events:") and "is not a sink" in err
     assert "hunter2pw" not in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_judgments_import_into_a_collection_that_does_not_exist_is_refused(
+    cli_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "q.tsv").write_text("q1\t0\td1\t2\n")
+    (tmp_path / "queries.tsv").write_text("q1\tholiday\n")
+    code = main(
+        ["judgments", "import", "nowhere", "--qrels", str(tmp_path / "q.tsv"), "--queries", str(tmp_path / "queries.tsv"),
+         "--persist-dir", str(cli_env)]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Collection 'nowhere' not found" in err and "Traceback" not in err

@@ -105,6 +105,7 @@ PRIMARY_METRIC: Final = NDCG_10  # the metric verdicts, wins and losses are coun
 # Judgments --------------------------------------------------------------------------------------------------
 # The grade scale every collection is judged on, stated once: grade -> label (imports may carry other integers).
 GRADE_SCALE: Final[dict[int, str]] = {0: "not relevant", 1: "partly relevant", 2: "relevant", 3: "perfectly relevant"}
+MAX_IMPORTED_GRADE: Final = 1000  # an imported qrels grade is a whole number this far from 0 at most
 JudgmentSource = Literal["person", "llm", "import"]
 JUDGMENT_SOURCES: Final[tuple[str, ...]] = get_args(JudgmentSource)
 # How the current grade of a (query, document) is chosen from its history; "rater:NAME" names one rater.

@@ -46,12 +46,22 @@ def test_trec_run_round_trip(tmp_path: Path) -> None:
         ("bad.qrels", "1 d1 1\n1 0 d2 x 9\n", "line 2: expected 3"),
         ("grade.qrels", "1 0 d1 high\n", "is not a number"),
         ("empty.qrels", "query-id\tcorpus-id\tscore\n", "holds no judgments"),
+        ("fraction.qrels", "q1 0 d1 1\nq1 0 d2 2.9\n", "line 2: the grade '2.9' is not a whole number"),
+        ("huge.qrels", "q1 0 d1 1e30\n", "'1e30' is not a whole number from -1000 to 1000"),
+        ("nul.qrels", "q1 0 d\x001 2\n", "line 1: an id holds a control character"),
+        ("escape.tsv", "query-id\tcorpus-id\tscore\nq\x1b[31m1\td1\t1\n", "line 2: an id holds a control"),
     ],
 )
 def test_broken_qrels(tmp_path: Path, name: str, text: str, message: str) -> None:
     (tmp_path / name).write_text(text)
     with pytest.raises(IngestError, match=message):
         read_qrels(tmp_path / name)
+
+
+def test_whole_grades_written_as_decimals_are_read() -> None:
+    from workbench.evaluation.io import _whole_grade
+
+    assert [_whole_grade(text, "x") for text in ("2", "2.0", "-1", "1e2")] == [2, 2, -1, 100]
 
 
 def test_broken_run_and_queries(tmp_path: Path) -> None:

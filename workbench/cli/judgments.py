@@ -12,9 +12,9 @@ from workbench.cli.common import settings_from, shown, store_options
 from workbench.engine import Engine
 from workbench.judgments import (
     EXPORT_FORMATS,
-    attach_judgments,
     export_judgments,
     export_queries,
+    import_judgments,
     judge,
     judgments_agreement,
 )
@@ -58,7 +58,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    imported = attach_judgments(settings_from(args), args.collection, args.qrels, args.queries, rater=args.rater)
+    engine = Engine(settings_from(args))
+    imported = import_judgments(engine, args.collection, args.qrels, args.queries, rater=args.rater)
     pairs = sum(len(docs) for docs in imported.qrels.values())
     print(shown(f"imported {pairs} grades of {imported.query_count} queries into '{args.collection}'"))
     return 0
@@ -121,6 +122,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     imported.add_argument("--qrels", required=True, help="BEIR qrels TSV or TREC qrels")
     imported.add_argument("--queries", required=True, help="BEIR queries.jsonl or id<TAB>text")
     imported.add_argument("--rater", help="the rater to record (default: import:<file name>)")
+    store_options(imported)
     imported.set_defaults(handler=_cmd_import)
     agreement = verbs.add_parser("agreement", help="Cohen's and Fleiss' kappa where raters overlap")
     agreement.add_argument("collection", help="the collection whose raters to compare")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from workbench.errors import IngestError
 from workbench.loaders import iter_jsonl
+from workbench.redact import CONTROL_CHARACTERS, plain_text
+from workbench.vocab import MAX_IMPORTED_GRADE
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -74,13 +76,29 @@ def read_qrels(path: str | Path) -> Qrels:
             qid, _, docid, grade = parts
         else:
             raise IngestError(f"{path.name}, line {number}: expected 3 (BEIR) or 4 (TREC) columns, got {len(parts)}.")
-        try:
-            qrels.setdefault(qid, {})[docid] = int(float(grade))
-        except (ValueError, OverflowError) as exc:
-            raise IngestError(f"{path.name}, line {number}: the grade '{grade}' is not a number.") from exc
+        where = f"{path.name}, line {number}"
+        if CONTROL_CHARACTERS.search(qid + docid):
+            raise IngestError(f"{where}: an id holds a control character ({plain_text(repr(qid + ' ' + docid))[:80]}).")
+        qrels.setdefault(qid, {})[docid] = _whole_grade(grade, where)
     if not qrels:
         raise IngestError(f"{path.name} holds no judgments.")
     return qrels
+
+
+def _whole_grade(text: str, where: str) -> int:
+    """A qrels grade: a whole number (written 2 or 2.0) within MAX_IMPORTED_GRADE of 0; IngestError otherwise."""
+    try:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+    except ValueError as exc:
+        raise IngestError(f"{where}: the grade '{plain_text(text)[:20]}' is not a number.") from exc
+    if not value.is_integer() or abs(value) > MAX_IMPORTED_GRADE:
+        raise IngestError(
+            f"{where}: the grade '{plain_text(text)[:20]}' is not a whole number from {-MAX_IMPORTED_GRADE} to "
+            f"{MAX_IMPORTED_GRADE} (grades are 0 not relevant to 3 perfectly relevant)."
+        )
+    return int(value)
 
 
 def read_trec_run(path: str | Path) -> Run:

@@ -200,6 +200,15 @@ def _import(settings: Settings, collection: str, qrels: Path, queries: Path, rat
     return Judgments(collection=collection, queries=judged, qrels={q: grades[q] for q in judged}, given=len(rows))
 
 
+def import_judgments(
+    engine: Engine, collection: str, qrels: str | Path, queries: str | Path, *, rater: str | None = None
+) -> Judgments:
+    """`attach_judgments` for front ends that name the collection from outside (CLI, the Collections page): the
+    collection must exist, so a typo never becomes a set of judgments nothing can use."""
+    engine.collection_info(validate_collection_name(collection))  # CollectionNotFoundError naming those there are
+    return attach_judgments(engine.settings, collection, qrels, queries, rater=rater)
+
+
 def attach_judgments(
     settings: Settings,
     collection: str,

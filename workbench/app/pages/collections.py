@@ -13,7 +13,7 @@ from workbench.app.state import STATE, bind, engine_resource, set_value, shown_e
 from workbench.app.uploads import save_upload, save_uploads, server_path
 from workbench.app.widgets import file_picker, problems_table, sidebar_note, text_md
 from workbench.errors import IngestError, InputError
-from workbench.judgments import attach_judgments, load_judgments
+from workbench.judgments import import_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
 
 
@@ -150,8 +150,8 @@ def run() -> None:
             if qrels_file is None or queries_file is None:
                 raise InputError("Upload both a qrels file and a queries file.")
             with tempfile.TemporaryDirectory() as tmp:
-                judged = attach_judgments(
-                    engine.settings, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))
+                judged = import_judgments(
+                    engine, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))
                 )
             st.success(f"Attached judgments for {judged.query_count} queries to '{target}'.")
 
