@@ -191,9 +191,7 @@ def test_judgments_import_into_a_collection_that_does_not_exist_is_refused(
 ) -> None:
     (tmp_path / "q.tsv").write_text("q1\t0\td1\t2\n")
     (tmp_path / "queries.tsv").write_text("q1\tholiday\n")
-    code = main(
-        ["judgments", "import", "nowhere", "--qrels", str(tmp_path / "q.tsv"), "--queries", str(tmp_path / "queries.tsv"),
-         "--persist-dir", str(cli_env)]
-    )  # fmt: skip
+    files = ["--qrels", str(tmp_path / "q.tsv"), "--queries", str(tmp_path / "queries.tsv")]
+    code = main(["judgments", "import", "nowhere", *files, "--persist-dir", str(cli_env)])
     err = capsys.readouterr().err
     assert code == 2 and "Collection 'nowhere' not found" in err and "Traceback" not in err
