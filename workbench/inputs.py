@@ -396,6 +396,19 @@ def validate_rater(rater: Any) -> str:
     return rater.strip()
 
 
+_IDEMPOTENCY_KEY: Final = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+def validate_idempotency_key(key: Any) -> str:
+    """An idempotency key: 1-128 letters, digits and . _ : - (a UUID, say)."""
+    if not isinstance(key, str) or not _IDEMPOTENCY_KEY.match(key):
+        raise InputError(
+            "idempotency key must be 1-128 letters, digits and . _ : - (a UUID, say); "
+            f"got {plain_text(repr(key))[:40]}."
+        )
+    return key
+
+
 def validate_doc_id(doc_id: Any) -> str:
     """A document id: 1-512 characters of visible text."""
     if not isinstance(doc_id, str) or not doc_id.strip() or len(doc_id) > MAX_DOC_ID_CHARS or _CONTROL.search(doc_id):

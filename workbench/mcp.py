@@ -74,6 +74,13 @@ MaybeQuery = Annotated[
     str | None, Field(description="the query's text (give this or query_id, not both); a judged query is reused")
 ]
 QueryId = Annotated[str | None, Field(max_length=256, description="a judged query's id (give this or query, not both)")]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        max_length=128,
+        description="a key of your own (a UUID): a retried call with the same key stores nothing new (replayed)",
+    ),
+]
 Rater = Annotated[str, Field(min_length=1, max_length=MAX_RATER_CHARS, description="who grades: name yourself")]
 
 INSTRUCTIONS = (
@@ -163,11 +170,13 @@ def build_server(
         query: MaybeQuery = None,
         query_id: QueryId = None,
         rater: Rater = "agent",
+        idempotency_key: IdempotencyKey = None,
     ) -> Rating:
         try:
             return judge_document(
-                engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater, source="llm"
-            )
+                engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater, source="llm",
+                idempotency_key=idempotency_key,
+            )  # fmt: skip
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,7 +21,7 @@ from workbench.config import Settings
 from workbench.errors import InputError
 from workbench.inputs import check_json, json_depth
 from workbench.redact import plain_text
-from workbench.stores.kept import KeptStore, PostgresTables, SqliteFile
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile
 from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, MAX_JSON_DEPTH
 
@@ -355,26 +354,23 @@ class PostgresSessionStore(PostgresTables, SessionStore):
                 cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE updated_at < %s", [cutoff])
 
 
-_stores: dict[str, SessionStore] = {}
-_stores_lock = threading.Lock()
+_stores: OnePerLocation[SessionStore] = OnePerLocation()
 
 
 def open_session_store(settings: Settings) -> SessionStore:
     """The session store the settings name (one per location per process)."""
     target = settings.session_db or str(Path(settings.data_dir) / "sessions.sqlite3")
     key = f"{target}|{settings.session_recent_limit}|{settings.session_ttl_days}"
-    with _stores_lock:
-        if key in _stores:
-            return _stores[key]
-    if is_postgres_url(target):
-        store: SessionStore = PostgresSessionStore(
-            target,
-            schema=settings.pg_schema,
-            recent_limit=settings.session_recent_limit,
-            ttl_days=settings.session_ttl_days,
-            timeout=settings.store_timeout,
-        )
-    else:
-        store = SqliteSessionStore(target, settings.session_recent_limit, settings.session_ttl_days)
-    with _stores_lock:
-        return _stores.setdefault(key, store)
+
+    def make() -> SessionStore:
+        if is_postgres_url(target):
+            return PostgresSessionStore(
+                target,
+                schema=settings.pg_schema,
+                recent_limit=settings.session_recent_limit,
+                ttl_days=settings.session_ttl_days,
+                timeout=settings.store_timeout,
+            )
+        return SqliteSessionStore(target, settings.session_recent_limit, settings.session_ttl_days)
+
+    return _stores.get(key, make)

@@ -15,6 +15,7 @@ from workbench.errors import InputError
 from workbench.evaluation.io import read_qrels
 from workbench.judgments import (
     JudgmentRow,
+    Rating,
     attach_judgments,
     current_grades,
     export_judgments,
@@ -24,6 +25,7 @@ from workbench.judgments import (
     rate,
     typed_query_id,
 )
+from workbench.judgments.store import open_judgment_store
 from workbench.paths import demo_dir
 
 QRELS = demo_dir() / "qrels" / "test.tsv"
@@ -138,3 +140,26 @@ def test_bad_ratings_are_refused_naming_the_problem(tmp_path: Path, kwargs: dict
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         rate(settings, args.pop("collection"), args.pop("doc_id"), args.pop("grade"), **args)
     assert load_judgments(settings, "demo") is None  # nothing stored
+
+
+def test_a_retried_rating_with_an_idempotency_key_is_stored_once(settings: Settings) -> None:
+    """Eight threads send the same keyed rating at once (a client retrying over a flaky link): one row is
+    stored, seven answers are replays of it; the key reused for another grade is refused; a new key adds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def send(_: int) -> Rating:
+        return rate(settings, "demo", "leave-policy.md#2", 2, query="carry over leave", rater="ann",
+                    idempotency_key="retry-7f3a")  # fmt: skip
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, range(8)))
+    rows = [r for r in open_judgment_store(settings).rows("demo") if r.doc_id == "leave-policy.md#2"]
+    assert len(rows) == 1 and rows[0].grade == 2 and rows[0].rater == "ann"
+    assert sorted(a.replayed for a in answers) == [False] + [True] * 7
+    assert all(a.current_grade == 2 and a.ratings_of_pair == 1 for a in answers)
+    with pytest.raises(InputError, match="was used for another grade"):
+        rate(settings, "demo", "leave-policy.md#2", 3, query="carry over leave", rater="ann", idempotency_key="retry-7f3a")  # noqa: E501
+    assert rate(settings, "demo", "leave-policy.md#2", 3, query="carry over leave", rater="ann",
+                idempotency_key="retry-8b1c").ratings_of_pair == 2  # fmt: skip
+    with pytest.raises(InputError, match="idempotency key must be"):
+        rate(settings, "demo", "leave-policy.md#2", 3, query="carry over leave", idempotency_key="bad key\x00")

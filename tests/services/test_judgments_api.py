@@ -101,3 +101,23 @@ def test_reading_judgments_names_the_problem(server: ApiServer) -> None:
     assert "no judgments yet" in httpx.get(f"{server.url}/judgments/other-collection", timeout=30).text
     bad = httpx.get(f"{server.url}/judgments/demo", params={"policy": "loudest"}, timeout=30)
     assert bad.status_code == 422 and "latest, majority or rater:NAME" in bad.text
+
+
+def test_a_retried_post_with_an_idempotency_key_stores_one_row(server: ApiServer) -> None:
+    """The same keyed grade sent three times (the body's field, then the Idempotency-Key header): one more row,
+    two answers marked replayed; the key reused for another grade is a 422 that names it."""
+    doc = _pairs()[2][1]
+    body = {"collection": "demo", "document_id": doc, "grade": 1, "query": "retry over a flaky link", "rater": "cy"}
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        before = client.get("/judgments/demo").json()["given"]
+        first = client.post("/judgments", json={**body, "idempotency_key": "k-0001"})
+        again = client.post("/judgments", json={**body, "idempotency_key": "k-0001"})
+        header = client.post("/judgments", json=body, headers={"Idempotency-Key": "k-0001"})
+        after = client.get("/judgments/demo").json()["given"]
+        reused = client.post("/judgments", json={**body, "grade": 3, "idempotency_key": "k-0001"})
+        fresh = client.post("/judgments", json={**body, "grade": 3}, headers={"Idempotency-Key": "k-0002"})
+    assert [r.status_code for r in (first, again, header)] == [200, 200, 200], header.text
+    assert [r.json()["replayed"] for r in (first, again, header)] == [False, True, True]
+    assert after == before + 1
+    assert reused.status_code == 422 and "k-0001" in reused.json()["message"]
+    assert fresh.status_code == 200 and fresh.json()["ratings_of_pair"] == 2 and not fresh.json()["replayed"]

@@ -49,7 +49,11 @@ async def _exercise(session: Any) -> dict[str, Any]:
     both = await session.call_tool(
         "judge", {"collection": "demo", "document_id": doc, "grade": 1, "query_id": qid, "query": "pension"}
     )
+    keyed = {"collection": "demo", "document_id": doc, "grade": int(grade), "query_id": qid, "idempotency_key": "m-1"}
+    keyed_first = await session.call_tool("judge", keyed)
+    keyed_again = await session.call_tool("judge", keyed)
     return {
+        "keyed": (keyed_first, keyed_again),
         "unknown": unknown,
         "grade_true": grade_true,
         "both": both,
@@ -96,6 +100,8 @@ def _check(outcome: dict[str, Any]) -> None:
     assert outcome["unknown"].is_error and "depth" in _text(outcome["unknown"])
     assert outcome["grade_true"].is_error and "grade" in _text(outcome["grade_true"])
     assert outcome["both"].is_error and "not both" in _text(outcome["both"])
+    first, again = (result.structured_content for result in outcome["keyed"])
+    assert again["replayed"] and again["ratings_of_pair"] == first["ratings_of_pair"]
 
 
 def test_mcp_over_stdio(served_data: Settings) -> None:

@@ -22,6 +22,7 @@ from workbench.inputs import (
     validate_collection_name,
     validate_doc_id,
     validate_grade,
+    validate_idempotency_key,
     validate_policy,
     validate_query,
     validate_rater,
@@ -83,6 +84,7 @@ class Rating(BaseModel):
     source: str
     current_grade: int
     ratings_of_pair: int
+    replayed: bool = False  # a retry of a request with the same idempotency key: nothing new was stored
 
 
 def judgments_folder(settings: Settings, collection: str) -> Path:
@@ -145,9 +147,13 @@ def rate(
     rater: str = DEFAULT_RATER,
     source: str = "person",
     reason: str = "",
+    idempotency_key: str | None = None,
 ) -> Rating:
     """Store one grade for (query, document) by `rater`. The query is named by its text (a judged query with
-    the same text is reused; a new one is kept with its text) or by the id of a judged query."""
+    the same text is reused; a new one is kept with its text) or by the id of a judged query.
+
+    With an `idempotency_key` a retried request stores nothing new: it answers the pair's current state, marked
+    `replayed`; the same key for a different grade, pair or rater is an InputError."""
     collection = validate_collection_name(collection)
     doc_id = validate_doc_id(doc_id)
     grade = validate_grade(grade)
@@ -174,12 +180,25 @@ def rate(
         collection=collection, query_id=qid, doc_id=doc_id, grade=grade, rater=rater, source=source,
         reason=reason, created_at=now(),
     )  # fmt: skip
-    store.add([row], {qid: text} if qid not in queries else None, collection)
+    new_query = {qid: text} if qid not in queries else None
+    replayed = False
+    if idempotency_key is None:
+        store.add([row], new_query, collection)
+    else:
+        key = validate_idempotency_key(idempotency_key)
+        request = json.dumps([qid, doc_id, grade, rater, source])
+        earlier = store.add_once(row, new_query, key, request)
+        if earlier is not None and earlier != request:
+            raise InputError(
+                f"The idempotency key '{key}' was used for another grade, document or rater in '{collection}': "
+                "use a new key for a new grade."
+            )
+        replayed = earlier is not None
     rows = store.rows(collection, (qid, doc_id))  # the pair's history: its current grade under the policy
     current = current_grades(rows, settings.judgment_policy)[qid][doc_id]
     return Rating(
         collection=collection, query_id=qid, query=text, doc_id=doc_id, grade=grade, rater=rater, source=source,
-        current_grade=current, ratings_of_pair=len(rows),
+        current_grade=current, ratings_of_pair=len(rows), replayed=replayed,
     )  # fmt: skip
 
 
@@ -276,6 +295,7 @@ def judge(
     rater: str = DEFAULT_RATER,
     source: str = "person",
     reason: str = "",
+    idempotency_key: str | None = None,
 ) -> Rating:
     """`rate`, for front ends that name documents from outside (CLI, HTTP, MCP): the collection must exist
     and hold the document (a chunk with its id, or its first chunk `<id>::0`), so a typo never becomes a grade."""
@@ -287,7 +307,7 @@ def judge(
         raise InputError(f"'{collection}' holds no document '{plain_text(doc_id)[:80]}': check the id.")
     return rate(
         engine.settings, collection, doc_id, grade, query=query, query_id=query_id, rater=rater, source=source,
-        reason=reason,
+        reason=reason, idempotency_key=idempotency_key,
     )  # fmt: skip
 
 

@@ -11,7 +11,6 @@ sessions.
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.stores.kept import KeptStore, PostgresTables, SqliteFile
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile
 from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, RATER_POLICY_PREFIX
 
@@ -88,6 +87,12 @@ class JudgmentStore(KeptStore, ABC):
                 self._insert(rows)
         return len(rows)
 
+    def add_once(self, row: JudgmentRow, queries: dict[str, str] | None, request_key: str, request: str) -> str | None:
+        """Append one grade unless `request_key` was used in the collection before, in one transaction: None when
+        it was added; else what the earlier request with that key was (`request` as it was given), nothing added."""
+        with self._errors("save judgments"):
+            return self._insert_once(row, queries or {}, request_key, request)
+
     def rows(self, collection: str, pair: tuple[str, str] | None = None) -> list[JudgmentRow]:
         """Every grade given in the collection (or to one (query id, document id) pair), oldest first."""
         with self._errors("read judgments"):
@@ -114,6 +119,9 @@ class JudgmentStore(KeptStore, ABC):
     def _save_queries(self, collection: str, queries: dict[str, str]) -> None: ...
 
     @abstractmethod
+    def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None: ...
+
+    @abstractmethod
     def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]: ...
 
     @abstractmethod
@@ -133,6 +141,16 @@ def _row(values: tuple[Any, ...]) -> JudgmentRow:
         collection=collection, query_id=query_id, doc_id=doc_id, grade=int(grade), rater=rater, source=source,
         reason=reason or "", created_at=when,
     )  # fmt: skip
+
+
+_QUERY_UPSERT = (
+    "INSERT INTO {table} (collection, query_id, text) VALUES ({p}, {p}, {p}) "
+    "ON CONFLICT (collection, query_id) DO UPDATE SET text = excluded.text"
+)
+
+
+def _query_values(collection: str, queries: dict[str, str]) -> list[tuple[str, str, str]]:
+    return [(collection, q, t) for q, t in queries.items()]
 
 
 def _values(row: JudgmentRow, at: Any) -> tuple[Any, ...]:
@@ -157,6 +175,9 @@ class SqliteJudgmentStore(SqliteFile, JudgmentStore):
                 CREATE TABLE IF NOT EXISTS judged_queries (
                     collection TEXT NOT NULL, query_id TEXT NOT NULL, text TEXT NOT NULL,
                     PRIMARY KEY (collection, query_id));
+                CREATE TABLE IF NOT EXISTS judgment_requests (
+                    collection TEXT NOT NULL, request_key TEXT NOT NULL, request TEXT NOT NULL,
+                    PRIMARY KEY (collection, request_key));
                 """
             )
 
@@ -171,11 +192,33 @@ class SqliteJudgmentStore(SqliteFile, JudgmentStore):
 
     def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
         with self._connection() as db:
-            db.executemany(
-                "INSERT INTO judged_queries (collection, query_id, text) VALUES (?, ?, ?) "
-                "ON CONFLICT (collection, query_id) DO UPDATE SET text = excluded.text",
-                [(collection, q, t) for q, t in queries.items()],
-            )
+            db.executemany(_QUERY_UPSERT.format(table="judged_queries", p="?"), _query_values(collection, queries))
+
+    def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None:
+        with self._connection() as db:
+            db.execute("BEGIN IMMEDIATE")  # the key's check and the grade's insert as one step, across processes
+            try:
+                found = db.execute(
+                    "SELECT request FROM judgment_requests WHERE collection = ? AND request_key = ?",
+                    (row.collection, request_key),
+                ).fetchone()
+                if found is None:
+                    db.execute(
+                        "INSERT INTO judgment_requests (collection, request_key, request) VALUES (?, ?, ?)",
+                        (row.collection, request_key, request),
+                    )
+                    db.execute(
+                        f"INSERT INTO judgments ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        _values(row, row.created_at.isoformat()),
+                    )
+                    db.executemany(
+                        _QUERY_UPSERT.format(table="judged_queries", p="?"), _query_values(row.collection, queries)
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return found[0] if found else None
 
     def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]:
         where, values = ("AND query_id = ? AND doc_id = ? ", pair) if pair else ("", ())
@@ -198,6 +241,7 @@ class SqliteJudgmentStore(SqliteFile, JudgmentStore):
         with self._connection() as db:
             removed = db.execute("DELETE FROM judgments WHERE collection = ?", (collection,)).rowcount
             db.execute("DELETE FROM judged_queries WHERE collection = ?", (collection,))
+            db.execute("DELETE FROM judgment_requests WHERE collection = ?", (collection,))
         return int(removed)
 
 
@@ -215,6 +259,8 @@ class PostgresJudgmentStore(PostgresTables, JudgmentStore):
             f"CREATE INDEX IF NOT EXISTS judgments_by_pair ON {self._schema}.judgments (collection, query_id, doc_id)",
             f"CREATE TABLE IF NOT EXISTS {self._schema}.judged_queries (collection text NOT NULL, "
             "query_id text NOT NULL, text text NOT NULL, PRIMARY KEY (collection, query_id))",
+            f"CREATE TABLE IF NOT EXISTS {self._schema}.judgment_requests (collection text NOT NULL, "
+            "request_key text NOT NULL, request text NOT NULL, PRIMARY KEY (collection, request_key))",
         )
 
     def _insert(self, rows: list[JudgmentRow]) -> None:
@@ -227,10 +273,30 @@ class PostgresJudgmentStore(PostgresTables, JudgmentStore):
     def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
         with self._cursor() as cur:
             cur.executemany(
-                f"INSERT INTO {self._schema}.judged_queries (collection, query_id, text) VALUES (%s, %s, %s) "
-                "ON CONFLICT (collection, query_id) DO UPDATE SET text = EXCLUDED.text",
-                [(collection, q, t) for q, t in queries.items()],
+                _QUERY_UPSERT.format(table=f"{self._schema}.judged_queries", p="%s"), _query_values(collection, queries)
             )
+
+    def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None:
+        with self._cursor() as cur:  # one transaction: a concurrent insert of the same key waits, then finds it
+            cur.execute(
+                f"INSERT INTO {self._schema}.judgment_requests (collection, request_key, request) "
+                "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING RETURNING request_key",
+                [row.collection, request_key, request],
+            )
+            if cur.fetchone() is None:
+                cur.execute(
+                    f"SELECT request FROM {self._schema}.judgment_requests WHERE collection = %s AND request_key = %s",
+                    [row.collection, request_key],
+                )
+                return str(cur.fetchone()[0])
+            cur.execute(
+                f"INSERT INTO {self._schema}.judgments ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                _values(row, row.created_at),
+            )
+            values = _query_values(row.collection, queries)
+            if values:
+                cur.executemany(_QUERY_UPSERT.format(table=f"{self._schema}.judged_queries", p="%s"), values)
+        return None
 
     def _rows(self, collection: str, pair: tuple[str, str] | None) -> list[JudgmentRow]:
         where, values = ("AND query_id = %s AND doc_id = %s ", pair) if pair else ("", ())
@@ -256,11 +322,11 @@ class PostgresJudgmentStore(PostgresTables, JudgmentStore):
             cur.execute(f"DELETE FROM {self._schema}.judgments WHERE collection = %s", [collection])
             removed = cur.rowcount
             cur.execute(f"DELETE FROM {self._schema}.judged_queries WHERE collection = %s", [collection])
+            cur.execute(f"DELETE FROM {self._schema}.judgment_requests WHERE collection = %s", [collection])
         return int(removed)
 
 
-_stores: dict[str, JudgmentStore] = {}
-_stores_lock = threading.Lock()
+_stores: OnePerLocation[JudgmentStore] = OnePerLocation()
 
 
 def open_judgment_store(settings: Settings) -> JudgmentStore:
@@ -269,12 +335,10 @@ def open_judgment_store(settings: Settings) -> JudgmentStore:
     target = settings.session_db if is_postgres_url(settings.session_db) else None
     target = target or str(Path(settings.data_dir) / "judgments.sqlite3")
     key = f"{target}|{settings.pg_schema}"
-    with _stores_lock:
-        if key in _stores:
-            return _stores[key]
-    if is_postgres_url(target):
-        store: JudgmentStore = PostgresJudgmentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
-    else:
-        store = SqliteJudgmentStore(target)
-    with _stores_lock:
-        return _stores.setdefault(key, store)
+
+    def make() -> JudgmentStore:
+        if is_postgres_url(target):
+            return PostgresJudgmentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
+        return SqliteJudgmentStore(target)
+
+    return _stores.get(key, make)

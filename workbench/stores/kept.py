@@ -5,15 +5,34 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from workbench.errors import WorkbenchError
 from workbench.redact import redact_url
 from workbench.stores.base import translate_store_error
 from workbench.stores.postgres import close_pool, shared_pool, sql_ident, transaction
+
+Kept = TypeVar("Kept", bound="KeptStore")
+
+
+class OnePerLocation(Generic[Kept]):
+    """Kept stores, one per location per process, each made once. Made under the lock: two threads creating the
+    same tables at once race even with IF NOT EXISTS (PostgreSQL's CREATE SCHEMA is not atomic against itself),
+    and a store is made once per process, so the wait is brief."""
+
+    def __init__(self) -> None:
+        self._stores: dict[str, Kept] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str, make: Callable[[], Kept]) -> Kept:
+        """The store kept under `key`, made by `make()` the first time."""
+        with self._lock:
+            if key not in self._stores:
+                self._stores[key] = make()
+            return self._stores[key]
 
 
 class KeptStore:

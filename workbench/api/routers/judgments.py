@@ -3,9 +3,9 @@ grades, the judged queries, and how far the raters agree)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from workbench.api.dependencies import Authorised, State, run_bounded
@@ -27,6 +27,12 @@ class JudgmentRequest(BaseModel):
     query: str | None = Field(None, max_length=MAX_QUERY_CHARS * 4)
     query_id: str | None = Field(None, max_length=512)
     rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS * 2)
+    idempotency_key: str | None = Field(
+        None,
+        max_length=256,
+        description="a key of your own (a UUID): a retry with the same key stores nothing new and answers "
+        "`replayed: true` (the Idempotency-Key header does the same)",
+    )
 
     @model_validator(mode="after")
     def _one_query(self) -> JudgmentRequest:
@@ -49,11 +55,17 @@ class JudgmentsView(BaseModel):
 
 
 @router.post("/judgments", response_model=Rating)
-async def add_judgment(body: JudgmentRequest, state: State) -> Rating:
+async def add_judgment(
+    body: JudgmentRequest, state: State, idempotency_key: Annotated[str | None, Header(max_length=256)] = None
+) -> Rating:
+    """Store one grade. With an idempotency key (the body's field or the Idempotency-Key header), a retried
+    request stores nothing new."""
+    key = body.idempotency_key or idempotency_key
+
     def work() -> Rating:
         return judge(
             state.engine, body.collection, body.document_id, body.grade, query=body.query, query_id=body.query_id,
-            rater=body.rater,
+            rater=body.rater, idempotency_key=key,
         )  # fmt: skip
 
     return await run_bounded(state, work)
