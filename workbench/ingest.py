@@ -19,7 +19,7 @@ from pathlib import Path
 
 from workbench.embeddings import Embedder
 from workbench.errors import CollectionNotFoundError, IngestError, InputError
-from workbench.loaders import Document, load_path
+from workbench.loaders import BEIR_ORIGIN, Document, load_path
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, SOURCE_KEY, Collection
 from workbench.stores.registry import StoreRegistry
 from workbench.types import Chunk, IngestProblem, IngestReport
@@ -285,6 +285,14 @@ def _keep_different_files_apart(
         if key and origins.get(chunk_id):
             stored_keys.setdefault(str(origins[chunk_id]), set()).add(key)
     clashes = {o for o, k in keys.items() if o in stored_keys and k not in stored_keys[o]}
+    passages = {o for o in clashes if o.startswith(BEIR_ORIGIN)}
+    if passages:  # a passage is its corpus id, wherever the corpus lies: updated in place, never kept twice
+        warnings.append(
+            f"{len(passages)} passage(s) that '{collection_name}' holds came from a corpus in another folder: "
+            "passages are matched by their corpus id, so this corpus's text replaces theirs where it differs "
+            "(counted as updated)."
+        )
+        clashes -= passages
     if not clashes:
         return documents
     if replace:

@@ -332,6 +332,9 @@ def _load_jsonl(lines: list[str], source: str) -> Iterator[Document]:
         yield document
 
 
+BEIR_ORIGIN = "beir:"  # a BEIR passage's origin is its corpus id: the same id is the same passage, wherever it is
+
+
 def load_beir_corpus(path: Path) -> Iterator[Document]:
     """A BEIR corpus.jsonl: one passage per line, embedded as 'title text' as MTEB does; never chunked.
     Each passage is its own origin."""
@@ -353,6 +356,6 @@ def load_beir_corpus(path: Path) -> Iterator[Document]:
                 extra = record.get("metadata")
                 if isinstance(extra, dict):
                     metadata.update({k: v for k, v in extra.items() if isinstance(v, str | int | float | bool)})
-                yield Document(doc_id, text, metadata, chunkable=False, origin=f"beir:{doc_id}")
+                yield Document(doc_id, text, metadata, chunkable=False, origin=f"{BEIR_ORIGIN}{doc_id}")
     except UnicodeDecodeError as exc:
         raise IngestError(f"{name}: not UTF-8 text ({exc.reason}).") from exc

@@ -37,6 +37,7 @@ class BM25Indexes:
         self.settings = settings
         self._indexes: dict[str, BM25Index] = {}
         self._lock = threading.Lock()
+        self._read_during_ingest: set[str] = set()  # checked against the store's texts when the ingest settles
 
     def folder(self, name: str, collection: Collection) -> Path:
         """<data_dir>/bm25/<store>-<hash of its location>/<collection>."""
@@ -79,12 +80,17 @@ class BM25Indexes:
         index = self._index(name, collection)
         if index.loaded_mtime is None and index.exists():
             index.load()
+            self._read_during_ingest.add(name)
         index.update(upserted, deleted)
 
     def settle(self, name: str, collection: Collection) -> None:
-        """After an ingest: save the index, or rebuild it when it does not cover the whole store."""
+        """After an ingest: save the index, or rebuild it when it does not cover the whole store, or, when this
+        ingest read it from disk, when any chunk's text differs from the store's (a resumed ingest skips the
+        chunks a killed one wrote, so the index it read never heard of their new texts)."""
         index = self._index(name, collection)
-        if len(index) != collection.count():
+        read = name in self._read_during_ingest
+        self._read_during_ingest.discard(name)
+        if len(index) != collection.count() or (read and not _same_texts(index, collection)):
             self.rebuild(name, collection)
         else:
             index.save()
