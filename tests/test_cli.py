@@ -195,3 +195,20 @@ def test_judgments_import_into_a_collection_that_does_not_exist_is_refused(
     code = main(["judgments", "import", "nowhere", *files, "--persist-dir", str(cli_env)])
     err = capsys.readouterr().err
     assert code == 2 and "Collection 'nowhere' not found" in err and "Traceback" not in err
+
+
+def test_json_output_is_strict_json_even_for_a_score_that_is_not_a_number(capsys: pytest.CaptureFixture[str]) -> None:
+    from pydantic import BaseModel
+
+    from workbench.cli.common import print_json
+
+    class Scored(BaseModel):
+        score: float
+        other: float
+
+    print_json(Scored(score=float("nan"), other=float("inf")))
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    assert json.loads(capsys.readouterr().out, parse_constant=refuse) == {"score": None, "other": None}

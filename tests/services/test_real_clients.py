@@ -209,3 +209,18 @@ def test_a_workbench_reranks_through_another_served_with_a_token(
     without = create_reranker(served.url, served_data)
     with pytest.raises(ModelError, match="WORKBENCH_RERANK_API_KEY"):
         without.score(QUERY, DOCS, use_cache=False)
+
+
+@pytest.mark.parametrize("kind", ["cohere", "jina"])
+def test_the_hosted_kinds_pointed_at_a_workbench_rerank_through_it(
+    served: ApiServer, served_data: Settings, expected: dict, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """`cohere:MODEL` and `jina:MODEL` with WORKBENCH_COHERE_URL / WORKBENCH_JINA_URL at a served workbench (their
+    keys its token): the local model's scores, and the usage the answers report."""
+    monkeypatch.setenv(f"{kind.upper()}_API_KEY", TOKEN)
+    settings = served_data.model_copy(update={f"{kind}_url": served.url})
+    reranker = create_reranker(f"{kind}:tiny-reranker", settings)
+    scores, _ = reranker.score(QUERY, DOCS, use_cache=False)
+    assert scores == pytest.approx(expected["probability"], abs=1e-6)
+    usage = reranker.usage
+    assert usage.requests == 1 and usage.billed_units == 1 and usage.tokens > 0

@@ -7,7 +7,7 @@ import json
 import shutil
 import sys
 
-from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options, warn
 from workbench.demo import ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
@@ -110,7 +110,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         min_score=args.min_score,
     )
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print_json(result)
     elif not result.candidates:
         if result.filters:
             hint = no_match_hint(engine, result.collection, result.filters)

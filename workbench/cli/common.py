@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from workbench.config import Settings
 from workbench.errors import InputError
 from workbench.redact import shown
@@ -89,3 +91,11 @@ def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = validate.__name__
     return convert
+
+
+def print_json(model: BaseModel, *, masked: bool = False) -> None:
+    """A result as JSON on stdout: strict JSON (a value that is not a finite number is null, never NaN or
+    Infinity, which JSON parsers refuse), text as written; `masked` also masks what looks like a secret (for
+    what a remote service answered)."""
+    text = model.model_dump_json(indent=2)
+    print(shown(text) if masked else text)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from workbench.cli.common import settings_from, shown, store_options
+from workbench.cli.common import print_json, settings_from, shown, store_options
 from workbench.engine import Engine
 from workbench.explain import explain_document
 from workbench.rerankers.pricing import parse_prices
@@ -19,7 +18,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         engine, args.text, args.doc, collection=args.collection, k=args.k, retrieval=args.retrieval, prices=prices
     )
     if args.json:
-        print(json.dumps(explanation.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print_json(explanation)
     else:
         print(shown(explanation.to_markdown()))
     return 0

@@ -4,11 +4,10 @@ service the app, the HTTP API and the MCP server use."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from workbench.cli.common import settings_from, shown, store_options
+from workbench.cli.common import print_json, settings_from, shown, store_options
 from workbench.engine import Engine
 from workbench.judgments import (
     EXPORT_FORMATS,
@@ -30,7 +29,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         query_id=args.query_id, rater=args.rater,
     )  # fmt: skip
     if args.json:
-        print(json.dumps(rating.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print_json(rating)
     else:
         print(
             shown(
@@ -69,7 +68,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     weights = None if args.weights == "none" else args.weights
     agreement = judgments_agreement(settings_from(args), args.collection, weights)
     if args.json:
-        print(json.dumps(agreement.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        print_json(agreement)
         return 0
     print(shown(agreement.to_markdown()))
     for d in agreement.disagreements[: args.show]:
@@ -84,7 +83,7 @@ def _cmd_llm(args: argparse.Namespace) -> int:
         max_queries=args.max_queries, limit=args.limit, check=args.check,
     )  # fmt: skip
     if args.json:
-        print(shown(json.dumps(run.model_dump(mode="json"), indent=2, ensure_ascii=False)))
+        print_json(run, masked=True)
         return 0
     for g in run.grades:
         said = f"{g.grade} {GRADE_SCALE[g.grade]}: {g.reason}" if g.grade is not None else f"no grade: {g.error}"
