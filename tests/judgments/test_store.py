@@ -166,7 +166,7 @@ def test_a_retried_rating_with_an_idempotency_key_is_stored_once(settings: Setti
             query="carry over leave",
             rater="ann",
             idempotency_key="retry-7f3a",
-        )  # noqa: E501
+        )
     assert rate(settings, "demo", "leave-policy.md#2", 3, query="carry over leave", rater="ann",
                 idempotency_key="retry-8b1c").ratings_of_pair == 2  # fmt: skip
     with pytest.raises(InputError, match="idempotency key must be"):
