@@ -21,6 +21,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -160,6 +161,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def killed_when_written(script: str, *args: str) -> None:
+    """`python -c script args` in a process of its own, killed with SIGKILL (as a crash would) once it prints
+    UNITS-WRITTEN: the script's ingest has written what it was to write before the kill."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = process.stdout.readline().strip() if process.stdout else ""
+        assert line == "UNITS-WRITTEN", process.stderr.read() if process.stderr and not line else line
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
 
 
 def wait_for_http(url: str, timeout: float = 60.0, process: subprocess.Popen | None = None) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import killed_when_written
 from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
 from workbench.ingest import chunk_documents, split_text
@@ -190,11 +191,6 @@ engine.ingest(folder, name, chunk_size=60, chunk_overlap=0, progress=progress)
 def test_kill_9_mid_ingest_then_rerun_gives_exact_counts(
     tmp_path: Path, tiny_models: dict[str, Path], store: str
 ) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-
     from workbench.config import Settings
 
     folder = tmp_path / "docs"
@@ -210,27 +206,7 @@ def test_kill_9_mid_ingest_then_rerun_gives_exact_counts(
     )
 
     def killed_run(stop_at: int) -> None:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                KILL_SCRIPT,
-                str(folder),
-                store,
-                "killed",
-                str(tiny_models["embedder"]),
-                str(stop_at),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            line = process.stdout.readline().strip() if process.stdout else ""
-            assert line == "UNITS-WRITTEN", process.stderr.read() if process.stderr and not line else line
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+        killed_when_written(KILL_SCRIPT, str(folder), store, "killed", str(tiny_models["embedder"]), str(stop_at))
 
     killed_run(8)  # 9 of 18 chunks written, then kill -9
     engine = Engine(settings)

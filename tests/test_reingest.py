@@ -5,14 +5,11 @@ re-ingest and the resume, the BM25 index holds exactly the store's texts."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import killed_when_written
 from workbench.config import Settings
 from workbench.engine import Engine
 
@@ -48,17 +45,10 @@ def _settings(tmp_path: Path, tiny_models: dict[str, Path]) -> Settings:
 
 def _killed_run(folder: Path, settings: Settings, name: str, stop_at: int, replace: bool = False) -> None:
     """The ingest in a process of its own, killed with SIGKILL once `stop_at` chunks are written."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", KILL_SCRIPT, str(folder), str(settings.persist_dir), str(settings.data_dir), name,
-         settings.embedding_model, str(stop_at), "1" if replace else "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    killed_when_written(
+        KILL_SCRIPT, str(folder), str(settings.persist_dir), str(settings.data_dir), name, settings.embedding_model,
+        str(stop_at), "1" if replace else "0",
     )  # fmt: skip
-    try:
-        line = process.stdout.readline().strip() if process.stdout else ""
-        assert line == "UNITS-WRITTEN", process.stderr.read() if process.stderr and not line else line
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
 
 
 def _store_texts(engine: Engine, name: str) -> dict[str, str]:
