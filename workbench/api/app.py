@@ -11,11 +11,11 @@
 Errors are JSON `{"detail": ..., "message": message}`: `message` is always the readable sentence; `detail` is the
 same sentence, except on a 422, where it is the list of `{loc, msg, type}` the OpenAPI declares (FastAPI's
 `HTTPValidationError`, which generated clients parse). 422 names the field (an unknown field, a body that is not
-JSON, nests over 32 levels or holds a lone surrogate), 400 a body that is not UTF-8, 404 an unknown collection, 401 a missing or wrong token (when
-WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer <token>`), 421 a Host header that
-does not name this machine (on a loopback address: a guard against DNS rebinding), 413 a body over
-WORKBENCH_MAX_BODY_BYTES, 415 a body not sent as JSON, 503 a missing model or a store that is down (with the
-setting to change), 504 a search past WORKBENCH_QUERY_TIMEOUT. Messages never show the server's own paths.
+JSON, nests over 32 levels or holds a lone surrogate), 400 a body that is not UTF-8, 404 an unknown collection, 401
+a missing or wrong token (when WORKBENCH_API_TOKEN is set, every route but /health needs `Authorization: Bearer
+<token>`), 421 a Host header that does not name this machine (on a loopback address: a guard against DNS rebinding),
+413 a body over WORKBENCH_MAX_BODY_BYTES, 415 a body not sent as JSON, 503 a missing model or a store that is down
+(with the setting to change), 504 a search past WORKBENCH_QUERY_TIMEOUT. Messages never show the server's own paths.
 Nothing a client sends produces a 500 or a traceback.
 
 The application: the lifespan (engine, model warm-up, event sink, session store), the body limit, errors through
