@@ -4,7 +4,6 @@ cache rebuilt when damaged, the token and score caches, single-flight and micro-
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -160,11 +159,13 @@ def test_concurrent_searches_score_a_pair_once(tmp_path: Path, tiny_models: dict
 
 
 def test_cache_entries_expire_after_ttl() -> None:
-    cache = ScoreCache(ttl=0.2, max_size=10)
+    now = [1000.0]  # the cache's clock, moved by the test: no waiting, nothing a loaded machine can delay
+    cache = ScoreCache(ttl=0.2, max_size=10, timer=lambda: now[0])
     key = ScoreCache.key("m", "q", "doc")
     cache.put_many({key: 1.5})
+    now[0] += 0.19
     assert cache.get_many([key]) == [1.5]
-    time.sleep(0.3)
+    now[0] += 0.02
     assert cache.get_many([key]) == [None]
 
 

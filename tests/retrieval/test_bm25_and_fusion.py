@@ -101,11 +101,16 @@ def nature(tiny_engine: Engine, corpus_dir: Path) -> Engine:
     return tiny_engine
 
 
-def test_bm25_and_hybrid_through_the_engine(nature: Engine) -> None:
+def test_bm25_and_hybrid_through_the_engine(nature: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = nature.embedder(nature.collection_info("nature").embedding_model)
+    embedded: list[str] = []
+    embed_query = embedder.embed_query
+    monkeypatch.setattr(embedder, "embed_query", lambda text: embedded.append(text) or embed_query(text))
     bm25 = nature.search("volcanoes magma", k=5, top_n=2, collection="nature", retrieval="bm25")
     assert bm25.retrieval == "bm25" and bm25.candidates[0].text.startswith("Volcanoes release gas")
-    assert bm25.timings.embed_ms < 0.1  # no embedding for keyword search
+    assert embedded == []  # no embedding for keyword search
     hybrid = nature.search("volcanoes magma", k=6, top_n=3, collection="nature", retrieval="hybrid")
+    assert embedded == ["volcanoes magma"]
     assert hybrid.retrieval == "hybrid" and hybrid.candidates[0].sources.keys() <= {"dense", "bm25"}
     top = next(c for c in hybrid.candidates if c.text.startswith("Volcanoes"))
     assert "bm25" in top.sources and top.sources["bm25"]["rank"] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -26,10 +27,13 @@ class ScoreCache:
     A max_size of 0 turns the cache off (and single-flight with it).
     """
 
-    def __init__(self, ttl: float = 3600, max_size: int = 10000) -> None:
+    def __init__(self, ttl: float = 3600, max_size: int = 10000, timer: Callable[[], float] = time.monotonic) -> None:
+        """`timer` is the clock entries age by (seconds; a test's own clock instead of waiting)."""
         self.ttl = ttl
         self.max_size = max_size
-        self._cache: TTLCache[ScoreKey, float] | None = TTLCache(maxsize=max_size, ttl=ttl) if max_size > 0 else None
+        self._cache: TTLCache[ScoreKey, float] | None = (
+            TTLCache(maxsize=max_size, ttl=ttl, timer=timer) if max_size > 0 else None
+        )
         self._pending: dict[ScoreKey, Future[float]] = {}
         self._lock = threading.Lock()
         self.hits = 0
