@@ -78,7 +78,12 @@ NO_RERANKER: Final = "none"
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
 ScoreScale = Literal["logit", "probability"]
 SCORE_SCALES: Final[tuple[str, ...]] = get_args(ScoreScale)
-# Reranker ids by form (rerankers/factory.py): a folder or hub id is a local cross-encoder; these forms are not.
+# Reranker kinds (rerankers/factory.py registers one builder each): what `reranker_kind(id).name` says.
+CROSS_ENCODER_KIND: Final = "cross-encoder"  # a folder or hub id: a local cross-encoder
+SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server
+TEI_KIND: Final = "tei"  # text-embeddings-inference
+UNSUPPORTED_URL_KIND: Final = "unsupported URL"  # a URL of no other kind: refused by name
+# Reranker ids by form: a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
 TEI_PREFIX: Final = "tei+"
 TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank

@@ -11,7 +11,7 @@ from workbench.errors import ModelNotFoundError
 from workbench.models import ModelChoice, is_cross_encoder, resolve_model
 from workbench.redact import redact_url
 from workbench.rerankers.factory import reranker_kind, split_backend
-from workbench.vocab import BACKEND_SEPARATOR
+from workbench.vocab import BACKEND_SEPARATOR, CROSS_ENCODER_KIND
 
 
 def discover_rerankers(settings: Settings) -> list[ModelChoice]:
@@ -37,7 +37,7 @@ def discover_rerankers(settings: Settings) -> list[ModelChoice]:
         pass
     configured = settings.reranker_model
     if settings.reranker_enabled and configured not in found:
-        if reranker_kind(configured).name != "cross-encoder":
+        if reranker_kind(configured).name != CROSS_ENCODER_KIND:
             found[configured] = ModelChoice(configured, redact_url(configured), "RERANKER_MODEL")
         else:
             try:
@@ -50,7 +50,11 @@ def discover_rerankers(settings: Settings) -> list[ModelChoice]:
     for model_id in (m for m in extra if m and m not in found):
         found[model_id] = ModelChoice(model_id, redact_url(model_id), "WORKBENCH_RERANKERS or RERANKER_SERVICE_URL")
     local = found.get(configured)
-    if local is not None and reranker_kind(configured).name == "cross-encoder" and split_backend(configured)[1] is None:
+    if (
+        local is not None
+        and reranker_kind(configured).name == CROSS_ENCODER_KIND
+        and split_backend(configured)[1] is None
+    ):
         variant = f"{configured}{BACKEND_SEPARATOR}onnx-int8"
         found.setdefault(variant, ModelChoice(variant, local.path, "int8 variant of RERANKER_MODEL (exported once)"))
     return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))

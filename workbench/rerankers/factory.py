@@ -25,7 +25,17 @@ from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker
 from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
-from workbench.vocab import BACKEND_CHOICES, BACKEND_SEPARATOR, NO_RERANKER, SERVICE_SCHEMES, TEI_SCHEMES
+from workbench.vocab import (
+    BACKEND_CHOICES,
+    BACKEND_SEPARATOR,
+    CROSS_ENCODER_KIND,
+    NO_RERANKER,
+    SERVICE_KIND,
+    SERVICE_SCHEMES,
+    TEI_KIND,
+    TEI_SCHEMES,
+    UNSUPPORTED_URL_KIND,
+)
 
 Progress = Callable[[str], None]
 
@@ -71,13 +81,16 @@ def _remote(kind: type) -> Callable[[str, Settings, ScoreCache, TokenCache, Prog
 
 
 KINDS: tuple[RerankerKind, ...] = (
-    RerankerKind("tei", lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
-    RerankerKind("service", lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
-    RerankerKind("cohere", lambda model_id: model_id.startswith("cohere:"), _remote(CohereReranker)),
-    RerankerKind("jina", lambda model_id: model_id.startswith("jina:"), _remote(JinaReranker)),
-    RerankerKind("voyage", lambda model_id: model_id.startswith("voyage:"), _remote(VoyageReranker)),
-    RerankerKind("unsupported URL", lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
-    RerankerKind("cross-encoder", lambda model_id: True, _cross_encoder),
+    RerankerKind(TEI_KIND, lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
+    RerankerKind(SERVICE_KIND, lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
+    *(
+        RerankerKind(
+            hosted.kind, lambda model_id, prefix=f"{hosted.kind}:": model_id.startswith(prefix), _remote(hosted)
+        )
+        for hosted in (CohereReranker, JinaReranker, VoyageReranker)
+    ),
+    RerankerKind(UNSUPPORTED_URL_KIND, lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
+    RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _cross_encoder),
 )
 
 
@@ -113,7 +126,7 @@ def reranker_backend_choice(
     """This machine and `auto`'s choice for a local cross-encoder (the configured one by default), measured
     now if it never was (or when `recalibrate`); None for a reranker that is a service."""
     model_id = model_id or settings.reranker_model
-    if reranker_kind(model_id).name != "cross-encoder":
+    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
         return None
     path = resolve_model(split_backend(model_id)[0], settings, setting="RERANKER_MODEL")
     return backend_choice(

@@ -32,7 +32,7 @@ from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_conn
 from workbench.redact import plain_text, redact_text, redact_url, register_secret
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.cache import ScoreCache, cached_scores
-from workbench.vocab import HOSTED_KEYS, TEI_PREFIX, ScoreScale
+from workbench.vocab import HOSTED_KEYS, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
 SETTING = "RERANKER_MODEL"
 KEY_SETTING = "WORKBENCH_RERANK_API_KEY"
@@ -44,7 +44,7 @@ class RemoteReranker:
     """A reranker that is a service. Subclasses set `kind`, `score_scale`, `max_documents`, and write
     `request` (the JSON body for one batch) and `read` (scores in input order, and the usage it reports)."""
 
-    kind: ClassVar[str] = "service"
+    kind: ClassVar[str] = SERVICE_KIND
     score_scale: ScoreScale = "probability"
     max_documents: ClassVar[int] = 1000
 
@@ -316,7 +316,7 @@ class RerankService(RemoteReranker):
     Such servers answer probabilities. The model is the one the server lists at `GET /models` when it serves
     exactly one; a URL ending in `/rerank` is used as given."""
 
-    kind = "service"
+    kind = SERVICE_KIND
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
         address = service_address(model_id, "/rerank")
@@ -352,7 +352,7 @@ class TeiReranker(RemoteReranker):
     """Hugging Face text-embeddings-inference: `POST /rerank` `{query, texts, raw_scores: true}` ->
     `[{index, score}]`, asked for raw scores, so the scale is the model's logit."""
 
-    kind = "tei"
+    kind = TEI_KIND
     score_scale: ScoreScale = "logit"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:

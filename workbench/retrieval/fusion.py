@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from workbench.types import Hit
-
-RRF_K = 60
+from workbench.vocab import RRF_K
 
 
 def reciprocal_rank_fusion(
