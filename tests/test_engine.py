@@ -8,7 +8,7 @@ import pytest
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError, ModelNotFoundError
-from workbench.types import SearchResult
+from workbench.types import SearchPlan, SearchResult
 
 
 @pytest.fixture
@@ -152,3 +152,30 @@ def test_the_rerank_reports_its_progress_batch_by_batch(tiny_settings: Settings,
 
     again = engine.search("coral reefs and animals", 6, 3, collection="nature", progress=broken)
     assert again.reranked  # a failing listener never stops the search
+
+
+def test_a_search_plan_is_validated_once_and_names_itself(tiny_engine: Engine, corpus_dir: Path) -> None:
+    tiny_engine.ingest(corpus_dir, "nature")
+    plan = tiny_engine.plan(collection="nature", k=6, retrieval="hybrid", filters=["source=rivers.txt"])
+    assert (plan.k, plan.top_n, plan.filters, plan.reranker) == (6, 6, {"source": "rivers.txt"}, "default")
+    assert plan.key == 'nature · hybrid k=6 → 6 · default · source="rivers.txt"'
+    assert plan == tiny_engine.plan(collection="nature", k=6, retrieval="hybrid", filters={"source": "rivers.txt"})
+    by_plan = tiny_engine.search("rivers", plan)
+    by_keywords = tiny_engine.search(
+        "rivers", 6, collection="nature", retrieval="hybrid", filters=["source=rivers.txt"]
+    )
+    assert [c.id for c in by_plan.reranked] == [c.id for c in by_keywords.reranked]
+    assert by_keywords.cache.result_cached  # the same plan: the same cached result
+    narrower = plan.with_(top_n=2)
+    assert (narrower.k, narrower.top_n) == (6, 2) and "k=6 → 2" in narrower.key and plan.top_n == 6
+    unranked = tiny_engine.plan(collection="nature", reranker=None)
+    assert not unranked.reranks and "none" in unranked.key
+    for bad, words in [
+        ({"k": 0}, "k must be between 1"),
+        ({"k": 5, "top_n": 6}, "top_n must be between 1 and k"),
+        ({"retrieval": "sparse"}, "retrieval must be one of"),
+        ({"depth": 3}, "depth: not a field"),
+        ({"min_score": float("inf")}, "finite number"),
+    ]:
+        with pytest.raises(InputError, match=words):
+            SearchPlan(**bad)

@@ -21,13 +21,9 @@ from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.inputs import (
-    parse_filters,
     validate_collection_name,
-    validate_depths,
-    validate_min_score,
     validate_page,
     validate_query,
-    validate_retrieval,
 )
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.rerankers.batching import reporting_progress
@@ -41,10 +37,11 @@ from workbench.types import (
     Hit,
     IngestReport,
     Metadata,
+    SearchPlan,
     SearchResult,
     StageTimings,
 )
-from workbench.vocab import MAX_K, MAX_QUERY_CHARS
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_QUERY_CHARS
 
 
 class UseDefault:
@@ -135,47 +132,74 @@ class Engine:
         return embedder
 
     # Search -------------------------------------------------------------------------------------------------
+    def plan(self, **fields: Any) -> SearchPlan:
+        """A search plan: `fields` as given (SearchPlan's names), the settings' defaults for the rest (the default
+        collection and first stage, RERANKER_K_RETRIEVE and RERANKER_K_RETURN, the configured reranker). A field
+        given as None takes its default too, except `reranker` (None: no reranking) and `min_score` (none)."""
+        meaningful_none = {"reranker", "min_score"}
+        given = {name: value for name, value in fields.items() if value is not None or name in meaningful_none}
+        k = given.get("k", self.settings.k_retrieve)
+        defaults: dict[str, Any] = {
+            "collection": self.settings.collection,
+            "retrieval": self.settings.retrieval,
+            "k": k,
+            "reranker": DEFAULT_RERANKER_CHOICE,
+        }
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            defaults["top_n"] = min(self.settings.k_return, k)
+        return SearchPlan(**{**defaults, **given})
+
     def search(
         self,
         query: str,
-        k: int | None = None,
+        k: int | SearchPlan | None = None,
         top_n: int | None = None,
         filters: Metadata | list[str] | str | None = None,
         *,
         collection: str | None = None,
         reranker: str | UseDefault | None = DEFAULT,
         retrieval: str | None = None,
-        max_k: int = MAX_K,
         max_query_chars: int | None = MAX_QUERY_CHARS,
         use_cache: bool = True,
         deadline: float | None = None,
         min_score: float | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> SearchResult:
-        """Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
+        """The query answered as `plan` says: `search(query, plan)`. The keyword form (k, top_n, filters,
+        collection, reranker, retrieval, min_score) makes the plan with `Engine.plan` and is kept for callers
+        that name the fields one by one.
 
-        `filters` are metadata equalities in any form `inputs.parse_filters` takes. `reranker` is a model id,
-        None for no reranking, or DEFAULT for the configured one. `retrieval` is dense, bm25 or hybrid
-        (default WORKBENCH_RETRIEVAL). `max_query_chars` is the interactive limit; evaluation passes None to score
-        the whole query. `deadline` (a time.monotonic() instant) stops a search its caller gave up on: the reranker
-        stops at its next batch and QueryTimeoutError is raised. `use_cache=False` skips the result and score
-        caches (load runs measure real work). `min_score` drops results of the top n whose final score (the
-        reranker's, else the first stage's) is below it; `below_min_score` counts them. `progress(scored, total)`
-        hears the rerank advance after each model batch (a local cross-encoder's; not for cached scores). Raises
-        InputError for bad inputs, CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
+        Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
+        `max_query_chars` is the interactive limit; evaluation passes None to score the whole query. `deadline`
+        (a time.monotonic() instant) stops a search its caller gave up on: the reranker stops at its next batch and
+        QueryTimeoutError is raised. `use_cache=False` skips the result and score caches (load runs measure real
+        work). `progress(scored, total)` hears the rerank advance after each model batch (a local cross-encoder's;
+        not for cached scores). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
+        loads), ModelError, StoreError.
         """
+        if isinstance(k, SearchPlan):
+            plan = k
+        else:
+            chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
+            plan = self.plan(
+                collection=collection, retrieval=retrieval, k=k, top_n=top_n, filters=filters, reranker=chosen,
+                min_score=min_score,
+            )  # fmt: skip
+        return self._answer(query, plan, max_query_chars, use_cache, deadline, progress)
+
+    def _answer(
+        self,
+        query: str,
+        plan: SearchPlan,
+        max_query_chars: int | None,
+        use_cache: bool,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> SearchResult:
         query = validate_query(query, max_query_chars)
-        k, top_n = validate_depths(
-            self.settings.k_retrieve if k is None else k,
-            min(self.settings.k_return, k or self.settings.k_retrieve) if top_n is None else top_n,
-            max_k,
-        )
-        filters = parse_filters(filters)
-        min_score = validate_min_score(min_score)
-        mode = validate_retrieval(retrieval or self.settings.retrieval)
-        name = collection or self.settings.collection
-        if not isinstance(name, str):
-            raise InputError(f"The collection must be named by text; got {type(name).__name__}.")
+        k, top_n, filters, min_score, mode = plan.k, plan.top_n, plan.filters, plan.min_score, plan.retrieval
+        name = plan.collection or self.settings.collection
+        reranker = DEFAULT if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
         store = self.registry.get(name)
         info = self._info(name)
         rerank_model = self.reranker(reranker)

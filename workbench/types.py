@@ -6,13 +6,22 @@ top_n with `top(n)` without running a model.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
 from workbench.errors import InputError
-from workbench.redact import public_name
-from workbench.vocab import RetrievalMode, ScoreScale
+from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
+from workbench.redact import plain_text, public_name
+from workbench.vocab import (
+    DEFAULT_K,
+    DEFAULT_RERANKER_CHOICE,
+    DEFAULT_TOP_N,
+    NO_RERANKER,
+    RetrievalMode,
+    ScoreScale,
+)
 
 Metadata = dict[str, Any]
 Movement = Literal["up", "down", "same", "new"]
@@ -78,6 +87,86 @@ class RankedHit(Chunk):
         if self.shift < 0:
             return f"↓{-self.shift}"
         return "="
+
+
+class SearchPlan(BaseModel):
+    """How a query is answered: which collection, which first stage and how deep (k), how many results (top n),
+    which metadata filters, which reranker, and any score cutoff. Validated once, when it is made; frozen, so a
+    plan that exists is a valid one, and one value names "a configuration" everywhere (services, pages, the CLI,
+    the API; saved experiments by `key`).
+
+    `collection` None is the settings' default collection; `reranker` is a model id, None for no reranking, or
+    "default" for the one the settings configure. `Engine.plan(...)` fills the settings' defaults.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    collection: str | None = None
+    retrieval: RetrievalMode = "dense"
+    k: int = DEFAULT_K
+    top_n: int = DEFAULT_TOP_N
+    filters: dict[str, Any] = Field(default_factory=dict)
+    reranker: str | None = DEFAULT_RERANKER_CHOICE
+    min_score: float | None = None
+
+    def __init__(self, **given: Any) -> None:
+        """A plan from its fields; InputError (never a ValidationError) naming the first field that is wrong."""
+        try:
+            super().__init__(**given)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            if first.get("type") == "extra_forbidden":
+                message = "not a field of a search plan"
+            raise InputError(f"{where}: {message}" if where else message) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _validated(cls, given: Any) -> Any:
+        if not isinstance(given, dict):
+            return given
+        values = dict(given)
+        if "retrieval" in values:
+            values["retrieval"] = validate_retrieval(values["retrieval"])
+        k = values.get("k", DEFAULT_K)
+        top_n = values.get("top_n")
+        if top_n is None:  # the default top n, never deeper than k
+            top_n = min(DEFAULT_TOP_N, k) if isinstance(k, int) and not isinstance(k, bool) and k > 0 else DEFAULT_TOP_N
+        values["k"], values["top_n"] = validate_depths(k, top_n)
+        values["filters"] = parse_filters(values.get("filters"))
+        values["min_score"] = validate_min_score(values.get("min_score"))
+        collection = values.get("collection")
+        if collection is not None and (not isinstance(collection, str) or not collection.strip()):
+            raise InputError(f"The collection must be named by text; got {plain_text(repr(collection))[:40]}.")
+        reranker = values.get("reranker", DEFAULT_RERANKER_CHOICE)
+        if reranker is not None and not isinstance(reranker, str):
+            raise InputError(f"reranker must be a model id, a folder, None or 'default'; got {reranker!r}.")
+        return values
+
+    @property
+    def reranks(self) -> bool:
+        """Whether this plan reranks at all."""
+        return self.reranker is not None and self.reranker.strip().lower() not in {NO_RERANKER, ""}
+
+    @property
+    def key(self) -> str:
+        """A stable, readable name of the plan: equal plans have equal keys, and a person can read one
+        ('demo · hybrid k=50 → 10 · minilm-l6-qa-reranker · page=2 · min 0.5')."""
+        parts = [
+            self.collection or "(default collection)",
+            f"{self.retrieval} k={self.k} → {self.top_n}",
+            (public_name(self.reranker) or "").rsplit("/", 1)[-1] if self.reranks else NO_RERANKER,
+        ]
+        if self.filters:
+            parts.append(",".join(f"{k}={json.dumps(v)}" for k, v in sorted(self.filters.items())))
+        if self.min_score is not None:
+            parts.append(f"min {self.min_score:g}")
+        return " · ".join(parts)
+
+    def with_(self, **changes: Any) -> SearchPlan:
+        """This plan with some fields changed, validated again."""
+        return SearchPlan(**{**self.model_dump(), **changes})
 
 
 class StageTimings(BaseModel):

@@ -75,6 +75,7 @@ BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 Device = Literal["auto", "cpu", "cuda", "mps"]
 DEVICES: Final[tuple[str, ...]] = get_args(Device)
 NO_RERANKER: Final = "none"
+DEFAULT_RERANKER_CHOICE: Final = "default"  # in a SearchPlan: the reranker the settings configure
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
 ScoreScale = Literal["logit", "probability"]
 SCORE_SCALES: Final[tuple[str, ...]] = get_args(ScoreScale)
