@@ -28,7 +28,7 @@ from workbench.redact import public_name, redact_text, shown
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk, StageTimings
-from workbench.vocab import DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"
@@ -151,17 +151,11 @@ def search_documents(
     depth = k if k is not None else (max(top_k, engine.settings.k_retrieve) if use_reranker else top_k)
     if isinstance(depth, int) and not isinstance(depth, bool) and depth < top_k:
         raise InputError(f"k ({depth}) must be at least top_k ({top_k}).")
-    result = engine.search(
-        query,
-        depth,
-        top_k,
-        filters,
-        collection=collection,
-        reranker=DEFAULT if rerank else None,
-        retrieval=retrieval,
-        deadline=deadline,
-        min_score=min_score,
-    )
+    plan = engine.plan(
+        collection=collection, retrieval=retrieval, k=depth, top_n=top_k, filters=filters,
+        reranker=DEFAULT_RERANKER_CHOICE if rerank else None, min_score=min_score,
+    )  # fmt: skip
+    result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
     for row in result.reranked:
@@ -246,7 +240,7 @@ class RetrievalService:
         else:
             registry.register("service", StoreConfig(kind="langchain", collection="service", vector_store=vector_store))
         self._engine = Engine(get_settings(), registry=registry)
-        self._reranker = DEFAULT if reranker == "default" else reranker
+        self._reranker = DEFAULT if reranker == DEFAULT_RERANKER_CHOICE else reranker
         self._candidates = candidates
 
     def _hits(self, query: str, k: int) -> list[RankedHit]:

@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
-from workbench.vocab import DEFAULT_RATER, DEFAULT_TOP_K
+from workbench.types import SearchPlan
+from workbench.vocab import DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -208,6 +209,14 @@ class Controls(BaseModel):
         if not self.rerank:
             return None
         return self.reranker_model or DEFAULT
+
+    def plan(self, engine: Engine) -> SearchPlan:
+        """What the sidebar chose, as the search plan every page searches with."""
+        reranker = (self.reranker_model or DEFAULT_RERANKER_CHOICE) if self.rerank else None
+        return engine.plan(
+            collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=self.top_n, filters=self.filters,
+            reranker=reranker,
+        )  # fmt: skip
 
 
 def publish_pages(pages: dict[str, Any]) -> None:

@@ -13,10 +13,9 @@ from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
 from workbench.hints import no_match_hint
-from workbench.inputs import parse_filters
 from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, STORE_KINDS, spoken
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, RETRIEVAL_MODES, STORE_KINDS, spoken
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -99,16 +98,11 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
 
 def _cmd_query(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
-    result = engine.search(
-        args.text,
-        args.k,
-        args.n,
-        parse_filters(args.filter),
-        collection=args.collection,
-        reranker=None if args.no_rerank else DEFAULT,
-        retrieval=args.retrieval,
-        min_score=args.min_score,
-    )
+    plan = engine.plan(
+        collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n, filters=args.filter,
+        reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE, min_score=args.min_score,
+    )  # fmt: skip
+    result = engine.search(args.text, plan)
     if args.json:
         print_json(result)
     elif not result.candidates:

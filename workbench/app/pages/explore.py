@@ -13,7 +13,6 @@ from workbench.app.judging import Judging, grade_control
 from workbench.app.progress import search_with_progress
 from workbench.app.state import (
     STATE,
-    Controls,
     bind,
     controls,
     engine_resource,
@@ -37,7 +36,7 @@ from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
-from workbench.types import RankedHit, SearchResult
+from workbench.types import RankedHit, SearchPlan, SearchResult
 from workbench.vocab import RETRIEVAL
 
 
@@ -91,19 +90,14 @@ def run() -> None:
     result = None
     reranking = " and reranking" if c.reranker is not None else ""
     preview = st.empty()  # the first-stage list, shown while the reranker works, then replaced by the result
-    asked = (query, c.k, repr(c.filters), c.collection, repr(c.reranker), c.retrieval)
+    plan = c.plan(engine)
+    asked = (query, plan.with_(top_n=plan.k).key)  # a new top n re-slices: no preview, no search
     bar = None
-    if c.reranker is not None and st.session_state.get("wb.explore-asked") != asked:
-        bar = _first_stage_preview(preview, engine, query, c)
+    if plan.reranks and st.session_state.get("wb.explore-asked") != asked:
+        bar = _first_stage_preview(preview, engine, query, plan)
     st.session_state["wb.explore-asked"] = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
-        result = search_with_progress(
-            lambda progress: engine.search(
-                query, c.k, c.top_n, c.filters, collection=c.collection, reranker=c.reranker,
-                retrieval=c.retrieval, progress=progress,
-            ),
-            bar,
-        )  # fmt: skip
+        result = search_with_progress(lambda progress: engine.search(query, plan, progress=progress), bar)
     preview.empty()
     if result is None:
         stop()
@@ -229,14 +223,12 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     return grades
 
 
-def _first_stage_preview(slot: Any, engine: Engine, query: str, c: Controls) -> Any | None:
+def _first_stage_preview(slot: Any, engine: Engine, query: str, plan: SearchPlan) -> Any | None:
     """The first-stage list at once (embedding and search take milliseconds), beside a running state for the
     reranker with a progress bar, in `slot`; returns the bar. A search that fails here is left to the full search
     to report."""
     try:
-        first = engine.search(
-            query, c.k, c.top_n, c.filters, collection=c.collection, reranker=None, retrieval=c.retrieval
-        )
+        first = engine.search(query, plan.with_(reranker=None))
     except Exception:  # the full search below shows the error in its place
         return None
     with slot.container():
