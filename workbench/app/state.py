@@ -20,7 +20,7 @@ from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K
+from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -32,10 +32,18 @@ class CompareSide(BaseModel):
     """One configuration on the Compare page."""
 
     collection: str | None = None
-    k: int = 50
+    k: int = DEFAULT_K
     rerank: bool = True
     model: str | None = None
     retrieval: str = "dense"
+
+    def plan(self, engine: Engine, top_n: int, filters: dict[str, Any]) -> SearchPlan:
+        """This side as a search plan, comparing its top `top_n` (at most its k) under the sidebar's filters."""
+        reranker = (self.model or DEFAULT_RERANKER_CHOICE) if self.rerank else None
+        return engine.plan(
+            collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=min(top_n, self.k), filters=filters,
+            reranker=reranker,
+        )  # fmt: skip
 
 
 class HistoryEntry(BaseModel):

@@ -11,7 +11,6 @@ from workbench.app.progress import search_with_progress
 from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.compare import agreement
-from workbench.engine import DEFAULT
 from workbench.evaluation.calibration import load_calibration
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
@@ -119,16 +118,13 @@ def run() -> None:
     results = {}
     for name, config in (("A", a), ("B", b)):
         with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
-            reranker = (config.model or DEFAULT) if config.rerank else None
-            bar = st.empty() if reranker is not None else None
+            plan = config.plan(engine, top_n, c.filters)
+            bar = st.empty() if plan.reranks else None
             results[name] = search_with_progress(
-                lambda progress, config=config, reranker=reranker: engine.search(
-                    query, config.k, min(top_n, config.k), c.filters, collection=config.collection,
-                    reranker=reranker, retrieval=config.retrieval, progress=progress,
-                ),
+                lambda progress, plan=plan: engine.search(query, plan, progress=progress),
                 bar,
                 f"Configuration {name}, reranking",
-            )  # fmt: skip
+            )
             if bar is not None:
                 bar.empty()
             remember(engine, results[name])
