@@ -24,6 +24,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.vocab",
         "workbench.paths",
         "workbench.redact",
+        "workbench.extras",
         "workbench.inputs",
         "workbench.models",
     ),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port, wait_for_http
+from workbench.extras import EXTRAS
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -153,3 +154,75 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(wheel: Path, tmp_path: Pa
     output = (tmp_path / "app.log").read_text()
     assert "Demo collection ready: 150 passages" in output and "Traceback" not in output, output[-2000:]
     assert (data / "chroma").is_dir() and (data / "judgments.sqlite3").exists()  # the demo's judgments
+
+
+# What the extras install (their packages' folders and metadata in site-packages), absent from a core-only view.
+EXTRA_PACKAGES = ("streamlit", "fastapi", "uvicorn", "mcp", "qdrant_client", "psycopg", "pika", "langchain_openai",
+                  "openvino", "optimum_intel")  # fmt: skip
+
+
+def _see_only_the_core(site: Path, view: Path) -> None:
+    """Like `_see_these_dependencies`, through a view of this environment's packages without the extras': as if
+    the wheel had been installed without them (nothing can be downloaded here to install the core alone)."""
+    view.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        stem = entry.name.split("-")[0].split(".")[0].lower()
+        if not stem.startswith(EXTRA_PACKAGES) and not entry.name.endswith(".pth"):
+            (view / entry.name).symlink_to(entry)
+    (site / "dependencies.pth").write_text(str(view) + "\n")
+
+
+def test_the_engine_and_cli_install_alone_and_each_extra_is_named_when_missing(
+    wheel: Path, tmp_path: Path, tiny_models: dict[str, Path], corpus_dir: Path
+) -> None:
+    """The wheel without extras, in a fresh virtual environment where every extra's modules are absent: the wheel
+    asks for none of them, ingest and query work, and each optional part is one line naming its extra."""
+    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    required = [
+        line.split(":", 1)[1].strip()
+        for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
+    optional = {"streamlit", "fastapi", "uvicorn", "mcp", "qdrant-client", "psycopg", "psycopg-pool", "pika"}
+    assert not [r for r in required if r.split("[")[0].split(">")[0].split("<")[0].strip().lower() in optional]
+    assert not [r for r in required if "openvino" in r or "langchain-openai" in r]
+
+    venv = tmp_path / "venv"
+    python, site = _new_venv(venv)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True, capture_output=True, timeout=300, env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+    )  # fmt: skip
+    _see_only_the_core(site, tmp_path / "core-only")
+    env = {
+        **os.environ, "WORKBENCH_CONFIG": "", "WORKBENCH_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
+        "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]), "RERANKER_MODEL": str(tiny_models["reranker"]),
+        "WORKBENCH_CALIBRATE_BACKENDS": "1",
+    }  # fmt: skip
+    env.pop("PYTHONPATH", None)
+
+    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(venv / "bin" / "workbench"), *args]
+        return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    blocked = subprocess.run(
+        [str(python), "-c", "import streamlit"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert blocked.returncode != 0 and "No module named 'streamlit'" in blocked.stderr  # the extras are absent
+    for extra in EXTRAS:
+        check = f"from workbench.extras import has_extra; assert not has_extra({extra!r})"
+        absent = subprocess.run([str(python), "-c", check], env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert absent.returncode == 0, (extra, absent.stderr[-500:])
+    ingested = workbench("ingest", str(corpus_dir), "--collection", "alone")
+    assert ingested.returncode == 0, ingested.stderr[-2000:]
+    found = workbench("query", "rivers", "--collection", "alone", "-k", "6", "-n", "3", "--json")
+    assert found.returncode == 0, found.stderr[-2000:]
+    result = json.loads(found.stdout)
+    assert len(result["reranked"]) == 3 and result["reranker_backend"].startswith(("torch", "onnx"))
+    for args, extra in [
+        (["serve"], "server"), (["app", "--headless"], "app"), (["mcp"], "mcp"),
+        (["ingest", str(corpus_dir), "--collection", "alone", "--store", "qdrant"], "qdrant"),
+    ]:  # fmt: skip
+        refused = workbench(*args)
+        assert refused.returncode == 2, (args, refused.stdout, refused.stderr[-1500:])
+        assert f"pip install 'rerank-workbench[{extra}]'" in refused.stderr and "Traceback" not in refused.stderr

@@ -14,6 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
+from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
 from workbench.redact import redact_text
 from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX
@@ -159,12 +160,9 @@ def create_embedder(model_id: str, settings: Settings) -> Embedder:
     if model_id.startswith(OPENAI_EMBEDDING_PREFIX):
         if not os.environ.get("OPENAI_API_KEY"):
             raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")
-        try:
-            from langchain_openai import OpenAIEmbeddings
-        except ImportError as exc:
-            raise ConfigError(
-                f"Embedding model '{model_id}' needs langchain-openai: pip install langchain-openai."
-            ) from exc
+        require_extra("openai", f"Embedding model '{model_id}'")
+        from langchain_openai import OpenAIEmbeddings
+
         name = model_id.removeprefix(OPENAI_EMBEDDING_PREFIX)
         timeout = settings.store_timeout * 3
         return LangChainEmbedder(OpenAIEmbeddings(model=name, timeout=timeout, max_retries=1), model_id=model_id)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, exception_chain
+from workbench.extras import require_extra
 from workbench.redact import redact_text, redact_url
 
 log = logging.getLogger("workbench.events")
@@ -220,6 +221,7 @@ class AmqpSink(_BufferedSink):
     """Events published to a RabbitMQ topic exchange with publisher confirms (pika, one connection, own thread)."""
 
     def __init__(self, url: str, buffer_size: int = 1000, timeout: float = 5.0, retry_seconds: float = 1.0) -> None:
+        require_extra("events", "WORKBENCH_EVENTS=amqp://… (events to RabbitMQ)")
         # pika logs every failed attempt with a traceback; the sink says once per outage what is wrong
         logging.getLogger("pika").setLevel(logging.CRITICAL)
         self.url = url

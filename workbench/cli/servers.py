@@ -14,6 +14,7 @@ from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.extras import require_extra
 from workbench.inputs import is_loopback, validate_listen_host, validate_port
 from workbench.localpg import LocalPostgres
 from workbench.mcp import run as run_mcp
@@ -69,6 +70,7 @@ def _ensure_backend_choice(settings: Settings) -> None:
 
 
 def _cmd_app(args: argparse.Namespace) -> int:
+    require_extra("app", "workbench app")
     settings = settings_from(args)
     if not is_loopback(args.host) and settings.app_password is None:
         raise ConfigError(
@@ -105,6 +107,7 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    require_extra("server", "workbench serve")
     # Deferred: FastAPI and uvicorn take a second to import, which every other command would pay.
     import uvicorn
 
@@ -138,6 +141,7 @@ def _log_to_stderr(name: str) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    require_extra("mcp", "workbench mcp")
     settings = settings_from(args)
     if args.http is not None:
         if not is_loopback(args.host):

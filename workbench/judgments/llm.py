@@ -22,6 +22,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, ModelError, exception_chain, is_connection_problem
 from workbench.evaluation.service import evaluate_dataset
+from workbench.extras import require_extra
 from workbench.judgments.agreement import PairAgreement, rater_agreement
 from workbench.judgments.queue import QueueItem, document_texts, judging_queue
 from workbench.judgments.service import judged_queries, judgment_rows, load_judgments, rate
@@ -121,6 +122,7 @@ def judge_rater(settings: Settings) -> str:
 
 
 def _chat_model(settings: Settings):  # type: ignore[no-untyped-def]  # langchain's ChatOpenAI (imported lazily)
+    require_extra("openai", "The LLM judge")
     from langchain_openai import ChatOpenAI  # the openai client is heavy, and most runs never judge
 
     key = settings.judge_api_key.get_secret_value() if settings.judge_api_key else None

@@ -29,6 +29,7 @@ from typing import Any
 
 from workbench.config import get_settings
 from workbench.errors import ModelError, WorkbenchError
+from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
 from workbench.redact import plain_text
 from workbench.rerankers.machine import (
@@ -39,6 +40,7 @@ from workbench.rerankers.machine import (
     calibrate,
     choice_path,
     decide,
+    installed_backends,
     kept_choice,
     machine_facts,
 )
@@ -267,7 +269,11 @@ def _load_backend(
     if backend == "auto" and device == "cpu":
         kept = _kept_choice(model_path, model_print, facts, max_length, exports, progress, measure=calibrate_backends)
         calibrated = kept.chosen if kept is not None else None
+        if calibrated not in (None, *installed_backends()):  # measured with a runtime since uninstalled
+            calibrated = None
     chosen = choose_backend(backend, device, model_print, calibrated)
+    if chosen == "openvino":
+        require_extra("openvino", "The openvino backend")
     identity = torch.nn.Identity()
     try:
         if chosen == "torch":

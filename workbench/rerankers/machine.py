@@ -26,6 +26,7 @@ from typing import Any
 import ir_measures
 from pydantic import BaseModel
 
+from workbench.extras import has_extra
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
 from workbench.vocab import BACKENDS, Backend
@@ -33,6 +34,12 @@ from workbench.vocab import BACKENDS, Backend
 MAX_LOSS = 0.005  # nDCG@10 a backend may lose against fp32 torch
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
 CPU_BACKENDS = BACKENDS
+
+
+def installed_backends() -> tuple[str, ...]:
+    """The CPU backends this installation can run (OpenVINO only with the 'openvino' extra)."""
+    return tuple(b for b in CPU_BACKENDS if b != "openvino" or has_extra("openvino"))
+
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
 _NDCG = ir_measures.parse_measure("nDCG@10")
@@ -189,8 +196,9 @@ def calibrate(
 ) -> BackendChoice:
     """Time each CPU backend of the model (`load(backend)` gives a CrossEncoder) on the demo's judged pairs,
     decide, and keep the choice under `root`."""
+    backends = installed_backends()
     say(
-        f"Measuring the reranker's backends ({', '.join(CPU_BACKENDS)}) for {Path(model_path).name} on this machine "
+        f"Measuring the reranker's backends ({', '.join(backends)}) for {Path(model_path).name} on this machine "
         "(once; the choice is kept)…"
     )
     started = time.perf_counter()
@@ -198,7 +206,7 @@ def calibrate(
     measured = MEASURED.get(model_print[:16], {})
     seconds: dict[str, float] = {}
     quality: dict[str, float] = {}
-    for backend in CPU_BACKENDS:
+    for backend in backends:
         model = load(backend)
         model.predict(pairs[:8], batch_size=32, show_progress_bar=False)  # warm: first-call costs are not speed
         times, scores = [], []
@@ -210,7 +218,7 @@ def calibrate(
         quality[backend] = _ndcg(list(scores), keys, qrels)
         del model
     figures = []
-    for backend in CPU_BACKENDS:
+    for backend in backends:
         if backend == "torch":
             loss, source = 0.0, "the reference"
         elif backend in measured and (backend != "onnx-int8" or facts.int8_config == MEASURED_INT8_CONFIG):

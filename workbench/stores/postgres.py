@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.extras import require_extra
 from workbench.redact import redact_url
 from workbench.stores.base import translate_store_error
 
@@ -35,6 +36,7 @@ def sql_ident(name: str, what: str) -> str:
 def shared_pool(url: str, timeout: float, *, store: str = "pgvector") -> Any:
     """The connection pool for `url`, opened on first use (StoreConnectionError naming the redacted URL and the
     timeout when the server cannot be reached)."""
+    require_extra("pgvector", f"PostgreSQL ({store})")
     from psycopg_pool import ConnectionPool
 
     with _pools_lock:

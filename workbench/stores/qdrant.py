@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from workbench.errors import CollectionNotFoundError, InputError, StoreError
+from workbench.extras import require_extra
 from workbench.redact import redact_url
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
@@ -212,6 +213,7 @@ class QdrantBackend(StoreBackend):
     ) -> None:
         if (path is None) == (url is None):
             raise InputError("Qdrant needs exactly one of a local folder (or ':memory:') or a server URL.")
+        require_extra("qdrant", "The Qdrant store")
         self.timeout = timeout
         if url:
             self.location = redact_url(url)
