@@ -208,3 +208,14 @@ def test_both_entry_scripts_read_the_apps_streamlit_options(entry: str, tmp_path
     ).stdout.split()
     assert out == ["#4f46e5", "none", "False", "127.0.0.1"]
     assert (REPO / ".streamlit" / "config.toml").resolve() == (PACKAGE / ".streamlit" / "config.toml").resolve()
+
+
+def test_each_first_stage_is_registered_once_and_the_vocabulary_agrees() -> None:
+    """A first stage is one class and one registry line; the retrieval modes every front end offers are exactly the
+    registered stages, and the engine names none of them."""
+    from workbench.retrieval.stages import FIRST_STAGES
+    from workbench.vocab import RETRIEVAL, RETRIEVAL_MODES
+
+    assert set(FIRST_STAGES) == set(RETRIEVAL_MODES) == set(RETRIEVAL)
+    engine = (REPO / "workbench" / "engine.py").read_text(encoding="utf-8")
+    assert not [mode for mode in RETRIEVAL_MODES if f'"{mode}"' in engine]

@@ -27,7 +27,8 @@ from workbench.inputs import (
 )
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.rerankers.batching import reporting_progress
-from workbench.retrieval import BM25Indexes, reciprocal_rank_fusion
+from workbench.retrieval import BM25Indexes
+from workbench.retrieval.stages import StageParts, first_stage
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
     CacheStats,
@@ -222,24 +223,14 @@ class Engine:
                 }
             )
 
-        embedder = None if store.embeds_queries or mode == "bm25" else self._collection_embedder(name, info)
-        bm25 = self.bm25.get(name, store) if mode != "dense" else None
+        stage = first_stage(mode, StageParts(store, lambda: self.bm25.get(name, store), self.settings))
+        embedder = self._collection_embedder(name, info) if stage.needs_vector else None
         # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
         started = time.perf_counter()
         vector = embedder.embed_query(query) if embedder else None
         embedded = time.perf_counter()
         depth = k + max(5, k // 5)  # a little more than k, so that removing duplicates still leaves k
-        rankings: dict[str, list[Hit]] = {}
-        if mode != "bm25":
-            rankings["dense"] = store.search(depth, filters, vector=vector, text=query)
-        if bm25 is not None:
-            rankings["bm25"] = bm25.search(query, depth, filters)
-        if mode == "hybrid":
-            weights = {"dense": self.settings.hybrid_dense_weight, "bm25": self.settings.hybrid_bm25_weight}
-            hits = reciprocal_rank_fusion(rankings, k=self.settings.rrf_k, weights=weights)
-        else:
-            hits = rankings[mode]
-        hits, duplicates = _dedupe(hits)
+        hits, duplicates = _dedupe(stage.candidates(query, depth, filters, vector))
         hits = hits[:k]
         searched = time.perf_counter()
         hit_count = 0
