@@ -219,3 +219,20 @@ def test_each_first_stage_is_registered_once_and_the_vocabulary_agrees() -> None
     assert set(FIRST_STAGES) == set(RETRIEVAL_MODES) == set(RETRIEVAL)
     engine = (REPO / "workbench" / "engine.py").read_text(encoding="utf-8")
     assert not [mode for mode in RETRIEVAL_MODES if f'"{mode}"' in engine]
+
+
+def test_each_store_kind_is_registered_once_and_everything_agrees() -> None:
+    """The registry is built from the backend classes (each carries its kind); the vocabulary names the same kinds,
+    each with a settings field for its server URL that an empty value leaves unset."""
+    from typing import get_args
+
+    from workbench.config import Settings
+    from workbench.stores.registry import STORE_BACKENDS
+    from workbench.vocab import STORE_KINDS, STORES, StoreKind
+
+    assert set(STORE_BACKENDS) == set(STORES) == set(STORE_KINDS) == set(get_args(StoreKind))
+    assert all(backend.kind == kind for kind, backend in STORE_BACKENDS.items())
+    for kind, info in STORES.items():
+        assert info.kind == kind and info.url_field in Settings.model_fields, kind
+        assert getattr(Settings(**{info.url_field: ""}), info.url_field) is None, kind
+        assert info.url_env in str(Settings.model_fields[info.url_field].validation_alias), kind

@@ -208,9 +208,7 @@ class Settings(BaseSettings):
         return None if str(value).strip().lower() in {"", "off", "none", "0"} else value
 
     @field_validator(
-        "chroma_url",
-        "qdrant_url",
-        "pg_url",
+        *(info.url_field for info in STORES.values()),  # each store kind's server URL
         "models_dir",
         "data_roots",
         "app_password",

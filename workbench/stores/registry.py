@@ -22,11 +22,10 @@ from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
 from workbench.vocab import LANGCHAIN_STORE, STORE_KINDS, STORES, spoken
 
-# The one registry of store kinds: a kind (named in `vocab.STORES`) and the backend class that opens it.
+# The one registry of store kinds: each backend class carries its kind (named in `vocab.STORES`, with its URL
+# setting and whether it runs embedded; tests/test_layout.py checks the two agree). A new kind is one class here.
 STORE_BACKENDS: dict[str, type[StoreBackend]] = {
-    "chroma": ChromaBackend,
-    "qdrant": QdrantBackend,
-    "pgvector": PgVectorBackend,
+    backend.kind: backend for backend in (ChromaBackend, QdrantBackend, PgVectorBackend)
 }
 SERVER_STORES = STORE_KINDS
 
