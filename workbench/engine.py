@@ -55,6 +55,11 @@ class UseDefault:
 DEFAULT: Final = UseDefault()
 
 
+def reranker_argument(plan: SearchPlan) -> str | UseDefault | None:
+    """A plan's reranker as `Engine.reranker` takes it: DEFAULT for 'default', else the id, or None."""
+    return DEFAULT if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
+
+
 def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
     seen: set[str] = set()
     kept = []
@@ -122,6 +127,10 @@ class Engine:
                 # for it again must find this one (with its token), not build one without.
                 self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
+
+    def reranker_of(self, plan: SearchPlan) -> Reranker | None:
+        """The reranker a plan names ('default': the configured one; None: none)."""
+        return self.reranker(reranker_argument(plan))
 
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:
         embedder = self.embedder(None if self._embedder_override else info.embedding_model)
@@ -200,10 +209,9 @@ class Engine:
         query = validate_query(query, max_query_chars)
         k, top_n, filters, min_score, mode = plan.k, plan.top_n, plan.filters, plan.min_score, plan.retrieval
         name = plan.collection or self.settings.collection
-        reranker = DEFAULT if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
         store = self.registry.get(name)
         info = self._info(name)
-        rerank_model = self.reranker(reranker)
+        rerank_model = self.reranker_of(plan)
         key = (
             name,
             query,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
 from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
@@ -18,7 +18,7 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.judgments import load_judgments
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
-from workbench.vocab import BACKEND_CHOICES, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
 
 def _writable_folder(path: str) -> Path:
@@ -89,14 +89,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
         label = f"queries ({mode})" if mode else "queries"
         with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
+            plan = engine.plan(
+                collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
+                reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
+            )  # fmt: skip
             report = evaluate_dataset(
                 engine,
                 dataset,
-                args.collection,
-                k=args.k,
-                top_n=args.n,
-                reranker=None if args.no_rerank else DEFAULT,
-                retrieval=mode,
+                plan,
                 max_queries=args.max_queries,
                 depth=depth,
                 outside_run=outside,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import DEFAULT, Engine, UseDefault
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.report import (
@@ -23,24 +23,27 @@ from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import verdict
 from workbench.latency import rerank_time_by_k
-from workbench.types import StageTimings
-from workbench.vocab import JUDGED_10
+from workbench.types import SearchPlan, StageTimings
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, JUDGED_10
 
 
 def run_evaluation(
     engine: Engine,
     dataset: Dataset,
-    collection: str,
+    plan: SearchPlan | str,
     *,
-    k: int = 100,
-    top_n: int = 10,
+    k: int | None = None,
+    top_n: int | None = None,
     reranker: Any = DEFAULT,
     retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_queries: int | None = None,
 ) -> EvaluationReport:
-    """Every judged query through the engine at depth k; metrics of the vector order (before) and of the
-    reranked order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10."""
+    """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
+    order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. A collection's
+    name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
+    plan = plan_of(engine, plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     before_run: Run = {}
@@ -49,17 +52,9 @@ def run_evaluation(
     cache_hits = 0
     timings: list[StageTimings] = []
     embedding_model = reranker_model = score_scale = None
-    mode = retrieval or engine.settings.retrieval
+    mode = plan.retrieval
     for done, (qid, text) in enumerate(items, start=1):
-        result = engine.search(
-            text,
-            k,
-            min(top_n, k),
-            collection=collection,
-            reranker=reranker,
-            retrieval=retrieval,
-            max_query_chars=None,
-        )
+        result = engine.search(text, plan, max_query_chars=None)
         candidates[qid] = scored_chunks(result.candidates)
         before_run[qid], after_run[qid] = fold_documents(candidates[qid])
         cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
@@ -150,6 +145,22 @@ def _group_figures(
             )
         )
     return figures
+
+
+def plan_of(
+    engine: Engine,
+    plan: SearchPlan | str,
+    *,
+    k: int | None = None,
+    top_n: int | None = None,
+    reranker: Any = DEFAULT,
+    retrieval: str | None = None,
+) -> SearchPlan:
+    """`plan` as it is, or a collection's name and keywords made into one (the services' keyword form)."""
+    if isinstance(plan, SearchPlan):
+        return plan
+    chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
+    return engine.plan(collection=plan, k=k, top_n=top_n, reranker=chosen, retrieval=retrieval)
 
 
 def depth_curve(

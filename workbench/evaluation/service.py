@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import DEFAULT, Engine, reranker_argument
 from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.report import EvaluationReport
-from workbench.evaluation.runner import compare_runs, depth_curve, run_evaluation
+from workbench.evaluation.runner import compare_runs, depth_curve, plan_of, run_evaluation
 from workbench.inputs import validate_depths, whole_number
+from workbench.types import SearchPlan
 
 Progress = Callable[[int, int], None]
 _SAMPLE = 500
@@ -90,10 +91,10 @@ def prepare_collection(
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
-    collection: str,
+    plan: SearchPlan | str,
     *,
-    k: int = 100,
-    top_n: int = 10,
+    k: int | None = None,
+    top_n: int | None = None,
     reranker: Any = DEFAULT,
     retrieval: str | None = None,
     max_queries: int | None = None,
@@ -104,24 +105,17 @@ def evaluate_dataset(
     progress: Progress | None = None,
     ingest_progress: Progress | None = None,
 ) -> EvaluationReport:
-    """Judged queries through the engine: metrics before and after reranking, significance, optional depth
-    curve and outside-run comparison, with warnings about anything that makes the figures doubtful."""
-    k, top_n, max_queries, ks = check_plan(k, top_n, max_queries, depth)
-    engine.reranker(reranker)  # a missing model fails now, not after the ingest
+    """Judged queries answered as `plan` says: metrics before and after reranking, significance, optional depth
+    curve and outside-run comparison, with warnings about anything that makes the figures doubtful. A collection's
+    name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
+    plan = plan_of(engine, plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    collection, top_n = plan.collection or engine.settings.collection, plan.top_n
+    _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
+    engine.reranker_of(plan)  # a missing model fails now, not after the ingest
     warnings = prepare_collection(
         engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress
     )
-    report = run_evaluation(
-        engine,
-        dataset,
-        collection,
-        k=k,
-        top_n=top_n,
-        reranker=reranker,
-        retrieval=retrieval,
-        progress=progress,
-        max_queries=max_queries,
-    )
+    report = run_evaluation(engine, dataset, plan, progress=progress, max_queries=max_queries)
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "
@@ -129,7 +123,7 @@ def evaluate_dataset(
         )
     report.warnings = warnings
     if ks:
-        report.depth = depth_curve(engine, report, dataset, ks, reranker=reranker)
+        report.depth = depth_curve(engine, report, dataset, ks, reranker=reranker_argument(plan))
     if outside_run is not None:
-        report.outside = compare_runs(dataset, outside_run, report.after_run, k, (outside_name, "reranked"))
+        report.outside = compare_runs(dataset, outside_run, report.after_run, plan.k, (outside_name, "reranked"))
     return report

@@ -329,8 +329,6 @@ def judge_collection(
             f"'{collection}' has no judged query yet: the queue comes from the queries people graded. Grade one "
             "document of a query (workbench judge) or import qrels first."
         )
-    report = evaluate_dataset(
-        engine, judgments.dataset(), collection, k=k, top_n=top_n, retrieval=retrieval, max_queries=max_queries,
-        ingest_missing=False,
-    )  # fmt: skip
+    plan = engine.plan(collection=collection, k=k, top_n=top_n, retrieval=retrieval)
+    report = evaluate_dataset(engine, judgments.dataset(), plan, max_queries=max_queries, ingest_missing=False)
     return judge_queue(engine, collection, judging_queue([report], judgments), limit=limit, check=check)

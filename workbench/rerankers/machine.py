@@ -40,6 +40,7 @@ def installed_backends() -> tuple[str, ...]:
     """The CPU backends this installation can run (OpenVINO only with the 'openvino' extra)."""
     return tuple(b for b in CPU_BACKENDS if b != "openvino" or has_extra("openvino"))
 
+
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
 _NDCG = ir_measures.parse_measure("nDCG@10")

@@ -131,14 +131,14 @@ def run() -> None:
                 )
             ingest_bar = st.empty()
             bar = st.progress(0.0, text="running queries")
+            # the sidebar's first stage and reranker over the whole judged set: no metadata filters
+            plan = c.plan(engine).with_(
+                collection=collection.strip() or dataset.name, k=int(k), top_n=int(top_n), filters={}
+            )
             STATE.eval_report = evaluate_dataset(
                 engine,
                 dataset,
-                collection.strip() or dataset.name,
-                k=int(k),
-                top_n=int(top_n),
-                reranker=c.reranker,
-                retrieval=c.retrieval,
+                plan,
                 max_queries=int(max_queries) or None,
                 depth=depth,
                 outside_run=outside,
