@@ -26,7 +26,7 @@ from workbench.inputs import validate_query
 from workbench.rerankers import Reranker
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
 from workbench.types import Candidate, SearchResult
-from workbench.vocab import EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*[-*•]\s)")
 _TERM = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -236,10 +236,12 @@ def explain_document(
 ) -> Explanation:
     """Search as `Engine.search` would and explain the candidate `document_id` (a chunk id or a document id:
     the best-ranked chunk of that document)."""
-    model = engine.reranker(reranker)
+    chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
+    plan = engine.plan(collection=collection, k=k, top_n=1, reranker=chosen, retrieval=retrieval)
+    model = engine.reranker_of(plan)
     if model is None:
         raise InputError("An explanation needs a reranker: name one (or leave the default on).")
-    result = engine.search(query, k, 1, collection=collection, reranker=reranker, retrieval=retrieval)
+    result = engine.search(query, plan)
     candidate = _find(result, document_id)
     return explain_pair(model, result.query, candidate.text, document_id=candidate.id, prices=prices)
 

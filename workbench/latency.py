@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
-from workbench.types import Metadata, StageTimings
+from workbench.types import SearchPlan, StageTimings
 from workbench.vocab import MAX_K, MAX_QUERY_CHARS
 
 STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
@@ -70,18 +70,13 @@ def summarize(timings: Iterable[StageTimings]) -> list[StageSummary]:
 def load_run(
     engine: Engine,
     queries: Sequence[str],
+    plan: SearchPlan,
     *,
     n: int,
     concurrency: int = 1,
-    k: int = 50,
-    top_n: int = 10,
-    collection: str | None = None,
-    filters: Metadata | None = None,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadRun:
-    """Run `n` searches (cycling through `queries`) on `concurrency` threads, bypassing the caches."""
+    """Run `n` searches (cycling through `queries`) as `plan` says on `concurrency` threads, bypassing the caches."""
     queries = [q for q in queries if q.strip()]
     if not queries:
         raise InputError("A load run needs at least one query.")
@@ -90,25 +85,12 @@ def load_run(
     if not 1 <= concurrency <= 64:
         raise InputError(f"Concurrency must be between 1 and 64; got {concurrency}.")
     # Warm the models so that the first measured query does not pay for loading them.
-    engine.search(queries[0], k, top_n, filters, collection=collection, reranker=reranker, retrieval=retrieval)
+    engine.search(queries[0], plan)
     timings: list[StageTimings] = []
     errors: list[str] = []
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [
-            pool.submit(
-                engine.search,
-                queries[i % len(queries)],
-                k,
-                top_n,
-                filters,
-                collection=collection,
-                reranker=reranker,
-                retrieval=retrieval,
-                use_cache=False,
-            )
-            for i in range(n)
-        ]
+        futures = [pool.submit(engine.search, queries[i % len(queries)], plan, use_cache=False) for i in range(n)]
         for done, future in enumerate(as_completed(futures), start=1):
             try:
                 timings.append(future.result().timings)
@@ -120,8 +102,8 @@ def load_run(
     return LoadRun(
         queries=n,
         concurrency=concurrency,
-        k=k,
-        top_n=top_n,
+        k=plan.k,
+        top_n=plan.top_n,
         wall_seconds=wall,
         queries_per_second=len(timings) / wall if wall else 0.0,
         timings=timings,

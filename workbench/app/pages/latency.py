@@ -86,14 +86,9 @@ def run() -> None:
             STATE.load_run = load_run(
                 engine,
                 queries,
+                c.plan(engine),
                 n=int(n),
                 concurrency=int(concurrency),
-                k=c.k,
-                top_n=c.top_n,
-                collection=c.collection,
-                filters=c.filters,
-                reranker=c.reranker,
-                retrieval=c.retrieval,
                 progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} queries"),
             )
     run = STATE.load_run
