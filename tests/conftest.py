@@ -28,7 +28,9 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,6 +163,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 60.0, every: float = 0.1) -> Any:
+    """Poll `condition()` until it is truthy, and return it; AssertionError after `timeout` seconds. What a test
+    waits for, in place of a sleep that a loaded machine can outrun."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout:g} s: {condition.__doc__ or condition!r}")
+        time.sleep(every)
 
 
 def killed_when_written(script: str, *args: str) -> None:

@@ -4,12 +4,11 @@ service starts anyway with one warning naming WORKBENCH_EVENTS, and /health says
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import free_port, silent_server
+from tests.conftest import free_port, silent_server, wait_until
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
 
@@ -60,8 +59,13 @@ def test_health_does_not_say_connected_while_the_broker_hangs(served_data: Setti
         try:
             server.wait_ready()
             assert httpx.post(f"{server.url}/search", json={"query": "pension"}, timeout=60).status_code == 200
-            time.sleep(3)
-            events = httpx.get(f"{server.url}/health", timeout=30).json()["events"]
-            assert events["connected"] is False and events["buffered"] >= 1, events
+            # once the delivery has hung past the stall limit, health says not connected, the event kept
+            events = wait_until(
+                lambda: (
+                    (e := httpx.get(f"{server.url}/health", timeout=30).json()["events"])["connected"] is False and e
+                ),
+                timeout=60,
+            )
+            assert events["buffered"] >= 1, events
         finally:
             server.stop()

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import wait_until
 from tests.services.conftest import ApiServer, Rabbit, api_env
 from workbench.config import Settings
 from workbench.errors import InputError, StoreError
@@ -206,11 +207,11 @@ def test_a_broker_killed_mid_run_loses_no_search_and_no_buffered_event(tmp_path:
             time.sleep(0.05)
         broker.kill()
         started = time.perf_counter()
-        for i in range(100):  # while the broker is down: publish returns at once
+        for i in range(100):  # while the broker is down: publish only buffers, it never waits for delivery
             sink.publish(RetrievalCompleted.of(f"during {i}", 5, 5, f"during-{i}"))
-        assert time.perf_counter() - started < 0.5
-        time.sleep(1.5)
-        assert sink.stats()["buffered"] == 100 and sink.stats()["connected"] is False
+        # had publish waited for a delivery, 100 of them would take at least one connect timeout (2 s) each
+        assert time.perf_counter() - started < 2
+        wait_until(lambda: sink.stats()["connected"] is False and sink.stats()["buffered"] == 100, timeout=30)
         broker.start()
         deadline = time.monotonic() + 60
         while sink.stats()["buffered"] and time.monotonic() < deadline:
