@@ -8,15 +8,15 @@ import os
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
-from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
 from workbench.evaluation.rerankers import compare_rerankers
+from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list, validate_retrieval
-from workbench.judgments import load_judgments
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
@@ -55,22 +55,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     modes = _modes(args.retrieval)
     folder = _writable_folder(args.save_runs) if args.save_runs else None
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
-    if args.qrels or args.queries:
-        if not (args.qrels and args.queries):
-            raise InputError("--qrels and --queries go together.")
-        dataset = Dataset.from_files(args.queries, args.qrels)
-    elif demo:
-        dataset = demo_dataset(args.split, settings)
+    files = args.qrels or args.queries
+    if demo and not files:
         args.collection = args.collection or DEMO_COLLECTION
-    elif args.dataset:
-        dataset = Dataset.from_beir(args.dataset, args.split)
-    elif args.collection and (stored := load_judgments(settings, args.collection)) is not None:
-        dataset = stored.dataset()
-    else:
-        raise InputError(
-            "Name what to evaluate: a BEIR folder, `demo`, --qrels FILE --queries FILE, or --collection NAME "
-            "when that collection has judgments (rated, or imported with `workbench judgments import`)."
-        )
+    dataset = judged_dataset(
+        settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
+        split=args.split, collection=args.collection,
+    )  # fmt: skip
     if not args.collection:
         raise InputError("Name the collection to evaluate with --collection.")
     outside = read_trec_run(args.run) if args.run else None

@@ -16,13 +16,14 @@ from workbench.app import calibration_view, queue_view, rerankers_view
 from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
-from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dataset, demo_dir
+from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
+from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
@@ -104,16 +105,21 @@ def run() -> None:
         submitted = st.form_submit_button("Run evaluation", type="primary")
 
     def _dataset(tmp: Path) -> Dataset:
-        if source == UPLOAD:
-            if queries_file is None or qrels_file is None:
-                raise InputError("Upload both a queries file and a qrels file.")
-            return Dataset.from_files(save_upload(queries_file, tmp), save_upload(qrels_file, tmp))
-        if source == ATTACHED and attached is not None:
-            return attached.dataset()
-        if source == DEMO:
-            return demo_dataset(settings=engine.settings)
-        folder = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
-        return Dataset.from_beir(folder, split.strip() or "test")
+        uploaded = source == UPLOAD
+        if uploaded and (queries_file is None or qrels_file is None):
+            raise InputError("Upload both a queries file and a qrels file.")
+        beir = None
+        if source not in {UPLOAD, ATTACHED, DEMO}:
+            beir = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
+        return judged_dataset(
+            engine.settings,
+            queries=save_upload(queries_file, tmp) if uploaded else None,
+            qrels=save_upload(qrels_file, tmp) if uploaded else None,
+            demo=source == DEMO,
+            beir=beir,
+            split=split.strip() or "test",
+            collection=c.collection if source == ATTACHED else None,
+        )
 
     if submitted:
         # a failed run must not leave the old report on screen

@@ -1,0 +1,41 @@
+"""Where the judged queries to evaluate come from, for every front end (`workbench eval`, the Evaluate page):
+files (queries and qrels), the demo handbook's, a BEIR folder, or the judgments store's for a collection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.config import Settings
+from workbench.demo import demo_dataset
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
+from workbench.judgments import load_judgments
+
+
+def judged_dataset(
+    settings: Settings,
+    *,
+    queries: str | Path | None = None,
+    qrels: str | Path | None = None,
+    demo: bool = False,
+    beir: str | Path | None = None,
+    split: str = "test",
+    collection: str | None = None,
+) -> Dataset:
+    """The judged queries from the first source given, in this order: `queries` with `qrels` (BEIR or TREC
+    files), the demo's (`demo`), a BEIR folder (`beir`, its `split`), the judgments stored for `collection`.
+    InputError when only one of the files is given, or when no source is."""
+    if queries is not None or qrels is not None:
+        if queries is None or qrels is None:
+            raise InputError("The queries and the qrels go together: give both (--qrels and --queries).")
+        return Dataset.from_files(queries, qrels)
+    if demo:
+        return demo_dataset(split, settings)
+    if beir is not None:
+        return Dataset.from_beir(beir, split)
+    if collection and (stored := load_judgments(settings, collection)) is not None:
+        return stored.dataset()
+    raise InputError(
+        "Name what to evaluate: a BEIR folder, `demo`, --qrels FILE --queries FILE, or --collection NAME "
+        "when that collection has judgments (rated, or imported with `workbench judgments import`)."
+    )
