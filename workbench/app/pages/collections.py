@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -12,17 +14,31 @@ import streamlit as st
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
 from workbench.app.widgets import file_picker, problems_table, sidebar_note, text_md
+from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
 from workbench.judgments import import_judgments, load_judgments
 from workbench.loaders import SUPPORTED_SUFFIXES
+from workbench.types import CollectionInfo
 
 
 def run() -> None:
-    """The Collections page, drawn under the sidebar that `main.run` draws."""
+    """The Collections page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
-
     st.title("Collections")
     sidebar_note(())
+    _last_ingest()
+    infos = _collections_table(engine)
+    names = [i.name for i in infos]
+    _create(engine)
+    if not names:
+        st.stop()
+    _attach_judgments(engine, names)
+    _browse(engine, infos, names)
+    _delete(engine, names)
+
+
+def _last_ingest() -> None:
+    """What the last ingest of this session said: its summary, skipped files and warnings."""
     if STATE.flash:
         st.success(STATE.flash)
         STATE.flash = None
@@ -34,6 +50,9 @@ def run() -> None:
         for warning in STATE.ingest_report.warnings:
             st.warning(text_md(warning), icon=":material/content_copy:")
 
+
+def _collections_table(engine: Engine) -> list[CollectionInfo]:
+    """Every collection with its size, embedder and judgments, downloadable."""
     infos = []
     with shown_errors():
         infos = engine.collections()
@@ -47,7 +66,32 @@ def run() -> None:
         ]
         st.dataframe(table, hide_index=True, width="stretch")
         st.download_button("Collections (CSV)", table.to_csv(index=False), "collections.csv", "text/csv")
+    return infos
 
+
+@dataclass
+class _NewCollection:
+    """What the create form asked for."""
+
+    source: str
+    name: str
+    uploads: Any
+    folder: str | None
+    chunk_size: int
+    chunk_overlap: int
+    text_columns: str
+    replace: bool
+
+
+def _create(engine: Engine) -> None:
+    """Create or update a collection from uploads or an allowed folder, with chunking settings and progress."""
+    asked = _create_form(engine)
+    if asked is not None:
+        _ingest(engine, asked)
+
+
+def _create_form(engine: Engine) -> _NewCollection | None:
+    """The create form; what it asked for once submitted, else None."""
     st.divider()
     st.subheader("Create or update a collection")
     source = st.radio("From", ["Uploaded files", "A folder on this machine"], horizontal=True, key="new-source")
@@ -88,51 +132,56 @@ def run() -> None:
                 "'<its folder>/<name>'. Uploads are matched by name: uploading a name again replaces it.",
             )
         submitted = st.form_submit_button("Ingest", type="primary")
+    if not submitted:
+        return None
+    return _NewCollection(source, name, uploads, folder, int(chunk_size), int(chunk_overlap), text_columns, replace)
 
-    if submitted:
-        with shown_errors():
-            if not name.strip():
-                raise InputError("Give the collection a name.")
-            bar = st.progress(0.0, text="reading files")
 
-            def progress(done: int, total: int) -> None:
-                bar.progress(done / max(total, 1), text=f"{done}/{total} chunks written")
+def _ingest(engine: Engine, asked: _NewCollection) -> None:
+    """Ingest what the form asked for, with a progress bar; the page reruns to list the collection."""
+    with shown_errors():
+        if not asked.name.strip():
+            raise InputError("Give the collection a name.")
+        bar = st.progress(0.0, text="reading files")
 
-            columns = [c.strip() for c in text_columns.split(",") if c.strip()] or None
-            with tempfile.TemporaryDirectory() as tmp:
-                refused = []
-                if source == "Uploaded files":
-                    if not uploads:
-                        raise InputError("Choose at least one file to upload.")
-                    saved, refused = save_uploads(uploads, Path(tmp), SUPPORTED_SUFFIXES)
-                    if not saved:
-                        raise IngestError(
-                            "No file could be ingested: " + "; ".join(f"{p.name}: {p.reason}" for p in refused)
-                        )
-                    path, shown = Path(tmp), "your upload"
-                else:
-                    path = server_path(folder or "", engine.settings, "folder")
-                    shown = str(path)
-                report = engine.ingest(
-                    path,
-                    name.strip(),
-                    chunk_size=int(chunk_size),
-                    chunk_overlap=int(chunk_overlap),
-                    text_columns=columns,
-                    progress=progress,
-                    shown_as=shown,
-                    replace=replace,
-                    uploaded=source == "Uploaded files",
-                )
-            report.problems = [*refused, *report.problems]
-            STATE.ingest_report = report
-            STATE.flash = report.summary()
-            set_value("browse_collection", report.collection)
-            st.rerun()  # the list above shows the new collection
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / max(total, 1), text=f"{done}/{total} chunks written")
 
-    if not names:
-        st.stop()
+        columns = [c.strip() for c in asked.text_columns.split(",") if c.strip()] or None
+        with tempfile.TemporaryDirectory() as tmp:
+            refused = []
+            if asked.source == "Uploaded files":
+                if not asked.uploads:
+                    raise InputError("Choose at least one file to upload.")
+                saved, refused = save_uploads(asked.uploads, Path(tmp), SUPPORTED_SUFFIXES)
+                if not saved:
+                    raise IngestError(
+                        "No file could be ingested: " + "; ".join(f"{p.name}: {p.reason}" for p in refused)
+                    )
+                path, shown = Path(tmp), "your upload"
+            else:
+                path = server_path(asked.folder or "", engine.settings, "folder")
+                shown = str(path)
+            report = engine.ingest(
+                path,
+                asked.name.strip(),
+                chunk_size=asked.chunk_size,
+                chunk_overlap=asked.chunk_overlap,
+                text_columns=columns,
+                progress=progress,
+                shown_as=shown,
+                replace=asked.replace,
+                uploaded=asked.source == "Uploaded files",
+            )
+        report.problems = [*refused, *report.problems]
+        STATE.ingest_report = report
+        STATE.flash = report.summary()
+        set_value("browse_collection", report.collection)
+        st.rerun()  # the list above shows the new collection
 
+
+def _attach_judgments(engine: Engine, names: list[str]) -> None:
+    """Import qrels and their queries into the judgments store for a collection."""
     st.divider()
     st.subheader("Attach judgments")
     st.caption(
@@ -155,6 +204,9 @@ def run() -> None:
                 )
             st.success(f"Attached judgments for {judged.query_count} queries to '{target}'.")
 
+
+def _browse(engine: Engine, infos: list[CollectionInfo], names: list[str]) -> None:
+    """A collection's chunks, a page at a time, downloadable."""
     st.divider()
     st.subheader("Browse")
     if STATE.browse_collection not in names:
@@ -176,6 +228,9 @@ def run() -> None:
             st.dataframe(rows, hide_index=True, width="stretch")
             st.download_button("This page (CSV)", rows.to_csv(index=False), "chunks.csv", "text/csv")
 
+
+def _delete(engine: Engine, names: list[str]) -> None:
+    """Delete a collection after its name is typed again."""
     st.divider()
     st.subheader("Delete")
     doomed = st.selectbox(
