@@ -6,9 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
-from workbench.app.state import STATE, controls, engine_resource, shown_errors
+from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import SIDEBAR_CONTROLS, file_picker, sidebar_note
 from workbench.demo import sample_queries
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import parse_int_list
 from workbench.latency import STAGES, load_run, rerank_time_by_k, summarize
@@ -16,17 +17,23 @@ from workbench.types import StageTimings
 
 
 def run() -> None:
-    """The Latency page, drawn under the sidebar that `main.run` draws."""
+    """The Latency page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
     c = controls()
-
     st.title("Latency")
     sidebar_note(
         SIDEBAR_CONTROLS,
         own="the queries and concurrency of a load run; the k values of the rerank-time measurement (which runs "
         "without filters)",
     )
+    _session_searches()
+    queries = _load_run_queries()
+    _load_run(engine, c, queries)
+    _rerank_time(engine, c, queries)
 
+
+def _session_searches() -> None:
+    """This session's searches: per-stage figures of those that ran a model, and every search."""
     st.subheader("This session's searches")
     history = pd.DataFrame([h.model_dump() for h in STATE.history])
     if history.empty:
@@ -58,6 +65,9 @@ def run() -> None:
         st.dataframe(history, hide_index=True, width="stretch")
         st.download_button("Every search (CSV)", history.to_csv(index=False), "session_searches.csv", "text/csv")
 
+
+def _load_run_queries() -> list[str]:
+    """The load run's queries: the samples, or an uploaded list (one per line)."""
     st.divider()
     st.subheader("Load run")
     st.caption(
@@ -74,6 +84,11 @@ def run() -> None:
                 queries = [q.strip() for q in upload.getvalue().decode("utf-8-sig").splitlines() if q.strip()]
             except UnicodeDecodeError:
                 st.error("The query list is not UTF-8 text: save it as UTF-8 and upload it again.")
+    return queries
+
+
+def _load_run(engine: Engine, c: Controls, queries: list[str]) -> None:
+    """N searches with the sidebar's plan at a chosen concurrency, caches bypassed, and their figures."""
     c1, c2 = st.columns(2)
     n = c1.number_input("Queries to run", 1, 2000, value=20, key="load-n")
     concurrency = c2.number_input("Concurrency (threads)", 1, 16, value=2, key="load-concurrency")
@@ -107,6 +122,9 @@ def run() -> None:
         d2.download_button("Load run, every query (CSV)", frame.to_csv(index=False), "load_run_queries.csv", "text/csv")
         st.plotly_chart(stage_distribution(frame, "Load run: per-stage ms"), width="stretch", key="load-box")
 
+
+def _rerank_time(engine: Engine, c: Controls, queries: list[str]) -> None:
+    """Rerank time as k grows, measured on a few of the queries."""
     st.divider()
     st.subheader("Rerank time against k")
     ks_text = st.text_input("k values", "10, 25, 50, 100", key="depth-ks")
