@@ -13,6 +13,7 @@ from workbench.app.judging import Judging, grade_control
 from workbench.app.progress import search_with_progress
 from workbench.app.state import (
     STATE,
+    Controls,
     bind,
     controls,
     engine_resource,
@@ -41,51 +42,63 @@ from workbench.vocab import RETRIEVAL
 
 
 def run() -> None:
-    """The Explore page, drawn under the sidebar that `main.run` draws."""
+    """The Explore page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
     c = controls()
-
     st.title("Explore")
     sidebar_note(SIDEBAR_CONTROLS)
     st.caption(
         "First-stage retrieval beside cross-encoder reranking. Change top n freely: the result is reranked once and "
         "re-sliced, no model runs."
     )
+    if c.collection == DEMO_COLLECTION:
+        _sample_queries()
+    history = st.container()  # drawn last, so that it counts the search this run makes
+    query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
+    result = _search(engine, c, query, history)
+    _headline(engine, result)
+    _lists(engine, c, result)
+
+
+def _stop(engine: Engine, history: Any) -> None:
+    """End the page here, with the history of searches drawn in its place."""
+    with history:
+        open_history(engine)
+    st.stop()
+
+
+def _sample_queries() -> None:
+    """The demo's sample queries, grouped: one click puts a query in the box."""
 
     def _use_sample(group: str) -> None:
         picked = st.session_state.get(widget_key(f"sample.{group}"))
         if picked:
             set_value("query", picked)
 
-    if c.collection == DEMO_COLLECTION:
-        with st.expander("Sample queries", expanded=not STATE.query):
-            for group, title in GROUPS.items():
-                st.markdown(f"**{title.capitalize()}**")
-                st.pills(
-                    title,
-                    [q.text for q in sample_queries(group)],
-                    key=widget_key(f"sample.{group}"),
-                    on_change=_use_sample,
-                    args=(group,),
-                    label_visibility="collapsed",
-                )
+    with st.expander("Sample queries", expanded=not STATE.query):
+        for group, title in GROUPS.items():
+            st.markdown(f"**{title.capitalize()}**")
+            st.pills(
+                title,
+                [q.text for q in sample_queries(group)],
+                key=widget_key(f"sample.{group}"),
+                on_change=_use_sample,
+                args=(group,),
+                label_visibility="collapsed",
+            )
 
-    history = st.container()  # drawn last, so that it counts the search this run makes
-    query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
 
-    def stop() -> None:
-        with history:
-            open_history(engine)
-        st.stop()
-
+def _search(engine: Engine, c: Controls, query: str, history: Any) -> SearchResult:
+    """The search the sidebar's plan makes for the query, the first-stage list shown while the reranker works;
+    the page stops here when there is nothing to search, or the search failed."""
     if c.collection is None:
-        stop()
+        _stop(engine, history)
     if not query.strip():
         st.info("Type a query and press Enter, or pick a sample query.")
-        stop()
+        _stop(engine, history)
     if c.filter_error:
         st.error(f"The search did not run: {c.filter_error}", icon=":material/filter_alt_off:")
-        stop()
+        _stop(engine, history)
 
     result = None
     reranking = " and reranking" if c.reranker is not None else ""
@@ -100,11 +113,15 @@ def run() -> None:
         result = search_with_progress(lambda progress: engine.search(query, plan, progress=progress), bar)
     preview.empty()
     if result is None:
-        stop()
+        _stop(engine, history)
     remember(engine, result)
     with history:
         open_history(engine)
+    return result
 
+
+def _headline(engine: Engine, result: SearchResult) -> None:
+    """The search's figures (candidates, movement, timings, caches); the page stops when nothing matched."""
     cached = result.cache.result_cached
     moved_up = sum(r.movement in {"up", "new"} for r in result.reranked)
     cols = st.columns(5)
@@ -133,6 +150,10 @@ def run() -> None:
             st.warning("Nothing matched: try other words.")
         st.stop()  # the history is drawn already
 
+
+def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
+    """The first-stage list beside the reranked list, graded in place, with the stage bar and slopegraph."""
+    cached = result.cache.result_cached
     grades = _judged_figures(engine, result)
     judging = Judging(engine, result.collection, result.query, grades, c.rater)
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
