@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
 from workbench.app.history import remember
 from workbench.app.judging import Judging, grade_control
 from workbench.app.progress import search_with_progress
-from workbench.app.state import STATE, CompareSide, bind, controls, engine_resource, set_value, shown_errors
+from workbench.app.state import (
+    STATE,
+    CompareSide,
+    Controls,
+    bind,
+    controls,
+    engine_resource,
+    set_value,
+    shown_errors,
+)
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.compare import agreement
+from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.storecompare import StoreComparison, StoreTarget, compare_stores, copy_into, missing_targets, release
+from workbench.types import SearchResult
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
 
 PRESETS = {
@@ -28,10 +41,9 @@ PRESETS = {
 
 
 def run() -> None:
-    """The Compare page, drawn under the sidebar that `main.run` draws."""
+    """The Compare page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
     c = controls()
-
     st.title("Compare")
     sidebar_note(
         ("filters",),
@@ -42,16 +54,34 @@ def run() -> None:
         "The same query through two configurations: reranker on or off, dense or hybrid candidates, two depths, two "
         "rerankers, or two collections (and so two embedders). The sidebar's filters apply to both."
     )
+    names = _collection_names(engine)
+    choices = discover_rerankers(engine.settings)
+    _presets(c)
+    left, right = st.columns(2)
+    with left:
+        a = _configuration(c, names, choices, "compare_a", "Configuration A")
+    with right:
+        b = _configuration(c, names, choices, "compare_b", "Configuration B")
+    query, top_n = _query_and_top_n(c, a, b)
+    results = _search_both(engine, c, query, top_n, a, b)
+    _agreement(results)
+    _lists(engine, c, results, {"A": a, "B": b}, {m.id: m for m in choices})
+    _across_stores(engine, c, names, query)
 
+
+def _collection_names(engine: Engine) -> list[str]:
+    """The collections to compare in; the page stops when there are none."""
     names = []
     with shown_errors():
         names = [info.name for info in engine.collections()]
     if not names:
         st.info("No collections yet: create one on the Collections page.")
         st.stop()
-    choices = discover_rerankers(engine.settings)
-    by_id = {m.id: m for m in choices}
-    model_ids = list(by_id)
+    return names
+
+
+def _presets(c: Controls) -> None:
+    """One-click starting points, from the sidebar's collection and k."""
 
     def _apply_preset(name: str) -> None:
         a, b = PRESETS[name]
@@ -67,40 +97,41 @@ def run() -> None:
     for column, preset in zip(preset_columns, PRESETS, strict=True):
         column.button(preset, on_click=_apply_preset, args=(preset,), width="stretch")
 
-    def config_form(side: str, title: str) -> CompareSide:
-        config: CompareSide = getattr(STATE, side)
-        if config.collection not in names:
-            set_value(f"{side}.collection", c.collection if c.collection in names else names[0])
-        if config.model not in model_ids:
-            set_value(f"{side}.model", model_ids[0] if model_ids else None)
-        st.markdown(f"#### {title}")
-        st.selectbox("Collection", names, **bind(f"{side}.collection"))
-        st.number_input("k", 1, MAX_K, **bind(f"{side}.k"))
-        st.radio(
-            "Candidates",
-            RETRIEVAL_MODES,
-            horizontal=True,
-            format_func=lambda mode: RETRIEVAL[mode].label,
-            **bind(f"{side}.retrieval"),
+
+def _configuration(c: Controls, names: list[str], choices: list[Any], side: str, title: str) -> CompareSide:
+    """One side's form: collection, k, first stage, reranker."""
+    by_id = {m.id: m for m in choices}
+    model_ids = list(by_id)
+    config: CompareSide = getattr(STATE, side)
+    if config.collection not in names:
+        set_value(f"{side}.collection", c.collection if c.collection in names else names[0])
+    if config.model not in model_ids:
+        set_value(f"{side}.model", model_ids[0] if model_ids else None)
+    st.markdown(f"#### {title}")
+    st.selectbox("Collection", names, **bind(f"{side}.collection"))
+    st.number_input("k", 1, MAX_K, **bind(f"{side}.k"))
+    st.radio(
+        "Candidates",
+        RETRIEVAL_MODES,
+        horizontal=True,
+        format_func=lambda mode: RETRIEVAL[mode].label,
+        **bind(f"{side}.retrieval"),
+    )
+    rerank = st.toggle("Rerank", disabled=not model_ids, **bind(f"{side}.rerank"))
+    if model_ids:
+        st.selectbox(
+            "Reranker",
+            model_ids,
+            format_func=lambda i: by_id[i].short_name,
+            disabled=not rerank,
+            help="\n\n".join(f"- {m.short_name}: {m.id} ({m.path})" for m in choices),
+            **bind(f"{side}.model"),
         )
-        rerank = st.toggle("Rerank", disabled=not model_ids, **bind(f"{side}.rerank"))
-        if model_ids:
-            st.selectbox(
-                "Reranker",
-                model_ids,
-                format_func=lambda i: by_id[i].short_name,
-                disabled=not rerank,
-                help="\n\n".join(f"- {m.short_name}: {m.id} ({m.path})" for m in choices),
-                **bind(f"{side}.model"),
-            )
-        return getattr(STATE, side)
+    return getattr(STATE, side)
 
-    left, right = st.columns(2)
-    with left:
-        a = config_form("compare_a", "Configuration A")
-    with right:
-        b = config_form("compare_b", "Configuration B")
 
+def _query_and_top_n(c: Controls, a: CompareSide, b: CompareSide) -> tuple[str, int]:
+    """The top n compared (at most the smaller k) and the query; the page stops without a query to run."""
     most = min(a.k, b.k)
     if STATE.compare_top_n > most:
         set_value("compare_top_n", most)
@@ -114,7 +145,13 @@ def run() -> None:
     if c.filter_error:
         st.error(f"The comparison did not run: {c.filter_error}")
         st.stop()
+    return query, top_n
 
+
+def _search_both(
+    engine: Engine, c: Controls, query: str, top_n: int, a: CompareSide, b: CompareSide
+) -> dict[str, SearchResult]:
+    """The query through both configurations, each with its progress; the page stops when one fails."""
     results = {}
     for name, config in (("A", a), ("B", b)):
         with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
@@ -130,7 +167,11 @@ def run() -> None:
             remember(engine, results[name])
     if len(results) < 2:
         st.stop()
+    return results
 
+
+def _agreement(results: dict[str, SearchResult]) -> None:
+    """How far the two lists agree: overlap, Jaccard, Kendall's tau, RBO."""
     ids_a = [r.id for r in results["A"].reranked]
     ids_b = [r.id for r in results["B"].reranked]
     agree = agreement(ids_a, ids_b)
@@ -147,6 +188,18 @@ def run() -> None:
     if notes:
         st.caption(" ".join(notes))
 
+
+def _lists(
+    engine: Engine,
+    c: Controls,
+    results: dict[str, SearchResult],
+    configs: dict[str, CompareSide],
+    by_id: dict[str, Any],
+) -> None:
+    """The two lists side by side, graded in place, with each list's figures once the query is judged."""
+    ids_a = [r.id for r in results["A"].reranked]
+    ids_b = [r.id for r in results["B"].reranked]
+
     def _describe(side: str, config: CompareSide) -> str:
         result = results[side]
         model = by_id[config.model].short_name if config.rerank and config.model in by_id else "no reranker"
@@ -154,7 +207,7 @@ def run() -> None:
 
     left, right = st.columns(2)
     shared = set(ids_a) & set(ids_b)
-    for column, side, config in ((left, "A", a), (right, "B", b)):
+    for column, side, config in ((left, "A", configs["A"]), (right, "B", configs["B"])):
         result = results[side]
         with column:
             st.subheader(_describe(side, config), help=result.reranker_model or "")
@@ -185,6 +238,9 @@ def run() -> None:
                 )  # fmt: skip
             downloads(result, f"compare-{side}")
 
+
+def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) -> None:
+    """The same query in the collection of the same name in each store picked, copied there on request."""
     st.divider()
     st.subheader("The same query across stores")
     st.caption(
