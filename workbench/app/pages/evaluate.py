@@ -7,16 +7,19 @@ before any work and refuses judgments that do not belong to the collection.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from workbench.app import calibration_view, queue_view, rerankers_view
-from workbench.app.state import STATE, controls, engine_resource, error_text, page, set_value
+from workbench.app.state import STATE, Controls, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
 from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
@@ -36,7 +39,7 @@ UPLOAD = "Upload queries and qrels"
 
 
 def run() -> None:
-    """The Evaluate page, drawn under the sidebar that `main.run` draws."""
+    """The Evaluate page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
     c = controls()
     st.title("Evaluate")
@@ -48,17 +51,62 @@ def run() -> None:
         "Run judged queries through the engine and see what the reranker does: by how much, on which queries, "
         "and whether the difference is real. It may help, do nothing or hurt; the figures say which."
     )
+    presets = _presets(engine, c)
+    asked = _form(engine, c, presets)
+    if asked.submitted:
+        _evaluate(engine, c, presets, asked)
+    report = _report_or_stop()
+    _headline(report)
+    with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
+        pool = [r for r in STATE.eval_pool if r.collection == report.collection and r.dataset == report.dataset]
+        queue_view.draw(engine, pool or [report], c.rater)
+    if STATE.reranker_comparison is not None:
+        rerankers_view.draw(STATE.reranker_comparison)
+    _groups(report)
+    _outside(report)
+    _charts(report)
+    _most_hurt_and_helped(report)
+    _downloads(report)
+    if report.reranker_model and STATE.eval_qrels is not None:
+        st.divider()
+        calibration_view.draw(report, STATE.eval_qrels)
 
+
+@dataclass
+class _EvalForm:
+    """What the evaluation form asked for."""
+
+    source: str
+    folder_text: str
+    split: str
+    queries_file: Any
+    qrels_file: Any
+    outside_file: Any
+    collection: str
+    k: int
+    top_n: int
+    max_queries: int
+    depth_ks: str
+    compared: list[str]
+    submitted: bool
+
+
+def _presets(engine: Engine, c: Controls) -> dict[str, Path | None]:
+    """Where judgments can come from: the demo's, the sidebar collection's (when it has some), the BEIR folders
+    found in the allowed folders, a folder typed in, an upload."""
     presets: dict[str, Path | None] = {DEMO: demo_dir()}
-    attached = load_judgments(engine.settings, c.collection) if c.collection else None
-    if attached is not None:
+    if c.collection and load_judgments(engine.settings, c.collection) is not None:
         presets[ATTACHED] = None
     for folder in beir_folders(engine.settings):
         if folder != demo_dir().resolve():
             presets[f"BEIR: {folder.name}"] = folder
     presets[FOLDER] = None
     presets[UPLOAD] = None
+    return presets
 
+
+def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _EvalForm:
+    """The judgments, the collection, the depths and the rerankers to evaluate."""
     choices = discover_rerankers(engine.settings)
     by_id = {m.id: m for m in choices}
     source = st.radio("Judgments", list(presets), key="eval-source")
@@ -103,76 +151,86 @@ def run() -> None:
             "RERANKER_SERVICE_URL or WORKBENCH_RERANKERS.",
         )
         submitted = st.form_submit_button("Run evaluation", type="primary")
+    return _EvalForm(
+        source, folder_text, split, queries_file, qrels_file, outside_file, collection, int(k), int(top_n),
+        int(max_queries), depth_ks, compared, submitted,
+    )  # fmt: skip
 
-    def _dataset(tmp: Path) -> Dataset:
-        uploaded = source == UPLOAD
-        if uploaded and (queries_file is None or qrels_file is None):
-            raise InputError("Upload both a queries file and a qrels file.")
-        beir = None
-        if source not in {UPLOAD, ATTACHED, DEMO}:
-            beir = presets[source] or server_path(folder_text, engine.settings, "BEIR folder")
-        return judged_dataset(
-            engine.settings,
-            queries=save_upload(queries_file, tmp) if uploaded else None,
-            qrels=save_upload(qrels_file, tmp) if uploaded else None,
-            demo=source == DEMO,
-            beir=beir,
-            split=split.strip() or "test",
-            collection=c.collection if source == ATTACHED else None,
+
+def _dataset(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm, tmp: Path) -> Dataset:
+    """The judged queries the form names (uploads saved under `tmp`)."""
+    uploaded = asked.source == UPLOAD
+    if uploaded and (asked.queries_file is None or asked.qrels_file is None):
+        raise InputError("Upload both a queries file and a qrels file.")
+    beir = None
+    if asked.source not in {UPLOAD, ATTACHED, DEMO}:
+        beir = presets[asked.source] or server_path(asked.folder_text, engine.settings, "BEIR folder")
+    return judged_dataset(
+        engine.settings,
+        queries=save_upload(asked.queries_file, tmp) if uploaded else None,
+        qrels=save_upload(asked.qrels_file, tmp) if uploaded else None,
+        demo=asked.source == DEMO,
+        beir=beir,
+        split=asked.split.strip() or "test",
+        collection=c.collection if asked.source == ATTACHED else None,
+    )
+
+
+def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm) -> None:
+    """Run the evaluation the form asked for (and the rerankers side by side). A failure is kept to be shown, and
+    no earlier report stays on screen."""
+    STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
+    STATE.eval_qrels = None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            dataset = _dataset(engine, c, presets, asked, Path(tmp))
+            outside_file = asked.outside_file
+            outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
+        wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
+        depth = [d for d in wanted if d <= asked.k]
+        if len(depth) < len(wanted):
+            left_out = ", ".join(str(d) for d in wanted if d > asked.k)
+            st.info(f"Depth values above k ({asked.k}) were left out: {left_out}.")
+        ingest_bar = st.empty()
+        bar = st.progress(0.0, text="running queries")
+        collection = asked.collection.strip() or dataset.name
+        # the sidebar's first stage and reranker over the whole judged set: no metadata filters
+        plan = c.plan(engine).with_(collection=collection, k=asked.k, top_n=asked.top_n, filters={})
+        STATE.eval_report = evaluate_dataset(
+            engine,
+            dataset,
+            plan,
+            max_queries=asked.max_queries or None,
+            depth=depth,
+            outside_run=outside,
+            outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
+            progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
+            ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
         )
-
-    if submitted:
-        # a failed run must not leave the old report on screen
-        STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
-        STATE.eval_qrels = None
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                dataset = _dataset(Path(tmp))
-                outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
-            wanted = parse_int_list(depth_ks, "Depth curve k values") if depth_ks.strip() else []
-            depth = [d for d in wanted if d <= int(k)]
-            if len(depth) < len(wanted):
-                st.info(
-                    f"Depth values above k ({int(k)}) were left out: {', '.join(str(d) for d in wanted if d > int(k))}."
-                )
-            ingest_bar = st.empty()
-            bar = st.progress(0.0, text="running queries")
-            # the sidebar's first stage and reranker over the whole judged set: no metadata filters
-            plan = c.plan(engine).with_(
-                collection=collection.strip() or dataset.name, k=int(k), top_n=int(top_n), filters={}
-            )
-            STATE.eval_report = evaluate_dataset(
+        STATE.eval_qrels = dataset.qrels
+        STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
+        if len(asked.compared) > 1:
+            side = st.progress(0.0, text="rerankers side by side")
+            STATE.reranker_comparison = compare_rerankers(
                 engine,
                 dataset,
-                plan,
-                max_queries=int(max_queries) or None,
-                depth=depth,
-                outside_run=outside,
-                outside_name=outside_file.name if outside_file is not None else "outside run",
-                progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
-                ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
+                collection,
+                asked.compared,
+                k=asked.k,
+                top_n=asked.top_n,
+                retrieval=c.retrieval,
+                max_queries=asked.max_queries or None,
+                prices=STATE.prices,
+                progress=lambda d, t: side.progress(d / t, text=f"rerankers: {d}/{t} searches"),
             )
-            STATE.eval_qrels = dataset.qrels
-            STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
-            if len(compared) > 1:
-                side = st.progress(0.0, text="rerankers side by side")
-                STATE.reranker_comparison = compare_rerankers(
-                    engine,
-                    dataset,
-                    collection.strip() or dataset.name,
-                    compared,
-                    k=int(k),
-                    top_n=int(top_n),
-                    retrieval=c.retrieval,
-                    max_queries=int(max_queries) or None,
-                    prices=STATE.prices,
-                    progress=lambda d, t: side.progress(d / t, text=f"rerankers: {d}/{t} searches"),
-                )
-            elif compared:
-                st.info("Pick two or more rerankers to see them side by side.")
-        except Exception as exc:  # shown, never raised: the page keeps working
-            STATE.eval_error = error_text(exc)
+        elif asked.compared:
+            st.info("Pick two or more rerankers to see them side by side.")
+    except Exception as exc:  # shown, never raised: the page keeps working
+        STATE.eval_error = error_text(exc)
 
+
+def _report_or_stop() -> EvaluationReport:
+    """The last report, under the last error if any; the page stops when there is no report yet."""
     if STATE.eval_error:
         st.error(STATE.eval_error, icon=":material/error:")
     report: EvaluationReport | None = STATE.eval_report
@@ -183,7 +241,11 @@ def run() -> None:
                 "ingested into the collection if it is missing."
             )
         st.stop()
+    return report
 
+
+def _headline(report: EvaluationReport) -> None:
+    """What was run; the metrics before and after, the p-value, wins and losses, unjudged; the verdict."""
     st.subheader(
         f"{report.dataset} on '{report.collection}': {report.queries} queries, k={report.k}, top {report.top_n}"
     )
@@ -216,13 +278,10 @@ def run() -> None:
         st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
     else:
         st.caption("No reranker in this run: the figures are the first stage's.")
-    with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
-        pool = [r for r in STATE.eval_pool if r.collection == report.collection and r.dataset == report.dataset]
-        queue_view.draw(engine, pool or [report], c.rater)
 
-    if STATE.reranker_comparison is not None:
-        rerankers_view.draw(STATE.reranker_comparison)
 
+def _groups(report: EvaluationReport) -> None:
+    """The figures per query group, when the judged queries have groups."""
     if report.groups:
         st.markdown("#### By query group")
         st.dataframe(
@@ -245,6 +304,9 @@ def run() -> None:
             width="stretch",
         )
 
+
+def _outside(report: EvaluationReport) -> None:
+    """An outside TREC run against the reranked run, when one was given."""
     if report.outside is not None:
         o = report.outside
         st.markdown(
@@ -252,6 +314,9 @@ def run() -> None:
             f"{o.queries} queries, p = {o.p_value:.4f}"
         )
 
+
+def _charts(report: EvaluationReport) -> None:
+    """The per-query change, and the depth curve when one was asked for."""
     outcomes = report.ranked_outcomes()
     st.plotly_chart(
         delta_bars([o.query_id for o in outcomes], [o.delta for o in outcomes], PRIMARY),
@@ -262,6 +327,10 @@ def run() -> None:
         st.plotly_chart(report_depth_curve(report), width="stretch", key="depth-curve")
         if report.depth_timings_reused:
             st.caption("The rerank times are the first measurement of these settings: nothing was measured again.")
+
+
+def _most_hurt_and_helped(report: EvaluationReport) -> None:
+    """The queries reranking hurt and helped most, each one click from Explore."""
 
     def open_in_explore(query: str) -> None:
         set_value("query", query)
@@ -286,6 +355,9 @@ def run() -> None:
                 if c2.button("Explore", key=f"explore-{title}-{o.query_id}", on_click=open_in_explore, args=(o.query,)):
                     st.switch_page(page("explore"))
 
+
+def _downloads(report: EvaluationReport) -> None:
+    """The runs, the report and the per-query figures to download."""
     per_query = pd.DataFrame(report.per_query_rows())
     d = st.columns(5)
     d[0].download_button(
@@ -307,9 +379,6 @@ def run() -> None:
         help="One self-contained file to share: the verdict, metrics with intervals, charts, most helped and hurt "
         "queries with their lists. It opens offline.",
     )
-    if report.reranker_model and STATE.eval_qrels is not None:
-        st.divider()
-        calibration_view.draw(report, STATE.eval_qrels)
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
