@@ -6,14 +6,18 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.config import Settings
 from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
+from workbench.evaluation.io import Run
+from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list, validate_retrieval
@@ -41,32 +45,11 @@ def _modes(text: str | None) -> list[str | None]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    # Every argument is checked before any query runs. k and n default to the settings' (RERANKER_K_RETRIEVE,
-    # RERANKER_K_RETURN): the same depth the app searches at.
     settings = settings_from(args)
-    args.k = settings.k_retrieve if args.k is None else args.k
-    args.n = settings.k_return if args.n is None else args.n
-    depth = parse_int_list(args.depth, "--depth") if args.depth else []
-    check_plan(args.k, args.n, args.max_queries, depth)
-    if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
-        raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
-    if not 0 < args.target_precision <= 1:
-        raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
-    modes = _modes(args.retrieval)
-    folder = _writable_folder(args.save_runs) if args.save_runs else None
-    demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
-    files = args.qrels or args.queries
-    if demo and not files:
-        args.collection = args.collection or DEMO_COLLECTION
-    dataset = judged_dataset(
-        settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
-        split=args.split, collection=args.collection,
-    )  # fmt: skip
-    if not args.collection:
-        raise InputError("Name the collection to evaluate with --collection.")
+    depth, modes, folder = _checked_arguments(args, settings)
+    dataset, demo = _judged_queries(args, settings)
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
-
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     try:
@@ -78,53 +61,96 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return _compare(engine, dataset, args, modes)
     summaries = []
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
-        label = f"queries ({mode})" if mode else "queries"
-        with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
-            plan = engine.plan(
-                collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
-                reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
-            )  # fmt: skip
-            report = evaluate_dataset(
-                engine,
-                dataset,
-                plan,
-                max_queries=args.max_queries,
-                depth=depth,
-                outside_run=outside,
-                outside_name=Path(args.run).name if args.run else "outside run",
-                progress=bar,
-                ingest_progress=ingest_bar,
-            )
-        summary = report.summary()
-        calibration = (
-            calibrate(report, dataset.qrels, target_precision=args.target_precision) if args.calibrate else None
-        )
-        if calibration is not None:
-            summary["calibration"] = calibration.summary()
-            kept = save_calibration(engine.settings, calibration.chosen)
-            warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{args.collection}' use it")
-        summaries.append(summary)
-        if not args.json:
-            print(shown(report.to_markdown()))
-            if calibration is not None:
-                print(shown(calibration.to_markdown()))
-        for warning in report.warnings:
-            warn(f"warning: {warning}")
-        if folder is not None:
-            target = folder / report.retrieval if len(modes) > 1 else folder
-            try:
-                save_report(report, target)
-                if calibration is not None:
-                    (target / "calibration.md").write_text(calibration.to_markdown(), encoding="utf-8")
-                    (target / "calibration.json").write_text(
-                        json.dumps(calibration.summary(), indent=2), encoding="utf-8"
-                    )
-            except OSError as exc:  # the figures are printed; only the files are lost
-                raise InputError(f"The results are printed, but writing them to {target} failed: {exc}") from exc
-            warn(f"runs and report written to {target}")
+        report = _evaluate_mode(engine, dataset, args, mode, depth, outside)
+        target = folder / report.retrieval if folder is not None and len(modes) > 1 else folder
+        summaries.append(_report_out(engine, report, dataset, args, target))
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     return 0
+
+
+def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[list[int], list[str | None], Path | None]:
+    """Every argument checked before any query runs: the depth values, the first stages, the folder to save to.
+    k and n default to the settings' (RERANKER_K_RETRIEVE, RERANKER_K_RETURN): the depth the app searches at."""
+    args.k = settings.k_retrieve if args.k is None else args.k
+    args.n = settings.k_return if args.n is None else args.n
+    depth = parse_int_list(args.depth, "--depth") if args.depth else []
+    check_plan(args.k, args.n, args.max_queries, depth)
+    if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
+        raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
+    if not 0 < args.target_precision <= 1:
+        raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
+    return depth, _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
+
+
+def _judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Dataset, bool]:
+    """The judged queries the arguments name, and whether they are the demo's (whose collection is the default)."""
+    demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
+    if demo and not (args.qrels or args.queries):
+        args.collection = args.collection or DEMO_COLLECTION
+    dataset = judged_dataset(
+        settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
+        split=args.split, collection=args.collection,
+    )  # fmt: skip
+    if not args.collection:
+        raise InputError("Name the collection to evaluate with --collection.")
+    return dataset, demo
+
+
+def _evaluate_mode(
+    engine: Engine,
+    dataset: Dataset,
+    args: argparse.Namespace,
+    mode: str | None,
+    depth: list[int],
+    outside: Run | None,
+) -> EvaluationReport:
+    """One first stage's evaluation, with progress bars for the ingest and the queries."""
+    label = f"queries ({mode})" if mode else "queries"
+    with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
+        plan = engine.plan(
+            collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
+            reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
+        )  # fmt: skip
+        return evaluate_dataset(
+            engine,
+            dataset,
+            plan,
+            max_queries=args.max_queries,
+            depth=depth,
+            outside_run=outside,
+            outside_name=Path(args.run).name if args.run else "outside run",
+            progress=bar,
+            ingest_progress=ingest_bar,
+        )
+
+
+def _report_out(
+    engine: Engine, report: EvaluationReport, dataset: Dataset, args: argparse.Namespace, target: Path | None
+) -> dict[str, Any]:
+    """One evaluation's summary, printed (and its calibration, kept), its warnings, and its files in `target`."""
+    summary = report.summary()
+    calibration = calibrate(report, dataset.qrels, target_precision=args.target_precision) if args.calibrate else None
+    if calibration is not None:
+        summary["calibration"] = calibration.summary()
+        kept = save_calibration(engine.settings, calibration.chosen)
+        warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{args.collection}' use it")
+    if not args.json:
+        print(shown(report.to_markdown()))
+        if calibration is not None:
+            print(shown(calibration.to_markdown()))
+    for warning in report.warnings:
+        warn(f"warning: {warning}")
+    if target is not None:
+        try:
+            save_report(report, target)
+            if calibration is not None:
+                (target / "calibration.md").write_text(calibration.to_markdown(), encoding="utf-8")
+                (target / "calibration.json").write_text(json.dumps(calibration.summary(), indent=2), encoding="utf-8")
+        except OSError as exc:  # the figures are printed; only the files are lost
+            raise InputError(f"The results are printed, but writing them to {target} failed: {exc}") from exc
+        warn(f"runs and report written to {target}")
+    return summary
 
 
 def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: list[str | None]) -> int:
