@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, ModelNotFoundError
+from workbench.redact import redact_url
 
 T = TypeVar("T")
 _BUNDLED_MINILM = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
@@ -166,8 +167,13 @@ class ModelChoice:
     def short_name(self) -> str:
         return short_model_name(self.id)
 
+    @property
+    def shown_id(self) -> str:
+        """The id as a page shows it: a service's URL without its credentials."""
+        return redact_url(self.id) if "://" in self.id else self.id
+
     def __repr__(self) -> str:
-        return f"ModelChoice({self.id!r}, {self.source})"
+        return f"ModelChoice({self.shown_id!r}, {self.source})"
 
 
 def short_model_name(model_id: str | None) -> str:

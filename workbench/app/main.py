@@ -127,7 +127,7 @@ def sidebar(engine: Engine) -> Controls:
                 disabled=not rerank,
                 format_func=lambda i: by_id[i].short_name,
                 help="Cross-encoders found on this machine:\n\n"
-                + "\n\n".join(f"- {c.short_name}: {c.id} ({c.source}; {c.path})" for c in choices),
+                + "\n\n".join(f"- {c.short_name}: {c.shown_id} ({c.source}; {c.path})" for c in choices),
                 **bind("reranker_model"),
             )
             st.caption(f"`{by_id[model].short_name}`", help=f"{by_id[model].id}\n\n{by_id[model].path}")

@@ -124,7 +124,7 @@ def _configuration(c: Controls, names: list[str], choices: list[Any], side: str,
             model_ids,
             format_func=lambda i: by_id[i].short_name,
             disabled=not rerank,
-            help="\n\n".join(f"- {m.short_name}: {m.id} ({m.path})" for m in choices),
+            help="\n\n".join(f"- {m.short_name}: {m.shown_id} ({m.path})" for m in choices),
             **bind(f"{side}.model"),
         )
     return getattr(STATE, side)
