@@ -596,11 +596,17 @@ def test_every_page_says_which_sidebar_controls_it_uses(app_env: dict, page_file
 def test_a_service_reranker_with_credentials_never_shows_them(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reranker service named with a password (WORKBENCH_RERANKERS) is offered in the sidebar and on Compare;
     no label, help text or message of either page shows the password."""
+    from workbench.app.state import engine_resource
+
     secret = "pw-in-the-url-5150"
     monkeypatch.setenv("WORKBENCH_RERANKERS", f"http://reader:{secret}@127.0.0.1:9/rerank-gateway")
-    at = new_app()
-    at.switch_page("app/pages/compare.py").run()
-    assert not at.exception, at.exception
-    shown = [repr(element.proto) for element in at.main] + [repr(element.proto) for element in at.sidebar]
+    engine_resource.clear()  # an engine made by an earlier test has settings without it
+    try:
+        at = new_app()
+        at.switch_page("app/pages/compare.py").run()
+        assert not at.exception, at.exception
+        shown = [repr(element.proto) for element in at.main] + [repr(element.proto) for element in at.sidebar]
+    finally:
+        engine_resource.clear()  # the next test's engine without it
     assert secret not in " ".join(shown)
     assert any("rerank-gateway" in text for text in shown)  # the service is offered, by its redacted URL
