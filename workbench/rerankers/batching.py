@@ -113,23 +113,11 @@ class MicroBatcher:
             return
         pairs = [pair for items, _, _, _ in batch for pair in items]
         owner = [i for i, (items, _, _, _) in enumerate(batch) for _ in items]
-        scored = [0] * len(batch)
 
         def wanted(pair: int) -> bool:
             return not _expired(batch[owner[pair]][2])
 
-        def done(indices: list[int]) -> None:
-            touched = {owner[i] for i in indices}
-            for i in indices:
-                scored[owner[i]] += 1
-            for request in touched:
-                items, _, _, progress = batch[request]
-                if progress is not None:
-                    try:
-                        progress(scored[request], len(items))
-                    except Exception:  # a listener's failure never stops the model
-                        log.exception("a rerank progress listener failed")
-
+        done = _progress_reporter(batch, owner)
         try:
             scores = self._run(pairs, wanted, done)
         except BaseException as exc:  # every waiting request gets the error, the worker lives on
@@ -145,6 +133,27 @@ class MicroBatcher:
             else:
                 future.set_result(scores[start : start + len(items)])
             start += len(items)
+
+
+def _progress_reporter(batch: list[Request], owner: list[int]) -> Callable[[list[int]], None]:
+    """What hears each model batch of one run: the pairs it scored (indices into the run), counted per request;
+    each request whose pairs moved hears its count. A listener's failure never stops the model."""
+    scored = [0] * len(batch)
+
+    def done(indices: list[int]) -> None:
+        touched = {owner[i] for i in indices}
+        for i in indices:
+            scored[owner[i]] += 1
+        for request in touched:
+            items, _, _, progress = batch[request]
+            if progress is None:
+                continue
+            try:
+                progress(scored[request], len(items))
+            except Exception:
+                log.exception("a rerank progress listener failed")
+
+    return done
 
 
 def _expired(deadline: float | None) -> bool:
