@@ -7,12 +7,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from workbench.app.state import engine_resource, shown_errors
+from workbench.app.state import STATE, engine_resource, shown_errors
 from workbench.app.widgets import text_md
 from workbench.explain import Explanation, MovementExplanation, explain_movement
 from workbench.types import RankedHit, SearchResult
 
-_MEMO = "wb.explanations"  # (collection, query, reranker, k, chunk id) -> MovementExplanation
 _MEMO_SIZE = 64
 
 
@@ -53,7 +52,7 @@ def _draw(explanation: Explanation, heading: str) -> None:
 
 
 def _explained(result: SearchResult, row: RankedHit) -> MovementExplanation | None:
-    memo: dict = st.session_state.setdefault(_MEMO, {})
+    memo = STATE.explanations  # (collection, query, reranker, k, chunk id) -> MovementExplanation
     key = (result.collection, result.query, result.reranker_model, result.k, result.retrieval, row.id)
     if key not in memo:
         with st.spinner("Leaving each sentence and query term out…"), shown_errors():

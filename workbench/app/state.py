@@ -20,7 +20,7 @@ from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K
+from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -96,8 +96,8 @@ class AppState:
     rerank = _Field(True)
     reranker_model: _Field[str | None] = _Field(None)
     retrieval = _Field("dense")
-    k = _Field(50)
-    top_n_wanted = _Field(10)
+    k = _Field(DEFAULT_K)
+    top_n_wanted = _Field(DEFAULT_TOP_N)
     filters_text = _Field("")
     # Explore
     query = _Field("")
@@ -105,11 +105,14 @@ class AppState:
     last_signature: _Field[tuple | None] = _Field(None)
     history: _Field[list[HistoryEntry]] = _Field(factory=list)
     history_user: _Field[str | None] = _Field(None)
+    explore_asked: _Field[tuple | None] = _Field(None)  # the query and plan (less top n) the preview last showed
+    explanations: _Field[dict[tuple, Any]] = _Field(factory=dict)  # "Why here?" answers kept (explain_view)
     # Compare
     compare_a: _Field[CompareSide] = _Field(factory=lambda: CompareSide(rerank=False))
     compare_b: _Field[CompareSide] = _Field(factory=CompareSide)
     compare_top_n = _Field(DEFAULT_TOP_K)
     compare_query = _Field("")
+    stores_missing: _Field[dict[str, Any] | None] = _Field(None)  # stores to offer a copy into, for a collection
     # Evaluate, Latency, Collections
     eval_report: _Field[Any] = _Field(None)
     eval_pool: _Field[list[Any]] = _Field(factory=list)  # this session's reports the judging queue pools

@@ -253,7 +253,7 @@ def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) ->
     collection = c.collection or names[0]
     targets = [StoreTarget(kind=kind) for kind in picked]
     run_it = st.button("Compare stores", disabled=len(picked) < 2, key="stores-run")
-    offer = st.session_state.get("wb.stores-missing")
+    offer = STATE.stores_missing
     if offer and offer["collection"] == collection and set(offer["kinds"]) <= set(picked):
         st.warning(
             f"'{text_md(collection)}' is not in {', '.join(offer['kinds'])} yet. Copy it there (its chunks and "
@@ -269,14 +269,14 @@ def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) ->
                     [StoreTarget(kind=kind) for kind in offer["kinds"]],
                     progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} chunks"),
                 )
-                st.session_state.pop("wb.stores-missing", None)
+                STATE.stores_missing = None
                 run_it = True
     if run_it:
         with shown_errors():
             missing = missing_targets(engine, collection, targets)
             release(engine, collection, targets)
             if missing:
-                st.session_state["wb.stores-missing"] = {"collection": collection, "kinds": [t.kind for t in missing]}
+                STATE.stores_missing = {"collection": collection, "kinds": [t.kind for t in missing]}
                 st.rerun()
         with shown_errors(), st.spinner("Searching each store…", show_time=True):
             across = compare_stores(engine, query, collection, targets, k=c.k, top_n=c.top_n, reranker=c.reranker)

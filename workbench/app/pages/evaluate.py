@@ -30,7 +30,7 @@ from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
-from workbench.vocab import JUDGED_10
+from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, JUDGED_10, MAX_K
 
 DEMO = "The demo handbook's judgments (50 queries)"
 ATTACHED = "Judgments of the collection in the sidebar (rated and imported)"
@@ -138,8 +138,8 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
             value=default_collection,
             key=f"eval-collection-{source}",
         )
-        k = c2.number_input("k (candidates)", 1, 200, value=50, key="eval-k")
-        top_n = c3.number_input("top n", 1, 200, value=10, key="eval-top-n")
+        k = c2.number_input("k (candidates)", 1, MAX_K, value=DEFAULT_K, key="eval-k")
+        top_n = c3.number_input("top n", 1, MAX_K, value=DEFAULT_TOP_N, key="eval-top-n")
         max_queries = c4.number_input("max queries (0 = all)", 0, 100000, value=0, key="eval-max")
         depth_ks = st.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
         compared = st.multiselect(
@@ -335,7 +335,7 @@ def _most_hurt_and_helped(report: EvaluationReport) -> None:
     def open_in_explore(query: str) -> None:
         set_value("query", query)
         set_value("collection", report.collection)
-        set_value("k", min(report.k, 200))
+        set_value("k", min(report.k, MAX_K))
         set_value("retrieval", report.retrieval)
         STATE.top_n_wanted = min(report.top_n, report.k)
 

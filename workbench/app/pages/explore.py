@@ -106,9 +106,9 @@ def _search(engine: Engine, c: Controls, query: str, history: Any) -> SearchResu
     plan = c.plan(engine)
     asked = (query, plan.with_(top_n=plan.k).key)  # a new top n re-slices: no preview, no search
     bar = None
-    if plan.reranks and st.session_state.get("wb.explore-asked") != asked:
+    if plan.reranks and STATE.explore_asked != asked:
         bar = _first_stage_preview(preview, engine, query, plan)
-    st.session_state["wb.explore-asked"] = asked
+    STATE.explore_asked = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
         result = search_with_progress(lambda progress: engine.search(query, plan, progress=progress), bar)
     preview.empty()
