@@ -160,14 +160,12 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
     for mode in modes:
         label = f"rerankers ({mode})" if mode else "rerankers"
         with ProgressBar(label, unit="query") as bar:
+            plan = engine.plan(collection=args.collection, retrieval=mode, k=args.k, top_n=args.n, reranker=None)
             comparison = compare_rerankers(
                 engine,
                 dataset,
-                args.collection,
+                plan,
                 args.reranker,
-                k=args.k,
-                top_n=args.n,
-                retrieval=mode,
                 max_queries=args.max_queries,
                 prices=prices,
                 progress=bar,

@@ -21,12 +21,14 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, judged_at
+from workbench.evaluation.runner import plan_of
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, difference
 from workbench.models import short_model_name
 from workbench.rerankers import RerankerUsage, reranker_kind
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
+from workbench.types import SearchPlan
 from workbench.vocab import MRR_10, NDCG_10
 
 COMPARED = (NDCG_10, MRR_10)  # the metrics compared against the first stage and the best row
@@ -199,20 +201,24 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 def compare_rerankers(
     engine: Engine,
     dataset: Dataset,
-    collection: str,
+    plan: SearchPlan | str,
     rerankers: Sequence[str],
     *,
-    k: int = 50,
-    top_n: int = 10,
+    k: int | None = None,
+    top_n: int | None = None,
     retrieval: str | None = None,
     max_queries: int | None = None,
     prices: dict[str, Price] | None = None,
     ingest_missing: bool = True,
     progress: Progress | None = None,
 ) -> RerankerComparison:
-    """Each reranker on the first stage's candidates for every judged query (the same candidates for all)."""
+    """Each reranker on the first stage's candidates for every judged query (the same candidates for all): the
+    plan's collection, first stage, k and top n, with each reranker in turn (the plan's own is not used). A
+    collection's name in place of the plan makes one from the keywords."""
     started = time.perf_counter()
-    k, top_n, max_queries, _ = check_plan(k, top_n, max_queries)
+    base = plan_of(engine, plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
+    collection, k, top_n = base.collection or engine.settings.collection, base.k, base.top_n
+    _, _, max_queries, _ = check_plan(k, top_n, max_queries)
     ids = list(dict.fromkeys(r.strip() for r in rerankers if r and r.strip()))
     if len(ids) < 2:
         raise InputError("Name two or more rerankers to compare them side by side.")
@@ -226,12 +232,10 @@ def compare_rerankers(
     total, done = len(items) * (len(ids) + 1), 0
 
     first: Run = {}
-    mode = retrieval
-    whole = {"max_query_chars": None}  # evaluation scores the whole query text
+    mode = base.retrieval
     for qid, text in items:
-        result = engine.search(text, k, top_n, collection=collection, reranker=None, retrieval=mode, **whole)
+        result = engine.search(text, base, max_query_chars=None)  # evaluation scores the whole query text
         first[qid], _ = document_runs(result.candidates)
-        mode = result.retrieval
         done += 1
         if progress:
             progress(done, total)
@@ -245,8 +249,9 @@ def compare_rerankers(
         run: Run = {}
         latencies: list[float] = []
         pairs = 0
+        ranked = base.with_(reranker=rid)
         for qid, text in items:
-            result = engine.search(text, k, top_n, collection=collection, reranker=rid, retrieval=mode, **whole)
+            result = engine.search(text, ranked, max_query_chars=None)
             _, run[qid] = document_runs(result.candidates)
             if not result.cache.result_cached and result.cache.score_hits == 0 and result.candidates:
                 latencies.append(result.timings.rerank_ms)

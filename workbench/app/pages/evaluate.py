@@ -214,11 +214,8 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             STATE.reranker_comparison = compare_rerankers(
                 engine,
                 dataset,
-                collection,
+                plan,  # its collection, first stage, k and top n; each reranker in turn
                 asked.compared,
-                k=asked.k,
-                top_n=asked.top_n,
-                retrieval=c.retrieval,
                 max_queries=asked.max_queries or None,
                 prices=STATE.prices,
                 progress=lambda d, t: side.progress(d / t, text=f"rerankers: {d}/{t} searches"),
