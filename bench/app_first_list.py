@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from playwright.sync_api import sync_playwright
 
-from workbench.demo import sample_queries
+from workbench.services.demo import sample_queries
 
 CHROMIUM = "/usr/bin/chromium"
 PREVIEW = "Reranking 50 candidates…"

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
-from workbench.demo import demo_dir, ensure_demo_collection
 from workbench.engine import Engine
+from workbench.services.demo import demo_dir, ensure_demo_collection
 
 
 def main() -> int:

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 from workbench.config import Settings
-from workbench.demo import demo_dataset, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
+from workbench.services.demo import demo_dataset, ensure_demo_collection
 
 
 def main() -> int:

@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
 from workbench.engine import Engine
-from workbench.explain import explain_pair
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
+from workbench.services.explain import explain_pair
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from workbench.demo import demo_dir
+from workbench.services.demo import demo_dir
 
 
 def run(

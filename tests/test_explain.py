@@ -13,11 +13,18 @@ import pytest
 
 from tests.services.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, sample_queries
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.explain import explain_document, explain_movement, explain_pair, query_terms, split_sentences, without
 from workbench.rerankers import create_reranker
+from workbench.services.demo import DEMO_COLLECTION, sample_queries
+from workbench.services.explain import (
+    explain_document,
+    explain_movement,
+    explain_pair,
+    query_terms,
+    split_sentences,
+    without,
+)
 
 pytestmark = pytest.mark.slow
 

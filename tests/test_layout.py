@@ -38,18 +38,9 @@ FLOORS: dict[str, tuple[str, ...]] = {
     ),
     "engine": ("workbench.engine",),
     "services": (
+        "workbench.services",
         "workbench.evaluation",
         "workbench.judgments",
-        "workbench.compat",
-        "workbench.sessions",
-        "workbench.events",
-        "workbench.demo",
-        "workbench.storecompare",
-        "workbench.latency",
-        "workbench.compare",
-        "workbench.localpg",
-        "workbench.hints",
-        "workbench.explain",
     ),
     "front ends": (
         "workbench.app",
@@ -130,6 +121,30 @@ def test_no_module_imports_from_a_floor_above_it() -> None:
         if target in MODULES and _floor(target) > _floor(module)
     ]
     assert not upward, "\n".join(upward)
+
+
+def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries_only() -> None:
+    """Services live in `workbench/services/`, `evaluation/` and `judgments/`: a loose module at the root is a
+    floor that only this file knows."""
+    services_floor = list(FLOORS).index("services")
+    loose = [
+        name
+        for name, path in MODULES.items()
+        if path.parent == PACKAGE and path.name != "__init__.py" and _floor(name) == services_floor
+    ]
+    assert loose == [], f"{loose}: a service belongs in workbench/services/"
+    assert sorted(p.stem for p in (PACKAGE / "services").glob("*.py")) == [
+        "__init__",
+        "agreement",
+        "demo",
+        "events",
+        "explain",
+        "hints",
+        "latency",
+        "search",
+        "sessions",
+        "store_comparison",
+    ]
 
 
 def test_no_import_circle() -> None:

@@ -5,7 +5,6 @@
 >>> result.reranked[0].movement_label
 """
 
-from workbench.compat import RetrievalService, retrieve_chunks, retrieve_top_docs
 from workbench.config import Settings, get_settings
 from workbench.embeddings import EmbedderAsLangChain, LangChainEmbedder, SentenceTransformerEmbedder
 from workbench.engine import Engine, get_engine
@@ -23,6 +22,7 @@ from workbench.errors import (
 )
 from workbench.models import resolve_model
 from workbench.rerankers import CrossEncoderReranker, ScoreCache
+from workbench.services.search import RetrievalService, retrieve_chunks, retrieve_top_docs, search_documents
 from workbench.stores import StoreConfig, StoreRegistry
 from workbench.types import (
     Candidate,
@@ -72,4 +72,5 @@ __all__ = [
     "resolve_model",
     "retrieve_chunks",
     "retrieve_top_docs",
+    "search_documents",
 ]

@@ -93,7 +93,8 @@ class Engine:
         self._rerankers: dict[str, Reranker] = {}
         self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
-        self._measured: TTLCache[tuple[Any, ...], Any] = TTLCache(maxsize=256, ttl=self.settings.cache_ttl)
+        self._epoch = 0  # grows when every cache is cleared
+        self._generations: dict[str, int] = {}  # grows when a collection changes
         self.bm25 = BM25Indexes(self.settings)
         self._lock = threading.RLock()
 
@@ -159,6 +160,21 @@ class Engine:
             defaults["top_n"] = min(self.settings.k_return, k)
         return SearchPlan(**{**defaults, **given})
 
+    def as_plan(
+        self,
+        plan: SearchPlan | str | None,
+        *,
+        reranker: str | UseDefault | None = DEFAULT,
+        **fields: Any,
+    ) -> SearchPlan:
+        """`plan` as it is, or a collection's name (None: the default one) and keywords made into a plan with
+        `Engine.plan`: the keyword form the services keep beside the plan form. `reranker` DEFAULT is the
+        configured reranker, None none."""
+        if isinstance(plan, SearchPlan):
+            return plan
+        chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
+        return self.plan(collection=plan, reranker=chosen, **fields)
+
     def search(
         self,
         query: str,
@@ -187,14 +203,9 @@ class Engine:
         not for cached scores). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
         loads), ModelError, StoreError.
         """
-        if isinstance(k, SearchPlan):
-            plan = k
-        else:
-            chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
-            plan = self.plan(
-                collection=collection, retrieval=retrieval, k=k, top_n=top_n, filters=filters, reranker=chosen,
-                min_score=min_score,
-            )  # fmt: skip
+        plan = k if isinstance(k, SearchPlan) else self.as_plan(
+            collection, reranker=reranker, retrieval=retrieval, k=k, top_n=top_n, filters=filters, min_score=min_score
+        )  # fmt: skip
         return self._answer(query, plan, max_query_chars, use_cache, deadline, progress)
 
     def _answer(
@@ -295,22 +306,17 @@ class Engine:
                 self._results[key] = result
         return result if min_score is None else result.with_min_score(min_score)
 
-    def measure_once(self, key: tuple[Any, ...], measure: Callable[[], Any]) -> tuple[Any, bool]:
-        """A measurement made once and reported again (Evaluate's depth-curve timings): what `measure()` gave for
-        `key` before and True, or its value now and False. `key[0]` is the collection: changing it forgets."""
+    def generation(self, collection: str) -> tuple[int, int]:
+        """A value that changes whenever the collection's contents change or the engine's caches are cleared: the
+        key under which a cache kept outside the engine (Evaluate's measured depth timings) stays valid."""
         with self._lock:
-            if key in self._measured:
-                return self._measured[key], True
-        value = measure()
-        with self._lock:
-            self._measured[key] = value
-        return value, False
+            return self._epoch, self._generations.get(collection, 0)
 
     def clear_caches(self) -> None:
         """Forget cached results, measured timings and reranker scores (models stay loaded)."""
         with self._lock:
             self._results.clear()
-            self._measured.clear()
+            self._epoch += 1
         self.score_cache.clear()
 
     def _info(self, name: str) -> CollectionInfo:
@@ -325,8 +331,7 @@ class Engine:
             self._infos.pop(collection, None)
             for key in [key for key in self._results if key[0] == collection]:
                 self._results.pop(key, None)
-            for key in [key for key in self._measured if key[0] == collection]:
-                self._measured.pop(key, None)
+            self._generations[collection] = self._generations.get(collection, 0) + 1
 
     # Collections --------------------------------------------------------------------------------------------
     def collections(self) -> list[CollectionInfo]:

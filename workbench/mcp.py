@@ -19,15 +19,15 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from workbench import __version__
-from workbench.compat import SearchResponse, retrieve_text, search_documents
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
-from workbench.events import EventSink, open_sink
 from workbench.inputs import json_depth, unpaired_surrogate_at
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.redact import plain_text
+from workbench.services.events import EventSink, open_sink
+from workbench.services.search import SearchResponse, retrieve_text, search_documents
 from workbench.types import CollectionInfo
 from workbench.vocab import (
     DEFAULT_TOP_K,

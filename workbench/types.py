@@ -223,6 +223,14 @@ class SearchResult(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def plan(self) -> SearchPlan:
+        """The plan this result answered, its reranker named by the model that ran (None when none did)."""
+        return SearchPlan(
+            collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=self.top_n, filters=self.filters,
+            reranker=self.reranker_model, min_score=self.min_score,
+        )  # fmt: skip
+
+    @property
     def below_min_score(self) -> int:
         """How many of the reranked top n were dropped for scoring below `min_score`."""
         if self.min_score is None:

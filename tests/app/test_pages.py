@@ -61,7 +61,7 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
     assert {"nDCG@10 after reranking", "judged@10", "first relevant, before", "first relevant, after"} <= labels
     judged = next(m for m in at.metric if m.label == "judged@10").value
     assert judged.endswith("%")  # the demo's judgments are pooled over the shipped configurations
-    from workbench.demo import demo_dataset
+    from workbench.services.demo import demo_dataset
 
     qrels = demo_dataset().qrels
     result = engine_resource().search(QUERY, 50, 10, collection="demo")
@@ -483,8 +483,8 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     assert not at.exception and any("Attached judgments for 1 queries to 'demo'" in s.value for s in at.success)
     assert not victim.exists() and not Path("/etc/cron.d/q.jsonl").exists()
     from workbench.app.state import engine_resource
-    from workbench.demo import demo_dir
     from workbench.judgments import attach_judgments, detach_judgments, load_judgments
+    from workbench.services.demo import demo_dir
 
     settings = engine_resource().settings
     assert load_judgments(settings, "demo").given == 1395 + 1  # attached beside the demo's, not over them

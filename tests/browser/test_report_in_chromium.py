@@ -9,10 +9,10 @@ import pytest
 
 from tests.browser.conftest import chromium_page
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
 from workbench.evaluation.html_report import save_report
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,6 @@ import pytest
 
 from tests.services.conftest import api_env
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import evaluate_dataset
@@ -25,6 +24,7 @@ from workbench.evaluation.calibration import (
     save_calibration,
     scored_pairs,
 )
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
 
 @pytest.fixture(scope="module")

@@ -72,6 +72,10 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
     third = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
     depth_curve(cran_engine, third, dataset, (5, 10, 20), timing_queries=2)
     assert not third.depth_timings_reused
+    cran_engine.clear_caches()  # so do cleared caches
+    fourth = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
+    depth_curve(cran_engine, fourth, dataset, (5, 10, 20), timing_queries=2)
+    assert not fourth.depth_timings_reused
 
 
 def test_without_a_reranker_before_equals_after(cran_engine: Engine, cranfield_dir: Path) -> None:

@@ -159,7 +159,7 @@ def served_data(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str,
         reranker_model=str(tiny_models["reranker"]),
         offline=True,
     )
-    from workbench.demo import ensure_demo_collection
+    from workbench.services.demo import ensure_demo_collection
 
     ensure_demo_collection(Engine(settings))
     return settings

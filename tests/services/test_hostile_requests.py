@@ -123,8 +123,8 @@ def test_errors_never_show_the_servers_paths(api: ApiServer, served_data: Settin
 
 
 def test_a_collection_named_by_a_number_is_refused_in_words() -> None:
-    from workbench.compat import retrieve_text
     from workbench.engine import Engine
+    from workbench.services.search import retrieve_text
 
     text = retrieve_text(Engine(Settings(offline=True, reranker_model="none")), 123, "pension")  # type: ignore[arg-type]
     assert text.startswith("Error retrieving from collection:") and "named by text" in text

@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import free_port
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
-from workbench.events import read_jsonl_events
 from workbench.mcp import build_server
+from workbench.services.events import read_jsonl_events
 
 TOKEN = "s3cret-token-value"
 

@@ -17,9 +17,9 @@ from sentence_transformers import CrossEncoder
 from tests.conftest import free_port, running
 from tests.services.conftest import ApiServer, api_env
 from workbench.config import Settings
-from workbench.demo import sample_queries
 from workbench.engine import Engine
 from workbench.rerankers import to_probability
+from workbench.services.demo import sample_queries
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from tests.conftest import wait_until
 from tests.services.conftest import ApiServer, Rabbit, api_env
 from workbench.config import Settings
 from workbench.errors import InputError, StoreError
-from workbench.events import EXCHANGE, ROUTING_KEY, AmqpSink, JsonlSink, RetrievalCompleted, open_sink
-from workbench.sessions import PostgresSessionStore, SqliteSessionStore, open_session_store
+from workbench.services.events import EXCHANGE, ROUTING_KEY, AmqpSink, JsonlSink, RetrievalCompleted, open_sink
+from workbench.services.sessions import PostgresSessionStore, SqliteSessionStore, open_session_store
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -19,7 +19,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
 from workbench.evaluation import Dataset
-from workbench.storecompare import (
+from workbench.services.store_comparison import (
     StoreTarget,
     compare_stores,
     copy_collection,
@@ -116,7 +116,7 @@ def test_a_seed_004_table_is_read_not_written(tiny_settings: Settings, postgres_
 
 
 def test_a_postgresql_that_goes_away_is_a_connection_error() -> None:
-    from workbench.localpg import LocalPostgres
+    from workbench.stores.localpg import LocalPostgres
     from workbench.stores.pgvector import PgVectorBackend
 
     folder = Path(tempfile.mkdtemp(prefix="wb-test-pg-stop-"))

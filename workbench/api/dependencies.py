@@ -17,8 +17,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import QueryTimeoutError
-from workbench.events import EventSink, open_sink
-from workbench.sessions import SessionStore, open_session_store
+from workbench.services.events import EventSink, open_sink
+from workbench.services.sessions import SessionStore, open_session_store
 
 
 class ServiceState:

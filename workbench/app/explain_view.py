@@ -9,7 +9,7 @@ import streamlit as st
 
 from workbench.app.state import STATE, engine_resource, shown_errors
 from workbench.app.widgets import text_md
-from workbench.explain import Explanation, MovementExplanation, explain_movement
+from workbench.services.explain import Explanation, MovementExplanation, explain_movement
 from workbench.types import RankedHit, SearchResult
 
 _MEMO_SIZE = 64

@@ -12,7 +12,7 @@ from workbench.app.state import STATE, HistoryEntry, log, set_value
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
-from workbench.sessions import open_session_store
+from workbench.services.sessions import open_session_store
 from workbench.types import SearchResult
 
 _USER = re.compile(r"^[a-f0-9]{16}$")
@@ -33,35 +33,20 @@ def user_session_id() -> str:
 
 def remember(engine: Engine, result: SearchResult) -> None:
     """Record a new search once: a re-sliced view (top n changed) is not a new search."""
-    signature = (
-        result.query,
-        result.collection,
-        result.k,
-        repr(sorted(result.filters.items())),
-        result.retrieval,
-        result.reranker_model,
-    )
+    plan = result.plan
+    signature = (result.query, plan.with_(top_n=plan.k, min_score=None).model_dump_json())  # top n re-slices
     if STATE.last_signature == signature:
         return
     STATE.last_signature = signature
-    t = result.timings
     entry = HistoryEntry(
         query=result.query,
-        collection=result.collection,
-        k=result.k,
-        top_n=result.top_n,
-        filters=", ".join(f"{k}={v}" for k, v in result.filters.items()),
-        retrieval=result.retrieval,
-        reranker=result.reranker_model or "none",
+        plan=plan,
         backend=result.reranker_backend,
         candidates=len(result.candidates),
         # a whole result from the cache, or every score from the score cache: no model ran for it
         cached=result.cache.result_cached
         or bool(result.reranker_model and result.candidates and result.cache.score_misses == 0),
-        embed_ms=t.embed_ms,
-        search_ms=t.search_ms,
-        rerank_ms=t.rerank_ms,
-        total_ms=t.total_ms,
+        timings=result.timings,
     )
     STATE.history.append(entry)
     try:
@@ -71,12 +56,13 @@ def remember(engine: Engine, result: SearchResult) -> None:
 
 
 def _reopen(entry: HistoryEntry) -> None:
+    plan = entry.plan
     set_value("query", entry.query)
-    set_value("collection", entry.collection)
-    set_value("k", entry.k)
-    set_value("retrieval", entry.retrieval)
-    STATE.top_n_wanted = entry.top_n
-    set_value("filters_text", "\n".join(part.strip() for part in entry.filters.split(",") if part.strip()))
+    set_value("collection", plan.collection)
+    set_value("k", plan.k)
+    set_value("retrieval", plan.retrieval)
+    STATE.top_n_wanted = plan.top_n
+    set_value("filters_text", "\n".join(f"{key}={value}" for key, value in plan.filters.items()))
 
 
 def open_history(engine: Engine, limit: int = 15) -> None:
@@ -92,5 +78,6 @@ def open_history(engine: Engine, limit: int = 15) -> None:
     with st.expander(f"History ({counted(view.total_turns, 'search', 'searches')})", expanded=False):
         for position, entry in enumerate(entries):
             # a query is shown as text: Markdown in it (an image link, bold) must not render or fetch anything
-            label = text_md(f"{entry.query[:80]} — {entry.collection} · k={entry.k} · {entry.retrieval}")
+            plan = entry.plan
+            label = text_md(f"{entry.query[:80]} — {plan.collection} · k={plan.k} · {plan.retrieval}")
             st.button(label, key=f"history-{position}", on_click=_reopen, args=(entry,), type="tertiary")

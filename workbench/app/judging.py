@@ -15,7 +15,7 @@ from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
 from workbench.inputs import validate_rater
 from workbench.judgments import rate
-from workbench.sessions import open_session_store
+from workbench.services.sessions import open_session_store
 from workbench.vocab import DEFAULT_RATER, GRADE_SCALE
 
 _RATER_KEY = "wb.rater"

@@ -23,13 +23,13 @@ from workbench.app.state import (
     shown_errors,
     widget_key,
 )
-from workbench.demo import demo_needs_building, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
 from workbench.rerankers.factory import reranker_backend_choice
+from workbench.services.demo import demo_needs_building, prepare_demo
 from workbench.types import CollectionInfo
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES
 

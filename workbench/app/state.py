@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import streamlit as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
-from workbench.types import SearchPlan
+from workbench.types import SearchPlan, StageTimings
 from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N
 
 log = logging.getLogger("workbench.app")
@@ -47,22 +47,44 @@ class CompareSide(BaseModel):
 
 
 class HistoryEntry(BaseModel):
-    """One search this user ran: what was asked, how it was configured, what it cost."""
+    """One search this user ran: what was asked, the plan that answered it, what it cost."""
 
     query: str
-    collection: str
-    k: int
-    top_n: int
-    filters: str
-    retrieval: str
-    reranker: str
+    plan: SearchPlan
     backend: str | None
     candidates: int
     cached: bool
-    embed_ms: float
-    search_ms: float
-    rerank_ms: float
-    total_ms: float
+    timings: StageTimings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, given: Any) -> Any:
+        """Histories saved before entries carried a plan kept each field flat; they still load."""
+        if not isinstance(given, dict) or "plan" in given:
+            return given
+        filters = dict(part.split("=", 1) for part in str(given.get("filters", "")).split(",") if "=" in part)
+        reranker = given.get("reranker")
+        return {
+            "query": given.get("query"),
+            "plan": {
+                "collection": given.get("collection"), "retrieval": given.get("retrieval", "dense"),
+                "k": given.get("k"), "top_n": given.get("top_n"),
+                "filters": {key.strip(): value.strip() for key, value in filters.items()},
+                "reranker": None if reranker in (None, "none") else reranker,
+            },
+            **{name: given.get(name) for name in ("backend", "candidates", "cached")},
+            "timings": {name: given.get(name, 0.0) for name in StageTimings.model_fields},
+        }  # fmt: skip
+
+    def row(self) -> dict[str, Any]:
+        """The entry as one flat table row (the Latency page's)."""
+        plan = self.plan
+        return {
+            "query": self.query, "collection": plan.collection, "k": plan.k, "top_n": plan.top_n,
+            "filters": ", ".join(f"{key}={value}" for key, value in plan.filters.items()),
+            "retrieval": plan.retrieval, "reranker": plan.reranker or "none", "backend": self.backend,
+            "candidates": self.candidates, "cached": self.cached, **self.timings.model_dump(),
+        }  # fmt: skip
 
 
 class _Field(Generic[T]):

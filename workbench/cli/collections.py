@@ -8,12 +8,12 @@ import shutil
 import sys
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options, warn
-from workbench.demo import ensure_demo_collection
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
-from workbench.hints import no_match_hint
-from workbench.storecompare import StoreTarget, compare_stores, copy_collection, open_target, recall_study
+from workbench.services.demo import ensure_demo_collection
+from workbench.services.hints import no_match_hint
+from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, RETRIEVAL_MODES, STORE_KINDS, spoken
 
@@ -226,15 +226,11 @@ def _cmd_compare_stores(args: argparse.Namespace) -> int:
                     copy_collection(source, target, engine.settings, progress=bar)
     if args.dataset:
         with ProgressBar("queries", unit="query") as bar:
+            plan = engine.plan(
+                collection=args.collection, k=args.k, reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE
+            )
             study = recall_study(
-                engine,
-                Dataset.from_beir(args.dataset),
-                args.collection,
-                targets,
-                k=args.k,
-                max_queries=args.max_queries,
-                reranker=None if args.no_rerank else DEFAULT,
-                progress=bar,
+                engine, Dataset.from_beir(args.dataset), plan, targets, max_queries=args.max_queries, progress=bar
             )
         if args.json:
             print(study.model_dump_json(indent=2))
@@ -250,15 +246,10 @@ def _cmd_compare_stores(args: argparse.Namespace) -> int:
         return 0
     if not args.text:
         raise InputError("Give a query, or --dataset DIR for the recall study over judged queries.")
-    result = compare_stores(
-        engine,
-        args.text,
-        args.collection,
-        targets,
-        k=args.k,
-        top_n=args.n,
-        reranker=None if args.no_rerank else DEFAULT,
+    plan = engine.plan(
+        collection=args.collection, k=args.k, top_n=args.n, reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE
     )
+    result = compare_stores(engine, args.text, plan, targets)
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

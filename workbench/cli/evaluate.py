@@ -10,7 +10,6 @@ from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
@@ -22,6 +21,7 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
 

@@ -6,8 +6,8 @@ import argparse
 
 from workbench.cli.common import print_json, settings_from, shown, store_options
 from workbench.engine import Engine
-from workbench.explain import explain_document
 from workbench.rerankers.pricing import parse_prices
+from workbench.services.explain import explain_document
 from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, spoken
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 from workbench.app import ENTRY_SCRIPT
 from workbench.cli.common import ProgressBar, checked, settings_from, shown, store_options, warn
 from workbench.config import Settings
-from workbench.demo import DEMO_COLLECTION, prepare_demo
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback, validate_listen_host, validate_port
-from workbench.localpg import LocalPostgres
 from workbench.mcp import run as run_mcp
 from workbench.rerankers.factory import reranker_backend_choice
+from workbench.services.demo import DEMO_COLLECTION, prepare_demo
+from workbench.stores.localpg import LocalPostgres
 
 HOST = checked(validate_listen_host)
 PORT = checked(validate_port)

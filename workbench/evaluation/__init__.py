@@ -4,10 +4,11 @@
 itself (`to_markdown`, `per_query_rows`, `most_hurt`, `most_helped`, `write`).
 """
 
+from workbench.evaluation.depth import depth_curve
 from workbench.evaluation.io import Dataset, read_qrels, read_queries, read_trec_run, trec_run_text, write_trec_run
 from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.report import PRIMARY, DepthPoint, EvaluationReport, QueryOutcome, RunComparison
-from workbench.evaluation.runner import compare_runs, depth_curve, run_evaluation
+from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.evaluation.runs import document_runs, fold_documents
 from workbench.evaluation.service import check_plan, evaluate_dataset, judged_coverage
 from workbench.evaluation.significance import (

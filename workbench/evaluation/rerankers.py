@@ -21,7 +21,6 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, judged_at
-from workbench.evaluation.runner import plan_of
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, difference
@@ -216,7 +215,7 @@ def compare_rerankers(
     plan's collection, first stage, k and top n, with each reranker in turn (the plan's own is not used). A
     collection's name in place of the plan makes one from the keywords."""
     started = time.perf_counter()
-    base = plan_of(engine, plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
+    base = engine.as_plan(plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
     collection, k, top_n = base.collection or engine.settings.collection, base.k, base.top_n
     _, _, max_queries, _ = check_plan(k, top_n, max_queries)
     ids = list(dict.fromkeys(r.strip() for r in rerankers if r and r.strip()))

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from workbench.engine import DEFAULT, Engine, UseDefault
+from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.report import (
     PRIMARY,
-    DepthPoint,
     EvaluationReport,
     GroupFigures,
     QueryOutcome,
@@ -22,9 +21,8 @@ from workbench.evaluation.report import (
 from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import verdict
-from workbench.latency import rerank_time_by_k
 from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, JUDGED_10
+from workbench.vocab import JUDGED_10
 
 
 def run_evaluation(
@@ -42,7 +40,7 @@ def run_evaluation(
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
     order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. A collection's
     name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
-    plan = plan_of(engine, plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
     collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
@@ -145,73 +143,6 @@ def _group_figures(
             )
         )
     return figures
-
-
-def plan_of(
-    engine: Engine,
-    plan: SearchPlan | str,
-    *,
-    k: int | None = None,
-    top_n: int | None = None,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
-) -> SearchPlan:
-    """`plan` as it is, or a collection's name and keywords made into one (the services' keyword form)."""
-    if isinstance(plan, SearchPlan):
-        return plan
-    chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
-    return engine.plan(collection=plan, k=k, top_n=top_n, reranker=chosen, retrieval=retrieval)
-
-
-def depth_curve(
-    engine: Engine,
-    report: EvaluationReport,
-    dataset: Dataset,
-    ks: Sequence[int] = (10, 20, 50, 100),
-    *,
-    timing_queries: int = 10,
-    reranker: Any = DEFAULT,
-) -> list[DepthPoint]:
-    """Metrics and rerank time as k grows. Vector search is deterministic, so the candidates at k are the
-    first k of the report's candidates and their rerank scores are already known: quality needs no model
-    call. Rerank time is measured (caches bypassed) on `timing_queries` queries per k, once: a second curve of the
-    same settings on the same engine reports the first measurement (`report.depth_timings_reused`)."""
-    ks = sorted({k for k in ks if 1 <= k <= report.k})
-    qrels = {qid: dataset.qrels[qid] for qid in report.candidates}
-    sample = [dataset.queries[qid] for qid in list(report.candidates)[:timing_queries]]
-    timings = {}
-    if sample and ks:
-        # Measured once per engine, collection and settings: a second run reports the first measurement.
-        key = (report.collection, report.retrieval, report.reranker_model, tuple(sample), tuple(ks))
-
-        def measure() -> dict[int, float]:
-            points = rerank_time_by_k(
-                engine,
-                sample,
-                ks,
-                collection=report.collection,
-                reranker=reranker,
-                retrieval=report.retrieval,
-                max_query_chars=None,
-            )
-            return {t.k: t.rerank_ms_p50 for t in points}
-
-        timings, report.depth_timings_reused = engine.measure_once(key, measure)
-    points = []
-    for k in ks:
-        before: Run = {}
-        after: Run = {}
-        for qid, rows in report.candidates.items():
-            before[qid], after[qid] = fold_documents(rows[:k])
-        points.append(
-            DepthPoint(
-                k=k,
-                before=evaluate(qrels, before, k)[0],
-                after=evaluate(qrels, after, k)[0],
-                rerank_ms_p50=timings.get(k),
-            )
-        )
-    return points
 
 
 def compare_runs(

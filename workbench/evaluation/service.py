@@ -13,9 +13,10 @@ from typing import Any
 
 from workbench.engine import DEFAULT, Engine, reranker_argument
 from workbench.errors import CollectionNotFoundError, InputError
+from workbench.evaluation.depth import depth_curve
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.report import EvaluationReport
-from workbench.evaluation.runner import compare_runs, depth_curve, plan_of, run_evaluation
+from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.inputs import validate_depths, whole_number
 from workbench.types import SearchPlan
 
@@ -108,7 +109,7 @@ def evaluate_dataset(
     """Judged queries answered as `plan` says: metrics before and after reranking, significance, optional depth
     curve and outside-run comparison, with warnings about anything that makes the figures doubtful. A collection's
     name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
-    plan = plan_of(engine, plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
     engine.reranker_of(plan)  # a missing model fails now, not after the ingest

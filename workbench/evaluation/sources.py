@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.config import Settings
-from workbench.demo import demo_dataset
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.judgments import load_judgments
+from workbench.services.demo import demo_dataset
 
 
 def judged_dataset(

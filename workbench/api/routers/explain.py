@@ -7,9 +7,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.errors import InputError
-from workbench.explain import Explanation, explain_document, explain_pair
 from workbench.inputs import validate_query
 from workbench.redact import public_name
+from workbench.services.explain import Explanation, explain_document, explain_pair
 from workbench.vocab import MAX_K
 
 router = APIRouter(tags=["explain"], dependencies=Authorised)

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, State, deadline, run_bounded
-from workbench.compat import SearchResponse, retrieve_text, search_documents
 from workbench.inputs import parse_filters, validate_query
+from workbench.services.search import SearchResponse, retrieve_text, search_documents
 from workbench.vocab import DEFAULT_TOP_K, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)

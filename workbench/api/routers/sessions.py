@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.api.dependencies import Authorised, Sessions, State, run_bounded
-from workbench.sessions import SessionView
+from workbench.services.sessions import SessionView
 
 router = APIRouter(prefix="/session", tags=["session memory"], dependencies=Authorised)
 

@@ -21,12 +21,19 @@ from workbench.app.state import (
     shown_errors,
 )
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
-from workbench.compare import agreement
 from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
-from workbench.storecompare import StoreComparison, StoreTarget, compare_stores, copy_into, missing_targets, release
+from workbench.services.agreement import agreement
+from workbench.services.store_comparison import (
+    StoreComparison,
+    StoreTarget,
+    compare_stores,
+    copy_into,
+    missing_targets,
+    release,
+)
 from workbench.types import SearchResult
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
 
@@ -279,7 +286,7 @@ def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) ->
                 STATE.stores_missing = {"collection": collection, "kinds": [t.kind for t in missing]}
                 st.rerun()
         with shown_errors(), st.spinner("Searching each store…", show_time=True):
-            across = compare_stores(engine, query, collection, targets, k=c.k, top_n=c.top_n, reranker=c.reranker)
+            across = compare_stores(engine, query, c.plan(engine).with_(collection=collection), targets)
             _draw_across(across)
 
 

@@ -18,7 +18,6 @@ from workbench.app import calibration_view, queue_view, rerankers_view
 from workbench.app.state import STATE, Controls, controls, engine_resource, error_text, page, set_value
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note, text_md
-from workbench.demo import DEMO_COLLECTION, GROUPS, demo_dir
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
@@ -30,6 +29,7 @@ from workbench.evaluation.sources import judged_dataset
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
+from workbench.services.demo import DEMO_COLLECTION, GROUPS, demo_dir
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, JUDGED_10, MAX_K
 
 DEMO = "The demo handbook's judgments (50 queries)"

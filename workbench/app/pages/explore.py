@@ -32,11 +32,11 @@ from workbench.app.widgets import (
     text_md,
     vector_row,
 )
-from workbench.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
-from workbench.hints import no_match_hint
 from workbench.judgments import load_judgments, query_figures
+from workbench.services.demo import DEMO_COLLECTION, GROUPS, sample_queries
+from workbench.services.hints import no_match_hint
 from workbench.types import RankedHit, SearchPlan, SearchResult
 from workbench.vocab import RETRIEVAL
 

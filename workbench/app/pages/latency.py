@@ -8,11 +8,11 @@ import streamlit as st
 from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import SIDEBAR_CONTROLS, file_picker, sidebar_note
-from workbench.demo import sample_queries
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import parse_int_list
-from workbench.latency import STAGES, load_run, rerank_time_by_k, summarize
+from workbench.services.demo import sample_queries
+from workbench.services.latency import STAGES, load_run, rerank_time_by_k, summarize
 from workbench.types import StageTimings
 
 
@@ -35,7 +35,7 @@ def run() -> None:
 def _session_searches() -> None:
     """This session's searches: per-stage figures of those that ran a model, and every search."""
     st.subheader("This session's searches")
-    history = pd.DataFrame([h.model_dump() for h in STATE.history])
+    history = pd.DataFrame([h.row() for h in STATE.history])
     if history.empty:
         st.info(
             "No searches yet in this session: run some on Explore to see their stage timings here. "

@@ -30,7 +30,7 @@ from workbench.errors import ConfigError, exception_chain
 from workbench.extras import require_extra
 from workbench.redact import redact_text, redact_url
 
-log = logging.getLogger("workbench.events")
+log = logging.getLogger("workbench.services.events")
 EXCHANGE = "workbench.events"
 ROUTING_KEY = "retrieval.completed"
 SOURCE = "rerank-workbench"

@@ -13,19 +13,19 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from workbench.compare import Agreement, agreement
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import DEFAULT, Engine, reranker_argument
 from workbench.errors import InputError, StoreError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.runs import document_runs
-from workbench.inputs import validate_depths, validate_query
+from workbench.inputs import validate_query
 from workbench.redact import redact_url
+from workbench.services.agreement import Agreement, agreement
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
-from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-from workbench.vocab import NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
+from workbench.types import Chunk, CollectionInfo, Hit, Metadata, SearchPlan
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
 
 _PAGE = 1000
 EXACT = "exact scan"
@@ -237,21 +237,27 @@ class StoreComparison(BaseModel):
 def compare_stores(
     engine: Engine,
     query: str,
-    collection: str,
+    plan: SearchPlan | str,
     targets: Sequence[StoreTarget],
     *,
-    k: int = 50,
-    top_n: int = 10,
     repeats: int = 5,
+    k: int | None = None,
+    top_n: int | None = None,
     reranker: Any = DEFAULT,
 ) -> StoreComparison:
-    """One query against the same collection in each target store, each through `Engine.search`: its
+    """One query against the plan's collection in each target store, each through `Engine.search`: its
     candidates, its search time (median of `repeats` uncached searches), its recall against an exact scan of
-    the first store's vectors, and its top n after reranking."""
+    the first store's vectors, and its top n after the plan's reranker. The stores hold the vectors, so each is
+    searched densely whatever the plan's first stage, over the whole collection (the exact scan takes no filters;
+    nor does the comparison). A collection's name with `k`, `top_n` and `reranker` is the keyword form."""
     query = validate_query(query)
-    k, top_n = validate_depths(k, top_n)
+    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker)
+    plan = plan.with_(retrieval="dense", filters={}, min_score=None)
+    if plan.collection is None:
+        raise InputError("Name the collection to compare across stores.")
     if len(targets) < 1:
         raise InputError("Name at least one store to compare.")
+    collection = plan.collection
     missing = missing_targets(engine, collection, targets)
     if missing:
         release(engine, collection, targets)
@@ -261,36 +267,29 @@ def compare_stores(
             f"`workbench compare-stores QUERY --collection {collection} --in ... --copy-from STORE`)."
         )
     try:
-        return _compare(engine, query, collection, targets, k=k, top_n=top_n, repeats=repeats, reranker=reranker)
+        return _compare(engine, query, plan, targets, repeats=repeats)
     finally:
         release(engine, collection, targets)
 
 
 def _compare(
-    engine: Engine,
-    query: str,
-    collection: str,
-    targets: Sequence[StoreTarget],
-    *,
-    k: int,
-    top_n: int,
-    repeats: int,
-    reranker: Any,
+    engine: Engine, query: str, plan: SearchPlan, targets: Sequence[StoreTarget], *, repeats: int
 ) -> StoreComparison:
+    collection = plan.collection or ""
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
     first = next(iter(stores.values()))
-    searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, reranker)
-    scan = searcher.search(query, k, top_n, collection=EXACT, reranker=None, retrieval="dense")
+    searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, reranker_argument(plan))
+    plan = plan.with_(reranker=DEFAULT_RERANKER_CHOICE if plan.reranks else None)  # the searcher's own reranker
+    scan = searcher.search(query, plan.with_(collection=EXACT, reranker=None))
     exact = [c.id for c in scan.candidates]
     runs = []
     for label in stores:
+        here = plan.with_(collection=label)
         times = [
-            searcher.search(
-                query, k, top_n, collection=label, reranker=None, retrieval="dense", use_cache=False
-            ).timings.search_ms
+            searcher.search(query, here.with_(reranker=None), use_cache=False).timings.search_ms
             for _ in range(max(repeats, 1))
         ]
-        result = searcher.search(query, k, top_n, collection=label, retrieval="dense")
+        result = searcher.search(query, here)
         ids = [c.id for c in result.candidates]
         runs.append(
             StoreRun(
@@ -303,7 +302,7 @@ def _compare(
         )
     pairs = {f"{a.store} vs {b.store}": agreement(a.ids, b.ids) for i, a in enumerate(runs) for b in runs[i + 1 :]}
     return StoreComparison(
-        query=query, collection=collection, k=k, top_n=top_n, runs=runs, exact_ids=exact, agreement=pairs
+        query=query, collection=collection, k=plan.k, top_n=plan.top_n, runs=runs, exact_ids=exact, agreement=pairs
     )
 
 
@@ -322,18 +321,30 @@ class RecallStudy(BaseModel):
 def recall_study(
     engine: Engine,
     dataset: Dataset,
-    collection: str,
+    plan: SearchPlan | str,
     targets: Sequence[StoreTarget],
     *,
-    k: int = 100,
     max_queries: int | None = None,
-    reranker: Any = DEFAULT,
     progress: Callable[[int, int], None] | None = None,
+    k: int | None = None,
+    reranker: Any = DEFAULT,
 ) -> RecallStudy:
     """Each store's HNSW search against a brute-force scan of the same vectors, over the judged queries, every
-    list through `Engine.search` (the reranker scores each pair once, whichever lists share it)."""
+    list through `Engine.search` (the reranker scores each pair once, whichever lists share it). The plan names
+    the collection, k and the reranker; each store is searched densely over the whole collection and nDCG@10 is
+    of the reranked top 10. A collection's name with `k` and `reranker` is the keyword form."""
+    plan = engine.as_plan(plan, k=k, reranker=reranker)
+    if plan.collection is None:
+        raise InputError("Name the collection to study across stores.")
+    collection, k = plan.collection, plan.k
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
-    searcher = comparison_engine(engine, {EXACT: ExactScan(next(iter(stores.values()))), **stores}, reranker)
+    searcher = comparison_engine(
+        engine, {EXACT: ExactScan(next(iter(stores.values()))), **stores}, reranker_argument(plan)
+    )
+    plan = plan.with_(
+        retrieval="dense", filters={}, min_score=None, top_n=min(10, k),
+        reranker=DEFAULT_RERANKER_CHOICE if plan.reranks else None,
+    )  # fmt: skip
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     runs: dict[str, Run] = {name: {} for name in (EXACT, *stores)}
     runs_before: dict[str, Run] = {name: {} for name in (EXACT, *stores)}
@@ -342,7 +353,7 @@ def recall_study(
     for done, (qid, text) in enumerate(items, start=1):
         exact: list[str] = []
         for name in runs:
-            result = searcher.search(text, k, min(10, k), collection=name, retrieval="dense", max_query_chars=None)
+            result = searcher.search(text, plan.with_(collection=name), max_query_chars=None)
             runs_before[name][qid], runs[name][qid] = document_runs(result.candidates)
             ids = [c.id for c in result.candidates]
             if name == EXACT:

@@ -22,9 +22,9 @@ from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
 from workbench.engine import DEFAULT, Engine, get_engine
 from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
-from workbench.events import EventSink, RetrievalCompleted
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import public_name, redact_text, shown
+from workbench.services.events import EventSink, RetrievalCompleted
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import RankedHit, RetrievedChunk, StageTimings
