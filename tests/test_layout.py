@@ -41,6 +41,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.services",
         "workbench.evaluation",
         "workbench.judgments",
+        "workbench.experiments",
     ),
     "front ends": (
         "workbench.app",

@@ -3,6 +3,7 @@
 WorkbenchError
 ├── InputError               a query, k, top_n, filter or file name the engine cannot take
 ├── CollectionNotFoundError  no collection of that name in the configured store
+├── ExperimentNotFoundError  no kept experiment (or query set) of that id or name
 ├── ModelError               a model that cannot be loaded or run (broken folder, unreachable service)
 │   └── ModelNotFoundError   a model id that resolves to no local folder and no reachable hub
 ├── StoreError               the vector store failed
@@ -55,6 +56,10 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
                 else "."
             )
         )
+
+
+class ExperimentNotFoundError(WorkbenchError, LookupError):
+    """No kept experiment has that id, or no query set that name."""
 
 
 class ModelError(WorkbenchError):
@@ -158,6 +163,7 @@ ERROR_STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (InputError, 422),
     (IngestError, 422),
     (CollectionNotFoundError, 404),
+    (ExperimentNotFoundError, 404),
     (QueryTimeoutError, 504),
     (ModelError, 503),
     (StoreError, 503),

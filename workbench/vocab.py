@@ -162,3 +162,14 @@ DEFAULT_TARGET_PRECISION: Final = 0.8
 
 # The demo ---------------------------------------------------------------------------------------------------
 DEMO_COLLECTION: Final = "demo"
+
+# Experiments, query sets and the ship gate ----------------------------------------------------------------------
+MAX_NAME_CHARS: Final = 120  # an experiment's or query set's name, a tag
+MAX_EXPERIMENT_TAGS: Final = 16
+MAX_EXPERIMENT_NOTES: Final = 4000
+MAX_QUERY_SET_QUERIES: Final = 10_000
+# How `workbench gate` exits: the decision as a process status a CI job reads.
+GateOutcome = Literal["ship", "no-ship", "inconclusive"]
+GATE_EXIT_CODES: Final[dict[str, int]] = {"ship": 0, "no-ship": 1, "inconclusive": 3}
+GATE_BASELINES: Final = ("first-stage", "experiment", "configuration")
+MAX_EXPORT_BYTES: Final = 200_000_000  # an experiment file to import

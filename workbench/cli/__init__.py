@@ -1,5 +1,5 @@
-"""The `workbench` command line: ingest, query, collections, delete, demo, eval, explain, judge, judgments, app
-and postgres.
+"""The `workbench` command line: ingest, query, collections, delete, demo, eval, experiments, query-sets, gate,
+explain, judge, judgments, app and postgres.
 
 Errors print one line starting `error:` (secrets masked, no traceback) and exit with 2.
 """
@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 
-from workbench.cli import collections, doctor, evaluate, explain, judgments, servers
+from workbench.cli import collections, doctor, evaluate, experiments, explain, judgments, servers
 from workbench.cli.collections import format_result
 from workbench.errors import error_message, is_expected
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, doctor, evaluate, explain, judgments, servers):
+    for module in (collections, doctor, evaluate, experiments, explain, judgments, servers):
         module.add_commands(commands)
     collections.add_store_comparison(commands)
     return parser

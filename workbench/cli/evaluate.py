@@ -19,9 +19,11 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sources import judged_dataset
+from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.types import SearchPlan
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
 
 
@@ -47,7 +49,7 @@ def _modes(text: str | None) -> list[str | None]:
 def _cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     depth, modes, folder = _checked_arguments(args, settings)
-    dataset, demo = _judged_queries(args, settings)
+    dataset, demo = judged_queries(args, settings)
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
     if demo and args.collection == DEMO_COLLECTION:
@@ -59,11 +61,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             warn(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}")
     if len(args.reranker or []) > 1:
         return _compare(engine, dataset, args, modes)
+    if args.query_set:
+        dataset = open_experiment_store(settings).query_set(args.query_set).judged(dataset)
     summaries = []
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
-        report = _evaluate_mode(engine, dataset, args, mode, depth, outside)
+        plan, report = _evaluate_mode(engine, dataset, args, mode, depth, outside)
         target = folder / report.retrieval if folder is not None and len(modes) > 1 else folder
-        summaries.append(_report_out(engine, report, dataset, args, target))
+        summary = _report_out(engine, report, dataset, args, target)
+        if not args.no_save:
+            experiment = keep_report(
+                engine, report, plan, dataset, source=dataset.name, query_set=args.query_set, name=args.name or "",
+                tags=args.tag or (), notes=args.notes or "",
+            )  # fmt: skip
+            summary["experiment"] = experiment.id
+            warn(f"kept as experiment {experiment.id} (`workbench experiments show {experiment.id}`)")
+        summaries.append(summary)
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     return 0
@@ -83,7 +95,7 @@ def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[li
     return depth, _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
 
 
-def _judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Dataset, bool]:
+def judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Dataset, bool]:
     """The judged queries the arguments name, and whether they are the demo's (whose collection is the default)."""
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
     if demo and not (args.qrels or args.queries):
@@ -104,15 +116,15 @@ def _evaluate_mode(
     mode: str | None,
     depth: list[int],
     outside: Run | None,
-) -> EvaluationReport:
-    """One first stage's evaluation, with progress bars for the ingest and the queries."""
+) -> tuple[SearchPlan, EvaluationReport]:
+    """One first stage's plan and evaluation, with progress bars for the ingest and the queries."""
     label = f"queries ({mode})" if mode else "queries"
     with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
         plan = engine.plan(
             collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
             reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
         )  # fmt: skip
-        return evaluate_dataset(
+        return plan, evaluate_dataset(
             engine,
             dataset,
             plan,
@@ -241,5 +253,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "tokens (defaults: " + ", ".join(f"{k} {v.usd:g}" for k, v in DEFAULT_PRICES.items()) + ")",
     )
     evaluate.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
+    evaluate.add_argument("--query-set", help="a kept query set: its queries, judged by the dataset")
+    evaluate.add_argument("--name", help="the kept experiment's name")
+    evaluate.add_argument("--tag", action="append", help="a tag for the kept experiment (repeat for several)")
+    evaluate.add_argument("--notes", help="notes kept with the experiment")
+    evaluate.add_argument("--no-save", action="store_true", help="do not keep the evaluation as an experiment")
     store_options(evaluate)
     evaluate.set_defaults(handler=_cmd_eval)

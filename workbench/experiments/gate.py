@@ -1,0 +1,179 @@
+"""The ship gate: a candidate configuration against a baseline (its own first stage, a kept experiment, or another
+configuration run now) on judged queries, decided as CI needs it.
+
+- **ship** (exit 0): the candidate is better, p < 0.05 and the 95 % interval above zero, judged@10 at least half,
+  and every budget given is kept;
+- **no-ship** (exit 1): the candidate is measurably worse (p < 0.05, the interval below zero), or a budget is broken;
+- **inconclusive** (exit 3): anything else: no measurable difference, or too few judgments to tell.
+
+The decision is written as JSON and as a JUnit XML file (one test case per check) that CI systems read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.etree import ElementTree
+
+from pydantic import BaseModel, Field
+
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
+from workbench.experiments.diff import RunDiff, compare_run_pair
+from workbench.experiments.query_sets import QuerySet
+from workbench.experiments.record import Experiment
+from workbench.experiments.service import Progress, diff_experiments, run_experiment
+from workbench.experiments.store import open_experiment_store
+from workbench.types import SearchPlan
+from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
+
+
+class Budgets(BaseModel):
+    """Limits the candidate must keep, whatever its quality: the 95th percentile of a search's total time over
+    the queries that ran a model, and the documents the reranker scores per query (what hosted rerankers bill)."""
+
+    max_latency_ms: float | None = Field(None, gt=0)
+    max_rerank_pairs: int | None = Field(None, ge=0)
+
+
+class Check(BaseModel):
+    """One thing the gate checked: its name, whether it passed, and why."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+class GateDecision(BaseModel):
+    """What the gate decided, why, and on what figures."""
+
+    outcome: GateOutcome
+    exit_code: int
+    reason: str
+    candidate: str
+    baseline: str
+    candidate_experiment: str
+    baseline_experiment: str | None = None
+    checks: list[Check]
+    comparison: RunDiff
+
+    def to_junit(self) -> str:
+        """The decision as a JUnit XML document: a test suite `workbench gate` with one case per check; a broken
+        check is a failure, an inconclusive quality check is skipped."""
+        suite = ElementTree.Element("testsuite", name="workbench gate")
+        properties = ElementTree.SubElement(suite, "properties")
+        for name, value in (("outcome", self.outcome), ("candidate", self.candidate), ("baseline", self.baseline)):
+            ElementTree.SubElement(properties, "property", name=name, value=value)
+        failures = skipped = 0
+        for check in self.checks:
+            case = ElementTree.SubElement(suite, "testcase", classname="workbench.gate", name=check.name)
+            if not check.passed and check.name == "quality" and self.outcome == "inconclusive":
+                ElementTree.SubElement(case, "skipped", message=check.detail)
+                skipped += 1
+            elif not check.passed:
+                ElementTree.SubElement(case, "failure", message=check.detail).text = check.detail
+                failures += 1
+            ElementTree.SubElement(case, "system-out").text = check.detail
+        suite.set("tests", str(len(self.checks)))
+        suite.set("failures", str(failures))
+        suite.set("skipped", str(skipped))
+        suite.set("errors", "0")
+        ElementTree.indent(suite)
+        return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(suite, encoding="unicode") + "\n"
+
+
+def _quality(diff: RunDiff) -> tuple[GateOutcome, Check]:
+    direction = diff.direction
+    if direction == "helps":
+        return "ship", Check(name="quality", passed=True, detail=diff.words())
+    if direction == "hurts":
+        return "no-ship", Check(name="quality", passed=False, detail=diff.words())
+    return "inconclusive", Check(name="quality", passed=False, detail=diff.words())
+
+
+def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
+    checks = []
+    if budgets.max_latency_ms is not None:
+        p95 = candidate.report.get("latency_p95", {}).get("total_ms")
+        if p95 is None:
+            checks.append(Check(name="latency", passed=False, detail="No search of the run was timed (all cached)."))
+        else:
+            kept = p95 <= budgets.max_latency_ms
+            checks.append(
+                Check(
+                    name="latency", passed=kept,
+                    detail=f"p95 total {p95:.0f} ms {'within' if kept else 'over'} the budget of "
+                    f"{budgets.max_latency_ms:.0f} ms",
+                )
+            )  # fmt: skip
+    if budgets.max_rerank_pairs is not None:
+        pairs = candidate.plan.k if candidate.plan.reranks else 0
+        kept = pairs <= budgets.max_rerank_pairs
+        checks.append(
+            Check(
+                name="cost", passed=kept,
+                detail=f"{pairs} documents reranked per query, {'within' if kept else 'over'} the budget of "
+                f"{budgets.max_rerank_pairs}",
+            )
+        )  # fmt: skip
+    return checks
+
+
+def decide(
+    candidate: Experiment, comparison: RunDiff, baseline: str, budgets: Budgets, baseline_id: str | None = None
+) -> GateDecision:
+    """The decision from the comparison (candidate as run b) and the budgets."""
+    outcome, quality = _quality(comparison)
+    checks = [quality, *_budget_checks(candidate, budgets)]
+    broken = [c for c in checks[1:] if not c.passed]
+    if broken:
+        outcome = "no-ship"
+    reason = "; ".join(c.detail for c in broken) if broken else quality.detail
+    return GateDecision(
+        outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=reason, candidate=candidate.plan.key,
+        baseline=baseline, candidate_experiment=candidate.id, baseline_experiment=baseline_id, checks=checks,
+        comparison=comparison,
+    )  # fmt: skip
+
+
+def run_gate(
+    engine: Engine,
+    dataset: Dataset,
+    candidate: SearchPlan,
+    *,
+    source: str,
+    baseline: SearchPlan | str | None = None,
+    budgets: Budgets | None = None,
+    query_set: QuerySet | None = None,
+    max_queries: int | None = None,
+    progress: Progress | None = None,
+    tags: Sequence[str] = ("gate",),
+) -> GateDecision:
+    """Run the candidate (kept as an experiment) and decide against the baseline: None for the candidate's own
+    first stage, an experiment's id, or another plan (run now, and kept too)."""
+    budgets = budgets or Budgets()
+    if baseline is None and not candidate.reranks:
+        raise InputError(
+            f"The candidate does not rerank ({NO_RERANKER}): against its own first stage there is nothing to decide. "
+            "Name a reranker, or a baseline (an experiment or another configuration)."
+        )
+    kept = open_experiment_store(engine.settings)
+    earlier = kept.get(baseline) if isinstance(baseline, str) else None
+    run = run_experiment(
+        engine, dataset, candidate, source=source, query_set=query_set, max_queries=max_queries, progress=progress,
+        tags=tags,
+    )  # fmt: skip
+    if earlier is not None:
+        return decide(run, diff_experiments(earlier, run), f"experiment {earlier.id} ({earlier.title})", budgets,
+                      earlier.id)  # fmt: skip
+    if isinstance(baseline, SearchPlan):
+        other = run_experiment(
+            engine, dataset, baseline, source=source, query_set=query_set, max_queries=max_queries, tags=tags
+        )
+        return decide(run, diff_experiments(other, run), f"configuration {baseline.key}", budgets, other.id)
+    first_stage = f"its first stage ({candidate.retrieval} k={candidate.k}, no reranker)"
+    comparison = compare_run_pair(
+        run.before_run, run.after_run, run.queries, top_n=candidate.top_n, k=candidate.k, qrels=run.qrels,
+        names=("first stage", run.plan.key),
+    )  # fmt: skip
+    return decide(run, comparison, first_stage, budgets)

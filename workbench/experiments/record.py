@@ -1,0 +1,227 @@
+"""An experiment: one evaluation, kept. What was asked (the search plan, the query set and the judgments as they
+were, each with a checksum), what was measured (the report, per-query figures, both TREC runs) and what ran it
+(a manifest of versions, the machine, the reranker's fingerprint and backend, the embedder)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import uuid
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset, Qrels, Run
+from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.verdict import Verdict
+from workbench.redact import plain_text
+from workbench.types import SearchPlan
+from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_EXPERIMENT_TAGS, MAX_NAME_CHARS, PRIMARY_METRIC
+
+_PACKAGES = ("torch", "sentence-transformers", "transformers", "chromadb", "qdrant-client", "ir-measures", "numpy")
+
+
+def checksum(value: Any) -> str:
+    """A short, stable hash of a JSON-able value (keys sorted): equal inputs, equal checksums."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def new_id() -> str:
+    """An experiment id: 12 hex digits, random (safe in a URL, a file name and a shell)."""
+    return uuid.uuid4().hex[:12]
+
+
+class QuerySetUsed(BaseModel):
+    """The queries an experiment ran: the set's name, how many, and the checksum of their ids and texts."""
+
+    name: str
+    queries: int
+    checksum: str
+
+
+class JudgmentsUsed(BaseModel):
+    """The judgments an experiment was scored on, as they were then: where they came from, how many, a checksum."""
+
+    source: str
+    queries: int
+    judgments: int
+    checksum: str
+
+
+class Manifest(BaseModel):
+    """What ran the experiment: versions, the machine, and the models as they were."""
+
+    workbench: str
+    python: str
+    platform: str
+    machine: str
+    cpus: int
+    packages: dict[str, str]
+    embedder: str
+    reranker_fingerprint: str | None = None
+    reranker_backend: str | None = None
+    collection_chunks: int | None = None
+
+    @classmethod
+    def here(
+        cls,
+        *,
+        embedder: str,
+        reranker_fingerprint: str | None,
+        reranker_backend: str | None,
+        collection_chunks: int | None,
+    ) -> Manifest:
+        """This process's manifest."""
+        packages = {}
+        for name in _PACKAGES:
+            try:
+                packages[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+        try:
+            version = metadata.version("rerank-workbench")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        return cls(
+            workbench=version,
+            python=sys.version.split()[0],
+            platform=platform.platform(terse=True),
+            machine=platform.machine(),
+            cpus=os.cpu_count() or 1,
+            packages=packages,
+            embedder=embedder,
+            reranker_fingerprint=reranker_fingerprint,
+            reranker_backend=reranker_backend,
+            collection_chunks=collection_chunks,
+        )
+
+
+def _label(value: str, what: str) -> str:
+    value = plain_text(value).strip()
+    if len(value) > MAX_NAME_CHARS:
+        raise InputError(f"An experiment's {what} is at most {MAX_NAME_CHARS} characters; got {len(value)}.")
+    return value
+
+
+class Experiment(BaseModel):
+    """One evaluation, kept: the plan, the query set and judgments it used, the report, both runs, the manifest;
+    and a name, tags and notes a person gives it."""
+
+    id: str = Field(default_factory=new_id)
+    name: str = ""
+    tags: list[str] = Field(default_factory=list)
+    notes: str = ""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    plan: SearchPlan
+    query_set: QuerySetUsed
+    judgments: JudgmentsUsed
+    manifest: Manifest
+    report: dict[str, Any]
+    queries: dict[str, str]
+    qrels: Qrels
+    before_run: Run
+    after_run: Run
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _label(value, "name")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        tags = sorted({_label(tag, "tag") for tag in value if tag and tag.strip()})
+        if len(tags) > MAX_EXPERIMENT_TAGS:
+            raise InputError(f"An experiment takes at most {MAX_EXPERIMENT_TAGS} tags; got {len(tags)}.")
+        return tags
+
+    @field_validator("notes")
+    @classmethod
+    def _notes(cls, value: str) -> str:
+        value = plain_text(value)
+        if len(value) > MAX_EXPERIMENT_NOTES:
+            raise InputError(f"An experiment's notes are at most {MAX_EXPERIMENT_NOTES} characters; got {len(value)}.")
+        return value
+
+    @property
+    def title(self) -> str:
+        """Its name, or its plan's key when it has none."""
+        return self.name or self.plan.key
+
+    @property
+    def configuration(self) -> str:
+        """The configuration it measured, by the plan's key (the trend chart groups experiments by it)."""
+        return self.plan.key
+
+    def evaluation(self) -> EvaluationReport:
+        """The report as it was measured, with its runs and judgments (so every view and download works)."""
+        report = EvaluationReport.model_validate(self.report)
+        report.before_run, report.after_run, report.qrels = self.before_run, self.after_run, self.qrels
+        return report
+
+    def dataset(self) -> Dataset:
+        """The query set and judgments it used, as they were: what "run again" runs."""
+        return Dataset(self.query_set.name, self.queries, self.qrels)
+
+    @property
+    def verdict(self) -> Verdict | None:
+        found = self.report.get("verdict")
+        return Verdict.model_validate(found) if found else None
+
+    def figure(self, metric: str = PRIMARY_METRIC, stage: str = "after") -> float:
+        """One figure of the report: a metric after reranking (or `stage="before"`, the first stage's)."""
+        return float(self.report[stage][metric])
+
+    def listing(self) -> dict[str, Any]:
+        """One row of the experiments list."""
+        verdict = self.verdict
+        return {
+            "id": self.id,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(timespec="seconds"),
+            "configuration": self.configuration,
+            "collection": self.plan.collection,
+            "query_set": self.query_set.name,
+            "queries": self.query_set.queries,
+            f"{PRIMARY_METRIC} before": self.figure(stage="before"),
+            f"{PRIMARY_METRIC} after": self.figure(),
+            "verdict": verdict.direction if verdict else None,
+            "tags": ", ".join(self.tags),
+        }
+
+
+def judgments_used(dataset: Dataset, source: str) -> JudgmentsUsed:
+    """The dataset's judgments (of the queries it runs), described and checksummed."""
+    qrels = {qid: dataset.qrels[qid] for qid in dataset.queries}
+    return JudgmentsUsed(
+        source=source,
+        queries=len(qrels),
+        judgments=sum(len(j) for j in qrels.values()),
+        checksum=checksum(qrels),
+    )
+
+
+def query_set_used(name: str, queries: dict[str, str]) -> QuerySetUsed:
+    return QuerySetUsed(name=name, queries=len(queries), checksum=checksum(queries))
+
+
+def changed_inputs(first: Experiment, second: Experiment) -> list[str]:
+    """What differs between the inputs of two experiments (empty: the same plan, queries, judgments, models and
+    collection size, so their figures must agree to the last digit)."""
+    checks = {
+        "the search plan": (first.plan.model_dump(), second.plan.model_dump()),
+        "the query set": (first.query_set.checksum, second.query_set.checksum),
+        "the judgments": (first.judgments.checksum, second.judgments.checksum),
+        "the embedder": (first.manifest.embedder, second.manifest.embedder),
+        "the reranker's model files": (first.manifest.reranker_fingerprint, second.manifest.reranker_fingerprint),
+        "the reranker's backend": (first.manifest.reranker_backend, second.manifest.reranker_backend),
+        "the collection's size": (first.manifest.collection_chunks, second.manifest.collection_chunks),
+    }
+    return [what for what, (a, b) in checks.items() if a != b]

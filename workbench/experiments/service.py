@@ -1,0 +1,196 @@
+"""Experiments made, kept, run again, compared, exported and imported: what the Evaluate and Experiments pages,
+`workbench eval` / `workbench experiments` and the API call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
+from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.service import evaluate_dataset
+from workbench.experiments.diff import RunDiff, compare_run_pair
+from workbench.experiments.query_sets import QuerySet
+from workbench.experiments.record import (
+    Experiment,
+    Manifest,
+    changed_inputs,
+    judgments_used,
+    query_set_used,
+)
+from workbench.experiments.store import open_experiment_store
+from workbench.inputs import json_depth
+from workbench.types import SearchPlan
+from workbench.vocab import MAX_EXPORT_BYTES, MAX_JSON_DEPTH
+
+EXPORT_FORMAT = "rerank-workbench.experiment"
+EXPORT_VERSION = 1
+Progress = Callable[[int, int], None]
+
+
+def keep_report(
+    engine: Engine,
+    report: EvaluationReport,
+    plan: SearchPlan,
+    dataset: Dataset,
+    *,
+    source: str,
+    query_set: str | None = None,
+    name: str = "",
+    tags: Sequence[str] = (),
+    notes: str = "",
+    save: bool = True,
+) -> Experiment:
+    """An evaluation's report kept as an experiment: the plan as it ran (its reranker named by the model that
+    ran), the queries and judgments it used as they were, the runs, and this machine's manifest."""
+    queries = {o.query_id: o.query for o in report.per_query} or dict(dataset.queries)
+    queries = {qid: dataset.queries.get(qid, text) for qid, text in queries.items()}
+    collection = plan.collection or engine.settings.collection
+    reranker = engine.reranker_of(plan)
+    try:
+        chunks: int | None = engine.collection_info(collection).count
+    except Exception:  # the count is informative only: a store that cannot count leaves it out
+        chunks = None
+    experiment = Experiment(
+        name=name,
+        tags=list(tags),
+        notes=notes,
+        plan=plan.with_(collection=collection, reranker=report.reranker_model),
+        query_set=query_set_used(query_set or dataset.name, queries),
+        judgments=judgments_used(Dataset(dataset.name, queries, report.qrels or dataset.qrels), source),
+        manifest=Manifest.here(
+            embedder=report.embedding_model,
+            reranker_fingerprint=getattr(reranker, "fingerprint", None) if reranker else None,
+            reranker_backend=reranker.backend if reranker else None,
+            collection_chunks=chunks,
+        ),
+        report=report.model_dump(mode="json"),
+        queries=queries,
+        qrels={qid: report.qrels[qid] for qid in queries if qid in report.qrels},
+        before_run=report.before_run,
+        after_run=report.after_run,
+    )
+    return open_experiment_store(engine.settings).save(experiment) if save else experiment
+
+
+def run_experiment(
+    engine: Engine,
+    dataset: Dataset,
+    plan: SearchPlan,
+    *,
+    source: str,
+    query_set: QuerySet | None = None,
+    name: str = "",
+    tags: Sequence[str] = (),
+    notes: str = "",
+    max_queries: int | None = None,
+    depth: Sequence[int] = (),
+    progress: Progress | None = None,
+    save: bool = True,
+) -> Experiment:
+    """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it."""
+    if query_set is not None:
+        dataset = query_set.judged(dataset)
+    report = evaluate_dataset(engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress)
+    return keep_report(
+        engine, report, plan, dataset, source=source, query_set=query_set.name if query_set else None,
+        name=name, tags=tags, notes=notes, save=save,
+    )  # fmt: skip
+
+
+def run_again(engine: Engine, experiment: Experiment, *, progress: Progress | None = None) -> Experiment:
+    """The experiment's exact plan on its exact queries and judgments, kept as a new experiment named after it."""
+    plan = experiment.plan
+    again = run_experiment(
+        engine, experiment.dataset(), plan, source=experiment.judgments.source, name=experiment.name,
+        tags=experiment.tags, notes=f"run again from {experiment.id}", progress=progress, save=False,
+    )  # fmt: skip
+    again.query_set = experiment.query_set.model_copy(update={"checksum": again.query_set.checksum})
+    return open_experiment_store(engine.settings).save(again)
+
+
+def reproduced(first: Experiment, second: Experiment) -> tuple[bool, list[str]]:
+    """Whether two experiments' figures agree to the last digit, and what differs in their inputs (when the
+    figures differ and nothing does, the machine or a library version is the cause: their manifests say)."""
+    same = first.report.get("before") == second.report.get("before") and first.report.get("after") == second.report.get(
+        "after"
+    )
+    same = same and [o["after"] for o in first.report["per_query"]] == [o["after"] for o in second.report["per_query"]]
+    return same, changed_inputs(first, second)
+
+
+def diff_experiments(first: Experiment, second: Experiment) -> RunDiff:
+    """The second experiment against the first over the queries both ran, both scored on the second's judgments
+    (the newer state; a warning says when the two differ)."""
+    shared = {qid: text for qid, text in second.queries.items() if qid in first.queries}
+    if not shared:
+        raise InputError(
+            f"Experiments {first.id} and {second.id} ran no query in common: compare experiments of the same query set."
+        )
+    diff = compare_run_pair(
+        first.after_run,
+        second.after_run,
+        shared,
+        top_n=min(first.plan.top_n, second.plan.top_n),
+        k=min(first.plan.k, second.plan.k),
+        qrels=second.qrels,
+        names=(first.title, second.title),
+    )
+    if first.judgments.checksum != second.judgments.checksum:
+        diff.warnings.append(
+            f"The two experiments were scored on different judgments ({first.judgments.checksum} and "
+            f"{second.judgments.checksum}); both are scored here on the second's."
+        )
+    if first.plan.collection != second.plan.collection:
+        diff.warnings.append(
+            f"The experiments searched different collections ('{first.plan.collection}' and "
+            f"'{second.plan.collection}')."
+        )
+    return diff
+
+
+def export_experiment(experiment: Experiment) -> str:
+    """One experiment as one JSON file another workbench imports."""
+    return json.dumps(
+        {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "experiment": experiment.model_dump(mode="json")},
+        ensure_ascii=False,
+    )
+
+
+def import_experiment(engine: Engine, raw: bytes | str) -> Experiment:
+    """An exported experiment kept here under its own id; importing the same file twice keeps it once, and a
+    different experiment with an id already taken is refused."""
+    if len(raw) > MAX_EXPORT_BYTES:
+        raise InputError(f"An experiment file is at most {MAX_EXPORT_BYTES // 1_000_000} MB; this one is larger.")
+    try:
+        document: Any = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"Not an experiment file: it is not JSON ({str(exc)[:80]}).") from None
+    if json_depth(document) > MAX_JSON_DEPTH:
+        raise InputError(f"Not an experiment file: it nests deeper than {MAX_JSON_DEPTH} levels.")
+    if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
+        raise InputError(f'Not an experiment file: it has no "format": "{EXPORT_FORMAT}".')
+    if document.get("version") != EXPORT_VERSION:
+        raise InputError(
+            f"This workbench reads experiment files of version {EXPORT_VERSION}; got {document.get('version')!r}."
+        )
+    try:
+        experiment = Experiment.model_validate(document.get("experiment"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "experiment"
+        message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+        raise InputError(f"Not an experiment file: {where}: {message[:200]}") from None
+    store = open_experiment_store(engine.settings)
+    try:
+        kept = store.get(experiment.id)
+    except LookupError:
+        return store.save(experiment)
+    if kept.model_dump() != experiment.model_dump():
+        raise InputError(f"An experiment with the id {experiment.id} is kept here already, and it is another one.")
+    return kept
