@@ -89,6 +89,26 @@ class RankedHit(Chunk):
         return "="
 
 
+def input_error(exc: ValidationError, what: str = "a field") -> InputError:
+    """A ValidationError as the InputError a user reads: the first problem, where it is and what is wrong."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    if first.get("type") == "extra_forbidden":
+        message = f"not {what}"
+    return InputError(f"{where}: {message}" if where else message)
+
+
+class CheckedModel(BaseModel):
+    """A model whose construction raises InputError (never a ValidationError) naming the first wrong field."""
+
+    def __init__(self, **given: Any) -> None:
+        try:
+            super().__init__(**given)
+        except ValidationError as exc:
+            raise input_error(exc) from None
+
+
 class SearchPlan(BaseModel):
     """How a query is answered: which collection, which first stage and how deep (k), how many results (top n),
     which metadata filters, which reranker, and any score cutoff. Validated once, when it is made; frozen, so a
@@ -114,12 +134,7 @@ class SearchPlan(BaseModel):
         try:
             super().__init__(**given)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first.get("loc", ()))
-            message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-            if first.get("type") == "extra_forbidden":
-                message = "not a field of a search plan"
-            raise InputError(f"{where}: {message}" if where else message) from None
+            raise input_error(exc, "a field of a search plan") from None
 
     @model_validator(mode="before")
     @classmethod

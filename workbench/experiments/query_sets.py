@@ -11,13 +11,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.experiments.record import checksum
 from workbench.loaders import iter_jsonl
 from workbench.redact import plain_text
+from workbench.types import CheckedModel
 from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES
 
 _ID_COLUMNS = ("id", "_id", "query_id", "qid")
@@ -25,7 +26,7 @@ _TEXT_COLUMNS = ("text", "query", "query_text", "question")
 _WEIGHT_COLUMNS = ("weight", "frequency", "count", "freq")
 
 
-class QueryItem(BaseModel):
+class QueryItem(CheckedModel):
     """One query of a set: its id, its text, and its weight (1 unless a log said how often it is asked)."""
 
     id: str
@@ -40,7 +41,7 @@ class QueryItem(BaseModel):
         return value
 
 
-class QuerySet(BaseModel):
+class QuerySet(CheckedModel):
     """A named list of queries, ids unique, texts not blank."""
 
     name: str

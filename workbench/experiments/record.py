@@ -21,7 +21,7 @@ from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import Verdict
 from workbench.redact import plain_text
-from workbench.types import SearchPlan
+from workbench.types import CheckedModel, SearchPlan
 from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_EXPERIMENT_TAGS, MAX_NAME_CHARS, PRIMARY_METRIC
 
 _PACKAGES = ("torch", "sentence-transformers", "transformers", "chromadb", "qdrant-client", "ir-measures", "numpy")
@@ -110,7 +110,7 @@ def _label(value: str, what: str) -> str:
     return value
 
 
-class Experiment(BaseModel):
+class Experiment(CheckedModel):
     """One evaluation, kept: the plan, the query set and judgments it used, the report, both runs, the manifest;
     and a name, tags and notes a person gives it."""
 
