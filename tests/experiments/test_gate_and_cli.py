@@ -1,0 +1,138 @@
+"""The ship gate and the experiments commands as a CI job and a user run them: real models on the demo, every
+evaluation kept, a run again that reproduces its figures to the last digit, and the gate's three exit codes with a
+JUnit file a CI system's reader accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import junitparser
+import pytest
+
+from workbench.cli import main
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.experiments import diff_experiments, open_experiment_store, reproduced, run_again
+from workbench.services.demo import demo_dataset
+
+
+@pytest.fixture
+def demo_cli(demo_engine: Engine, shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    """The CLI on the demo engine's data folder, the shared models found by id."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(demo_engine.settings.data_dir))
+    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared_dir / "models"))
+    monkeypatch.setenv("RERANKER_MODEL", "minilm-l6-qa-reranker")
+    monkeypatch.setenv("WORKBENCH_OFFLINE", "1")
+    return demo_engine
+
+
+@pytest.mark.parametrize(
+    ("arguments", "exit_code", "outcome"),
+    [
+        (["--retrieval", "bm25"], 0, "ship"),  # the reranker helps BM25's candidates (p = 0.0006)
+        (["--reranker", "minilm-l6-scifact-reranker"], 1, "no-ship"),  # the domain-tuned model hurts here
+        (["--retrieval", "dense"], 3, "inconclusive"),  # no measurable difference on dense candidates
+    ],
+)
+def test_the_gate_exits_ship_no_ship_or_inconclusive_with_json_and_junit(
+    demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], exit_code: int,
+    outcome: str,
+) -> None:  # fmt: skip
+    junit, decision_file = tmp_path / "gate.xml", tmp_path / "gate.json"
+    code = main(["gate", "demo", *arguments, "--junit", str(junit), "--json-out", str(decision_file)])
+    out = capsys.readouterr().out
+    assert code == exit_code, out
+    assert out.startswith(f"{outcome.upper()} (exit {exit_code})")
+    decision = json.loads(decision_file.read_text())
+    assert decision["outcome"] == outcome and decision["exit_code"] == exit_code
+    comparison = decision["comparison"]
+    assert comparison["judged_queries"] == 50
+    # the figures the gate decided on are the kept experiment's own before and after
+    kept = open_experiment_store(demo_cli.settings).get(decision["candidate_experiment"])
+    assert comparison["a"]["ndcg@10"] == pytest.approx(kept.figure(stage="before"))
+    assert comparison["b"]["ndcg@10"] == pytest.approx(kept.figure())
+    assert "gate" in kept.tags
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(junit))))
+    cases = {case.name: case for case in suite}
+    assert suite.name == "workbench gate" and suite.tests == 1 and list(cases) == ["quality"]
+    result = [type(r).__name__ for r in cases["quality"].result]
+    assert result == {"ship": [], "no-ship": ["Failure"], "inconclusive": ["Skipped"]}[outcome]
+    assert suite.failures == (outcome == "no-ship") and suite.skipped == (outcome == "inconclusive")
+
+
+def test_a_budget_broken_is_no_ship_whatever_the_quality(demo_cli: Engine, tmp_path: Path) -> None:
+    junit = tmp_path / "gate.xml"
+    code = main(["gate", "demo", "--retrieval", "bm25", "--max-rerank-pairs", "20", "--junit", str(junit)])
+    assert code == 1
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(junit))))
+    cases = {case.name: [type(r).__name__ for r in case.result] for case in suite}
+    assert cases == {"quality": [], "cost": ["Failure"]}
+
+
+def test_the_gate_against_a_kept_experiment_and_another_configuration(
+    demo_cli: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "demo", "--retrieval", "bm25", "--no-rerank", "--name", "bm25 alone", "--json"]) == 0
+    baseline = json.loads(capsys.readouterr().out)["experiment"]
+    code = main(["gate", "demo", "--retrieval", "bm25", "--baseline", baseline, "--json"])
+    decision = json.loads(capsys.readouterr().out)
+    assert code == 0 and decision["baseline_experiment"] == baseline and decision["outcome"] == "ship"
+    assert decision["baseline"].startswith(f"experiment {baseline} (bm25 alone)")
+    code = main(["gate", "demo", "--retrieval", "dense", "--baseline-retrieval", "bm25", "--baseline-reranker",
+                 "none", "--json"])  # fmt: skip
+    decision = json.loads(capsys.readouterr().out)
+    assert decision["baseline"].startswith("configuration demo · bm25 k=50 → 10 · none")
+    assert code == decision["exit_code"]
+    assert main(["gate", "demo", "--baseline", "no-such-id"]) == 2
+    assert "No experiment has the id" in capsys.readouterr().err
+
+
+def test_eval_keeps_an_experiment_that_lists_shows_diffs_and_runs_again_to_the_last_digit(
+    demo_cli: Engine, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["eval", "demo", "--max-queries", "12", "--name", "qa dense", "--tag", "nightly", "--json"]) == 0
+    first_id = json.loads(capsys.readouterr().out)["experiment"]
+    assert main(["eval", "demo", "--max-queries", "12", "--retrieval", "hybrid", "--json"]) == 0
+    second_id = json.loads(capsys.readouterr().out)["experiment"]
+    assert main(["experiments", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert first_id in listing and second_id in listing and "'qa dense'" in listing
+    assert main(["experiments", "show", first_id, "--report", str(tmp_path / "report")]) == 0
+    assert "# Evaluation: " in capsys.readouterr().out
+    assert (tmp_path / "report" / "demo.after.trec").is_file()
+    assert main(["experiments", "diff", first_id, second_id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    store = open_experiment_store(demo_cli.settings)
+    first, second = store.get(first_id), store.get(second_id)
+    assert shown == json.loads(diff_experiments(first, second).model_dump_json())
+    assert shown["judged_queries"] == 12
+
+    again = run_again(Engine(Settings()), first)  # the settings the CLI ran with
+    same, changed = reproduced(first, again)
+    assert same and changed == [] and again.id != first.id and again.name == "qa dense"
+    _, changed = reproduced(first, second)
+    assert changed == ["the search plan"]
+
+    path = tmp_path / "exp.json"
+    assert main(["experiments", "export", first_id, "-o", str(path)]) == 0
+    assert main(["experiments", "delete", first_id]) == 0
+    assert main(["experiments", "show", first_id]) == 2
+    assert main(["experiments", "import", str(path)]) == 0
+    assert store.get(first_id) == first
+
+
+def test_a_query_set_from_a_file_narrows_an_evaluation(
+    demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = demo_dataset("test", demo_cli.settings)
+    chosen = list(dataset.queries.items())[:5]
+    path = tmp_path / "five.csv"
+    path.write_text("id,query,frequency\n" + "".join(f"{q},{t},{i + 1}\n" for i, (q, t) in enumerate(chosen)))
+    assert main(["query-sets", "add", "five", "--file", str(path)]) == 0
+    assert "query set 'five': 5 queries" in capsys.readouterr().out
+    assert main(["eval", "demo", "--query-set", "five", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    kept = open_experiment_store(demo_cli.settings).get(summary["experiment"])
+    assert summary["queries"] == 5 and kept.query_set.name == "five" and list(kept.queries) == [q for q, _ in chosen]
+    assert main(["query-sets", "show", "nope"]) == 2
