@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     query_timeout: float = Field(
         30.0, gt=0, le=3600, validation_alias=_alias("query_timeout", "WORKBENCH_QUERY_TIMEOUT")
     )
+    # An evaluation or gate run through the API (POST /experiments, POST /gate) may take minutes.
+    evaluation_timeout: float = Field(
+        1800.0, gt=0, le=86_400, validation_alias=_alias("evaluation_timeout", "WORKBENCH_EVALUATION_TIMEOUT")
+    )
     max_body_bytes: int = Field(
         1_048_576, ge=1024, validation_alias=_alias("max_body_bytes", "WORKBENCH_MAX_BODY_BYTES")
     )

@@ -1,10 +1,12 @@
 """The MCP server (`workbench mcp`, stdio; `workbench mcp --http PORT`, streamable HTTP on 127.0.0.1), with the
-official MCP Python SDK. Three tools over one engine:
+official MCP Python SDK. Its tools, over one engine:
 
 - `retrieve_from_chroma(collection_name, query, k=10, top_n=3) -> str`: seed 000's tool (its behaviour and
   error strings), over the configured store.
 - `search(query, collection=None, top_k=5, filters=None)`: structured results, as the HTTP `/search` returns them.
 - `list_collections()`: what can be searched, with sizes and models.
+- `judge(...)`: grade a document for a query, as a named rater.
+- `list_experiments(collection=None, limit=20)` and `open_experiment(experiment_id)`: the kept evaluations.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from workbench import __version__
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError, error_message
+from workbench.experiments import open_experiment_store
+from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.inputs import json_depth, unpaired_surrogate_at
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
@@ -81,20 +85,25 @@ IdempotencyKey = Annotated[
         description="a key of your own (a UUID): a retried call with the same key stores nothing new (replayed)",
     ),
 ]
+Limit = Annotated[int, Field(ge=1, le=200, description="at most this many (1-200)")]
+ExperimentId = Annotated[
+    str, Field(min_length=1, max_length=64, description="an experiment's id, from list_experiments")
+]
 Rater = Annotated[str, Field(min_length=1, max_length=MAX_RATER_CHARS, description="who grades: name yourself")]
 
 INSTRUCTIONS = (
     "Rerank Workbench: search document collections. Vector search (or BM25, or both) finds candidates and a "
     "cross-encoder reranks them. Call list_collections first to see what can be searched; then search (structured "
     "results with title, page, url and scores) or retrieve_from_chroma (plain text of the best passages). judge grades "
-    "a document's relevance to a query, so evaluations count it."
+    "a document's relevance to a query, so evaluations count it. list_experiments and open_experiment show the "
+    "kept evaluations: whether a reranker helps, at which k and top n."
 )
 
 
 def build_server(
     settings: Settings | None = None, engine: Engine | None = None, events: EventSink | None = None
 ) -> Any:
-    """The MCP server object with its four tools (run it with `.run()` or `.run_streamable_http_async()`)."""
+    """The MCP server object with its tools (run it with `.run()` or `.run_streamable_http_async()`)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -191,6 +200,37 @@ def build_server(
     def list_collections() -> list[CollectionInfo]:
         try:
             return [info.public() for info in engine.collections()]
+        except WorkbenchError as exc:
+            raise ToolError(error_message(exc, remote=True)) from exc
+
+    @server.tool(
+        description=(
+            "List the kept experiments (evaluations of a configuration on judged queries), newest first: id, name, "
+            "configuration (collection · first stage k → top n · reranker), query set, nDCG@10 before and after "
+            "reranking, and the verdict (helps, hurts, none, unknown). collection: only this collection's. "
+            "limit: at most this many (1-200, default 20)."
+        ),
+        structured_output=True,
+        annotations=READ_ONLY,
+    )
+    def list_experiments(collection: MaybeCollection = None, limit: Limit = 20) -> list[ExperimentSummary]:
+        try:
+            return [e.summary() for e in open_experiment_store(settings).list(collection=collection, limit=limit)]
+        except WorkbenchError as exc:
+            raise ToolError(error_message(exc, remote=True)) from exc
+
+    @server.tool(
+        description=(
+            "Open one kept experiment by id (from list_experiments): its configuration, every metric before and "
+            "after reranking with the change's 95 % interval and p-value, the verdict in words, the queries most "
+            "hurt and helped, the judgments and query set it used, and what it ran on."
+        ),
+        structured_output=True,
+        annotations=READ_ONLY,
+    )
+    def open_experiment(experiment_id: ExperimentId) -> ExperimentView:
+        try:
+            return open_experiment_store(settings).get(experiment_id).view()
         except WorkbenchError as exc:
             raise ToolError(error_message(exc, remote=True)) from exc
 

@@ -3,6 +3,7 @@ port, started and stopped by the tests themselves."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -168,3 +169,13 @@ def served_data(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str,
 def port_closed(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def cli_experiment(settings: Settings, *arguments: str) -> str:
+    """`workbench eval demo ... --json` in a subprocess on the settings' data folder: the kept experiment's id."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "workbench"), "eval", "demo", "--json", *arguments],
+        env=api_env(settings), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)["experiment"]

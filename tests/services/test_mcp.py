@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from tests.conftest import free_port
-from tests.services.conftest import api_env
+from tests.services.conftest import api_env, cli_experiment
 from workbench.config import Settings
 from workbench.paths import demo_dir
 
@@ -52,7 +52,12 @@ async def _exercise(session: Any) -> dict[str, Any]:
     keyed = {"collection": "demo", "document_id": doc, "grade": int(grade), "query_id": qid, "idempotency_key": "m-1"}
     keyed_first = await session.call_tool("judge", keyed)
     keyed_again = await session.call_tool("judge", keyed)
+    experiments = await session.call_tool("list_experiments", {"collection": "demo", "limit": 5})
+    newest = experiments.structured_content["result"][0]["id"]
+    opened = await session.call_tool("open_experiment", {"experiment_id": newest})
+    no_experiment = await session.call_tool("open_experiment", {"experiment_id": "nope"})
     return {
+        "experiments": (experiments, opened, no_experiment),
         "keyed": (keyed_first, keyed_again),
         "unknown": unknown,
         "grade_true": grade_true,
@@ -71,7 +76,9 @@ async def _exercise(session: Any) -> dict[str, Any]:
 
 def _check(outcome: dict[str, Any]) -> None:
     tools = outcome["tools"]
-    assert set(tools) == {"retrieve_from_chroma", "search", "list_collections", "judge"}
+    assert set(tools) == {
+        "retrieve_from_chroma", "search", "list_collections", "judge", "list_experiments", "open_experiment"
+    }  # fmt: skip
     for tool in tools.values():
         assert len(tool.description) > 80  # enough for an agent to use the tool unaided
     assert "collection_name" in tools["retrieve_from_chroma"].input_schema["properties"]
@@ -102,9 +109,17 @@ def _check(outcome: dict[str, Any]) -> None:
     assert outcome["both"].is_error and "not both" in _text(outcome["both"])
     first, again = (result.structured_content for result in outcome["keyed"])
     assert again["replayed"] and again["ratings_of_pair"] == first["ratings_of_pair"]
+    listed, opened, missing = outcome["experiments"]
+    newest = listed.structured_content["result"][0]
+    assert newest["name"] == "kept by the cli" and newest["queries"] == 5
+    view = opened.structured_content
+    assert view["id"] == newest["id"] and view["plan"]["collection"] == "demo" and view["metrics"]
+    assert missing.is_error and "No experiment has the id" in _text(missing)
+    assert tools["open_experiment"].annotations.read_only_hint
 
 
 def test_mcp_over_stdio(served_data: Settings) -> None:
+    cli_experiment(served_data, "--max-queries", "5", "--name", "kept by the cli")
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -119,6 +134,7 @@ def test_mcp_over_stdio(served_data: Settings) -> None:
 
 
 def test_mcp_over_streamable_http(served_data: Settings) -> None:
+    cli_experiment(served_data, "--max-queries", "5", "--name", "kept by the cli")
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 

@@ -37,7 +37,17 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from workbench.api.dependencies import ServiceState
-from workbench.api.routers import collections, docs, explain, health, judgments, rerank, search, sessions
+from workbench.api.routers import (
+    collections,
+    docs,
+    experiments,
+    explain,
+    health,
+    judgments,
+    rerank,
+    search,
+    sessions,
+)
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
@@ -95,7 +105,7 @@ def create_app(
     app.add_middleware(BodyCheck)
     app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
-    for area in (health, search, rerank, explain, judgments, collections, sessions, docs):
+    for area in (health, search, rerank, explain, judgments, collections, sessions, experiments, docs):
         app.include_router(area.router)
     return app
 

@@ -79,12 +79,18 @@ def deadline(state: ServiceState) -> float:
     return time.monotonic() + state.settings.query_timeout
 
 
-async def run_bounded(state: ServiceState, function: Callable[[], Any]) -> Any:
-    """Run engine work in a worker thread, at most WORKBENCH_QUERY_TIMEOUT seconds (504 after that)."""
-    timeout = state.settings.query_timeout
+async def run_bounded(state: ServiceState, function: Callable[[], Any], *, evaluation: bool = False) -> Any:
+    """Run engine work in a worker thread, at most WORKBENCH_QUERY_TIMEOUT seconds (504 after that); an
+    `evaluation` (a whole judged query set) at most WORKBENCH_EVALUATION_TIMEOUT."""
+    timeout = state.settings.evaluation_timeout if evaluation else state.settings.query_timeout
     try:
         return await asyncio.wait_for(anyio.to_thread.run_sync(function, abandon_on_cancel=True), timeout)
     except TimeoutError as exc:
+        if evaluation:
+            raise QueryTimeoutError(
+                f"The evaluation took longer than {timeout:g} s (WORKBENCH_EVALUATION_TIMEOUT); try max_queries or "
+                "raise the limit."
+            ) from exc
         raise QueryTimeoutError(
             f"The search took longer than {timeout:g} s (WORKBENCH_QUERY_TIMEOUT); try a smaller k or raise the limit."
         ) from exc

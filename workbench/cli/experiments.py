@@ -36,20 +36,19 @@ def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _line(experiment: Experiment) -> str:
-    row = experiment.listing()
-    verdict = f" · {row['verdict']}" if row["verdict"] else ""
+    row = experiment.summary()
+    verdict = f" · {row.verdict}" if row.verdict else ""
     name = f" {experiment.name!r}" if experiment.name else ""
     return (
-        f"{experiment.id}  {row['created_at']}{name}  {experiment.configuration}  [{experiment.query_set.name}, "
-        f"{experiment.query_set.queries} queries]  {PRIMARY_METRIC} {row[f'{PRIMARY_METRIC} before']:.4f} → "
-        f"{row[f'{PRIMARY_METRIC} after']:.4f}{verdict}"
+        f"{experiment.id}  {row.created_at.isoformat(timespec='seconds')}{name}  {row.configuration}  "
+        f"[{row.query_set}, {row.queries} queries]  {row.metric} {row.before:.4f} → {row.after:.4f}{verdict}"
     )
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
     found = _store(args).list(collection=args.collection, limit=args.limit)
     if args.json:
-        print(json.dumps([e.listing() for e in found], indent=2))
+        print(json.dumps([e.summary().model_dump(mode="json") for e in found], indent=2))
     elif not found:
         print("No experiments yet: `workbench eval demo` keeps one.")
     for experiment in [] if args.json else found:
@@ -64,11 +63,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         files = save_report(report, args.report)
         warn(f"report written to {Path(args.report)} ({len(files)} files)")
     if args.json:
-        shown_json = {
-            **experiment.listing(), "plan": experiment.plan.model_dump(), "summary": report.summary(),
-            "manifest": experiment.manifest.model_dump(), "notes": experiment.notes,
-        }  # fmt: skip
-        print(json.dumps(shown_json, indent=2))
+        print_json(experiment.view())
         return 0
     print(shown(_line(experiment)))
     if experiment.notes:

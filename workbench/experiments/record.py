@@ -179,22 +179,64 @@ class Experiment(CheckedModel):
         """One figure of the report: a metric after reranking (or `stage="before"`, the first stage's)."""
         return float(self.report[stage][metric])
 
-    def listing(self) -> dict[str, Any]:
+    def summary(self) -> ExperimentSummary:
         """One row of the experiments list."""
         verdict = self.verdict
-        return {
-            "id": self.id,
-            "name": self.name,
-            "created_at": self.created_at.isoformat(timespec="seconds"),
-            "configuration": self.configuration,
-            "collection": self.plan.collection,
-            "query_set": self.query_set.name,
-            "queries": self.query_set.queries,
-            f"{PRIMARY_METRIC} before": self.figure(stage="before"),
-            f"{PRIMARY_METRIC} after": self.figure(),
-            "verdict": verdict.direction if verdict else None,
-            "tags": ", ".join(self.tags),
-        }
+        return ExperimentSummary(
+            id=self.id, name=self.name, created_at=self.created_at, configuration=self.configuration,
+            collection=self.plan.collection or "", query_set=self.query_set.name, queries=self.query_set.queries,
+            metric=PRIMARY_METRIC, before=self.figure(stage="before"), after=self.figure(),
+            verdict=verdict.direction if verdict else None, tags=self.tags,
+        )  # fmt: skip
+
+    def view(self) -> ExperimentView:
+        """What opening the experiment shows (the API's and the MCP tool's answer)."""
+        report = self.evaluation()
+        verdict = report.verdict
+        return ExperimentView(
+            **self.summary().model_dump(), plan=self.plan, notes=self.notes,
+            verdict_words=verdict.words() if verdict else None, metrics=report.metric_rows(),
+            query_set_used=self.query_set, judgments=self.judgments, manifest=self.manifest,
+            latency_p50=report.latency_p50, latency_p95=report.latency_p95, warnings=report.warnings,
+            most_hurt=[o.model_dump() for o in report.most_hurt()],
+            most_helped=[o.model_dump() for o in report.most_helped()],
+        )  # fmt: skip
+
+
+class ExperimentSummary(BaseModel):
+    """One experiment in a list: which configuration on which queries, its primary metric before and after
+    reranking, and the verdict."""
+
+    id: str
+    name: str
+    created_at: datetime
+    configuration: str
+    collection: str
+    query_set: str
+    queries: int
+    metric: str
+    before: float
+    after: float
+    verdict: str | None
+    tags: list[str]
+
+
+class ExperimentView(ExperimentSummary):
+    """An experiment opened: the summary, the plan, every metric with its interval, the verdict in words, the
+    queries most hurt and helped, what it ran on, and its notes."""
+
+    plan: SearchPlan
+    notes: str
+    verdict_words: str | None
+    metrics: list[dict[str, Any]]
+    query_set_used: QuerySetUsed
+    judgments: JudgmentsUsed
+    manifest: Manifest
+    latency_p50: dict[str, float]
+    latency_p95: dict[str, float]
+    warnings: list[str]
+    most_hurt: list[dict[str, Any]]
+    most_helped: list[dict[str, Any]]
 
 
 def judgments_used(dataset: Dataset, source: str) -> JudgmentsUsed:

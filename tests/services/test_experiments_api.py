@@ -1,0 +1,146 @@
+"""Experiments and the gate over HTTP, through a client generated from the API's own /openapi.json by
+openapi-python-client: an experiment kept by the CLI is listed and opened, one run over the API is diffed against
+it, the gate answers as `workbench gate` exits, and bad requests are 4xx with words."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.services.conftest import ApiServer, api_env, cli_experiment
+from workbench.config import Settings
+from workbench.experiments import open_experiment_store
+from workbench.vocab import GATE_EXIT_CODES
+
+TOKEN = "experiments-token-4711"
+
+
+@pytest.fixture(scope="module")
+def kept(served_data: Settings) -> str:
+    return cli_experiment(served_data, "--max-queries", "8", "--name", "from the cli", "--tag", "nightly")
+
+
+@pytest.fixture(scope="module")
+def api(served_data: Settings, kept: str) -> Iterator[ApiServer]:
+    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_API_TOKEN=TOKEN))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def generated(api: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("generated-client")
+    spec = httpx.get(f"{api.url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    (folder / "openapi.json").write_text(spec)
+    made = subprocess.run(
+        [str(Path(sys.executable).parent / "openapi-python-client"), "generate", "--path", "openapi.json",
+         "--output-path", "experiments_client", "--meta", "none"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    sys.path.insert(0, str(folder))
+    try:
+        package = importlib.import_module("experiments_client")
+        yield {"client": package.AuthenticatedClient(base_url=api.url, token=TOKEN, timeout=httpx.Timeout(600))}
+    finally:
+        sys.path.remove(str(folder))
+        for name in [m for m in sys.modules if m.split(".")[0] == "experiments_client"]:
+            del sys.modules[name]
+
+
+def _api(name: str) -> ModuleType:
+    module = next(
+        path.stem
+        for path in (Path(importlib.import_module("experiments_client.api.experiments").__file__).parent).glob("*.py")
+        if path.stem.startswith(name)
+    )
+    return importlib.import_module(f"experiments_client.api.experiments.{module}")
+
+
+def test_an_experiment_the_cli_kept_is_listed_and_opened(generated: dict, kept: str, served_data: Settings) -> None:
+    client = generated["client"]
+    listed = _api("list_experiments").sync(client=client)
+    mine = next(e for e in listed if e.id == kept)
+    assert mine.name == "from the cli" and mine.tags == ["nightly"] and mine.queries == 8
+    opened = _api("open_experiment").sync(experiment_id=kept, client=client)
+    stored = open_experiment_store(served_data).get(kept)
+    assert opened.plan.collection == "demo" and opened.after == pytest.approx(stored.figure())
+    assert opened.metrics[0].additional_properties["metric"] == "ndcg@10"
+    assert opened.verdict_words == stored.verdict.words()
+    assert opened.manifest.embedder == stored.manifest.embedder
+
+
+def test_an_evaluation_run_over_the_api_is_kept_and_diffed_against_the_clis(generated: dict, kept: str) -> None:
+    client = generated["client"]
+    models = importlib.import_module("experiments_client.models")
+    body = models.EvaluationRequest(
+        plan=models.PlanRequest(retrieval=models.PlanRequestRetrievalType0("hybrid")), max_queries=8, name="hybrid"
+    )
+    made = _api("evaluate").sync(client=client, body=body)
+    assert made.name == "hybrid" and made.configuration.startswith("demo · hybrid k=50")
+    diff = _api("diff").sync(experiment_id=kept, other_id=made.id, client=client)
+    assert diff.judged_queries == 8 and diff.agreement.queries == 8
+    assert diff.name_a == "from the cli" and diff.name_b == "hybrid"
+
+
+def test_the_gate_over_http_answers_as_the_command_exits(generated: dict, served_data: Settings) -> None:
+    client = generated["client"]
+    models = importlib.import_module("experiments_client.models")
+    gate = importlib.import_module("experiments_client.api.experiments.gate_gate_post")
+    body = models.GateRequest(
+        candidate=models.PlanRequest(retrieval=models.PlanRequestRetrievalType0("bm25")), max_queries=10
+    )
+    decision = gate.sync(client=client, body=body)
+    assert decision.exit_code == GATE_EXIT_CODES[decision.outcome.value]
+    kept = open_experiment_store(served_data).get(decision.candidate_experiment)
+    assert decision.comparison.b.additional_properties["ndcg@10"] == pytest.approx(kept.figure())
+    assert decision.comparison.a.additional_properties["ndcg@10"] == pytest.approx(kept.figure(stage="before"))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "words"),
+    [
+        ("POST", "/gate", {"candidate": {"reranker": "/etc/passwd"}}, 422, "a reranker is 'default', 'none'"),
+        ("POST", "/gate", {"candidate": {"reranker": "http://169.254.169.254/x"}}, 422, "model id"),
+        ("POST", "/gate", {"candidate": {"k": 0}}, 422, "greater than or equal to 1"),
+        ("POST", "/gate", {"baseline_experiment": "x", "baseline": {}}, 422, "not both"),
+        ("POST", "/gate", {"baseline_experiment": "nope"}, 404, "No experiment has the id"),
+        ("POST", "/experiments", {"plan": {"collection": "nope"}}, 404, "Collection 'nope' not found"),
+        ("POST", "/experiments", {"query_set": "nope"}, 404, "No query set is named"),
+        ("GET", "/experiments/nope", None, 404, "No experiment has the id"),
+        ("DELETE", "/experiments/nope", None, 404, "No experiment has the id"),
+        ("POST", "/query-sets", {"name": "s", "queries": []}, 422, "has no queries"),
+        ("POST", "/experiments/import", {"format": "other"}, 422, "Not an experiment file"),
+    ],
+)
+def test_bad_requests_are_4xx_with_words(
+    api: ApiServer, method: str, path: str, body: Any, status: int, words: str
+) -> None:
+    answer = httpx.request(
+        method, f"{api.url}{path}", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120
+    )
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["message"]
+    assert "Traceback" not in answer.text and str(api.data) not in answer.text
+
+
+def test_export_import_and_delete_over_http(api: ApiServer, kept: str) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    exported = httpx.get(f"{api.url}/experiments/{kept}/export", headers=headers)
+    assert exported.status_code == 200 and "attachment" in exported.headers["content-disposition"]
+    assert httpx.delete(f"{api.url}/experiments/{kept}", headers=headers).json() == {"deleted": kept}
+    assert httpx.get(f"{api.url}/experiments/{kept}", headers=headers).status_code == 404
+    back = httpx.post(f"{api.url}/experiments/import", json=exported.json(), headers=headers)
+    assert back.status_code == 200 and back.json()["id"] == kept
+    assert httpx.get(f"{api.url}/experiments", headers={}).status_code == 401  # the token guards them too

@@ -1,0 +1,219 @@
+"""Experiments, query sets and the ship gate over HTTP: list, open, diff, export, import and delete kept
+experiments; run an evaluation now (kept as an experiment); POST /gate for a pipeline's ship decision."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from workbench.api.dependencies import Authorised, EngineDep, State, run_bounded
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
+from workbench.evaluation.sources import judged_dataset
+from workbench.experiments import (
+    QuerySet,
+    RunDiff,
+    diff_experiments,
+    export_experiment,
+    import_experiment,
+    open_experiment_store,
+    run_experiment,
+)
+from workbench.experiments.gate import Budgets, GateDecision, run_gate
+from workbench.experiments.record import ExperimentSummary, ExperimentView
+from workbench.judgments import load_judgments
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.types import SearchPlan
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_K, NO_RERANKER, RetrievalMode
+
+router = APIRouter(tags=["experiments"], dependencies=Authorised)
+
+# A reranker a remote client may name: the configured one, none, or a model id (a bare name found in
+# WORKBENCH_MODELS_DIR, or a hub id): never a server folder, a URL or a path that climbs out.
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
+
+
+class PlanRequest(BaseModel):
+    """A configuration: a search plan's fields (the server's defaults for those left out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = Field(None, description="default: WORKBENCH_COLLECTION")
+    retrieval: RetrievalMode | None = Field(None, description="dense, bm25 or hybrid (default: WORKBENCH_RETRIEVAL)")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="candidates reranked (default RERANKER_K_RETRIEVE)")
+    top_n: int | None = Field(None, ge=1, le=MAX_K, description="kept after reranking (default RERANKER_K_RETURN)")
+    reranker: str | None = Field(
+        DEFAULT_RERANKER_CHOICE,
+        description="'default' (the configured reranker), null or 'none' (no reranking), or a model id "
+        "(a name in WORKBENCH_MODELS_DIR, or a hub id)",
+    )
+
+    @field_validator("reranker")
+    @classmethod
+    def _reranker(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() in {NO_RERANKER, ""}:
+            return None
+        if ".." in value or not _MODEL_ID.match(value):
+            raise ValueError("a reranker is 'default', 'none' or a model id such as minilm-l6-scifact-reranker")
+        return value
+
+    def plan(self, engine: Engine) -> SearchPlan:
+        return engine.plan(**self.model_dump())
+
+
+Judgments = Literal["demo", "collection"]
+
+
+class EvaluationRequest(BaseModel):
+    """An evaluation to run now and keep: the configuration, whose judgments, which queries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan: PlanRequest = Field(default_factory=PlanRequest)
+    judgments: Judgments | None = Field(
+        None, description="'demo' (the demo's), or 'collection' (the judgments store's for the plan's collection); "
+        "default: the demo's for the demo collection, else the collection's",
+    )  # fmt: skip
+    query_set: str | None = Field(None, description="a kept query set's name: only its queries")
+    max_queries: int | None = Field(None, ge=1)
+    name: str = ""
+    tags: list[str] = Field(default_factory=list)
+    notes: str = ""
+
+
+class GateRequest(BaseModel):
+    """The candidate, the baseline (its own first stage by default, a kept experiment's id, or another
+    configuration), the judgments and the budgets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate: PlanRequest = Field(default_factory=PlanRequest)
+    baseline_experiment: str | None = Field(None, max_length=64, description="a kept experiment's id")
+    baseline: PlanRequest | None = Field(None, description="another configuration, run now")
+    judgments: Judgments | None = None
+    query_set: str | None = None
+    max_queries: int | None = Field(None, ge=1)
+    budgets: Budgets = Field(default_factory=Budgets)
+
+
+def _judged(engine: Engine, plan: SearchPlan, judgments: Judgments | None) -> Dataset:
+    collection = plan.collection or engine.settings.collection
+    demo = judgments == "demo" or (judgments is None and collection == DEMO_COLLECTION)
+    if demo and collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    engine.collection_info(collection)  # an unknown collection is a 404 naming the ones there are
+    if demo:
+        return judged_dataset(engine.settings, demo=True)
+    stored = load_judgments(engine.settings, collection)
+    if stored is None:
+        raise InputError(
+            f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
+            "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
+        )
+    return stored.dataset()
+
+
+@router.get("/experiments", response_model=list[ExperimentSummary])
+async def list_experiments(
+    state: State, collection: str | None = None, configuration: str | None = None, limit: int = 50
+) -> Any:
+    """Kept experiments, newest first."""
+    store = open_experiment_store(state.settings)
+    kept = await run_bounded(state, lambda: store.list(collection=collection, configuration=configuration,
+                                                         limit=max(1, min(limit, 500))))  # fmt: skip
+    return [e.summary() for e in kept]
+
+
+@router.get("/experiments/{experiment_id}", response_model=ExperimentView)
+async def open_experiment(experiment_id: str, state: State) -> Any:
+    """One experiment: its plan, metrics with intervals, verdict, most hurt and helped queries, manifest."""
+    return await run_bounded(state, lambda: open_experiment_store(state.settings).get(experiment_id).view())
+
+
+@router.get("/experiments/{experiment_id}/diff/{other_id}", response_model=RunDiff)
+async def diff(experiment_id: str, other_id: str, state: State) -> Any:
+    """The second experiment against the first, query by query."""
+    store = open_experiment_store(state.settings)
+    return await run_bounded(state, lambda: diff_experiments(store.get(experiment_id), store.get(other_id)))
+
+
+@router.get("/experiments/{experiment_id}/export")
+async def export(experiment_id: str, state: State) -> Response:
+    """The experiment as one JSON file (POST it to /experiments/import elsewhere)."""
+    text = await run_bounded(state, lambda: export_experiment(open_experiment_store(state.settings).get(experiment_id)))
+    return Response(
+        text, media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="experiment-{experiment_id[:12]}.json"'},
+    )  # fmt: skip
+
+
+@router.post("/experiments/import", response_model=ExperimentSummary)
+async def import_file(engine: EngineDep, state: State, document: Annotated[dict[str, Any], Body()]) -> Any:
+    """Keep an exported experiment here (the same file twice keeps it once)."""
+    return (await run_bounded(state, lambda: import_experiment(engine, json.dumps(document)))).summary()
+
+
+@router.delete("/experiments/{experiment_id}")
+async def delete(experiment_id: str, state: State) -> dict[str, Any]:
+    await run_bounded(state, lambda: open_experiment_store(state.settings).delete(experiment_id))
+    return {"deleted": experiment_id}
+
+
+@router.post("/experiments", response_model=ExperimentSummary)
+async def evaluate(body: EvaluationRequest, engine: EngineDep, state: State) -> Any:
+    """Evaluate a configuration on judged queries now and keep it as an experiment (WORKBENCH_EVALUATION_TIMEOUT)."""
+
+    def work() -> ExperimentSummary:
+        plan = body.plan.plan(engine)
+        dataset = _judged(engine, plan, body.judgments)
+        query_set = open_experiment_store(state.settings).query_set(body.query_set) if body.query_set else None
+        return run_experiment(
+            engine, dataset, plan, source=dataset.name, query_set=query_set, name=body.name, tags=body.tags,
+            notes=body.notes, max_queries=body.max_queries,
+        ).summary()  # fmt: skip
+
+    return await run_bounded(state, work, evaluation=True)
+
+
+@router.post("/gate", response_model=GateDecision)
+async def gate(body: GateRequest, engine: EngineDep, state: State) -> Any:
+    """Ship or not: the candidate against the baseline. `outcome` ship / no-ship / inconclusive and `exit_code`
+    0 / 1 / 3, as `workbench gate` exits."""
+    if body.baseline is not None and body.baseline_experiment is not None:
+        raise InputError("Name one baseline: baseline_experiment or baseline, not both.")
+
+    def work() -> GateDecision:
+        candidate = body.candidate.plan(engine)
+        dataset = _judged(engine, candidate, body.judgments)
+        store = open_experiment_store(state.settings)
+        query_set = store.query_set(body.query_set) if body.query_set else None
+        baseline: SearchPlan | str | None = body.baseline_experiment
+        if body.baseline is not None:
+            baseline = candidate.with_(**body.baseline.model_dump(exclude_unset=True))
+        return run_gate(
+            engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=body.budgets,
+            query_set=query_set, max_queries=body.max_queries,
+        )  # fmt: skip
+
+    return await run_bounded(state, work, evaluation=True)
+
+
+@router.get("/query-sets", response_model=list[str])
+async def query_sets(state: State) -> Any:
+    return await run_bounded(state, lambda: open_experiment_store(state.settings).query_set_names())
+
+
+@router.get("/query-sets/{name}", response_model=QuerySet)
+async def query_set(name: str, state: State) -> Any:
+    return await run_bounded(state, lambda: open_experiment_store(state.settings).query_set(name))
+
+
+@router.post("/query-sets", response_model=QuerySet)
+async def save_query_set(body: QuerySet, state: State) -> Any:
+    """Keep a named query set (replacing one of the same name)."""
+    return await run_bounded(state, lambda: open_experiment_store(state.settings).save_query_set(body))
