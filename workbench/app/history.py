@@ -12,7 +12,7 @@ from workbench.app.state import STATE, HistoryEntry, log, set_value
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
-from workbench.services.sessions import open_session_store
+from workbench.services.sessions import MAX_LIMIT, open_session_store
 from workbench.types import SearchResult
 
 _USER = re.compile(r"^[a-f0-9]{16}$")
@@ -81,3 +81,9 @@ def open_history(engine: Engine, limit: int = 15) -> None:
             plan = entry.plan
             label = text_md(f"{entry.query[:80]} — {plan.collection} · k={plan.k} · {plan.retrieval}")
             st.button(label, key=f"history-{position}", on_click=_reopen, args=(entry,), type="tertiary")
+
+
+def history_queries(engine: Engine) -> list[str]:
+    """This user's searched queries, oldest first (the most recent 200): what a query set from the history holds."""
+    view = open_session_store(engine.settings).get(user_session_id(), limit=MAX_LIMIT)
+    return [turn.text for turn in view.turns if turn.role == "query"]

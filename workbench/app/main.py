@@ -187,6 +187,7 @@ PAGES = (
     ("compare", "Compare", ":material/compare_arrows:"),
     ("latency", "Latency", ":material/timer:"),
     ("evaluate", "Evaluate", ":material/fact_check:"),
+    ("experiments", "Experiments", ":material/history:"),
     ("collections", "Collections", ":material/folder_open:"),
 )
 

@@ -143,7 +143,7 @@ def _cmd_note(args: argparse.Namespace) -> int:
         "tags": args.tag if args.tag is not None else experiment.tags,
         "notes": args.notes if args.notes is not None else experiment.notes,
     }
-    store.save(Experiment.model_validate({**experiment.model_dump(), **changes}))
+    store.save(Experiment(**{**experiment.model_dump(), **changes}))
     print(shown(f"kept {args.id}: name {changes['name']!r}, tags {', '.join(changes['tags']) or 'none'}"))
     return 0
 

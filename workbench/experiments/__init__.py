@@ -12,6 +12,7 @@ from workbench.experiments.query_sets import (
 )
 from workbench.experiments.record import Experiment, Manifest, changed_inputs
 from workbench.experiments.service import (
+    compare_configurations,
     diff_experiments,
     export_experiment,
     import_experiment,
@@ -32,6 +33,7 @@ __all__ = [
     "QuerySet",
     "RunDiff",
     "changed_inputs",
+    "compare_configurations",
     "compare_run_pair",
     "diff_experiments",
     "export_experiment",

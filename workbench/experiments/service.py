@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset
+from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import evaluate_dataset
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
@@ -152,6 +153,31 @@ def diff_experiments(first: Experiment, second: Experiment) -> RunDiff:
             f"'{second.plan.collection}')."
         )
     return diff
+
+
+def compare_configurations(
+    engine: Engine,
+    query_set: QuerySet,
+    first: SearchPlan,
+    second: SearchPlan,
+    *,
+    qrels: Qrels | None = None,
+    progress: Progress | None = None,
+) -> RunDiff:
+    """Two configurations run now over a query set, the second against the first: judgment-free figures always
+    (how much the reranked top n changes), judged ones for the queries `qrels` judges."""
+    runs: tuple[Run, Run] = ({}, {})
+    total = len(query_set.queries) * 2
+    for done, item in enumerate(query_set.queries):
+        for side, plan in enumerate((first, second)):
+            result = engine.search(item.text, plan, max_query_chars=None)
+            runs[side][item.id] = document_runs(result.candidates)[1]
+            if progress:
+                progress(done * 2 + side + 1, total)
+    return compare_run_pair(
+        runs[0], runs[1], query_set.texts, top_n=min(first.top_n, second.top_n), k=min(first.k, second.k),
+        qrels=qrels, names=(first.key, second.key), weights=query_set.weights,
+    )  # fmt: skip
 
 
 def export_experiment(experiment: Experiment) -> str:

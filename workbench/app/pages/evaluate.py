@@ -11,27 +11,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
-from workbench.app import calibration_view, queue_view, rerankers_view
-from workbench.app.state import STATE, Controls, controls, engine_resource, error_text, page, set_value
+from workbench.app import calibration_view, queue_view, report_view, rerankers_view
+from workbench.app.state import STATE, Controls, controls, engine_resource, error_text
 from workbench.app.uploads import beir_folders, save_upload, server_path
-from workbench.app.widgets import file_picker, sidebar_note, text_md
+from workbench.app.widgets import file_picker, sidebar_note
 from workbench.engine import Engine
-from workbench.errors import InputError
-from workbench.evaluation import PRIMARY, Dataset, evaluate_dataset, read_trec_run, trec_run_text
-from workbench.evaluation.figures import delta_bars, report_depth_curve
-from workbench.evaluation.html_report import report_html
+from workbench.errors import InputError, WorkbenchError
+from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sources import judged_dataset
+from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
-from workbench.services.demo import DEMO_COLLECTION, GROUPS, demo_dir
-from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, JUDGED_10, MAX_K
+from workbench.services.demo import DEMO_COLLECTION, demo_dir
+from workbench.types import SearchPlan
+from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
 
+ALL_QUERIES = "every judged query"
 DEMO = "The demo handbook's judgments (50 queries)"
 ATTACHED = "Judgments of the collection in the sidebar (rated and imported)"
 FOLDER = "A BEIR folder on this machine"
@@ -56,17 +56,19 @@ def run() -> None:
     if asked.submitted:
         _evaluate(engine, c, presets, asked)
     report = _report_or_stop()
-    _headline(report)
+    report_view.headline(report)
+    if STATE.eval_experiment:
+        report_view.kept_as(STATE.eval_experiment)
     with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
         pool = [r for r in STATE.eval_pool if r.collection == report.collection and r.dataset == report.dataset]
         queue_view.draw(engine, pool or [report], c.rater)
     if STATE.reranker_comparison is not None:
         rerankers_view.draw(STATE.reranker_comparison)
-    _groups(report)
-    _outside(report)
-    _charts(report)
-    _most_hurt_and_helped(report)
-    _downloads(report)
+    report_view.groups(report)
+    report_view.outside(report)
+    report_view.charts(report)
+    report_view.most_hurt_and_helped(report)
+    report_view.downloads(report)
     if report.reranker_model and STATE.eval_qrels is not None:
         st.divider()
         calibration_view.draw(report, STATE.eval_qrels)
@@ -88,6 +90,8 @@ class _EvalForm:
     max_queries: int
     depth_ks: str
     compared: list[str]
+    query_set: str | None
+    name: str
     submitted: bool
 
 
@@ -150,11 +154,26 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
             help="Local cross-encoders, their int8 variant, and the services and hosted rerankers configured with "
             "RERANKER_SERVICE_URL or WORKBENCH_RERANKERS.",
         )
+        sets = _query_set_names(engine)
+        q1, q2 = st.columns(2)
+        query_set = q1.selectbox(
+            "Query set (optional: only its queries, judged by these judgments)", [ALL_QUERIES, *sets],
+            key="eval-query-set", help="Kept on the Experiments page, or with `workbench query-sets add`.",
+        )  # fmt: skip
+        name = q2.text_input("Experiment name (optional)", key="eval-name", max_chars=MAX_NAME_CHARS)
         submitted = st.form_submit_button("Run evaluation", type="primary")
     return _EvalForm(
         source, folder_text, split, queries_file, qrels_file, outside_file, collection, int(k), int(top_n),
-        int(max_queries), depth_ks, compared, submitted,
+        int(max_queries), depth_ks, compared, None if query_set == ALL_QUERIES else query_set, name, submitted,
     )  # fmt: skip
+
+
+def _query_set_names(engine: Engine) -> list[str]:
+    try:
+        return open_experiment_store(engine.settings).query_set_names()
+    except WorkbenchError as exc:  # the store being down leaves the form usable
+        st.caption(f"Query sets are not available: {error_text(exc)}")
+        return []
 
 
 def _dataset(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm, tmp: Path) -> Dataset:
@@ -180,10 +199,12 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
     """Run the evaluation the form asked for (and the rerankers side by side). A failure is kept to be shown, and
     no earlier report stays on screen."""
     STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
-    STATE.eval_qrels = None
+    STATE.eval_qrels = STATE.eval_experiment = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             dataset = _dataset(engine, c, presets, asked, Path(tmp))
+            if asked.query_set:
+                dataset = open_experiment_store(engine.settings).query_set(asked.query_set).judged(dataset)
             outside_file = asked.outside_file
             outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
         wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
@@ -209,6 +230,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         )
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
+        _keep(engine, plan, dataset, asked)
         if len(asked.compared) > 1:
             side = st.progress(0.0, text="rerankers side by side")
             STATE.reranker_comparison = compare_rerankers(
@@ -226,6 +248,19 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         STATE.eval_error = error_text(exc)
 
 
+def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) -> None:
+    """The evaluation kept as an experiment; a store that cannot keep it leaves the report on screen, with why."""
+    try:
+        kept = keep_report(
+            engine, STATE.eval_report, plan, dataset, source=asked.source, query_set=asked.query_set,
+            name=asked.name, tags=["app"],
+        )  # fmt: skip
+    except WorkbenchError as exc:
+        st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
+        return
+    STATE.eval_experiment = kept.id
+
+
 def _report_or_stop() -> EvaluationReport:
     """The last report, under the last error if any; the page stops when there is no report yet."""
     if STATE.eval_error:
@@ -239,143 +274,6 @@ def _report_or_stop() -> EvaluationReport:
             )
         st.stop()
     return report
-
-
-def _headline(report: EvaluationReport) -> None:
-    """What was run; the metrics before and after, the p-value, wins and losses, unjudged; the verdict."""
-    st.subheader(
-        f"{report.dataset} on '{report.collection}': {report.queries} queries, k={report.k}, top {report.top_n}"
-    )
-    st.caption(
-        f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}` · {report.retrieval} "
-        f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
-    )
-    for warning in report.warnings:
-        st.warning(warning, icon=":material/warning:")
-    st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")
-    m = st.columns(4)
-    measured = report.verdict is not None and report.verdict.direction in {"helps", "hurts"}
-    m[0].metric(
-        f"{PRIMARY} after",
-        f"{report.after[PRIMARY]:.4f}",
-        f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}",
-        delta_color="normal" if measured else "off",  # a colour only for a change the verdict counts
-        help=f"judged@10: {report.before.get(JUDGED_10, 0):.0%} before, {report.after.get(JUDGED_10, 0):.0%} after",
-    )
-    m[1].metric("p-value (randomization)", f"{report.p_value:.4f}", help=f"paired t-test: {report.p_value_ttest:.4f}")
-    m[2].metric("helped / tied / hurt", f"{report.wins} / {report.ties} / {report.losses}")
-    m[3].metric(
-        f"unjudged in top {report.top_n}",
-        f"{report.unjudged_after} of {report.judged_looked_at}",
-        help=f"before reranking: {report.unjudged_before}",
-    )
-    if report.verdict is not None:
-        v = report.verdict
-        label = {"helps": "helps", "hurts": "hurts", "none": "no measurable difference", "unknown": "too few judgments"}
-        st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
-    else:
-        st.caption("No reranker in this run: the figures are the first stage's.")
-
-
-def _groups(report: EvaluationReport) -> None:
-    """The figures per query group, when the judged queries have groups."""
-    if report.groups:
-        st.markdown("#### By query group")
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "group": GROUPS.get(g.group, g.group),
-                        "queries": g.queries,
-                        f"{PRIMARY} before": g.before[PRIMARY],
-                        f"{PRIMARY} after": g.after[PRIMARY],
-                        "mrr@10 before": g.before["mrr@10"],
-                        "mrr@10 after": g.after["mrr@10"],
-                        "helped / tied / hurt": f"{g.wins} / {g.ties} / {g.losses}",
-                        "p": g.p_value,
-                    }
-                    for g in report.groups
-                ]
-            ).style.format(precision=4),
-            hide_index=True,
-            width="stretch",
-        )
-
-
-def _outside(report: EvaluationReport) -> None:
-    """An outside TREC run against the reranked run, when one was given."""
-    if report.outside is not None:
-        o = report.outside
-        st.markdown(
-            f"**Outside run** `{text_md(o.name_a)}`: {PRIMARY} {o.a[PRIMARY]:.4f} vs reranked {o.b[PRIMARY]:.4f} over "
-            f"{o.queries} queries, p = {o.p_value:.4f}"
-        )
-
-
-def _charts(report: EvaluationReport) -> None:
-    """The per-query change, and the depth curve when one was asked for."""
-    outcomes = report.ranked_outcomes()
-    st.plotly_chart(
-        delta_bars([o.query_id for o in outcomes], [o.delta for o in outcomes], PRIMARY),
-        width="stretch",
-        key="delta-bars",
-    )
-    if report.depth:
-        st.plotly_chart(report_depth_curve(report), width="stretch", key="depth-curve")
-        if report.depth_timings_reused:
-            st.caption("The rerank times are the first measurement of these settings: nothing was measured again.")
-
-
-def _most_hurt_and_helped(report: EvaluationReport) -> None:
-    """The queries reranking hurt and helped most, each one click from Explore."""
-
-    def open_in_explore(query: str) -> None:
-        set_value("query", query)
-        set_value("collection", report.collection)
-        set_value("k", min(report.k, MAX_K))
-        set_value("retrieval", report.retrieval)
-        STATE.top_n_wanted = min(report.top_n, report.k)
-
-    hurt, helped = st.columns(2)
-    for column, title, rows in (
-        (hurt, "Most hurt by reranking", report.most_hurt()),
-        (helped, "Most helped by reranking", report.most_helped()),
-    ):
-        with column:
-            st.markdown(f"#### {title}")
-            if not rows:
-                st.caption("None.")
-            for o in rows:
-                c1, c2 = st.columns([4, 1])
-                scores = f"{o.before[PRIMARY]:.3f} → **{o.after[PRIMARY]:.3f}**"
-                c1.markdown(f"`{text_md(o.query_id)}` {text_md(o.query[:120])}  \n{scores}")
-                if c2.button("Explore", key=f"explore-{title}-{o.query_id}", on_click=open_in_explore, args=(o.query,)):
-                    st.switch_page(page("explore"))
-
-
-def _downloads(report: EvaluationReport) -> None:
-    """The runs, the report and the per-query figures to download."""
-    per_query = pd.DataFrame(report.per_query_rows())
-    d = st.columns(5)
-    d[0].download_button(
-        "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.collection}.before.trec"
-    )
-    d[1].download_button(
-        "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.collection}.after.trec"
-    )
-    d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.collection}.report.md", "text/markdown")
-    d[3].download_button(
-        "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
-    )
-    d[4].download_button(
-        "Verdict report (HTML)",
-        lambda: report_html(report),  # made when asked for: it carries plotly.js, a few MB
-        f"{report.collection}.report.html",
-        "text/html",
-        on_click="ignore",
-        help="One self-contained file to share: the verdict, metrics with intervals, charts, most helped and hurt "
-        "queries with their lists. It opens offline.",
-    )
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing

@@ -1,0 +1,97 @@
+"""The Experiments page through AppTest: an experiment the CLI kept is listed and opened by its link, Evaluate keeps
+what it runs, two experiments side by side give the diff the service computes, "run again" reproduces the figures,
+and a query set kept from an upload is listed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.test_pages import app_env, new_app  # noqa: F401 - the fixture is used by name
+from workbench.app import ENTRY_SCRIPT
+from workbench.app.widgets import text_md
+from workbench.cli import main
+from workbench.config import Settings
+from workbench.experiments import diff_experiments, open_experiment_store
+
+
+def _page(experiment: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    at.run()
+    if experiment:
+        at.query_params["experiment"] = experiment
+    at.switch_page("app/pages/experiments.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _cli_experiment(capsys: pytest.CaptureFixture[str], *arguments: str) -> str:
+    assert main(["eval", "demo", "--max-queries", "6", "--json", *arguments]) == 0
+    return json.loads(capsys.readouterr().out)["experiment"]
+
+
+def test_an_experiment_the_cli_kept_opens_by_its_link(app_env: dict, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    new_app()  # builds the demo in the app's data folder
+    first = _cli_experiment(capsys, "--name", "cli dense", "--tag", "nightly")
+    at = _page(first)
+    assert any(h.value.startswith(f"Experiment {first}: cli dense") for h in at.subheader)
+    stored = open_experiment_store(Settings()).get(first)
+    after = next(m for m in at.metric if m.label == "ndcg@10 after").value
+    assert after == f"{stored.figure():.4f}"
+    assert "Kept (1 experiment)" in [h.value for h in at.subheader]
+    unknown = _page("no-such-id")
+    assert any("No experiment has the id" in e.value for e in unknown.error)
+
+
+def test_evaluate_keeps_its_run_and_two_runs_diff_as_the_service_does(
+    app_env: dict,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at = new_app()
+    at.switch_page("app/pages/evaluate.py").run()
+    at.number_input(key="eval-max").set_value(6)
+    at.text_input(key="eval-name").input("from evaluate")
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    kept = [c.value for c in at.caption if c.value.startswith("Kept as experiment")]
+    assert kept, [c.value for c in at.caption]
+    store = open_experiment_store(Settings())
+    newest = store.list()[0]
+    assert newest.name == "from evaluate" and newest.tags == ["app"] and f"`{newest.id}`" in kept[0]
+
+    other = _cli_experiment(capsys, "--retrieval", "bm25")
+    page = _page()
+    page.selectbox(key="diff-a").set_value(newest.id).run()
+    page.selectbox(key="diff-b").set_value(other).run()
+    assert not page.exception, page.exception
+    expected = diff_experiments(newest, store.get(other))
+    assert any(text_md(expected.words()) in m.value for m in page.markdown), expected.words()
+    overlap = next(m for m in page.metric if m.label.startswith("overlap@")).value
+    assert overlap == f"{expected.agreement.overlap_at_n.mean:.3f}"
+    assert next(m for m in page.metric if m.label == "top 1 changed").value == (
+        f"{expected.agreement.top1_change_rate:.0%}"
+    )
+
+
+def test_run_again_reproduces_the_figures(app_env: dict, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    new_app()
+    first = _cli_experiment(capsys)
+    at = _page(first)
+    next(b for b in at.button if b.label == "Run again").click().run()
+    assert not at.exception, at.exception
+    assert any("the same figures to the last digit" in s.value for s in at.success), [s.value for s in at.success]
+
+
+def test_a_query_set_from_an_upload_is_kept(app_env: dict) -> None:  # noqa: F811
+    at = _page()
+    at.text_input(key="query-set-name").input("two queries").run()
+    at.get("file_uploader")[0].set_value(("log.csv", b"query,frequency\nparental leave,3\nexpenses,1\n", "text/csv"))
+    at.run()
+    next(b for b in at.button if b.label == "Keep query set").click().run()
+    assert not at.exception, at.exception
+    assert any("Kept 'two queries': 2 queries" in s.value for s in at.success)
+    kept = open_experiment_store(Settings()).query_set("two queries")
+    assert kept.weights == {"q2": 3.0, "q3": 1.0} and os.environ["WORKBENCH_DATA_DIR"]

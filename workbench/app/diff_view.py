@@ -1,0 +1,155 @@
+"""Experiments side by side and the named query sets, for the Experiments page: run against run (the paired
+test between the two, judged@10 of each, and how much they disagree on what people see), the queries where they
+disagree most one click from Explore, both runs' unjudged documents in the judging queue; query sets kept from an
+upload, this user's searches, or judged queries."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app import queue_view
+from workbench.app.history import history_queries
+from workbench.app.state import STATE, page, set_value, shown_errors
+from workbench.app.uploads import beir_folders
+from workbench.app.widgets import file_picker, text_md
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.figures import delta_bars
+from workbench.evaluation.io import Dataset
+from workbench.experiments import (
+    Experiment,
+    ExperimentStore,
+    RunDiff,
+    diff_experiments,
+    history_query_set,
+    judged_query_set,
+    parse_query_set,
+)
+from workbench.services.demo import demo_dataset
+from workbench.vocab import MAX_K, MAX_NAME_CHARS, PRIMARY_METRIC
+
+DISAGREEMENTS_SHOWN = 8
+
+
+def draw(engine: Engine, experiments: list[Experiment], rater: str) -> None:
+    """Two kept experiments, the second against the first."""
+    st.subheader("Two experiments side by side")
+    if len(experiments) < 2:
+        st.caption("Keep a second experiment (another k, first stage or reranker) to compare two.")
+        return
+    by_id = {e.id: e for e in experiments}
+    ids = list(by_id)
+    a, b = st.columns(2)
+
+    def label(i: str) -> str:
+        return f"{i} · {by_id[i].title} · {by_id[i].created_at:%m-%d %H:%M}"
+
+    first = a.selectbox("Baseline (A)", ids, index=1, format_func=label, key="diff-a")
+    second = b.selectbox("Candidate (B)", ids, index=0, format_func=label, key="diff-b")
+    if first == second:
+        st.caption("Pick two different experiments.")
+        return
+    with shown_errors():
+        diff = diff_experiments(by_id[first], by_id[second])
+        _figures(diff)
+        _disagreements(diff, by_id[second])
+        with st.expander("Judging queue: the unjudged documents of both", expanded=False):
+            queue_view.draw(engine, [by_id[first].evaluation(), by_id[second].evaluation()], rater)
+
+
+def _figures(diff: RunDiff) -> None:
+    for warning in diff.warnings:
+        st.warning(warning, icon=":material/warning:")
+    colour = {"helps": "green", "hurts": "red", "none": "gray", "unknown": "orange"}.get(diff.direction or "", "gray")
+    st.markdown(f":{colour}-badge[{diff.direction or 'no judgments'}] {text_md(diff.words())}")
+    agree = diff.agreement
+    m = st.columns(4)
+    m[0].metric("top 1 changed", f"{agree.top1_change_rate:.0%}", help=f"of {agree.queries} queries")
+    m[1].metric(f"overlap@{agree.top_n} (mean)", f"{agree.overlap_at_n.mean:.3f}")
+    m[2].metric(
+        "RBO (mean)", f"{agree.rbo.mean:.3f}", help=f"median {agree.rbo.median:.3f}, lowest {agree.rbo.low:.3f}"
+    )
+    m[3].metric("Kendall τ (mean)", f"{agree.kendall_tau.mean:.3f}")
+    if diff.change is not None:
+        rows = [{"metric": name, "A": diff.a[name], "B": diff.b[name], "B − A": diff.b[name] - diff.a[name]}
+                for name in diff.a]  # fmt: skip
+        st.dataframe(pd.DataFrame(rows).style.format(precision=4), hide_index=True, width="stretch")
+        judged = [r for r in diff.per_query if r.delta is not None]
+        st.plotly_chart(
+            delta_bars([r.query_id for r in judged], [r.delta or 0.0 for r in judged], PRIMARY_METRIC),
+            width="stretch", key="diff-delta-bars",
+        )  # fmt: skip
+
+
+def _disagreements(diff: RunDiff, candidate: Experiment) -> None:
+    """The queries where A and B disagree most, each one click from Explore (with B's configuration)."""
+    st.markdown("#### Where they disagree most")
+    rows = [
+        {"query_id": r.query_id, "query": r.query, "RBO": r.rbo, f"overlap@{diff.agreement.top_n}": r.overlap_at_n,
+         "top 1 changed": r.top1_changed, "A": r.a, "B": r.b, "B − A": r.delta}
+        for r in diff.per_query
+    ]  # fmt: skip
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="diff-table")
+    plan = candidate.plan
+
+    def explore(query: str) -> None:
+        set_value("query", query)
+        set_value("collection", plan.collection)
+        set_value("k", min(plan.k, MAX_K))
+        set_value("retrieval", plan.retrieval)
+        STATE.top_n_wanted = min(plan.top_n, plan.k)
+
+    for r in diff.per_query[:DISAGREEMENTS_SHOWN]:
+        left, right = st.columns([5, 1])
+        left.markdown(f"`{text_md(r.query_id)}` {text_md(r.query[:120])} · RBO {r.rbo:.3f}")
+        if right.button("Explore", key=f"diff-explore-{r.query_id}", on_click=explore, args=(r.query,)):
+            st.switch_page(page("explore"))
+
+
+def query_sets(engine: Engine, store: ExperimentStore) -> None:
+    """The named query sets: list, keep one from an upload, this user's searches or judged queries, delete."""
+    st.subheader("Query sets")
+    st.caption(
+        "Named sets of queries (with weights, such as how often each is asked) that Evaluate, the gate and "
+        "`workbench eval --query-set` run. Kept beside the experiments."
+    )
+    with shown_errors():
+        names = store.query_set_names()
+        if names:
+            sets = [store.query_set(name) for name in names]
+            st.dataframe(
+                pd.DataFrame([{"name": s.name, "queries": len(s.queries), "source": s.source} for s in sets]),
+                hide_index=True, width="stretch", key="query-sets-table",
+            )  # fmt: skip
+        source = st.radio(
+            "Keep a query set from", ["an uploaded file", "my searches", "judged queries"], horizontal=True,
+            key="query-set-source",
+        )  # fmt: skip
+        name = st.text_input("Name", key="query-set-name", max_chars=MAX_NAME_CHARS)
+        upload = None
+        if source == "an uploaded file":
+            upload = file_picker(st, "Queries: one a line, CSV or JSONL (id, weight optional)",
+                                 ["txt", "csv", "jsonl"], "query-set-upload")  # fmt: skip
+        judged_from = None
+        if source == "judged queries":
+            folders = {"the demo handbook": None, **{f.name: f for f in beir_folders(engine.settings)}}
+            judged_from = st.selectbox("Judged queries of", list(folders), key="query-set-judged")
+        if st.button("Keep query set", disabled=not name.strip(), key="query-set-keep"):
+            if source == "an uploaded file":
+                if upload is None:
+                    raise InputError("Upload a file of queries first.")
+                kept = parse_query_set(name, upload.getvalue(), upload.name)
+            elif source == "my searches":
+                kept = history_query_set(name, history_queries(engine))
+            else:
+                folder = folders[judged_from]
+                dataset = demo_dataset("test", engine.settings) if folder is None else Dataset.from_beir(folder)
+                kept = judged_query_set(name, dataset)
+            store.save_query_set(kept)
+            st.success(f"Kept '{text_md(kept.name)}': {len(kept.queries)} queries.")
+        if names:
+            gone = st.selectbox("Delete a query set", ["", *names], key="query-set-delete")
+            if gone and st.button(f"Delete '{gone}'", key="query-set-delete-button"):
+                store.delete_query_set(gone)
+                st.rerun()

@@ -1,0 +1,166 @@
+"""An evaluation's report drawn: the headline and verdict, groups, an outside run, the charts, the queries most
+hurt and helped (one click from Explore) and the downloads. Evaluate draws the report it has just run; Experiments
+draws a kept one the same way."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from workbench.app.state import STATE, page, set_value
+from workbench.app.widgets import text_md
+from workbench.evaluation import PRIMARY, trec_run_text
+from workbench.evaluation.figures import delta_bars, report_depth_curve
+from workbench.evaluation.html_report import report_html
+from workbench.evaluation.report import EvaluationReport
+from workbench.services.demo import GROUPS
+from workbench.vocab import JUDGED_10, MAX_K
+
+
+def headline(report: EvaluationReport) -> None:
+    """What was run; the metrics before and after, the p-value, wins and losses, unjudged; the verdict."""
+    st.subheader(
+        f"{report.dataset} on '{report.collection}': {report.queries} queries, k={report.k}, top {report.top_n}"
+    )
+    st.caption(
+        f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}` · {report.retrieval} "
+        f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
+    )
+    for warning in report.warnings:
+        st.warning(warning, icon=":material/warning:")
+    st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")
+    m = st.columns(4)
+    measured = report.verdict is not None and report.verdict.direction in {"helps", "hurts"}
+    m[0].metric(
+        f"{PRIMARY} after",
+        f"{report.after[PRIMARY]:.4f}",
+        f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}",
+        delta_color="normal" if measured else "off",  # a colour only for a change the verdict counts
+        help=f"judged@10: {report.before.get(JUDGED_10, 0):.0%} before, {report.after.get(JUDGED_10, 0):.0%} after",
+    )
+    m[1].metric("p-value (randomization)", f"{report.p_value:.4f}", help=f"paired t-test: {report.p_value_ttest:.4f}")
+    m[2].metric("helped / tied / hurt", f"{report.wins} / {report.ties} / {report.losses}")
+    m[3].metric(
+        f"unjudged in top {report.top_n}",
+        f"{report.unjudged_after} of {report.judged_looked_at}",
+        help=f"before reranking: {report.unjudged_before}",
+    )
+    if report.verdict is not None:
+        v = report.verdict
+        label = {"helps": "helps", "hurts": "hurts", "none": "no measurable difference", "unknown": "too few judgments"}
+        st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
+    else:
+        st.caption("No reranker in this run: the figures are the first stage's.")
+
+
+def kept_as(experiment_id: str) -> None:
+    """Where the evaluation was kept, one click (or one shared link) from the Experiments page."""
+    c1, c2 = st.columns([4, 1])
+    c1.caption(
+        f"Kept as experiment `{experiment_id}`: it stays on the Experiments page (link: `?experiment={experiment_id}`)"
+        ", to compare with later runs, run again, or share."
+    )
+    if c2.button("Open in Experiments", key=f"open-experiment-{experiment_id}"):
+        st.query_params["experiment"] = experiment_id
+        st.switch_page(page("experiments"), query_params={"experiment": experiment_id})
+
+
+def groups(report: EvaluationReport) -> None:
+    """The figures per query group, when the judged queries have groups."""
+    if report.groups:
+        st.markdown("#### By query group")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "group": GROUPS.get(g.group, g.group),
+                        "queries": g.queries,
+                        f"{PRIMARY} before": g.before[PRIMARY],
+                        f"{PRIMARY} after": g.after[PRIMARY],
+                        "mrr@10 before": g.before["mrr@10"],
+                        "mrr@10 after": g.after["mrr@10"],
+                        "helped / tied / hurt": f"{g.wins} / {g.ties} / {g.losses}",
+                        "p": g.p_value,
+                    }
+                    for g in report.groups
+                ]
+            ).style.format(precision=4),
+            hide_index=True,
+            width="stretch",
+        )
+
+
+def outside(report: EvaluationReport) -> None:
+    """An outside TREC run against the reranked run, when one was given."""
+    if report.outside is not None:
+        o = report.outside
+        st.markdown(
+            f"**Outside run** `{text_md(o.name_a)}`: {PRIMARY} {o.a[PRIMARY]:.4f} vs reranked {o.b[PRIMARY]:.4f} over "
+            f"{o.queries} queries, p = {o.p_value:.4f}"
+        )
+
+
+def charts(report: EvaluationReport) -> None:
+    """The per-query change, and the depth curve when one was asked for."""
+    outcomes = report.ranked_outcomes()
+    st.plotly_chart(
+        delta_bars([o.query_id for o in outcomes], [o.delta for o in outcomes], PRIMARY),
+        width="stretch",
+        key="delta-bars",
+    )
+    if report.depth:
+        st.plotly_chart(report_depth_curve(report), width="stretch", key="depth-curve")
+        if report.depth_timings_reused:
+            st.caption("The rerank times are the first measurement of these settings: nothing was measured again.")
+
+
+def most_hurt_and_helped(report: EvaluationReport) -> None:
+    """The queries reranking hurt and helped most, each one click from Explore."""
+
+    def open_in_explore(query: str) -> None:
+        set_value("query", query)
+        set_value("collection", report.collection)
+        set_value("k", min(report.k, MAX_K))
+        set_value("retrieval", report.retrieval)
+        STATE.top_n_wanted = min(report.top_n, report.k)
+
+    hurt, helped = st.columns(2)
+    for column, title, rows in (
+        (hurt, "Most hurt by reranking", report.most_hurt()),
+        (helped, "Most helped by reranking", report.most_helped()),
+    ):
+        with column:
+            st.markdown(f"#### {title}")
+            if not rows:
+                st.caption("None.")
+            for o in rows:
+                c1, c2 = st.columns([4, 1])
+                scores = f"{o.before[PRIMARY]:.3f} → **{o.after[PRIMARY]:.3f}**"
+                c1.markdown(f"`{text_md(o.query_id)}` {text_md(o.query[:120])}  \n{scores}")
+                if c2.button("Explore", key=f"explore-{title}-{o.query_id}", on_click=open_in_explore, args=(o.query,)):
+                    st.switch_page(page("explore"))
+
+
+def downloads(report: EvaluationReport) -> None:
+    """The runs, the report and the per-query figures to download."""
+    per_query = pd.DataFrame(report.per_query_rows())
+    d = st.columns(5)
+    d[0].download_button(
+        "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.collection}.before.trec"
+    )
+    d[1].download_button(
+        "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.collection}.after.trec"
+    )
+    d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.collection}.report.md", "text/markdown")
+    d[3].download_button(
+        "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
+    )
+    d[4].download_button(
+        "Verdict report (HTML)",
+        lambda: report_html(report),  # made when asked for: it carries plotly.js, a few MB
+        f"{report.collection}.report.html",
+        "text/html",
+        on_click="ignore",
+        help="One self-contained file to share: the verdict, metrics with intervals, charts, most helped and hurt "
+        "queries with their lists. It opens offline.",
+    )
