@@ -135,11 +135,19 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
 
     from workbench.cli import build_parser
 
-    parser = build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    def commands_of(parser: argparse.ArgumentParser, prefix: str) -> dict[str, argparse.ArgumentParser]:
+        """Every command and sub-command (`experiments list`), by its name."""
+        found = {}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[f"{prefix}{name}"] = sub
+                    found.update(commands_of(sub, f"{prefix}{name} "))
+        return found
+
     silent = [
         f"{name} {'/'.join(action.option_strings) or action.dest}"
-        for name, sub in commands.choices.items()
+        for name, sub in commands_of(build_parser(), "").items()
         for action in sub._actions
         if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()
     ]

@@ -136,3 +136,28 @@ def test_a_query_set_from_a_file_narrows_an_evaluation(
     kept = open_experiment_store(demo_cli.settings).get(summary["experiment"])
     assert summary["queries"] == 5 and kept.query_set.name == "five" and list(kept.queries) == [q for q, _ in chosen]
     assert main(["query-sets", "show", "nope"]) == 2
+
+
+def test_two_configurations_over_a_query_set_without_judgments(
+    demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = demo_dataset("test", demo_cli.settings)
+    chosen = list(dataset.queries.values())[:6]
+    path = tmp_path / "six.txt"
+    path.write_text("\n".join(chosen) + "\n")
+    assert main(["query-sets", "add", "six", "--file", str(path)]) == 0
+    capsys.readouterr()
+    code = main(
+        ["query-sets", "compare", "six", "--collection", "demo", "--a", "reranker=none", "--b", "k=50", "--json"]
+    )
+    assert code == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["change"] is None and diff["agreement"]["queries"] == 6  # no judgments asked for
+    engine = Engine(Settings())
+    changed = 0
+    for query in chosen:  # counted here from the engine's own lists: the first stage's top 1 against the reranked
+        result = engine.search(query, 50, 10, collection="demo")
+        changed += result.candidates[0].metadata["document_id"] != result.reranked[0].metadata["document_id"]
+    assert diff["agreement"]["top1_change_rate"] == pytest.approx(changed / 6)
+    assert main(["query-sets", "compare", "six", "--a", "depth=3"]) == 2
+    assert "'depth=3' is not NAME=VALUE" in capsys.readouterr().err

@@ -27,6 +27,7 @@ from workbench.experiments import (
     parse_query_set,
 )
 from workbench.services.demo import demo_dataset
+from workbench.types import SearchPlan
 from workbench.vocab import MAX_K, MAX_NAME_CHARS, PRIMARY_METRIC
 
 DISAGREEMENTS_SHOWN = 8
@@ -52,13 +53,14 @@ def draw(engine: Engine, experiments: list[Experiment], rater: str) -> None:
         return
     with shown_errors():
         diff = diff_experiments(by_id[first], by_id[second])
-        _figures(diff)
-        _disagreements(diff, by_id[second])
+        figures(diff)
+        disagreements(diff, by_id[second].plan, "diff")
         with st.expander("Judging queue: the unjudged documents of both", expanded=False):
             queue_view.draw(engine, [by_id[first].evaluation(), by_id[second].evaluation()], rater)
 
 
-def _figures(diff: RunDiff) -> None:
+def figures(diff: RunDiff, key: str = "diff") -> None:
+    """The comparison in words, its agreement figures, both runs' metrics and the per-query change."""
     for warning in diff.warnings:
         st.warning(warning, icon=":material/warning:")
     colour = {"helps": "green", "hurts": "red", "none": "gray", "unknown": "orange"}.get(diff.direction or "", "gray")
@@ -78,20 +80,19 @@ def _figures(diff: RunDiff) -> None:
         judged = [r for r in diff.per_query if r.delta is not None]
         st.plotly_chart(
             delta_bars([r.query_id for r in judged], [r.delta or 0.0 for r in judged], PRIMARY_METRIC),
-            width="stretch", key="diff-delta-bars",
+            width="stretch", key=f"{key}-delta-bars",
         )  # fmt: skip
 
 
-def _disagreements(diff: RunDiff, candidate: Experiment) -> None:
-    """The queries where A and B disagree most, each one click from Explore (with B's configuration)."""
+def disagreements(diff: RunDiff, plan: SearchPlan, key: str) -> None:
+    """The queries where A and B disagree most, each one click from Explore (with B's plan)."""
     st.markdown("#### Where they disagree most")
     rows = [
         {"query_id": r.query_id, "query": r.query, "RBO": r.rbo, f"overlap@{diff.agreement.top_n}": r.overlap_at_n,
          "top 1 changed": r.top1_changed, "A": r.a, "B": r.b, "B − A": r.delta}
         for r in diff.per_query
     ]  # fmt: skip
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="diff-table")
-    plan = candidate.plan
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"{key}-table")
 
     def explore(query: str) -> None:
         set_value("query", query)
@@ -103,7 +104,7 @@ def _disagreements(diff: RunDiff, candidate: Experiment) -> None:
     for r in diff.per_query[:DISAGREEMENTS_SHOWN]:
         left, right = st.columns([5, 1])
         left.markdown(f"`{text_md(r.query_id)}` {text_md(r.query[:120])} · RBO {r.rbo:.3f}")
-        if right.button("Explore", key=f"diff-explore-{r.query_id}", on_click=explore, args=(r.query,)):
+        if right.button("Explore", key=f"{key}-explore-{r.query_id}", on_click=explore, args=(r.query,)):
             st.switch_page(page("explore"))
 
 

@@ -142,7 +142,9 @@ class AppState:
     reranker_comparison: _Field[Any] = _Field(None)
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
-    eval_experiment: _Field[str | None] = _Field(None)  # the id the last evaluation was kept under
+    eval_experiment: _Field[str | None] = _Field(None)
+    set_comparison: _Field[Any] = _Field(None)  # Compare's two configurations over a query set (a RunDiff)
+    set_comparison_plan: _Field[Any] = _Field(None)  # the id the last evaluation was kept under
     rerun_outcome: _Field[dict[str, Any] | None] = _Field(None)  # Experiments' last "run again": ids and changes
     judge_run: _Field[Any] = _Field(None)  # the LLM judge's last run on Evaluate's queue
     load_run: _Field[Any] = _Field(None)

@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 
-from workbench.cli import collections, doctor, evaluate, experiments, explain, judgments, servers
+from workbench.cli import collections, doctor, evaluate, experiments, explain, gate, judgments, servers
 from workbench.cli.collections import format_result
 from workbench.errors import error_message, is_expected
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, doctor, evaluate, experiments, explain, judgments, servers):
+    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, servers):
         module.add_commands(commands)
     collections.add_store_comparison(commands)
     return parser

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options, warn
@@ -15,6 +14,9 @@ from workbench.errors import InputError
 from workbench.evaluation.html_report import save_report
 from workbench.experiments import (
     Experiment,
+    ExperimentStore,
+    RunDiff,
+    compare_configurations,
     diff_experiments,
     export_experiment,
     history_query_set,
@@ -25,13 +27,13 @@ from workbench.experiments import (
     reproduced,
     run_again,
 )
-from workbench.experiments.gate import Budgets, run_gate
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.judgments import load_judgments
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.services.sessions import open_session_store
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, PRIMARY_METRIC, RETRIEVAL_MODES, spoken
+from workbench.vocab import PRIMARY_METRIC
 
 
-def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _store(args: argparse.Namespace) -> ExperimentStore:
     return open_experiment_store(settings_from(args))
 
 
@@ -74,7 +76,48 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     store = _store(args)
-    diff = diff_experiments(store.get(args.first), store.get(args.second))
+    return _print_diff(diff_experiments(store.get(args.first), store.get(args.second)), args)
+
+
+def _cmd_set_compare(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    engine = Engine(settings)
+    query_set = open_experiment_store(settings).query_set(args.name)
+    first = engine.plan(**{"collection": args.collection, **_plan_spec(args.a, "--a")})
+    second = engine.plan(**{"collection": args.collection, **_plan_spec(args.b, "--b")})
+    collection = second.collection or settings.collection
+    if collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    qrels = None
+    if args.judged:
+        stored = load_judgments(settings, collection)
+        qrels = (
+            stored.qrels if stored else demo_dataset("test", settings).qrels if collection == DEMO_COLLECTION else None
+        )
+        if qrels is None:
+            raise InputError(f"--judged: '{collection}' has no judgments (rate results or import qrels first).")
+    with ProgressBar("searches", unit="search") as bar:
+        diff = compare_configurations(engine, query_set, first, second, qrels=qrels, progress=bar)
+    return _print_diff(diff, args)
+
+
+def _plan_spec(text: str, option: str) -> dict[str, object]:
+    """`retrieval=hybrid,k=20,n=5,reranker=none` as a plan's fields."""
+    names = {"retrieval": "retrieval", "k": "k", "n": "top_n", "top_n": "top_n", "reranker": "reranker",
+             "collection": "collection"}  # fmt: skip
+    fields: dict[str, object] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in names:
+            raise InputError(f"{option}: '{part}' is not NAME=VALUE with NAME one of {', '.join(sorted(names))}.")
+        name, value = names[key.strip()], value.strip()
+        fields[name] = int(value) if name in {"k", "top_n"} and value.isdigit() else value
+        if name == "reranker" and value.lower() in {"none", ""}:
+            fields[name] = None
+    return fields
+
+
+def _print_diff(diff: RunDiff, args: argparse.Namespace) -> int:
     if args.json:
         print_json(diff)
         return 0
@@ -190,58 +233,7 @@ def _cmd_set_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_gate(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
-    dataset, demo = judged_queries(args, settings)
-    engine = Engine(settings)
-    if demo and args.collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
-    candidate = engine.plan(
-        collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n,
-        reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
-    )  # fmt: skip
-    baseline = _baseline(engine, args, candidate)
-    query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
-    budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
-    with ProgressBar("queries", unit="query") as bar:
-        decision = run_gate(
-            engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=budgets, query_set=query_set,
-            max_queries=args.max_queries, progress=bar,
-        )  # fmt: skip
-    if args.junit:
-        Path(args.junit).write_text(decision.to_junit(), encoding="utf-8")
-    if args.json_out:
-        Path(args.json_out).write_text(decision.model_dump_json(indent=2), encoding="utf-8")
-    if args.json:
-        print_json(decision)
-    else:
-        print(shown(f"{decision.outcome.upper()} (exit {decision.exit_code}): {decision.reason}"))
-        print(shown(f"candidate {decision.candidate} (experiment {decision.candidate_experiment})"))
-        print(shown(f"baseline {decision.baseline}"))
-    sys.stdout.flush()
-    return decision.exit_code
-
-
-def _baseline(engine: Engine, args: argparse.Namespace, candidate):  # type: ignore[no-untyped-def]
-    """None (the candidate's first stage), an experiment id, or another plan from the --baseline-* options."""
-    other = {
-        "retrieval": args.baseline_retrieval, "k": args.baseline_k, "top_n": args.baseline_n,
-        "reranker": args.baseline_reranker,
-    }  # fmt: skip
-    if any(value is not None for value in other.values()):
-        if args.baseline not in (None, "first-stage"):
-            raise InputError("Name one baseline: --baseline EXPERIMENT, or the --baseline-* options, not both.")
-        given = {name: value for name, value in other.items() if value is not None}
-        if given.get("reranker") in ("none", ""):
-            given["reranker"] = None
-        return candidate.with_(**given)
-    if args.baseline in (None, "first-stage"):
-        return None
-    open_experiment_store(engine.settings).get(args.baseline)  # a wrong id fails before any query runs
-    return args.baseline
-
-
-def _dataset_options(parser: argparse.ArgumentParser) -> None:
+def dataset_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", nargs="?", help="a BEIR folder, or `demo` (its judgments)")
     parser.add_argument("--collection", help="the collection (default for `demo`: the demo collection)")
     parser.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
@@ -252,47 +244,46 @@ def _dataset_options(parser: argparse.ArgumentParser) -> None:
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _experiment_commands(commands)
     _query_set_commands(commands)
-    _gate_command(commands)
 
 
 def _experiment_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     experiments = commands.add_parser("experiments", help="kept evaluations: list, show, diff, rerun, export")
-    verbs = experiments.add_subparsers(dest="verb", required=True)
+    verbs = experiments.add_subparsers(dest="verb", required=True, help="what to do with the kept experiments")
     listed = verbs.add_parser("list", help="the kept experiments, newest first")
-    listed.add_argument("--collection")
-    listed.add_argument("--limit", type=int, default=50)
-    listed.add_argument("--json", action="store_true")
+    listed.add_argument("--collection", help="only this collection's")
+    listed.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listed.add_argument("--json", action="store_true", help="print them as JSON")
     listed.set_defaults(handler=_cmd_list)
     show = verbs.add_parser("show", help="one experiment's report")
-    show.add_argument("id")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("id", help="the experiment's id")
+    show.add_argument("--json", action="store_true", help="print it as JSON (what the API's GET answers)")
     show.add_argument("--report", metavar="DIR", help="write its TREC runs and HTML/Markdown verdict report")
     show.set_defaults(handler=_cmd_show)
     diff = verbs.add_parser("diff", help="the second experiment against the first, query by query")
-    diff.add_argument("first")
-    diff.add_argument("second")
+    diff.add_argument("first", help="experiment A's id (the baseline)")
+    diff.add_argument("second", help="experiment B's id (against A)")
     diff.add_argument("--show", type=int, default=10, help="queries listed where they disagree most")
-    diff.add_argument("--json", action="store_true")
+    diff.add_argument("--json", action="store_true", help="print the comparison as JSON")
     diff.set_defaults(handler=_cmd_diff)
     for verb, handler, text in (
         ("delete", _cmd_delete, "remove an experiment"),
         ("rerun", _cmd_rerun, "run its exact plan on its exact queries and judgments again"),
     ):
         parser = verbs.add_parser(verb, help=text)
-        parser.add_argument("id")
+        parser.add_argument("id", help="the experiment's id")
         parser.set_defaults(handler=handler)
     export = verbs.add_parser("export", help="one experiment as one JSON file")
-    export.add_argument("id")
+    export.add_argument("id", help="the experiment's id")
     export.add_argument("-o", "--output", help="the file (default: standard output)")
     export.set_defaults(handler=_cmd_export)
     imported = verbs.add_parser("import", help="keep an exported experiment here")
-    imported.add_argument("file")
+    imported.add_argument("file", help="a file `workbench experiments export` wrote")
     imported.set_defaults(handler=_cmd_import)
     note = verbs.add_parser("note", help="name, tag or annotate an experiment")
-    note.add_argument("id")
-    note.add_argument("--name")
+    note.add_argument("id", help="the experiment's id")
+    note.add_argument("--name", help="its new name")
     note.add_argument("--tag", action="append", help="repeat for several (replaces its tags)")
-    note.add_argument("--notes")
+    note.add_argument("--notes", help="its notes (replaced)")
     note.set_defaults(handler=_cmd_note)
     for parser in (listed, show, diff, export, imported, note, *(verbs.choices[v] for v in ("delete", "rerun"))):
         store_options(parser)
@@ -300,52 +291,32 @@ def _experiment_commands(commands: argparse._SubParsersAction) -> None:  # type:
 
 def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     sets = commands.add_parser("query-sets", help="named, saved query sets")
-    verbs = sets.add_subparsers(dest="verb", required=True)
+    verbs = sets.add_subparsers(dest="verb", required=True, help="what to do with the named query sets")
     add = verbs.add_parser("add", help="keep a query set: from a file, judged queries, or a session's history")
-    add.add_argument("name")
+    add.add_argument("name", help="the query set's name")
     add.add_argument("--file", help="one query a line, CSV (query[,id,weight]) or JSONL ({text, _id, weight})")
     add.add_argument("--from-session", metavar="ID", help="the queries of a kept session (the app's: app:<user>)")
-    _dataset_options(add)
+    dataset_options(add)
     add.set_defaults(handler=_cmd_set_add)
-    listed = verbs.add_parser("list")
+    listed = verbs.add_parser("list", help="the kept query sets")
     listed.set_defaults(handler=_cmd_set_list)
-    show = verbs.add_parser("show")
-    show.add_argument("name")
-    show.add_argument("--json", action="store_true")
+    show = verbs.add_parser("show", help="a query set's queries: id, weight, text")
+    show.add_argument("name", help="the query set's name")
+    show.add_argument("--json", action="store_true", help="print it as JSON")
     show.set_defaults(handler=_cmd_set_show)
-    delete = verbs.add_parser("delete")
-    delete.add_argument("name")
+    delete = verbs.add_parser("delete", help="remove a query set")
+    delete.add_argument("name", help="the query set's name")
     delete.set_defaults(handler=_cmd_set_delete)
-    for parser in (add, listed, show, delete):
+    compare = verbs.add_parser(
+        "compare", help="two configurations over a query set: how often B changes what people see (no judgments needed)"
+    )
+    compare.add_argument("name", help="the query set")
+    compare.add_argument("--collection", help="the collection (default: WORKBENCH_COLLECTION)")
+    compare.add_argument("--a", default="", help="configuration A: NAME=VALUE,... of retrieval, k, n, reranker")
+    compare.add_argument("--b", default="", help="configuration B, e.g. retrieval=hybrid,reranker=none")
+    compare.add_argument("--judged", action="store_true", help="add the judged figures (the collection's judgments)")
+    compare.add_argument("--show", type=int, default=10, help="queries listed where they disagree most")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.set_defaults(handler=_cmd_set_compare)
+    for parser in (add, listed, show, delete, compare):
         store_options(parser)
-
-
-def _gate_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    gate = commands.add_parser(
-        "gate",
-        help="ship or not: a candidate configuration against a baseline; exit 0 ship, 1 no-ship, 3 inconclusive",
-    )
-    _dataset_options(gate)
-    gate.add_argument("--retrieval", help=f"the candidate's first stage: {spoken(RETRIEVAL_MODES)}")
-    gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
-    gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
-    gate.add_argument("--backend", help="the candidate reranker's backend")
-    gate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE)")
-    gate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN)")
-    gate.add_argument(
-        "--baseline",
-        help="first-stage (default: the candidate's own first stage, no reranker), or a kept experiment's id",
-    )
-    gate.add_argument("--baseline-retrieval", help="a baseline configuration: the candidate's, with this first stage")
-    gate.add_argument("--baseline-reranker", help="... with this reranker (`none` for none)")
-    gate.add_argument("--baseline-k", type=int, help="... with this k")
-    gate.add_argument("--baseline-n", type=int, help="... with this top n")
-    gate.add_argument("--query-set", help="a kept query set (its queries, judged by the dataset)")
-    gate.add_argument("--max-queries", type=int, help="only the first N judged queries")
-    gate.add_argument("--max-latency-ms", type=float, help="budget: p95 of a search's total time")
-    gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
-    gate.add_argument("--junit", metavar="FILE", help="write the decision as JUnit XML")
-    gate.add_argument("--json-out", metavar="FILE", help="write the decision as JSON")
-    gate.add_argument("--json", action="store_true", help="print the decision as JSON")
-    store_options(gate)
-    gate.set_defaults(handler=_cmd_gate)

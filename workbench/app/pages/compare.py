@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from workbench.app import diff_view
 from workbench.app.history import remember
 from workbench.app.judging import Judging, grade_control
 from workbench.app.progress import search_with_progress
@@ -23,6 +24,7 @@ from workbench.app.state import (
 from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
+from workbench.experiments import compare_configurations, open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.services.agreement import agreement
@@ -69,6 +71,7 @@ def run() -> None:
         a = _configuration(c, names, choices, "compare_a", "Configuration A")
     with right:
         b = _configuration(c, names, choices, "compare_b", "Configuration B")
+    _over_a_query_set(engine, c, a, b)
     query, top_n = _query_and_top_n(c, a, b)
     results = _search_both(engine, c, query, top_n, a, b)
     _agreement(results)
@@ -153,6 +156,32 @@ def _query_and_top_n(c: Controls, a: CompareSide, b: CompareSide) -> tuple[str, 
         st.error(f"The comparison did not run: {c.filter_error}")
         st.stop()
     return query, top_n
+
+
+def _over_a_query_set(engine: Engine, c: Controls, a: CompareSide, b: CompareSide) -> None:
+    """Both configurations over a kept query set: how much B changes what people see, query by query (and the
+    judged figures where the collection's judgments cover the queries)."""
+    with st.expander("Both over a query set: how often B changes what people see", expanded=False), shown_errors():
+        store = open_experiment_store(engine.settings)
+        names = store.query_set_names()
+        if not names:
+            st.caption("Keep a query set on the Experiments page (from a file, your searches or judged queries).")
+            return
+        chosen = st.selectbox("Query set", names, key="compare-query-set")
+        top_n = min(a.k, b.k, c.top_n)
+        if st.button("Compare over the query set", key="compare-query-set-run"):
+            query_set = store.query_set(chosen)
+            plan_a, plan_b = a.plan(engine, top_n, c.filters), b.plan(engine, top_n, c.filters)
+            judged = load_judgments(engine.settings, plan_b.collection or engine.settings.collection)
+            bar = st.progress(0.0, text="searching")
+            STATE.set_comparison = compare_configurations(
+                engine, query_set, plan_a, plan_b, qrels=judged.qrels if judged else None,
+                progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} searches"),
+            )  # fmt: skip
+            STATE.set_comparison_plan = plan_b
+        if STATE.set_comparison is not None:
+            diff_view.figures(STATE.set_comparison, "set")
+            diff_view.disagreements(STATE.set_comparison, STATE.set_comparison_plan, "set")
 
 
 def _search_both(

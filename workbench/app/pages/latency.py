@@ -10,6 +10,7 @@ from workbench.app.state import STATE, Controls, controls, engine_resource, show
 from workbench.app.widgets import SIDEBAR_CONTROLS, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.services.demo import sample_queries
 from workbench.services.latency import STAGES, load_run, rerank_time_by_k, summarize
@@ -27,7 +28,7 @@ def run() -> None:
         "without filters)",
     )
     _session_searches()
-    queries = _load_run_queries()
+    queries = _load_run_queries(engine)
     _load_run(engine, c, queries)
     _rerank_time(engine, c, queries)
 
@@ -66,17 +67,29 @@ def _session_searches() -> None:
         st.download_button("Every search (CSV)", history.to_csv(index=False), "session_searches.csv", "text/csv")
 
 
-def _load_run_queries() -> list[str]:
-    """The load run's queries: the samples, or an uploaded list (one per line)."""
+def _load_run_queries(engine: Engine) -> list[str]:
+    """The load run's queries: the samples, a kept query set, or an uploaded list (one per line)."""
     st.divider()
     st.subheader("Load run")
     st.caption(
         "N searches at a chosen concurrency, caches bypassed so every query pays for its model calls, with every "
         "sidebar control."
     )
-    source = st.radio("Queries", ["Sample queries", "Upload a list (one per line)"], horizontal=True, key="load-source")
+    source = st.radio(
+        "Queries", ["Sample queries", "A kept query set", "Upload a list (one per line)"], horizontal=True,
+        key="load-source",
+    )  # fmt: skip
     queries = [q.text for q in sample_queries()]
-    if source != "Sample queries":
+    if source == "A kept query set":
+        queries = []
+        with shown_errors():
+            store = open_experiment_store(engine.settings)
+            names = store.query_set_names()
+            if not names:
+                st.caption("No query sets yet: keep one on the Experiments page.")
+            else:
+                queries = [q.text for q in store.query_set(st.selectbox("Query set", names, key="load-set")).queries]
+    elif source != "Sample queries":
         upload = file_picker(st, "Query list (.txt, UTF-8)", ["txt"], "load-upload")
         queries = []
         if upload is not None:

@@ -1,0 +1,101 @@
+"""`workbench gate`: a candidate configuration against a baseline on judged queries, decided as CI needs it
+(exit 0 ship, 1 no-ship, 3 inconclusive; 2 is an error), with the decision as JSON and JUnit XML."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options
+from workbench.cli.evaluate import judged_queries
+from workbench.cli.experiments import dataset_options
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.experiments import open_experiment_store
+from workbench.experiments.gate import Budgets, run_gate
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.types import SearchPlan
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL_MODES, spoken
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    dataset, demo = judged_queries(args, settings)
+    engine = Engine(settings)
+    if demo and args.collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    candidate = engine.plan(
+        collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n,
+        reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
+    )  # fmt: skip
+    baseline = _baseline(engine, args, candidate)
+    query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
+    budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
+    with ProgressBar("queries", unit="query") as bar:
+        decision = run_gate(
+            engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=budgets, query_set=query_set,
+            max_queries=args.max_queries, progress=bar,
+        )  # fmt: skip
+    if args.junit:
+        Path(args.junit).write_text(decision.to_junit(), encoding="utf-8")
+    if args.json_out:
+        Path(args.json_out).write_text(decision.model_dump_json(indent=2), encoding="utf-8")
+    if args.json:
+        print_json(decision)
+    else:
+        print(shown(f"{decision.outcome.upper()} (exit {decision.exit_code}): {decision.reason}"))
+        print(shown(f"candidate {decision.candidate} (experiment {decision.candidate_experiment})"))
+        print(shown(f"baseline {decision.baseline}"))
+    sys.stdout.flush()
+    return decision.exit_code
+
+
+def _baseline(engine: Engine, args: argparse.Namespace, candidate: SearchPlan) -> SearchPlan | str | None:
+    """None (the candidate's first stage), an experiment id, or another plan from the --baseline-* options."""
+    other = {
+        "retrieval": args.baseline_retrieval, "k": args.baseline_k, "top_n": args.baseline_n,
+        "reranker": args.baseline_reranker,
+    }  # fmt: skip
+    if any(value is not None for value in other.values()):
+        if args.baseline not in (None, "first-stage"):
+            raise InputError("Name one baseline: --baseline EXPERIMENT, or the --baseline-* options, not both.")
+        given = {name: value for name, value in other.items() if value is not None}
+        if given.get("reranker") in ("none", ""):
+            given["reranker"] = None
+        return candidate.with_(**given)
+    if args.baseline in (None, "first-stage"):
+        return None
+    open_experiment_store(engine.settings).get(args.baseline)  # a wrong id fails before any query runs
+    return args.baseline
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    gate = commands.add_parser(
+        "gate",
+        help="ship or not: a candidate configuration against a baseline; exit 0 ship, 1 no-ship, 3 inconclusive",
+    )
+    dataset_options(gate)
+    gate.add_argument("--retrieval", help=f"the candidate's first stage: {spoken(RETRIEVAL_MODES)}")
+    gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
+    gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
+    gate.add_argument("--backend", help="the candidate reranker's backend")
+    gate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE)")
+    gate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN)")
+    gate.add_argument(
+        "--baseline",
+        help="first-stage (default: the candidate's own first stage, no reranker), or a kept experiment's id",
+    )
+    gate.add_argument("--baseline-retrieval", help="a baseline configuration: the candidate's, with this first stage")
+    gate.add_argument("--baseline-reranker", help="... with this reranker (`none` for none)")
+    gate.add_argument("--baseline-k", type=int, help="... with this k")
+    gate.add_argument("--baseline-n", type=int, help="... with this top n")
+    gate.add_argument("--query-set", help="a kept query set (its queries, judged by the dataset)")
+    gate.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    gate.add_argument("--max-latency-ms", type=float, help="budget: p95 of a search's total time")
+    gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
+    gate.add_argument("--junit", metavar="FILE", help="write the decision as JUnit XML")
+    gate.add_argument("--json-out", metavar="FILE", help="write the decision as JSON")
+    gate.add_argument("--json", action="store_true", help="print the decision as JSON")
+    store_options(gate)
+    gate.set_defaults(handler=_cmd_gate)
