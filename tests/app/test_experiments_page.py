@@ -95,3 +95,26 @@ def test_a_query_set_from_an_upload_is_kept(app_env: dict) -> None:  # noqa: F81
     assert any("Kept 'two queries': 2 queries" in s.value for s in at.success)
     kept = open_experiment_store(Settings()).query_set("two queries")
     assert kept.weights == {"q2": 3.0, "q3": 1.0} and os.environ["WORKBENCH_DATA_DIR"]
+
+
+def test_a_history_saved_by_the_previous_version_still_opens(app_env: dict) -> None:  # noqa: F811
+    """Before plans, a history entry kept each field flat; a data folder holding one opens and re-opens it."""
+    from workbench.services.sessions import open_session_store
+
+    user = "0123456789abcdef"
+    flat = {
+        "query": "is there a bike to work scheme", "collection": "demo", "k": 30, "top_n": 5, "filters": "",
+        "retrieval": "bm25", "reranker": "none", "backend": None, "candidates": 30, "cached": False,
+        "embed_ms": 1.0, "search_ms": 2.0, "rerank_ms": 0.0, "total_ms": 3.0,
+    }  # fmt: skip
+    open_session_store(Settings()).add_turn(f"app:{user}", "query", flat["query"], flat)
+    at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    at.query_params["u"] = user
+    at.run()
+    assert not at.exception, at.exception
+    entry = next(b for b in at.button if b.label.startswith("is there a bike to work scheme"))
+    assert entry.label.endswith("30 · bm25")  # the label is escaped Markdown (k\\=30)
+    entry.click().run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="w.query").value == "is there a bike to work scheme"
+    assert at.slider(key="w.k").value == 30
