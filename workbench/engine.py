@@ -72,6 +72,65 @@ def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
     return kept, len(hits) - len(kept)
 
 
+def _resliced(cached: SearchResult, plan: SearchPlan) -> SearchResult:
+    """A cached result under another top n and score cutoff (no model runs)."""
+    return cached.model_copy(
+        update={
+            "top_n": min(plan.top_n, max(len(cached.candidates), 1)),
+            "min_score": plan.min_score,
+            "cache": cached.cache.model_copy(update={"result_cached": True}),
+        }
+    )
+
+
+def _rerank(
+    model: Reranker | None,
+    query: str,
+    hits: list[Hit],
+    use_cache: bool,
+    deadline: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[float | None], int]:
+    """The reranker's score of each hit (None each without a reranker), and how many came from the cache."""
+    if model is None or not hits:
+        return [None] * len(hits), 0
+    if deadline is not None and time.monotonic() > deadline:
+        raise QueryTimeoutError("The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) before reranking.")
+    with reporting_progress(progress):
+        scores, hit_count = model.score(query, [h.text for h in hits], use_cache, deadline)
+    return list(scores), hit_count
+
+
+def _candidates(hits: list[Hit], scores: list[float | None]) -> list[Candidate]:
+    """Hits in first-stage order, each with its rerank score and its rank after reranking (ties keep that order)."""
+    order = sorted(range(len(hits)), key=lambda i: (-(scores[i] if scores[i] is not None else 0.0), i))
+    rerank_rank = {index: rank for rank, index in enumerate(order, start=1)}
+    return [
+        Candidate(
+            id=h.id,
+            text=h.text,
+            metadata=h.metadata,
+            vector_score=h.score,
+            vector_rank=i + 1,
+            rerank_score=scores[i],
+            rerank_rank=rerank_rank[i],
+            sources=h.sources,
+        )
+        for i, h in enumerate(hits)
+    ]
+
+
+def _timings(clock: list[float]) -> StageTimings:
+    """Stage times from the clock's readings: start, embedded, searched, reranked (and now, for the total)."""
+    started, embedded, searched, reranked = clock
+    return StageTimings(
+        embed_ms=(embedded - started) * 1000,
+        search_ms=(searched - embedded) * 1000,
+        rerank_ms=(reranked - searched) * 1000,
+        total_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
 class Engine:
     """Retrieval with reranking over the collections of one store registry."""
 
@@ -217,94 +276,51 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> SearchResult:
+        """validate → cache → first stage → rerank → assemble."""
         query = validate_query(query, max_query_chars)
-        k, top_n, filters, min_score, mode = plan.k, plan.top_n, plan.filters, plan.min_score, plan.retrieval
         name = plan.collection or self.settings.collection
         store = self.registry.get(name)
         info = self._info(name)
         rerank_model = self.reranker_of(plan)
-        key = (
-            name,
-            query,
-            k,
-            json.dumps(filters, sort_keys=True),
-            mode,
-            rerank_model.model_id if rerank_model else None,
-        )
+        key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval,
+               rerank_model.model_id if rerank_model else None)  # fmt: skip
         with self._lock:
             cached = self._results.get(key) if use_cache else None
         if cached is not None:
-            return cached.model_copy(
-                update={
-                    "top_n": min(top_n, max(len(cached.candidates), 1)),
-                    "min_score": min_score,
-                    "cache": cached.cache.model_copy(update={"result_cached": True}),
-                }
-            )
-
-        stage = first_stage(mode, StageParts(store, lambda: self.bm25.get(name, store), self.settings))
+            return _resliced(cached, plan)
+        stage = first_stage(plan.retrieval, StageParts(store, lambda: self.bm25.get(name, store), self.settings))
         embedder = self._collection_embedder(name, info) if stage.needs_vector else None
         # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
-        started = time.perf_counter()
+        clock = [time.perf_counter()]
         vector = embedder.embed_query(query) if embedder else None
-        embedded = time.perf_counter()
-        depth = k + max(5, k // 5)  # a little more than k, so that removing duplicates still leaves k
-        hits, duplicates = _dedupe(stage.candidates(query, depth, filters, vector))
-        hits = hits[:k]
-        searched = time.perf_counter()
-        hit_count = 0
-        if rerank_model and hits:
-            if deadline is not None and time.monotonic() > deadline:
-                raise QueryTimeoutError(
-                    "The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) before reranking."
-                )
-            with reporting_progress(progress):
-                scores, hit_count = rerank_model.score(query, [h.text for h in hits], use_cache, deadline)
-        else:
-            scores = [None] * len(hits)
-        reranked = time.perf_counter()
-
-        order = sorted(range(len(hits)), key=lambda i: (-(scores[i] if scores[i] is not None else 0.0), i))
-        rerank_rank = {index: rank for rank, index in enumerate(order, start=1)}
-        candidates = [
-            Candidate(
-                id=h.id,
-                text=h.text,
-                metadata=h.metadata,
-                vector_score=h.score,
-                vector_rank=i + 1,
-                rerank_score=scores[i],
-                rerank_rank=rerank_rank[i],
-                sources=h.sources,
-            )
-            for i, h in enumerate(hits)
-        ]
+        clock.append(time.perf_counter())
+        depth = plan.k + max(5, plan.k // 5)  # a little more than k, so that removing duplicates still leaves k
+        hits, duplicates = _dedupe(stage.candidates(query, depth, plan.filters, vector))
+        hits = hits[: plan.k]
+        clock.append(time.perf_counter())
+        scores, hit_count = _rerank(rerank_model, query, hits, use_cache, deadline, progress)
+        clock.append(time.perf_counter())
         result = SearchResult(
             query=query,
             collection=name,
             store=info.store,
-            k=k,
-            top_n=min(top_n, max(len(candidates), 1)),
-            filters=filters,
-            retrieval=mode,
+            k=plan.k,
+            top_n=min(plan.top_n, max(len(hits), 1)),
+            filters=plan.filters,
+            retrieval=plan.retrieval,
             embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
             reranker_model=rerank_model.model_id if rerank_model else None,
             reranker_backend=rerank_model.backend if rerank_model else None,
             score_scale=rerank_model.score_scale if rerank_model else None,
-            candidates=candidates,
-            timings=StageTimings(
-                embed_ms=(embedded - started) * 1000,
-                search_ms=(searched - embedded) * 1000,
-                rerank_ms=(reranked - searched) * 1000,
-                total_ms=(time.perf_counter() - started) * 1000,
-            ),
+            candidates=_candidates(hits, scores),
+            timings=_timings(clock),
             cache=CacheStats(score_hits=hit_count, score_misses=len(hits) - hit_count if rerank_model else 0),
             duplicates_removed=duplicates,
         )
         if use_cache:
             with self._lock:
                 self._results[key] = result
-        return result if min_score is None else result.with_min_score(min_score)
+        return result if plan.min_score is None else result.with_min_score(plan.min_score)
 
     def generation(self, collection: str) -> tuple[int, int]:
         """A value that changes whenever the collection's contents change or the engine's caches are cleared: the

@@ -11,11 +11,13 @@ official MCP Python SDK. Its tools, over one engine:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
@@ -105,15 +107,36 @@ def build_server(
 ) -> Any:
     """The MCP server object with its tools (run it with `.run()` or `.run_streamable_http_async()`)."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-
-    READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
     settings = settings or (engine.settings if engine else Settings())
     engine = engine or Engine(settings)
-    sink = events or open_sink(settings)
     server = MCPServer(name="rerank-workbench", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    _search_tools(server, engine, events or open_sink(settings))
+    _judging_tools(server, engine)
+    _experiment_tools(server, settings)
+    _refuse_unknown_arguments(server)
+    return server
+
+
+def _read_only() -> Any:
+    from mcp.types import ToolAnnotations
+
+    return ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+
+@contextlib.contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """The workbench's own errors as the tool's error message (the client sees words, never a traceback)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except WorkbenchError as exc:
+        raise ToolError(error_message(exc, remote=True)) from exc
+
+
+def _search_tools(server: Any, engine: Engine, sink: EventSink) -> None:
+    """retrieve_from_chroma, search and list_collections."""
 
     @server.tool(
         description=(
@@ -124,7 +147,7 @@ def build_server(
             "collection_name: a name from list_collections. query: 1-512 characters. k: candidates to rerank (1-200, "
             "default 10). top_n: passages returned (1 to k, default 3)."
         ),
-        annotations=READ_ONLY,
+        annotations=_read_only(),
     )
     def retrieve_from_chroma(collection_name: CollectionName, query: Query, k: Candidates = 10, top_n: Kept = 3) -> str:
         return retrieve_text(engine, collection_name, query, k, top_n, remote=True)
@@ -141,7 +164,7 @@ def build_server(
             "Errors come back as a message naming the problem."
         ),
         structured_output=True,
-        annotations=READ_ONLY,
+        annotations=_read_only(),
     )
     def search(
         query: Query,
@@ -150,12 +173,27 @@ def build_server(
         filters: Filters = None,
         min_score: MinScore = None,
     ) -> SearchResponse:
-        try:
+        with _as_tool_error():
             return search_documents(
                 engine, query, top_k, collection=collection, filters=filters, events=sink, min_score=min_score
             )
-        except WorkbenchError as exc:
-            raise ToolError(error_message(exc, remote=True)) from exc
+
+    @server.tool(
+        description=(
+            "List the collections that can be searched: name, store, number of passages, embedding model and "
+            "vector dimension."
+        ),
+        structured_output=True,
+        annotations=_read_only(),
+    )
+    def list_collections() -> list[CollectionInfo]:
+        with _as_tool_error():
+            return [info.public() for info in engine.collections()]
+
+
+def _judging_tools(server: Any, engine: Engine) -> None:
+    """judge: a grade from an agent, kept as an LLM's."""
+    from mcp.types import ToolAnnotations
 
     @server.tool(
         description=(
@@ -181,27 +219,15 @@ def build_server(
         rater: Rater = "agent",
         idempotency_key: IdempotencyKey = None,
     ) -> Rating:
-        try:
+        with _as_tool_error():
             return judge_document(
                 engine, collection, document_id, grade, query=query, query_id=query_id, rater=rater, source="llm",
                 idempotency_key=idempotency_key,
             )  # fmt: skip
-        except WorkbenchError as exc:
-            raise ToolError(error_message(exc, remote=True)) from exc
 
-    @server.tool(
-        description=(
-            "List the collections that can be searched: name, store, number of passages, embedding model and "
-            "vector dimension."
-        ),
-        structured_output=True,
-        annotations=READ_ONLY,
-    )
-    def list_collections() -> list[CollectionInfo]:
-        try:
-            return [info.public() for info in engine.collections()]
-        except WorkbenchError as exc:
-            raise ToolError(error_message(exc, remote=True)) from exc
+
+def _experiment_tools(server: Any, settings: Settings) -> None:
+    """list_experiments and open_experiment: the kept evaluations."""
 
     @server.tool(
         description=(
@@ -211,13 +237,11 @@ def build_server(
             "limit: at most this many (1-200, default 20)."
         ),
         structured_output=True,
-        annotations=READ_ONLY,
+        annotations=_read_only(),
     )
     def list_experiments(collection: MaybeCollection = None, limit: Limit = 20) -> list[ExperimentSummary]:
-        try:
+        with _as_tool_error():
             return [e.summary() for e in open_experiment_store(settings).list(collection=collection, limit=limit)]
-        except WorkbenchError as exc:
-            raise ToolError(error_message(exc, remote=True)) from exc
 
     @server.tool(
         description=(
@@ -226,16 +250,11 @@ def build_server(
             "hurt and helped, the judgments and query set it used, and what it ran on."
         ),
         structured_output=True,
-        annotations=READ_ONLY,
+        annotations=_read_only(),
     )
     def open_experiment(experiment_id: ExperimentId) -> ExperimentView:
-        try:
+        with _as_tool_error():
             return open_experiment_store(settings).get(experiment_id).view()
-        except WorkbenchError as exc:
-            raise ToolError(error_message(exc, remote=True)) from exc
-
-    _refuse_unknown_arguments(server)
-    return server
 
 
 def _refuse_unknown_arguments(server: Any) -> None:

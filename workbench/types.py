@@ -236,7 +236,6 @@ class SearchResult(BaseModel):
     def _top_by_rerank(self) -> list[Candidate]:
         return sorted(self.candidates, key=lambda c: c.rerank_rank)[: self.top_n]
 
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def plan(self) -> SearchPlan:
         """The plan this result answered, its reranker named by the model that ran (None when none did)."""
@@ -245,6 +244,7 @@ class SearchResult(BaseModel):
             reranker=self.reranker_model, min_score=self.min_score,
         )  # fmt: skip
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def below_min_score(self) -> int:
         """How many of the reranked top n were dropped for scoring below `min_score`."""

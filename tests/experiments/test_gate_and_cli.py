@@ -62,12 +62,21 @@ def test_the_gate_exits_ship_no_ship_or_inconclusive_with_json_and_junit(
 
 
 def test_a_budget_broken_is_no_ship_whatever_the_quality(demo_cli: Engine, tmp_path: Path) -> None:
-    junit = tmp_path / "gate.xml"
-    code = main(["gate", "demo", "--retrieval", "bm25", "--max-rerank-pairs", "20", "--junit", str(junit)])
+    junit, decision_file = tmp_path / "gate.xml", tmp_path / "gate.json"
+    arguments = ["--junit", str(junit), "--json-out", str(decision_file)]
+    code = main(
+        ["gate", "demo", "--retrieval", "bm25", "--max-rerank-pairs", "20", "--max-latency-ms", "1e9", *arguments]
+    )
     assert code == 1
     suite = next(iter(junitparser.JUnitXml.fromfile(str(junit))))
     cases = {case.name: [type(r).__name__ for r in case.result] for case in suite}
-    assert cases == {"quality": [], "cost": ["Failure"]}
+    assert cases == {"quality": [], "latency": [], "cost": ["Failure"]}
+    # the latency budget is the candidate's p95 total time, as its experiment measured it
+    assert main(["gate", "demo", "--retrieval", "bm25", "--max-latency-ms", "0.001", *arguments]) == 1
+    decision = json.loads(decision_file.read_text())
+    p95 = open_experiment_store(demo_cli.settings).get(decision["candidate_experiment"]).report["latency_p95"]["total"]
+    latency = next(c for c in decision["checks"] if c["name"] == "latency")
+    assert not latency["passed"] and latency["detail"] == f"p95 total {p95:.0f} ms over the budget of 0.001 ms"
 
 
 def test_the_gate_against_a_kept_experiment_and_another_configuration(

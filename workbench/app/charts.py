@@ -87,69 +87,9 @@ def slopegraph(result: SearchResult, relevant: set[str] | None = None) -> go.Fig
     below_right = {c.id: n + 1 + i * 0.7 for i, c in enumerate(dropped)}
     fig = go.Figure()
     for c in sorted(shown, key=lambda c: c.rerank_rank):
-        kind = _kind(c, n)
-        left = below_left.get(c.id, c.vector_rank)
-        right = below_right.get(c.id, c.rerank_rank)
-        label = _plain(label_of(c.metadata, c.text), 60)
         judged_relevant = str(c.metadata.get("document_id", c.id)) in relevant
-        star = "★ " if judged_relevant else ""
-        fig.add_trace(
-            go.Scatter(
-                x=[0, 1],
-                y=[left, right],
-                mode="lines+markers",
-                line={
-                    "color": MOVE_COLORS[kind],
-                    "width": 5 if judged_relevant else 3 if kind in {"new", "dropped"} else 2,
-                },
-                marker={"size": 14 if judged_relevant else 9, "symbol": "star" if judged_relevant else "circle"},
-                hovertemplate=(
-                    f"<b>{label}</b><br>first stage #{c.vector_rank} → reranked #{c.rerank_rank}<br>"
-                    f"{KIND_LABELS[kind]}<extra></extra>"
-                ),
-                showlegend=False,
-            )
-        )
-        short = star + _plain(label_of(c.metadata, c.text), 30)
-        left_text = f"#{c.vector_rank} {short}" if c.vector_rank > n else short
-        fig.add_annotation(
-            x=-0.03,
-            y=left,
-            text=left_text,
-            showarrow=False,
-            xanchor="right",
-            font={"size": 11, "color": MOVE_COLORS[kind]},
-        )
-        right_text = f"→ #{c.rerank_rank} {short}" if kind == "dropped" else short
-        fig.add_annotation(
-            x=1.03,
-            y=right,
-            text=right_text,
-            showarrow=False,
-            xanchor="left",
-            font={"size": 11, "color": MOVE_COLORS[kind]},
-        )
-    for kind, name in KIND_LABELS.items():
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="lines+markers",
-                name=name,
-                line={"color": MOVE_COLORS[kind], "width": 3},
-                marker={"size": 9},
-            )
-        )
-    if relevant:
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                name="★ judged relevant",
-                marker={"size": 14, "symbol": "star", "color": "#111827"},
-            )
-        )
+        _slope(fig, c, n, below_left.get(c.id, c.vector_rank), below_right.get(c.id, c.rerank_rank), judged_relevant)
+    _slope_legend(fig, bool(relevant))
     ticks = list(range(1, n + 1))
     depth = max([n + 1, *below_left.values(), *below_right.values()])
     fig.update_yaxes(
@@ -169,6 +109,53 @@ def slopegraph(result: SearchResult, relevant: set[str] | None = None) -> go.Fig
         legend={"orientation": "h", "y": -0.08},
     )
     return fig
+
+
+def _slope(fig: go.Figure, c: Candidate, n: int, left: float, right: float, judged_relevant: bool) -> None:
+    """One document's line from its first-stage rank to its reranked rank, labelled at both ends."""
+    kind = _kind(c, n)
+    label = _plain(label_of(c.metadata, c.text), 60)
+    fig.add_trace(
+        go.Scatter(
+            x=[0, 1],
+            y=[left, right],
+            mode="lines+markers",
+            line={
+                "color": MOVE_COLORS[kind],
+                "width": 5 if judged_relevant else 3 if kind in {"new", "dropped"} else 2,
+            },
+            marker={"size": 14 if judged_relevant else 9, "symbol": "star" if judged_relevant else "circle"},
+            hovertemplate=(
+                f"<b>{label}</b><br>first stage #{c.vector_rank} → reranked #{c.rerank_rank}<br>"
+                f"{KIND_LABELS[kind]}<extra></extra>"
+            ),
+            showlegend=False,
+        )
+    )
+    short = ("★ " if judged_relevant else "") + _plain(label_of(c.metadata, c.text), 30)
+    font = {"size": 11, "color": MOVE_COLORS[kind]}
+    left_text = f"#{c.vector_rank} {short}" if c.vector_rank > n else short
+    fig.add_annotation(x=-0.03, y=left, text=left_text, showarrow=False, xanchor="right", font=font)
+    right_text = f"→ #{c.rerank_rank} {short}" if kind == "dropped" else short
+    fig.add_annotation(x=1.03, y=right, text=right_text, showarrow=False, xanchor="left", font=font)
+
+
+def _slope_legend(fig: go.Figure, with_relevant: bool) -> None:
+    """A legend entry per kind of move, and one for the judged-relevant star when any is shown."""
+    for kind, name in KIND_LABELS.items():
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="lines+markers", name=name, line={"color": MOVE_COLORS[kind], "width": 3},
+                marker={"size": 9},
+            )
+        )  # fmt: skip
+    if with_relevant:
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="markers", name="★ judged relevant",
+                marker={"size": 14, "symbol": "star", "color": "#111827"},
+            )
+        )  # fmt: skip
 
 
 def stage_bar(timings: StageTimings, cached: bool = False) -> go.Figure:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from workbench.app import queue_view
 from workbench.app.history import history_queries
-from workbench.app.state import STATE, page, set_value, shown_errors
+from workbench.app.state import explore_with, page, shown_errors
 from workbench.app.uploads import beir_folders
 from workbench.app.widgets import file_picker, text_md
 from workbench.engine import Engine
@@ -28,7 +28,7 @@ from workbench.experiments import (
 )
 from workbench.services.demo import demo_dataset
 from workbench.types import SearchPlan
-from workbench.vocab import MAX_K, MAX_NAME_CHARS, PRIMARY_METRIC
+from workbench.vocab import MAX_NAME_CHARS, PRIMARY_METRIC
 
 DISAGREEMENTS_SHOWN = 8
 
@@ -94,17 +94,10 @@ def disagreements(diff: RunDiff, plan: SearchPlan, key: str) -> None:
     ]  # fmt: skip
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"{key}-table")
 
-    def explore(query: str) -> None:
-        set_value("query", query)
-        set_value("collection", plan.collection)
-        set_value("k", min(plan.k, MAX_K))
-        set_value("retrieval", plan.retrieval)
-        STATE.top_n_wanted = min(plan.top_n, plan.k)
-
     for r in diff.per_query[:DISAGREEMENTS_SHOWN]:
         left, right = st.columns([5, 1])
         left.markdown(f"`{text_md(r.query_id)}` {text_md(r.query[:120])} · RBO {r.rbo:.3f}")
-        if right.button("Explore", key=f"{key}-explore-{r.query_id}", on_click=explore, args=(r.query,)):
+        if right.button("Explore", key=f"{key}-explore-{r.query_id}", on_click=explore_with, args=(r.query, plan)):
             st.switch_page(page("explore"))
 
 

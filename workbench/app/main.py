@@ -23,6 +23,7 @@ from workbench.app.state import (
     shown_errors,
     widget_key,
 )
+from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.inputs import parse_filters
@@ -84,88 +85,11 @@ def _collection_caption(info: CollectionInfo) -> str:
 
 def sidebar(engine: Engine) -> Controls:
     """The controls every page shares: collection, reranker, retrieval, k, top n, filters."""
-    settings = engine.settings
-    infos: list[CollectionInfo] = []
-    with shown_errors(st.sidebar):
-        infos = engine.collections()
-    names = [i.name for i in infos]
     with st.sidebar:
-        st.markdown("### Collection")
-        collection = None
-        if not names:
-            st.info("No collections yet: create one on the Collections page.")
-        else:
-            if STATE.collection not in names:
-                set_value("collection", settings.collection if settings.collection in names else names[0])
-            collection = st.selectbox("Collection", names, label_visibility="collapsed", **bind("collection"))
-            info = next(i for i in infos if i.name == collection)
-            where = f"{info.store} at {info.location}\n\nembedder: {info.embedding_model}"
-            st.caption(_collection_caption(info), help=where)
-
-        st.markdown("### Reranker")
-        choices = discover_rerankers(settings)
-        ids = [c.id for c in choices]
-        if settings.reranker_enabled and settings.reranker_model not in ids:
-            try:
-                resolve_model(settings.reranker_model, settings, setting="RERANKER_MODEL")
-            except WorkbenchError as exc:
-                st.error(f"{exc} Until then, pick another model below or search without reranking.")
-        if STATE.reranker_model not in ids:
-            set_value("reranker_model", ids[0] if ids else None)
-        rerank = st.toggle(
-            "Rerank with a cross-encoder",
-            disabled=not ids,
-            **bind("rerank"),
-            help="Off: the first-stage order is kept." if ids else "No cross-encoder was found: set RERANKER_MODEL.",
-        )
-        model = None
-        if ids:
-            by_id = {c.id: c for c in choices}
-            model = st.selectbox(
-                "Model",
-                ids,
-                disabled=not rerank,
-                format_func=lambda i: by_id[i].short_name,
-                help="Cross-encoders found on this machine:\n\n"
-                + "\n\n".join(f"- {c.short_name}: {c.shown_id} ({c.source}; {c.path})" for c in choices),
-                **bind("reranker_model"),
-            )
-            st.caption(f"`{by_id[model].short_name}`", help=f"{by_id[model].id}\n\n{by_id[model].path}")
-
-        st.markdown("### Candidates")
-        retrieval = st.radio(
-            "First stage",
-            RETRIEVAL_MODES,
-            horizontal=True,
-            format_func=lambda mode: RETRIEVAL[mode].label,
-            help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values()) + f" (k = {settings.rrf_k})",
-            **bind("retrieval"),
-        )
-        k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
-        st.session_state[widget_key("top_n")] = STATE.top_n()
-        if k > 1:
-            st.slider(
-                "top n — kept after reranking",
-                1,
-                k,
-                key=widget_key("top_n"),
-                on_change=lambda: setattr(STATE, "top_n_wanted", st.session_state[widget_key("top_n")]),
-            )
-        else:
-            st.caption("top n = 1 (k is 1)")
-        st.markdown("### Filters")
-        raw = st.text_area(
-            "Metadata equalities, one key=value per line",
-            placeholder="title=Leave and Time Off Policy\npage=2",
-            height=80,
-            **bind("filters_text"),
-        )
-        filters, filter_error = {}, None
-        try:
-            filters = parse_filters(raw)
-        except WorkbenchError as exc:
-            filter_error = str(exc)
-            st.error(filter_error)
+        collection = _collection_picker(engine)
+        rerank, model = _reranker_picker(engine.settings)
+        retrieval, k = _candidate_controls(engine.settings)
+        filters, filter_error = _filters()
         st.markdown("### Judging")
         rater = rater_input(engine)
     return Controls(
@@ -175,10 +99,105 @@ def sidebar(engine: Engine) -> Controls:
         top_n=STATE.top_n(),
         filters=filters,
         filter_error=filter_error,
-        rerank=bool(rerank and ids),
+        rerank=rerank,
         reranker_model=model,
         retrieval=retrieval,
     )
+
+
+def _collection_picker(engine: Engine) -> str | None:
+    """The collection, with its store, size and embedder (None when there is none yet)."""
+    infos: list[CollectionInfo] = []
+    with shown_errors(st.sidebar):
+        infos = engine.collections()
+    names = [i.name for i in infos]
+    st.markdown("### Collection")
+    if not names:
+        st.info("No collections yet: create one on the Collections page.")
+        return None
+    if STATE.collection not in names:
+        set_value("collection", engine.settings.collection if engine.settings.collection in names else names[0])
+    collection = st.selectbox("Collection", names, label_visibility="collapsed", **bind("collection"))
+    info = next(i for i in infos if i.name == collection)
+    where = f"{info.store} at {info.location}\n\nembedder: {info.embedding_model}"
+    st.caption(_collection_caption(info), help=where)
+    return collection
+
+
+def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
+    """Whether to rerank, and with which of the cross-encoders found on this machine."""
+    st.markdown("### Reranker")
+    choices = discover_rerankers(settings)
+    ids = [c.id for c in choices]
+    if settings.reranker_enabled and settings.reranker_model not in ids:
+        try:
+            resolve_model(settings.reranker_model, settings, setting="RERANKER_MODEL")
+        except WorkbenchError as exc:
+            st.error(f"{exc} Until then, pick another model below or search without reranking.")
+    if STATE.reranker_model not in ids:
+        set_value("reranker_model", ids[0] if ids else None)
+    rerank = st.toggle(
+        "Rerank with a cross-encoder",
+        disabled=not ids,
+        **bind("rerank"),
+        help="Off: the first-stage order is kept." if ids else "No cross-encoder was found: set RERANKER_MODEL.",
+    )
+    if not ids:
+        return False, None
+    by_id = {c.id: c for c in choices}
+    model = st.selectbox(
+        "Model",
+        ids,
+        disabled=not rerank,
+        format_func=lambda i: by_id[i].short_name,
+        help="Cross-encoders found on this machine:\n\n"
+        + "\n\n".join(f"- {c.short_name}: {c.shown_id} ({c.source}; {c.path})" for c in choices),
+        **bind("reranker_model"),
+    )
+    st.caption(f"`{by_id[model].short_name}`", help=f"{by_id[model].id}\n\n{by_id[model].path}")
+    return bool(rerank), model
+
+
+def _candidate_controls(settings: Settings) -> tuple[str, int]:
+    """The first stage, k, and top n (at most k)."""
+    st.markdown("### Candidates")
+    retrieval = st.radio(
+        "First stage",
+        RETRIEVAL_MODES,
+        horizontal=True,
+        format_func=lambda mode: RETRIEVAL[mode].label,
+        help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values()) + f" (k = {settings.rrf_k})",
+        **bind("retrieval"),
+    )
+    k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
+    st.session_state[widget_key("top_n")] = STATE.top_n()
+    if k > 1:
+        st.slider(
+            "top n — kept after reranking",
+            1,
+            k,
+            key=widget_key("top_n"),
+            on_change=lambda: setattr(STATE, "top_n_wanted", st.session_state[widget_key("top_n")]),
+        )
+    else:
+        st.caption("top n = 1 (k is 1)")
+    return retrieval, k
+
+
+def _filters() -> tuple[dict, str | None]:
+    """The metadata filters typed, and what is wrong with them (shown here, and stopping the search)."""
+    st.markdown("### Filters")
+    raw = st.text_area(
+        "Metadata equalities, one key=value per line",
+        placeholder="title=Leave and Time Off Policy\npage=2",
+        height=80,
+        **bind("filters_text"),
+    )
+    try:
+        return parse_filters(raw), None
+    except WorkbenchError as exc:
+        st.error(str(exc))
+        return {}, str(exc)
 
 
 PAGES = (

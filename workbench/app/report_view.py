@@ -7,13 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from workbench.app.state import STATE, page, set_value
+from workbench.app.state import explore_with, page
 from workbench.app.widgets import text_md
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
 from workbench.evaluation.report import EvaluationReport
 from workbench.services.demo import GROUPS
+from workbench.types import SearchPlan
 from workbench.vocab import JUDGED_10, MAX_K
 
 
@@ -116,13 +117,8 @@ def charts(report: EvaluationReport) -> None:
 
 def most_hurt_and_helped(report: EvaluationReport) -> None:
     """The queries reranking hurt and helped most, each one click from Explore."""
-
-    def open_in_explore(query: str) -> None:
-        set_value("query", query)
-        set_value("collection", report.collection)
-        set_value("k", min(report.k, MAX_K))
-        set_value("retrieval", report.retrieval)
-        STATE.top_n_wanted = min(report.top_n, report.k)
+    plan = SearchPlan(collection=report.collection, retrieval=report.retrieval, k=min(report.k, MAX_K),
+                      top_n=min(report.top_n, report.k, MAX_K), reranker=None)  # fmt: skip
 
     hurt, helped = st.columns(2)
     for column, title, rows in (
@@ -137,7 +133,9 @@ def most_hurt_and_helped(report: EvaluationReport) -> None:
                 c1, c2 = st.columns([4, 1])
                 scores = f"{o.before[PRIMARY]:.3f} → **{o.after[PRIMARY]:.3f}**"
                 c1.markdown(f"`{text_md(o.query_id)}` {text_md(o.query[:120])}  \n{scores}")
-                if c2.button("Explore", key=f"explore-{title}-{o.query_id}", on_click=open_in_explore, args=(o.query,)):
+                if c2.button(
+                    "Explore", key=f"explore-{title}-{o.query_id}", on_click=explore_with, args=(o.query, plan)
+                ):
                     st.switch_page(page("explore"))
 
 

@@ -20,7 +20,7 @@ from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N
+from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N, MAX_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -203,6 +203,16 @@ def set_value(path: str, value: Any) -> None:
     """Set a field and the widget tied to it (call from callbacks or before the widget is drawn)."""
     _set_path(path, value)
     st.session_state[widget_key(path)] = value
+
+
+def explore_with(query: str, plan: SearchPlan) -> None:
+    """Put a query and a plan's collection, first stage, k and top n into the sidebar and Explore's box (a button's
+    callback, before the page switches to Explore)."""
+    set_value("query", query)
+    set_value("collection", plan.collection)
+    set_value("k", min(plan.k, MAX_K))
+    set_value("retrieval", plan.retrieval)
+    STATE.top_n_wanted = min(plan.top_n, plan.k)
 
 
 @st.cache_resource(show_spinner="Loading the workbench (first visit only)…")

@@ -56,6 +56,24 @@ def _lists(report: EvaluationReport, query_id: str) -> str:
 
 def report_html(report: EvaluationReport) -> str:
     """The whole report as one HTML document that needs nothing from the network."""
+    parts = [*_head(report), *_metrics(report)]
+    if report.depth:
+        parts += ["<h2>Depth</h2>", _figure(report_depth_curve(report), "depth-curve")]
+    if report.latency_p50:
+        parts += ["<h2>Stage latency</h2>", _figure(stage_latency(report.latency_p50, report.latency_p95), "latency")]
+    parts += [*_extremes(report), *_groups(report)]
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline' "
+        "'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:\">"
+        f"<title>{_e(report.dataset)}: reranking verdict</title><style>{_CSS}</style>"
+        f"<script>{get_plotlyjs()}</script></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def _head(report: EvaluationReport) -> list[str]:
+    """The title, the configuration, the verdict and the warnings."""
     parts = [
         f"<h1>Should we ship this reranker? {_e(report.dataset)} on '{_e(report.collection)}'</h1>",
         '<table class="config">',
@@ -75,7 +93,11 @@ def report_html(report: EvaluationReport) -> str:
     if report.verdict is not None:
         v = report.verdict
         parts.append(f'<p class="verdict {COLOURS[v.direction]}"><b>Verdict.</b> {_e(v.words())}</p>')
-    parts += [f'<p class="muted">Warning: {_e(w)}</p>' for w in report.warnings]
+    return parts + [f'<p class="muted">Warning: {_e(w)}</p>' for w in report.warnings]
+
+
+def _metrics(report: EvaluationReport) -> list[str]:
+    """Every metric with its change, interval and p-value, and the per-query change."""
     rows = []
     for r in report.metric_rows():
         interval = (
@@ -88,7 +110,7 @@ def report_html(report: EvaluationReport) -> str:
             f"<td class='n'>{r['after rerank']:.4f}</td><td class='n'>{r['change']:+.4f}</td>"
             f"<td class='n'>{interval}</td></tr>"
         )
-    parts += [
+    return [
         "<h2>Metrics</h2>",
         "<table><tr><th>metric</th><th>before</th><th>after</th><th>change</th><th>95 % CI (paired bootstrap)</th>"
         "<th>p (randomization)</th></tr>",
@@ -102,13 +124,11 @@ def report_html(report: EvaluationReport) -> str:
             "delta-bars",
         ),
     ]
-    if report.depth:
-        parts += [
-            "<h2>Depth</h2>",
-            _figure(report_depth_curve(report), "depth-curve"),
-        ]
-    if report.latency_p50:
-        parts += ["<h2>Stage latency</h2>", _figure(stage_latency(report.latency_p50, report.latency_p95), "latency")]
+
+
+def _extremes(report: EvaluationReport) -> list[str]:
+    """The queries most hurt and most helped, each with its two lists."""
+    parts = []
     for heading, outcomes in (("Most hurt by reranking", report.most_hurt()), ("Most helped", report.most_helped())):
         parts.append(f"<h2>{heading}</h2>")
         if not outcomes:
@@ -118,24 +138,25 @@ def report_html(report: EvaluationReport) -> str:
                 f"<h3>{_e(o.query_id)}: {_e(o.query)} <span class='muted'>{PRIMARY} {o.before[PRIMARY]:.3f} → "
                 f"{o.after[PRIMARY]:.3f}</span></h3>{_lists(report, o.query_id)}"
             )
-    if report.groups:
-        parts += ["<h2>By query group</h2>", "<table><tr><th>group</th><th>queries</th><th>before</th><th>after</th>"]
-        parts[-1] += "<th>helped / tied / hurt</th><th>p</th></tr>"
-        parts += [
+    return parts
+
+
+def _groups(report: EvaluationReport) -> list[str]:
+    """The figures per query group, when the queries have groups."""
+    if not report.groups:
+        return []
+    header = "<table><tr><th>group</th><th>queries</th><th>before</th><th>after</th><th>helped / tied / hurt</th>"
+    return [
+        "<h2>By query group</h2>",
+        header + "<th>p</th></tr>",
+        *(
             f"<tr><td>{_e(g.group)}</td><td class='n'>{g.queries}</td><td class='n'>{g.before[PRIMARY]:.4f}</td>"
             f"<td class='n'>{g.after[PRIMARY]:.4f}</td><td>{g.wins} / {g.ties} / {g.losses}</td>"
             f"<td class='n'>{g.p_value:.4f}</td></tr>"
             for g in report.groups
-        ]
-        parts.append("</table>")
-    body = "\n".join(parts)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline' "
-        "'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:\">"
-        f"<title>{_e(report.dataset)}: reranking verdict</title><style>{_CSS}</style>"
-        f"<script>{get_plotlyjs()}</script></head><body>\n{body}\n</body></html>\n"
-    )
+        ),
+        "</table>",
+    ]
 
 
 def save_report(report: EvaluationReport, folder: str | Path) -> list[Path]:

@@ -253,45 +253,7 @@ class EvaluationReport(BaseModel):
             f"Unjudged in the top {self.top_n}: {self.unjudged_before} before, {self.unjudged_after} after, of "
             f"{self.judged_looked_at} documents.",
         ]
-        if self.groups:
-            lines += [
-                "",
-                "## By query group",
-                "",
-                f"| group | queries | {PRIMARY} before | {PRIMARY} after | {MRR_10} before | {MRR_10} after | "
-                "helped / tied / hurt | p |",
-                "|---|---:|---:|---:|---:|---:|---|---:|",
-            ]
-            lines += [
-                f"| {g.group} | {g.queries} | {g.before[PRIMARY]:.4f} | {g.after[PRIMARY]:.4f} | "
-                f"{g.before[MRR_10]:.4f} | {g.after[MRR_10]:.4f} | {g.wins} / {g.ties} / {g.losses} | "
-                f"{g.p_value:.4f} |"
-                for g in self.groups
-            ]
-        for heading, rows in (("Most hurt", self.most_hurt(worst)), ("Most helped", self.most_helped(worst))):
-            lines += ["", f"## {heading}", ""]
-            for o in rows:
-                before, after = self.top_lists(o.query_id)
-                lines += [
-                    f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}",
-                    f"  - before: {_listed(before)}",
-                    f"  - after: {_listed(after)}",
-                ]
-            lines += [] if rows else ["None."]
-        if self.depth:
-            lines += [
-                "",
-                "## Depth",
-                "",
-                f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50"
-                f"{', measured by an earlier run' if self.depth_timings_reused else ''}) |",
-                "|---:|---:|---:|---:|",
-            ]
-            lines += [
-                f"| {p.k} | {p.before[PRIMARY]:.4f} | {p.after[PRIMARY]:.4f} | "
-                f"{'' if p.rerank_ms_p50 is None else f'{p.rerank_ms_p50:.0f}'} |"
-                for p in self.depth
-            ]
+        lines += self._groups_markdown() + self._extremes_markdown(worst) + self._depth_markdown()
         if self.outside:
             o = self.outside
             lines += [
@@ -302,6 +264,55 @@ class EvaluationReport(BaseModel):
                 f"queries; p = {o.p_value:.4f} ({o.wins} / {o.ties} / {o.losses}).",
             ]
         return "\n".join(lines) + "\n"
+
+    def _groups_markdown(self) -> list[str]:
+        if not self.groups:
+            return []
+        lines = [
+            "",
+            "## By query group",
+            "",
+            f"| group | queries | {PRIMARY} before | {PRIMARY} after | {MRR_10} before | {MRR_10} after | "
+            "helped / tied / hurt | p |",
+            "|---|---:|---:|---:|---:|---:|---|---:|",
+        ]
+        return lines + [
+            f"| {g.group} | {g.queries} | {g.before[PRIMARY]:.4f} | {g.after[PRIMARY]:.4f} | "
+            f"{g.before[MRR_10]:.4f} | {g.after[MRR_10]:.4f} | {g.wins} / {g.ties} / {g.losses} | "
+            f"{g.p_value:.4f} |"
+            for g in self.groups
+        ]
+
+    def _extremes_markdown(self, worst: int) -> list[str]:
+        lines: list[str] = []
+        for heading, rows in (("Most hurt", self.most_hurt(worst)), ("Most helped", self.most_helped(worst))):
+            lines += ["", f"## {heading}", ""]
+            for o in rows:
+                before, after = self.top_lists(o.query_id)
+                lines += [
+                    f"- `{o.query_id}` {o.query} — {o.before[PRIMARY]:.3f} → {o.after[PRIMARY]:.3f}",
+                    f"  - before: {_listed(before)}",
+                    f"  - after: {_listed(after)}",
+                ]
+            lines += [] if rows else ["None."]
+        return lines
+
+    def _depth_markdown(self) -> list[str]:
+        if not self.depth:
+            return []
+        lines = [
+            "",
+            "## Depth",
+            "",
+            f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50"
+            f"{', measured by an earlier run' if self.depth_timings_reused else ''}) |",
+            "|---:|---:|---:|---:|",
+        ]
+        return lines + [
+            f"| {p.k} | {p.before[PRIMARY]:.4f} | {p.after[PRIMARY]:.4f} | "
+            f"{'' if p.rerank_ms_p50 is None else f'{p.rerank_ms_p50:.0f}'} |"
+            for p in self.depth
+        ]
 
     def write(self, folder: str | Path) -> list[Path]:
         """Both TREC runs, the Markdown report, the summary and per-query figures as JSON, into `folder`."""

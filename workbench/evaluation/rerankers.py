@@ -19,13 +19,13 @@ from pydantic import BaseModel, Field
 
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.metrics import evaluate, judged_at
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, difference
 from workbench.models import short_model_name
-from workbench.rerankers import RerankerUsage, reranker_kind
+from workbench.rerankers import Reranker, RerankerUsage, reranker_kind
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
 from workbench.types import SearchPlan
 from workbench.vocab import MRR_10, NDCG_10
@@ -218,94 +218,117 @@ def compare_rerankers(
     base = engine.as_plan(plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
     collection, k, top_n = base.collection or engine.settings.collection, base.k, base.top_n
     _, _, max_queries, _ = check_plan(k, top_n, max_queries)
-    ids = list(dict.fromkeys(r.strip() for r in rerankers if r and r.strip()))
-    if len(ids) < 2:
-        raise InputError("Name two or more rerankers to compare them side by side.")
-    models = {rid: engine.reranker(rid) for rid in ids}  # a missing model or unreachable service fails now
-    missing = [rid for rid, model in models.items() if model is None]
-    if missing:
-        raise InputError(f"'{missing[0]}' is no reranker: name a model, a folder, a service URL or a hosted model.")
+    models = _checked_models(engine, rerankers)
+    ids = list(models)
     prepare_collection(engine, dataset, collection, ingest_missing=ingest_missing)
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
-    total, done = len(items) * (len(ids) + 1), 0
+    total, done = len(items) * (len(ids) + 1), [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress:
+            progress(done[0], total)
 
     first: Run = {}
-    mode = base.retrieval
     for qid, text in items:
         result = engine.search(text, base, max_query_chars=None)  # evaluation scores the whole query text
         first[qid], _ = document_runs(result.candidates)
-        done += 1
-        if progress:
-            progress(done, total)
+        tick()
     first_means, first_per = evaluate(qrels, first, k)
-    first_judged, _ = judged_at(qrels, first, 10)
-
-    measured: dict[str, _Measured] = {}
-    for rid in ids:
-        model = models[rid]
-        before = model.usage  # type: ignore[union-attr]
-        run: Run = {}
-        latencies: list[float] = []
-        pairs = 0
-        ranked = base.with_(reranker=rid)
-        for qid, text in items:
-            result = engine.search(text, ranked, max_query_chars=None)
-            _, run[qid] = document_runs(result.candidates)
-            if not result.cache.result_cached and result.cache.score_hits == 0 and result.candidates:
-                latencies.append(result.timings.rerank_ms)
-                pairs += len(result.candidates)
-            done += 1
-            if progress:
-                progress(done, total)
-        means, per_query = evaluate(qrels, run, k)
-        measured[rid] = _Measured(
-            means=means,
-            per_query=per_query,
-            judged=judged_at(qrels, run, 10)[0],
-            latencies=latencies,
-            pairs=pairs,
-            usage=_used(before, model.usage),  # type: ignore[union-attr]
-        )
-
+    measured = {rid: _measure(engine, models[rid], base.with_(reranker=rid), items, qrels, tick) for rid in ids}
     queries = list(first_per)
     best = max(ids, key=lambda rid: (measured[rid].means[NDCG_10], -ids.index(rid)))
-    rows = []
-    for rid in ids:
-        m = measured[rid]
-        seconds = sum(m.latencies) / 1000
-        row = RerankerRow(
-            reranker=rid,
-            name=short_model_name(rid),
-            kind=reranker_kind(rid).name,
-            score_scale=models[rid].score_scale,  # type: ignore[union-attr]
-            metrics=m.means,
-            judged_at_10=m.judged,
-            vs_first_stage=_against(first_per, m.per_query, queries),
-            vs_best={} if rid == best else _against(measured[best].per_query, m.per_query, queries),
-            latency_ms_p50=float(np.percentile(m.latencies, 50)) if m.latencies else None,
-            latency_ms_p95=float(np.percentile(m.latencies, 95)) if m.latencies else None,
-            timed_queries=len(m.latencies),
-            pairs_per_second=m.pairs / seconds if seconds > 0 else None,
-            usage=m.usage,
-            tokens_per_query=m.usage.tokens / len(items) if items else 0.0,
-            billed_units_per_query=m.usage.billed_units / len(items) if items else 0.0,
-        )
-        rows.append(row.model_copy(update=_cost(row, prices or DEFAULT_PRICES)))
+    rows = [
+        _row(rid, models[rid], measured[rid], first_per, measured[best].per_query if rid != best else None,
+             queries, len(items), prices or DEFAULT_PRICES)
+        for rid in ids
+    ]  # fmt: skip
     timed_rows = [r for r in rows if r.latency_ms_p50 is not None]
     front = pareto_front([(r.metrics[NDCG_10], r.latency_ms_p50 or 0.0) for r in timed_rows])
     on_front = {r.reranker for r, flag in zip(timed_rows, front, strict=True) if flag}
-    rows = [r.model_copy(update={"pareto": r.reranker in on_front}) for r in rows]
     return RerankerComparison(
         dataset=dataset.name,
         collection=collection,
-        retrieval=mode,
+        retrieval=base.retrieval,
         k=k,
         top_n=top_n,
         queries=len(queries),
         first_stage=first_means,
-        first_stage_judged_at_10=first_judged,
-        rows=rows,
+        first_stage_judged_at_10=judged_at(qrels, first, 10)[0],
+        rows=[r.model_copy(update={"pareto": r.reranker in on_front}) for r in rows],
         best=best,
         seconds=time.perf_counter() - started,
     )
+
+
+def _checked_models(engine: Engine, rerankers: Sequence[str]) -> dict[str, Reranker]:
+    """Each named reranker, loaded (a missing model or an unreachable service fails now, before any query)."""
+    ids = list(dict.fromkeys(r.strip() for r in rerankers if r and r.strip()))
+    if len(ids) < 2:
+        raise InputError("Name two or more rerankers to compare them side by side.")
+    models = {rid: engine.reranker(rid) for rid in ids}
+    missing = [rid for rid, model in models.items() if model is None]
+    if missing:
+        raise InputError(f"'{missing[0]}' is no reranker: name a model, a folder, a service URL or a hosted model.")
+    return {rid: model for rid, model in models.items() if model is not None}
+
+
+def _measure(
+    engine: Engine,
+    model: Reranker,
+    plan: SearchPlan,
+    items: list[tuple[str, str]],
+    qrels: Qrels,
+    tick: Callable[[], None],
+) -> _Measured:
+    """One reranker over the queries: its run's metrics, judged@10, the rerank times of the searches that ran the
+    model for every pair (no cached scores), the pairs those scored, and what the reranker reports it used."""
+    before = model.usage
+    run: Run = {}
+    latencies: list[float] = []
+    pairs = 0
+    for qid, text in items:
+        result = engine.search(text, plan, max_query_chars=None)
+        _, run[qid] = document_runs(result.candidates)
+        if not result.cache.result_cached and result.cache.score_hits == 0 and result.candidates:
+            latencies.append(result.timings.rerank_ms)
+            pairs += len(result.candidates)
+        tick()
+    means, per_query = evaluate(qrels, run, plan.k)
+    return _Measured(
+        means=means, per_query=per_query, judged=judged_at(qrels, run, 10)[0], latencies=latencies, pairs=pairs,
+        usage=_used(before, model.usage),
+    )  # fmt: skip
+
+
+def _row(
+    rid: str,
+    model: Reranker,
+    m: _Measured,
+    first_per: dict[str, dict[str, float]],
+    best_per: dict[str, dict[str, float]] | None,
+    queries: list[str],
+    asked: int,
+    prices: dict[str, Price],
+) -> RerankerRow:
+    """One reranker's row: metrics, paired tests against the first stage and the best, speed, usage and cost."""
+    seconds = sum(m.latencies) / 1000
+    row = RerankerRow(
+        reranker=rid,
+        name=short_model_name(rid),
+        kind=reranker_kind(rid).name,
+        score_scale=model.score_scale,
+        metrics=m.means,
+        judged_at_10=m.judged,
+        vs_first_stage=_against(first_per, m.per_query, queries),
+        vs_best={} if best_per is None else _against(best_per, m.per_query, queries),
+        latency_ms_p50=float(np.percentile(m.latencies, 50)) if m.latencies else None,
+        latency_ms_p95=float(np.percentile(m.latencies, 95)) if m.latencies else None,
+        timed_queries=len(m.latencies),
+        pairs_per_second=m.pairs / seconds if seconds > 0 else None,
+        usage=m.usage,
+        tokens_per_query=m.usage.tokens / asked if asked else 0.0,
+        billed_units_per_query=m.usage.billed_units / asked if asked else 0.0,
+    )
+    return row.model_copy(update=_cost(row, prices))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from workbench.evaluation.report import (
     QueryOutcome,
     RunComparison,
 )
-from workbench.evaluation.runs import fold_documents, scored_chunks
+from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import verdict
 from workbench.types import SearchPlan, StageTimings
@@ -44,23 +45,8 @@ def run_evaluation(
     collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
-    before_run: Run = {}
-    after_run: Run = {}
-    candidates: dict[str, list[tuple[str, float, float | None]]] = {}
-    cache_hits = 0
-    timings: list[StageTimings] = []
-    embedding_model = reranker_model = score_scale = None
-    mode = plan.retrieval
-    for done, (qid, text) in enumerate(items, start=1):
-        result = engine.search(text, plan, max_query_chars=None)
-        candidates[qid] = scored_chunks(result.candidates)
-        before_run[qid], after_run[qid] = fold_documents(candidates[qid])
-        cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
-        if not result.cache.result_cached:
-            timings.append(result.timings)
-        embedding_model, reranker_model, score_scale = result.embedding_model, result.reranker_model, result.score_scale
-        if progress:
-            progress(done, len(items))
+    answers = _answers(engine, plan, items, progress)
+    before_run, after_run = answers.before_run, answers.after_run
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
     before, per_before = evaluate(qrels, before_run, k)
     after, per_after = evaluate(qrels, after_run, k)
@@ -78,10 +64,10 @@ def run_evaluation(
     return EvaluationReport(
         dataset=dataset.name,
         collection=collection,
-        embedding_model=embedding_model or "",
-        reranker_model=reranker_model,
-        score_scale=score_scale,
-        retrieval=mode,
+        embedding_model=answers.embedding_model,
+        reranker_model=answers.reranker_model,
+        score_scale=answers.score_scale,
+        retrieval=plan.retrieval,
         k=k,
         top_n=top_n,
         queries=len(ids),
@@ -96,19 +82,52 @@ def run_evaluation(
         unjudged_after=unjudged_after,
         judged_looked_at=looked,
         seconds=time.perf_counter() - started,
-        score_cache_hits=cache_hits,
+        score_cache_hits=answers.cache_hits,
         per_query=[
             QueryOutcome(query_id=q, query=dataset.queries[q], before=per_before[q], after=per_after[q]) for q in ids
         ],
         groups=groups,
-        verdict=judgement if reranker_model else None,
-        latency_p50=_percentiles(timings, 50),
-        latency_p95=_percentiles(timings, 95),
+        verdict=judgement if answers.reranker_model else None,
+        latency_p50=_percentiles(answers.timings, 50),
+        latency_p95=_percentiles(answers.timings, 95),
         qrels=qrels,
         before_run=before_run,
         after_run=after_run,
-        candidates=candidates,
+        candidates=answers.candidates,
     )
+
+
+@dataclass
+class _Answers:
+    """Every query's search folded into runs: before and after reranking, the scored chunks, cache hits, the timings
+    of the searches that ran, and the models that answered."""
+
+    before_run: Run = field(default_factory=dict)
+    after_run: Run = field(default_factory=dict)
+    candidates: dict[str, list[ScoredChunk]] = field(default_factory=dict)
+    cache_hits: int = 0
+    timings: list[StageTimings] = field(default_factory=list)
+    embedding_model: str = ""
+    reranker_model: str | None = None
+    score_scale: str | None = None
+
+
+def _answers(
+    engine: Engine, plan: SearchPlan, items: list[tuple[str, str]], progress: Callable[[int, int], None] | None
+) -> _Answers:
+    answers = _Answers()
+    for done, (qid, text) in enumerate(items, start=1):
+        result = engine.search(text, plan, max_query_chars=None)  # evaluation scores the whole query text
+        answers.candidates[qid] = scored_chunks(result.candidates)
+        answers.before_run[qid], answers.after_run[qid] = fold_documents(answers.candidates[qid])
+        answers.cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
+        if not result.cache.result_cached:
+            answers.timings.append(result.timings)
+        answers.embedding_model = result.embedding_model or ""
+        answers.reranker_model, answers.score_scale = result.reranker_model, result.score_scale
+        if progress:
+            progress(done, len(items))
+    return answers
 
 
 def _percentiles(timings: list[StageTimings], q: float) -> dict[str, float]:

@@ -94,7 +94,7 @@ def _quality(diff: RunDiff) -> tuple[GateOutcome, Check]:
 def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
     checks = []
     if budgets.max_latency_ms is not None:
-        p95 = candidate.report.get("latency_p95", {}).get("total_ms")
+        p95 = candidate.report.get("latency_p95", {}).get("total")
         if p95 is None:
             checks.append(Check(name="latency", passed=False, detail="No search of the run was timed (all cached)."))
         else:
@@ -103,7 +103,7 @@ def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
                 Check(
                     name="latency", passed=kept,
                     detail=f"p95 total {p95:.0f} ms {'within' if kept else 'over'} the budget of "
-                    f"{budgets.max_latency_ms:.0f} ms",
+                    f"{budgets.max_latency_ms:g} ms",
                 )
             )  # fmt: skip
     if budgets.max_rerank_pairs is not None:

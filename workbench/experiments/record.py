@@ -189,6 +189,18 @@ class Experiment(CheckedModel):
             verdict=verdict.direction if verdict else None, tags=self.tags,
         )  # fmt: skip
 
+    def cost(self) -> dict[str, float]:
+        """What the run cost: its wall time, the (query, document) pairs the reranker was asked to score, how many
+        of them came from the score cache, and the median rerank time of a search."""
+        report = self.report
+        pairs = report["queries"] * self.plan.k if self.plan.reranks else 0
+        return {
+            "seconds": float(report.get("seconds", 0.0)),
+            "pairs_reranked": float(pairs),
+            "pairs_from_cache": float(report.get("score_cache_hits", 0)),
+            "rerank_ms_p50": float(report.get("latency_p50", {}).get("rerank", 0.0)),
+        }
+
     def view(self) -> ExperimentView:
         """What opening the experiment shows (the API's and the MCP tool's answer)."""
         report = self.evaluation()
@@ -198,6 +210,7 @@ class Experiment(CheckedModel):
             verdict_words=verdict.words() if verdict else None, metrics=report.metric_rows(),
             query_set_used=self.query_set, judgments=self.judgments, manifest=self.manifest,
             latency_p50=report.latency_p50, latency_p95=report.latency_p95, warnings=report.warnings,
+            cost=self.cost(),
             most_hurt=[o.model_dump() for o in report.most_hurt()],
             most_helped=[o.model_dump() for o in report.most_helped()],
         )  # fmt: skip
@@ -234,6 +247,7 @@ class ExperimentView(ExperimentSummary):
     manifest: Manifest
     latency_p50: dict[str, float]
     latency_p95: dict[str, float]
+    cost: dict[str, float]
     warnings: list[str]
     most_hurt: list[dict[str, Any]]
     most_helped: list[dict[str, Any]]

@@ -16,7 +16,7 @@ from workbench.config import Settings
 from workbench.errors import ExperimentNotFoundError
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
-from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -256,9 +256,7 @@ _stores: OnePerLocation[ExperimentStore] = OnePerLocation()
 def open_experiment_store(settings: Settings) -> ExperimentStore:
     """The experiments store the settings name (one per location per process): PostgreSQL when
     WORKBENCH_SESSION_DB is a postgresql:// URL, else `experiments.sqlite3` in the data folder."""
-    target = settings.session_db if is_postgres_url(settings.session_db) else None
-    target = target or str(Path(settings.data_dir) / "experiments.sqlite3")
-    key = f"{target}|{settings.pg_schema}"
+    target, key = kept_location(settings, "experiments.sqlite3")
 
     def make() -> ExperimentStore:
         if is_postgres_url(target):

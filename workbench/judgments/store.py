@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, RATER_POLICY_PREFIX
 
@@ -332,9 +332,7 @@ _stores: OnePerLocation[JudgmentStore] = OnePerLocation()
 def open_judgment_store(settings: Settings) -> JudgmentStore:
     """The judgments store the settings name (one per location per process): PostgreSQL when
     WORKBENCH_SESSION_DB is a postgresql:// URL, else `judgments.sqlite3` in the data folder."""
-    target = settings.session_db if is_postgres_url(settings.session_db) else None
-    target = target or str(Path(settings.data_dir) / "judgments.sqlite3")
-    key = f"{target}|{settings.pg_schema}"
+    target, key = kept_location(settings, "judgments.sqlite3")
 
     def make() -> JudgmentStore:
         if is_postgres_url(target):

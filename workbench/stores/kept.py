@@ -10,10 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from workbench.config import Settings
 from workbench.errors import WorkbenchError
 from workbench.redact import redact_url
 from workbench.stores.base import translate_store_error
-from workbench.stores.postgres import close_pool, shared_pool, sql_ident, transaction
+from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, sql_ident, transaction
 
 Kept = TypeVar("Kept", bound="KeptStore")
 
@@ -33,6 +34,14 @@ class OnePerLocation(Generic[Kept]):
             if key not in self._stores:
                 self._stores[key] = make()
             return self._stores[key]
+
+
+def kept_location(settings: Settings, file_name: str) -> tuple[str, str]:
+    """Where a store the workbench keeps lives: the `postgresql://` URL WORKBENCH_SESSION_DB names, else `file_name`
+    in the data folder; and the key under which one store per location is kept (`OnePerLocation`)."""
+    target = settings.session_db if is_postgres_url(settings.session_db) else None
+    target = target or str(Path(settings.data_dir) / file_name)
+    return target, f"{target}|{settings.pg_schema}"
 
 
 class KeptStore:
