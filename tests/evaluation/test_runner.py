@@ -58,8 +58,18 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
     points = depth_curve(cran_engine, report, dataset, (5, 10, 20), timing_queries=2)
     assert [p.k for p in points] == [5, 10, 20]
     assert points[-1].after["ndcg@10"] == pytest.approx(report.after["ndcg@10"])
-    assert all(p.rerank_ms_p50 and p.rerank_ms_p50 > 0 for p in points)
+    assert all(p.rerank_ms_p50 and p.rerank_ms_p95 and 0 < p.rerank_ms_p50 <= p.rerank_ms_p95 for p in points)
     assert not report.depth_timings_reused
+    # the ceiling at k = 5, by hand: the share of each judged query's relevant documents in the first stage's top 5
+    relevant = {q: {d for d, g in report.qrels[q].items() if g > 0} for q in report.qrels}
+    shares = []
+    for qid, docs in relevant.items():
+        if docs:
+            first_five = list(dict.fromkeys(doc for doc, _, _ in report.candidates[qid]))[:5]
+            shares.append(len(docs & set(first_five)) / len(docs))
+    assert points[0].recall_ceiling == pytest.approx(sum(shares) / len(shares))
+    low, high = points[1].after_ci
+    assert low <= points[1].after["ndcg@10"] <= high
 
     # A second Evaluate run of the same settings does no work twice: no model call, the first run's timings
     reranker = cran_engine.reranker()

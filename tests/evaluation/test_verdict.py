@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from workbench.evaluation.metrics import evaluate
+from workbench.evaluation.metrics import evaluate, judged_at
 from workbench.evaluation.verdict import verdict
 
 
@@ -80,3 +80,39 @@ def test_judged_at_10_and_judged_only_ndcg_equal_hand_and_pytrec_eval_figures() 
     for qid in qrels:
         assert per_query[qid]["ndcg@10 judged-only"] == pytest.approx(reference[qid]["ndcg_cut_10"])
     assert means["judged@10"] == pytest.approx((2 / 10 + 2 / 3) / 2)  # q1: b and a in its top 10; q2: d and e
+
+
+def test_a_query_whose_judged_documents_are_all_grade_0_counts_as_judged() -> None:
+    """Three cards graded 0 ("nothing relevant here") is an answer: judged@10 30 %, not 0 % or left out."""
+    from workbench.judgments.figures import query_figures
+    from workbench.types import Candidate, SearchResult, StageTimings
+
+    grades = {"d0": 0, "d1": 0, "d2": 0}
+    run = {f"d{i}": 1.0 - i / 10 for i in range(10)}
+    assert judged_at({"dog": grades}, {"dog": run})[1]["dog"] == pytest.approx(0.3)
+    means, per_query = evaluate({"dog": grades, "q2": {"a": 1}}, {"dog": run, "q2": {"a": 1.0, "b": 0.5}}, 10)
+    assert "dog" not in per_query  # no relevant document: nDCG is undefined for it, as trec_eval has it
+    assert means["judged@10"] == pytest.approx((0.3 + 0.5) / 2)  # but it counts in judged@10
+    candidates = [
+        Candidate(
+            id=f"d{i}::0",
+            text="t",
+            metadata={"document_id": f"d{i}"},
+            vector_score=1 - i / 10,
+            vector_rank=i + 1,
+            rerank_score=float(i),
+            rerank_rank=10 - i,
+        )
+        for i in range(10)
+    ]
+    result = SearchResult(
+        query="dog", collection="c", store="s", k=10, top_n=10, retrieval="dense", embedding_model="e",
+        reranker_model="r", candidates=candidates, timings=StageTimings(),
+    )  # fmt: skip
+    figures = query_figures(result, "dog", grades)
+    assert figures.judged_before == pytest.approx(0.3) and figures.judged_after == pytest.approx(0.3)
+
+
+def test_the_verdict_says_which_judged_at_10_it_quotes() -> None:
+    v = verdict([0.5, 0.4, 0.3, 0.2], [0.6, 0.5, 0.4, 0.3], 0.275, 0.3)
+    assert "judged@10 28% before, 30% after" in v.words()

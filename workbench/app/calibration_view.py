@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from workbench.app.state import engine_resource, error_text
+from workbench.app.widgets import text_md
 from workbench.evaluation.calibration import CalibrationReport, ScoreSeparation, calibrate, save_calibration
 from workbench.evaluation.io import Qrels
 from workbench.evaluation.report import EvaluationReport
@@ -148,6 +149,8 @@ def draw(report: EvaluationReport, qrels: Qrels) -> None:
         )
     else:
         st.markdown(f"No score threshold reaches precision {result.target_precision:.2f} on these judgments.")
+    if result.answer is not None:
+        st.markdown(f"**Cutoff** {text_md(result.answer.words)}")
     cutoffs = pd.DataFrame([r.model_dump(exclude={"top_n"}) for r in result.cutoffs])
     top_n = pd.DataFrame([r.model_dump(exclude={"threshold", "probability"}) for r in result.top_n_cutoffs])
     by_score, by_depth = st.columns(2)

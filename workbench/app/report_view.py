@@ -50,6 +50,10 @@ def headline(report: EvaluationReport) -> None:
         v = report.verdict
         label = {"helps": "helps", "hurts": "hurts", "none": "no measurable difference", "unknown": "too few judgments"}
         st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
+        if report.recommendation is not None:
+            st.markdown(f"**Recommendation** {text_md(report.recommendation.words)}")
+        if report.diagnosis is not None:
+            st.caption(text_md(report.diagnosis.words()))
     else:
         st.caption("No reranker in this run: the figures are the first stage's.")
 
@@ -133,6 +137,8 @@ def most_hurt_and_helped(report: EvaluationReport) -> None:
                 c1, c2 = st.columns([4, 1])
                 scores = f"{o.before[PRIMARY]:.3f} → **{o.after[PRIMARY]:.3f}**"
                 c1.markdown(f"`{text_md(o.query_id)}` {text_md(o.query[:120])}  \n{scores}")
+                if report.signs(o.query_id):
+                    c1.caption(f"Signs: {text_md(report.signs(o.query_id))}")
                 if c2.button(
                     "Explore", key=f"explore-{title}-{o.query_id}", on_click=explore_with, args=(o.query, plan)
                 ):

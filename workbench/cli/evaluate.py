@@ -24,7 +24,14 @@ from workbench.inputs import parse_int_list, validate_retrieval
 from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
-from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, DEFAULT_TARGET_PRECISION, RETRIEVAL_MODES, spoken
+from workbench.vocab import (
+    BACKEND_CHOICES,
+    DEFAULT_RERANKER_CHOICE,
+    DEFAULT_TARGET_PRECISION,
+    DEPTH_SWEEP,
+    RETRIEVAL_MODES,
+    spoken,
+)
 
 
 def _writable_folder(path: str) -> Path:
@@ -86,7 +93,12 @@ def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[li
     k and n default to the settings' (RERANKER_K_RETRIEVE, RERANKER_K_RETURN): the depth the app searches at."""
     args.k = settings.k_retrieve if args.k is None else args.k
     args.n = settings.k_return if args.n is None else args.n
-    depth = parse_int_list(args.depth, "--depth") if args.depth else []
+    if args.depth is None:  # the default sweep, as deep as k goes
+        depth = [d for d in DEPTH_SWEEP if d <= args.k]
+    elif args.depth.strip().lower() == "none":
+        depth = []
+    else:
+        depth = parse_int_list(args.depth, "--depth")
     check_plan(args.k, args.n, args.max_queries, depth)
     if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
         raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
@@ -134,6 +146,7 @@ def _evaluate_mode(
             outside_name=Path(args.run).name if args.run else "outside run",
             progress=bar,
             ingest_progress=ingest_bar,
+            latency_budget_ms=args.latency_budget_ms,
         )
 
 
@@ -210,7 +223,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
     evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
     evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
-    evaluate.add_argument("--depth", help="comma-separated k values for the depth curve, e.g. 10,20,50,100")
+    evaluate.add_argument(
+        "--depth",
+        help="k values for the depth curve and the recommended k and top n (default: "
+        + ",".join(map(str, DEPTH_SWEEP))
+        + ", those up to -k); `none` for no curve",
+    )
+    evaluate.add_argument(
+        "--latency-budget-ms", type=float, help="recommend only a k whose p95 rerank time fits this budget"
+    )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     evaluate.add_argument(
         "--retrieval",

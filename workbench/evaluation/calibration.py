@@ -26,10 +26,18 @@ from sklearn.model_selection import GroupKFold
 
 from workbench.config import Settings
 from workbench.errors import InputError
-from workbench.evaluation.cutoffs import CutoffRow, threshold_for_precision, threshold_row, top_n_row
+from workbench.evaluation.cutoffs import (
+    CutoffAnswer,
+    CutoffRow,
+    cutoff_answer,
+    threshold_for_precision,
+    threshold_row,
+    top_n_row,
+)
 from workbench.evaluation.io import Qrels
 from workbench.evaluation.report import EvaluationReport
 from workbench.rerankers import to_probability
+from workbench.types import SearchResult
 from workbench.vocab import CALIBRATION_BINS, CALIBRATION_FOLDS, DEFAULT_TARGET_PRECISION
 
 UNCALIBRATED = "uncalibrated"
@@ -49,6 +57,8 @@ class Calibration(BaseModel):
     fitted_on: str
     ece_held_out: float
     created: str
+    cutoff: float | None = None  # the min_score that reached the target precision when it was fitted
+    cutoff_precision: float | None = None
 
     def probability(self, score: float) -> float:
         """p(relevant) for a score of this reranker."""
@@ -104,6 +114,7 @@ class CalibrationReport(BaseModel):
     target_precision: float
     target: CutoffRow | None
     folds: int
+    answer: CutoffAnswer | None = None
 
     def check(self, method: str) -> CalibrationCheck:
         return next(c for c in self.checks if c.method == method)
@@ -126,6 +137,9 @@ class CalibrationReport(BaseModel):
             "cutoff_for_target": self.target.model_dump(mode="json") if self.target else None,
             "cutoffs": [row.model_dump(mode="json") for row in self.cutoffs],
             "top_n_cutoffs": [row.model_dump(mode="json") for row in self.top_n_cutoffs],
+            "cutoff_answer": {**self.answer.model_dump(mode="json"), "words": self.answer.words}
+            if self.answer
+            else None,
         }
 
     def to_markdown(self) -> str:
@@ -157,6 +171,8 @@ class CalibrationReport(BaseModel):
             )
         else:
             lines.append(f"No score threshold reaches precision {self.target_precision:.2f} on these judgments.")
+        if self.answer is not None:
+            lines += ["", f"**Cutoff**: {self.answer.words}"]
         lines += [
             "",
             "| min_score | p(relevant) | precision | recall | F1 | kept per query |",
@@ -338,6 +354,9 @@ def calibrate(
     if target is not None:
         target.probability = chosen.probability(target.threshold or 0.0)
     depths = [n for n in (1, 3, 5, 10, 20, 50) if n <= report.k]
+    top_n_cutoffs = [top_n_row(n, qids, scores, relevant, all_relevant) for n in depths]
+    if target is not None:
+        chosen.cutoff, chosen.cutoff_precision = target.threshold, target_precision
     return CalibrationReport(
         collection=report.collection,
         reranker_model=report.reranker_model,
@@ -354,10 +373,25 @@ def calibrate(
         checks=checks,
         chosen=chosen,
         cutoffs=cutoffs,
-        top_n_cutoffs=[top_n_row(n, qids, scores, relevant, all_relevant) for n in depths],
+        top_n_cutoffs=top_n_cutoffs,
         target_precision=target_precision,
         target=target,
         folds=folds,
+        answer=cutoff_answer(target_precision, target, top_n_cutoffs),
+    )
+
+
+def nothing_relevant(result: SearchResult, calibration: Calibration | None) -> str | None:
+    """When every reranked score is under the cutoff kept with the calibration, the words that say so (None
+    otherwise): nothing in this list scores as relevant at the precision the cutoff was chosen for."""
+    if calibration is None or calibration.cutoff is None or not result.reranker_model or not result.candidates:
+        return None
+    scores = [c.rerank_score for c in result.candidates[: result.top_n] if c.rerank_score is not None]
+    if not scores or max(scores) >= calibration.cutoff:
+        return None
+    return (
+        f"Nothing here scores as relevant: every reranked score is under min_score {calibration.cutoff:.3f}, the "
+        f"cutoff kept for precision {calibration.cutoff_precision or 0:.2f} (the best: {max(scores):.3f})."
     )
 
 

@@ -5,7 +5,7 @@ reaches a target precision."""
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 
 class CutoffRow(BaseModel):
@@ -69,3 +69,47 @@ def top_n_row(n: int, qids: list[str], scores: np.ndarray, relevant: np.ndarray,
         ranked = sorted(members, key=lambda i: -scores[i])[:n]
         kept[ranked] = True
     return _row(kept, relevant, all_relevant, len(by_query)).model_copy(update={"top_n": n})
+
+
+class CutoffAnswer(BaseModel):
+    """Which rule reaches the target precision keeping more of what is relevant: a score threshold (`min_score`)
+    or each query's top n; None when neither reaches it."""
+
+    target_precision: float
+    rule: str | None  # "min_score" or "top_n"
+    chosen: CutoffRow | None
+    other: CutoffRow | None  # the best of the other rule that reaches the target, if any
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def words(self) -> str:
+        """The rule to use, in a sentence."""
+        if self.chosen is None:
+            return f"Neither a score threshold nor a top n reaches precision {self.target_precision:.2f} here."
+        said = f"To reach precision {self.target_precision:.2f}, {_rule(self.chosen)} (precision "
+        said += f"{self.chosen.precision:.3f}, recall {self.chosen.recall:.3f})"
+        if self.other is not None:
+            said += f": it keeps more of what is relevant than {_rule(self.other)} (recall {self.other.recall:.3f})"
+        return said + "."
+
+
+def _rule(row: CutoffRow) -> str:
+    if row.top_n is not None:
+        return f"keep each query's top {row.top_n}"
+    return f"cut at min_score {row.threshold:.3f}"
+
+
+def cutoff_answer(target_precision: float, threshold: CutoffRow | None, top_ns: list[CutoffRow]) -> CutoffAnswer:
+    """The better of the threshold that reaches the target precision and the top n that does (the one with the
+    higher recall; a tie goes to the top n, the simpler rule)."""
+    reaching = [row for row in top_ns if row.precision >= target_precision]
+    top_n = max(reaching, key=lambda row: (row.recall, -(row.top_n or 0)), default=None)
+    candidates = [row for row in (top_n, threshold) if row is not None]
+    if not candidates:
+        return CutoffAnswer(target_precision=target_precision, rule=None, chosen=None, other=None)
+    chosen = max(candidates, key=lambda row: (row.recall, row.top_n is not None))
+    other = next((row for row in candidates if row is not chosen), None)
+    return CutoffAnswer(
+        target_precision=target_precision, rule="top_n" if chosen.top_n is not None else "min_score", chosen=chosen,
+        other=other,
+    )  # fmt: skip

@@ -11,11 +11,14 @@ from typing import Any
 from cachetools import TTLCache
 
 from workbench.engine import DEFAULT, Engine
-from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.metrics import evaluate
-from workbench.evaluation.report import DepthPoint, EvaluationReport
+from workbench.evaluation.recommend import DepthPoint, TopNPoint
+from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import fold_documents
+from workbench.evaluation.significance import bootstrap_interval
 from workbench.services.latency import rerank_time_by_k
+from workbench.vocab import PRIMARY_METRIC, TOP_N_SWEEP, recall_at
 
 _MEASURED: weakref.WeakKeyDictionary[Engine, TTLCache[Hashable, Any]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -52,42 +55,48 @@ def depth_curve(
     ks = sorted({k for k in ks if 1 <= k <= report.k})
     qrels = {qid: dataset.qrels[qid] for qid in report.candidates}
     sample = [dataset.queries[qid] for qid in list(report.candidates)[:timing_queries]]
-    timings: dict[int, float] = {}
+    timings: dict[int, tuple[float, float]] = {}
     if sample and ks:
-        key = (
-            report.collection,
-            engine.generation(report.collection),
-            report.retrieval,
-            report.reranker_model,
-            tuple(sample),
-            tuple(ks),
-        )
+        key = (report.collection, engine.generation(report.collection), report.retrieval, report.reranker_model,
+               tuple(sample), tuple(ks))  # fmt: skip
+        plan = engine.as_plan(report.collection, retrieval=report.retrieval, reranker=reranker)
 
-        def measure() -> dict[int, float]:
-            points = rerank_time_by_k(
-                engine,
-                sample,
-                ks,
-                collection=report.collection,
-                reranker=reranker,
-                retrieval=report.retrieval,
-                max_query_chars=None,
-            )
-            return {t.k: t.rerank_ms_p50 for t in points}
+        def measure() -> dict[int, tuple[float, float]]:
+            points = rerank_time_by_k(engine, sample, plan, ks, max_query_chars=None)
+            return {t.k: (t.rerank_ms_p50, t.rerank_ms_p95) for t in points}
 
         timings, report.depth_timings_reused = _measured_once(engine, key, measure)
+    return [_point(report, qrels, k, timings.get(k)) for k in ks]
+
+
+def _point(report: EvaluationReport, qrels: Qrels, k: int, timing: tuple[float, float] | None) -> DepthPoint:
+    """Quality at depth k from the report's candidates (their first k), with its interval and ceiling."""
+    before: Run = {}
+    after: Run = {}
+    for qid, rows in report.candidates.items():
+        before[qid], after[qid] = fold_documents(rows[:k])
+    before_means = evaluate(qrels, before, k)[0]
+    after_means, after_per = evaluate(qrels, after, k)
+    values = [figures[PRIMARY_METRIC] for figures in after_per.values()]
+    return DepthPoint(
+        k=k,
+        before=before_means,
+        after=after_means,
+        rerank_ms_p50=timing[0] if timing else None,
+        rerank_ms_p95=timing[1] if timing else None,
+        after_ci=bootstrap_interval([0.0] * len(values), values) if values else None,
+        recall_ceiling=before_means.get(recall_at(k)),
+    )
+
+
+def top_n_points(report: EvaluationReport, ns: Sequence[int] = TOP_N_SWEEP) -> list[TopNPoint]:
+    """Recall@n of the reranked lists for each n up to the report's k, with its 95 % bootstrap interval: how much
+    of what is relevant a top n keeps."""
     points = []
-    for k in ks:
-        before: Run = {}
-        after: Run = {}
-        for qid, rows in report.candidates.items():
-            before[qid], after[qid] = fold_documents(rows[:k])
-        points.append(
-            DepthPoint(
-                k=k,
-                before=evaluate(qrels, before, k)[0],
-                after=evaluate(qrels, after, k)[0],
-                rerank_ms_p50=timings.get(k),
-            )
-        )
+    for n in sorted({n for n in ns if 1 <= n <= report.k}):
+        _, per_query = evaluate(report.qrels, report.after_run, n)
+        values = [figures[recall_at(n)] for figures in per_query.values()]
+        if values:
+            mean = sum(values) / len(values)
+            points.append(TopNPoint(n=n, recall=mean, ci=bootstrap_interval([0.0] * len(values), values)))
     return points

@@ -93,6 +93,10 @@ def _head(report: EvaluationReport) -> list[str]:
     if report.verdict is not None:
         v = report.verdict
         parts.append(f'<p class="verdict {COLOURS[v.direction]}"><b>Verdict.</b> {_e(v.words())}</p>')
+    if report.recommendation is not None:
+        parts.append(f"<p><b>Recommendation.</b> {_e(report.recommendation.words)}</p>")
+    if report.diagnosis is not None:
+        parts.append(f'<p class="muted"><b>Signs.</b> {_e(report.diagnosis.words())}</p>')
     return parts + [f'<p class="muted">Warning: {_e(w)}</p>' for w in report.warnings]
 
 
@@ -138,6 +142,8 @@ def _extremes(report: EvaluationReport) -> list[str]:
                 f"<h3>{_e(o.query_id)}: {_e(o.query)} <span class='muted'>{PRIMARY} {o.before[PRIMARY]:.3f} → "
                 f"{o.after[PRIMARY]:.3f}</span></h3>{_lists(report, o.query_id)}"
             )
+            if report.signs(o.query_id):
+                parts.append(f"<p class='muted'>Signs: {_e(report.signs(o.query_id))}</p>")
     return parts
 
 

@@ -40,6 +40,8 @@ def evaluate(qrels: Qrels, run: Run, k: int) -> tuple[dict[str, float], dict[str
         if metric.query_id in per_query:
             per_query[metric.query_id][by_measure[str(metric.measure)]] = float(metric.value)
     means = {name: (sum(v[name] for v in per_query.values()) / len(per_query) if per_query else 0.0) for name in named}
+    # judged@10 counts every query with a judgment: "nothing here is relevant" (all grades 0) is an answer too
+    means[JUDGED_10] = judged_at(qrels, run, 10, over_all=True)[0]
     return means, per_query
 
 
@@ -54,10 +56,36 @@ def unjudged_at(qrels: Qrels, run: Run, n: int) -> tuple[int, int]:
     return unjudged, total
 
 
-def judged_at(qrels: Qrels, run: Run, k: int = 10) -> tuple[float, dict[str, float]]:
-    """ir-measures' Judged@k: the share of each query's top k documents that has a judgment (any grade), its mean
-    over the queries the run answers, and per query."""
+def judged_at(qrels: Qrels, run: Run, k: int = 10, *, over_all: bool = False) -> tuple[float, dict[str, float]]:
+    """ir-measures' Judged@k: the share of each query's top k documents that has a judgment (any grade, 0 too), per
+    query, and its mean over the queries the run answers; `over_all`: over every query with a judgment (one the run
+    does not answer counts 0)."""
     run = {str(qid): {str(doc): float(score) for doc, score in docs.items()} for qid, docs in run.items() if docs}
-    judged_qrels = {q: j for q, j in qrels.items() if q in run}
+    judged_qrels = {q: j for q, j in qrels.items() if q in run and j}
     per_query = {m.query_id: float(m.value) for m in ir_measures.iter_calc([Judged @ k], judged_qrels, run)}
+    if over_all:
+        asked = [q for q, j in qrels.items() if j]
+        return (sum(per_query.get(q, 0.0) for q in asked) / len(asked) if asked else 0.0), per_query
     return (sum(per_query.values()) / len(per_query) if per_query else 0.0), per_query
+
+
+def ndcg_bounds(qrels: Qrels, run: Run, depth: int = 10) -> tuple[float, float]:
+    """Mean nDCG@`depth` over the queries with a relevant judgment, with every unjudged document of a query's top
+    `depth` counted not relevant (the standard figure, the low bound) and relevant at the highest grade the
+    judgments use (the high bound): what the unjudged documents could make of the figure."""
+    judged = {q: j for q, j in qrels.items() if any(g > 0 for g in j.values())}
+    if not judged:
+        return 0.0, 0.0
+    top_grade = max(g for j in judged.values() for g in j.values())
+    optimistic: Qrels = {}
+    for qid, grades in judged.items():
+        ranked = sorted(run.get(qid, {}).items(), key=lambda item: (-item[1], item[0]))[:depth]
+        optimistic[qid] = {**grades, **{doc: top_grade for doc, _ in ranked if doc not in grades}}
+    measure = nDCG @ depth
+    run = {str(qid): {str(doc): float(score) for doc, score in docs.items()} for qid, docs in run.items() if docs}
+
+    def mean(relevance: Qrels) -> float:
+        values = {m.query_id: float(m.value) for m in ir_measures.iter_calc([measure], relevance, run)}
+        return sum(values.get(q, 0.0) for q in judged) / len(judged)
+
+    return mean(judged), mean(optimistic)

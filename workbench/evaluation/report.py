@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
+from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.significance import Difference, difference
 from workbench.evaluation.verdict import Verdict
 from workbench.vocab import MRR_10
@@ -27,15 +29,6 @@ class QueryOutcome(BaseModel):
     @property
     def delta(self) -> float:
         return self.after[PRIMARY] - self.before[PRIMARY]
-
-
-class DepthPoint(BaseModel):
-    """Quality and cost at one depth k: metrics of the top n after reranking k candidates."""
-
-    k: int
-    before: dict[str, float]
-    after: dict[str, float]
-    rerank_ms_p50: float | None = None
 
 
 class RunComparison(BaseModel):
@@ -97,6 +90,8 @@ class EvaluationReport(BaseModel):
     score_cache_hits: int
     per_query: list[QueryOutcome]
     depth: list[DepthPoint] = Field(default_factory=list)
+    recommendation: Recommendation | None = None
+    diagnosis: Diagnosis | None = None
     depth_timings_reused: bool = False  # the depth curve's rerank times are an earlier run's measurement
     groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
@@ -142,6 +137,13 @@ class EvaluationReport(BaseModel):
             data["verdict"] = {**self.verdict.model_dump(), "words": self.verdict.words()}
         if self.depth:
             data["depth"] = [p.model_dump() for p in self.depth]
+        if self.recommendation is not None:
+            data["recommendation"] = self.recommendation.model_dump()
+        if self.diagnosis is not None:
+            data["diagnosis"] = {
+                **self.diagnosis.model_dump(exclude={"per_query"}), "words": self.diagnosis.words(),
+                "most_hurt": {o.query_id: self.signs(o.query_id) for o in self.most_hurt()},
+            }  # fmt: skip
         if self.groups:
             data["groups"] = [g.model_dump() for g in self.groups]
         if self.outside:
@@ -246,6 +248,10 @@ class EvaluationReport(BaseModel):
             lines += ["", f"Stage latency per query, ms p50 / p95: {stages}."]
         if self.verdict is not None:
             lines += ["", f"**Verdict**: {self.verdict.words()}"]
+        if self.recommendation is not None:
+            lines += ["", f"**Recommendation**: {self.recommendation.words}"]
+        if self.diagnosis is not None:
+            lines += ["", f"**Signs**: {self.diagnosis.words()}"]
         lines += [
             "",
             f"{self.metric}: {self.wins} queries helped, {self.ties} tied, {self.losses} hurt; paired "
@@ -264,6 +270,11 @@ class EvaluationReport(BaseModel):
                 f"queries; p = {o.p_value:.4f} ({o.wins} / {o.ties} / {o.losses}).",
             ]
         return "\n".join(lines) + "\n"
+
+    def signs(self, query_id: str) -> str:
+        """Why the query may have been hurt (truncation, phantom hits, duplicates, nothing found), or ""."""
+        found = self.diagnosis.of(query_id) if self.diagnosis is not None else None
+        return found.words() if found is not None else ""
 
     def _groups_markdown(self) -> list[str]:
         if not self.groups:
@@ -294,6 +305,8 @@ class EvaluationReport(BaseModel):
                     f"  - before: {_listed(before)}",
                     f"  - after: {_listed(after)}",
                 ]
+                if self.signs(o.query_id):
+                    lines.append(f"  - signs: {self.signs(o.query_id)}")
             lines += [] if rows else ["None."]
         return lines
 
@@ -304,13 +317,19 @@ class EvaluationReport(BaseModel):
             "",
             "## Depth",
             "",
-            f"| k | {PRIMARY} before | {PRIMARY} after | rerank ms (p50"
-            f"{', measured by an earlier run' if self.depth_timings_reused else ''}) |",
-            "|---:|---:|---:|---:|",
+            f"| k | {PRIMARY} before | {PRIMARY} after | 95 % CI | first stage Recall@k (ceiling) | rerank ms p50 / p95"
+            f"{' (measured by an earlier run)' if self.depth_timings_reused else ''} | CPU-seconds per 1,000 queries |",
+            "|---:|---:|---:|---|---:|---:|---:|",
         ]
+
+        def shown(value: float | None, form: str) -> str:
+            return "" if value is None else format(value, form)
+
         return lines + [
             f"| {p.k} | {p.before[PRIMARY]:.4f} | {p.after[PRIMARY]:.4f} | "
-            f"{'' if p.rerank_ms_p50 is None else f'{p.rerank_ms_p50:.0f}'} |"
+            f"{'' if p.after_ci is None else f'{p.after_ci[0]:.4f} to {p.after_ci[1]:.4f}'} | "
+            f"{shown(p.recall_ceiling, '.4f')} | {shown(p.rerank_ms_p50, '.0f')} / {shown(p.rerank_ms_p95, '.0f')} | "
+            f"{shown(p.cpu_seconds_per_1000, ',.0f')} |"
             for p in self.depth
         ]
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Run
-from workbench.evaluation.metrics import evaluate, unjudged_at
+from workbench.evaluation.metrics import evaluate, ndcg_bounds, unjudged_at
 from workbench.evaluation.report import (
     PRIMARY,
     EvaluationReport,
@@ -21,9 +21,9 @@ from workbench.evaluation.report import (
 )
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
-from workbench.evaluation.verdict import verdict
+from workbench.evaluation.verdict import Bounds, verdict
 from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import JUDGED_10
+from workbench.vocab import JUDGED_10, NDCG_10_JUDGED
 
 
 def run_evaluation(
@@ -53,11 +53,15 @@ def run_evaluation(
     ids = list(per_before)
     paired = paired_comparison([per_before[q][PRIMARY] for q in ids], [per_after[q][PRIMARY] for q in ids])
     groups = _group_figures(dataset.groups, ids, per_before, per_after)
+    before_low, before_high = ndcg_bounds(qrels, before_run)
+    after_low, after_high = ndcg_bounds(qrels, after_run)
     judgement = verdict(
         [per_before[q][PRIMARY] for q in ids],
         [per_after[q][PRIMARY] for q in ids],
         before.get(JUDGED_10, 0.0),
         after.get(JUDGED_10, 0.0),
+        judged_only=([per_before[q][NDCG_10_JUDGED] for q in ids], [per_after[q][NDCG_10_JUDGED] for q in ids]),
+        bounds=Bounds(before_low=before_low, before_high=before_high, after_low=after_low, after_high=after_high),
     )
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)

@@ -13,8 +13,10 @@ from typing import Any
 
 from workbench.engine import DEFAULT, Engine, reranker_argument
 from workbench.errors import CollectionNotFoundError, InputError
-from workbench.evaluation.depth import depth_curve
+from workbench.evaluation.depth import depth_curve, top_n_points
+from workbench.evaluation.diagnosis import diagnose
 from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.recommend import recommend
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.inputs import validate_depths, whole_number
@@ -105,9 +107,11 @@ def evaluate_dataset(
     ingest_missing: bool = True,
     progress: Progress | None = None,
     ingest_progress: Progress | None = None,
+    latency_budget_ms: float | None = None,
 ) -> EvaluationReport:
     """Judged queries answered as `plan` says: metrics before and after reranking, significance, optional depth
-    curve and outside-run comparison, with warnings about anything that makes the figures doubtful. A collection's
+    curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
+    with warnings about anything that makes the figures doubtful. A collection's
     name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
     plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
@@ -125,6 +129,10 @@ def evaluate_dataset(
     report.warnings = warnings
     if ks:
         report.depth = depth_curve(engine, report, dataset, ks, reranker=reranker_argument(plan))
+        if report.reranker_model:
+            report.recommendation = recommend(report.depth, top_n_points(report), latency_budget_ms)
+    if report.reranker_model:
+        report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
     if outside_run is not None:
         report.outside = compare_runs(dataset, outside_run, report.after_run, plan.k, (outside_name, "reranked"))
     return report

@@ -90,3 +90,34 @@ def paired_comparison(a: Sequence[float], b: Sequence[float]) -> Paired:
         p_value=randomization_test(a, b),
         p_value_ttest=paired_t_test(a, b),
     )
+
+
+class Sensitivity(BaseModel):
+    """How sure a paired comparison can be on this query set: the smallest change it detects with 80 % power at
+    α = 0.05 (two-sided), and how many queries the observed change would need to be detected so."""
+
+    queries: int
+    sd_of_differences: float
+    minimum_detectable_effect: float | None  # None with fewer than 2 queries
+    queries_needed: int | None  # for the observed change; None when it is zero (no number of queries detects it)
+    power: float = 0.8
+    alpha: float = 0.05
+
+
+def sensitivity(a: Sequence[float], b: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Sensitivity:
+    """The paired t-test's minimum detectable effect, (t(1-α/2, n-1) + t(power, n-1)) · sd / √n, and the queries
+    the observed mean change δ needs, ((z(1-α/2) + z(power)) · sd / δ)², rounded up (at least 2)."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    n = len(diffs)
+    sd = float(np.std(diffs, ddof=1)) if n > 1 else 0.0
+    mde = None
+    if n > 1:
+        mde = float((stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) * sd / np.sqrt(n))
+    delta = float(diffs.mean()) if n else 0.0
+    needed = None
+    if n > 1 and delta != 0.0:
+        z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+        needed = max(2, int(np.ceil((z * sd / abs(delta)) ** 2)))
+    return Sensitivity(
+        queries=n, sd_of_differences=sd, minimum_detectable_effect=mde, queries_needed=needed, power=power, alpha=alpha
+    )

@@ -1,11 +1,16 @@
 """The verdict: whether reranking helps, hurts or makes no measurable difference, worded from the change's paired
-bootstrap 95 % interval and randomization p-value, and from how much of the top 10 is judged. One function words
-it, for the app, the CLI, the reports and the JSON alike.
+bootstrap 95 % interval and randomization p-value, from how much of the top 10 is judged, and from what the
+unjudged documents could do. One function words it, for the app, the CLI, the reports and the JSON alike.
 
 - "helps" / "hurts" only when p < 0.05 and the interval excludes zero;
 - "none" otherwise: no measurable difference, with the interval;
-- "unknown" when the change would count but judged@10 is under half: too few judgments to tell (the unjudged
-  documents count as not relevant, which biases the figures towards the first stage).
+- with judged@10 under half (a sparse benchmark), the verdict is given on what the judgments can support: the
+  judged-only (condensed-list) figures when they decide, else the bounds (every unjudged document not relevant,
+  or relevant at the top grade) when they do not overlap; "unknown" (too few judgments to tell) only when the
+  standard figure would count and neither of those decides.
+
+Beside every verdict: the smallest change this query set can detect (80 % power) and the queries the observed
+change would need.
 """
 
 from __future__ import annotations
@@ -15,11 +20,22 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from workbench.evaluation.significance import difference
-from workbench.vocab import ENOUGH_JUDGED, PRIMARY_METRIC, VERDICT_ALPHA
+from workbench.evaluation.significance import Difference, difference, sensitivity
+from workbench.vocab import ENOUGH_JUDGED, NDCG_10_JUDGED, PRIMARY_METRIC, VERDICT_ALPHA
 
 Direction = Literal["helps", "hurts", "none", "unknown"]
+Basis = Literal["all", "judged-only", "bounds"]
 COLOURS: dict[str, str] = {"helps": "green", "hurts": "red", "none": "gray", "unknown": "orange"}
+
+
+class Bounds(BaseModel):
+    """Mean nDCG@10 with every unjudged document in the top 10 counted not relevant (low, the standard figure) and
+    relevant at the top grade (high), before and after reranking."""
+
+    before_low: float
+    before_high: float
+    after_low: float
+    after_high: float
 
 
 class Verdict(BaseModel):
@@ -33,29 +49,90 @@ class Verdict(BaseModel):
     p_value: float
     judged_at_k: float  # the lesser of judged@10 before and after reranking
     queries: int
+    judged_before: float | None = None  # judged@10 of the first stage's top 10
+    judged_after: float | None = None  # judged@10 of the reranked top 10
+    basis: Basis = "all"  # which figures decided: all documents, the judged ones only, or the bounds
+    judged_only: Difference | None = None  # the judged-only (condensed-list) change, when it was tested
+    bounds: Bounds | None = None
+    minimum_detectable_effect: float | None = None  # at 80 % power, α = 0.05, for this query set
+    queries_needed: int | None = None  # to detect the observed change with 80 % power
 
     @property
     def colour(self) -> str:
         return COLOURS[self.direction]
 
-    def words(self) -> str:
-        """The verdict in one or two sentences."""
-        change = (
+    def _judged(self) -> str:
+        if self.judged_before is not None and self.judged_after is not None:
+            return f"judged@10 {self.judged_before:.0%} before, {self.judged_after:.0%} after"
+        return f"judged@10 {self.judged_at_k:.0%}"
+
+    def _change(self) -> str:
+        return (
             f"{self.metric} {self.delta:+.4f} (95 % CI {self.ci_low:+.4f} to {self.ci_high:+.4f}, "
-            f"p = {self.p_value:.4f}, {self.queries} queries; judged@10 {self.judged_at_k:.0%})"
+            f"p = {self.p_value:.4f}, {self.queries} queries; {self._judged()})"
         )
+
+    def sureness(self) -> str:
+        """How sure this query set can be: the minimum detectable effect and the queries the change needs."""
+        if self.minimum_detectable_effect is None:
+            return ""
+        words = (
+            f"With {self.queries} queries, a change smaller than ±{self.minimum_detectable_effect:.4f} cannot be "
+            "told from noise (80 % power)"
+        )
+        if self.queries_needed is not None and self.queries_needed > self.queries:
+            words += f"; detecting {self.delta:+.4f} would need about {self.queries_needed:,} queries"
+        return words + "."
+
+    def words(self) -> str:
+        """The verdict in a few sentences."""
         few = self.judged_at_k < ENOUGH_JUDGED
         queue = (
             " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged "
             "documents count as not relevant)."
         )
+        sure = f" {self.sureness()}" if self.sureness() else ""
+        if self.basis == "judged-only" and self.judged_only is not None:
+            d = self.judged_only
+            said = "helps" if self.direction == "helps" else "hurts"
+            return (
+                f"Reranking {said} on the judged documents: {NDCG_10_JUDGED} {d.delta:+.4f} (95 % CI {d.ci_low:+.4f} "
+                f"to {d.ci_high:+.4f}, p = {d.p_value:.4f}), unjudged documents left out of the lists. Counting "
+                f"them as not relevant: {self._change()}.{sure}"
+            )
+        if self.basis == "bounds" and self.bounds is not None:
+            b = self.bounds
+            said = "helps" if self.direction == "helps" else "hurts"
+            return (
+                f"Reranking {said} whatever the unjudged documents are: {self.metric} after lies in "
+                f"{b.after_low:.4f}–{b.after_high:.4f}, before in {b.before_low:.4f}–{b.before_high:.4f}. "
+                f"{self._change()}.{sure}"
+            )
         if self.direction == "helps":
-            return f"Reranking helps: {change}."
+            return f"Reranking helps: {self._change()}.{sure}"
         if self.direction == "hurts":
-            return f"Reranking hurts: {change}."
+            return f"Reranking hurts: {self._change()}.{sure}"
         if self.direction == "unknown":
-            return f"Too few judgments to tell whether reranking helps: {change}.{queue}"
-        return f"No measurable difference: {change}." + (queue if few else "")
+            return f"Too few judgments to tell whether reranking helps: {self._change()}.{queue}{sure}"
+        return f"No measurable difference: {self._change()}." + (queue if few else "") + sure
+
+
+def _measurable(diff: Difference) -> bool:
+    return diff.p_value < VERDICT_ALPHA and (diff.ci_low > 0 or diff.ci_high < 0)
+
+
+def _sparse(
+    diff: Difference, judged_only: tuple[Sequence[float], Sequence[float]] | None, bounds: Bounds | None
+) -> tuple[Direction, Basis, Difference | None]:
+    """A verdict on what sparse judgments can support: the judged-only figures, then the bounds."""
+    condensed = difference(*judged_only) if judged_only is not None else None
+    if condensed is not None and _measurable(condensed):
+        return ("helps" if condensed.delta > 0 else "hurts"), "judged-only", condensed
+    if bounds is not None and bounds.after_low > bounds.before_high:
+        return "helps", "bounds", condensed
+    if bounds is not None and bounds.after_high < bounds.before_low:
+        return "hurts", "bounds", condensed
+    return ("unknown" if _measurable(diff) else "none"), "all", condensed
 
 
 def verdict(
@@ -64,14 +141,23 @@ def verdict(
     judged_before: float,
     judged_after: float,
     metric: str = PRIMARY_METRIC,
+    *,
+    judged_only: tuple[Sequence[float], Sequence[float]] | None = None,
+    bounds: Bounds | None = None,
 ) -> Verdict:
-    """The verdict on per-query values of `metric` before and after reranking (the same queries, in order)."""
+    """The verdict on per-query values of `metric` before and after reranking (the same queries, in order); with
+    sparse judgments, on the per-query judged-only values (`judged_only`: before, after) or the `bounds`."""
     diff = difference(before, after)
     judged = min(judged_before, judged_after)
-    measurable = diff.p_value < VERDICT_ALPHA and (diff.ci_low > 0 or diff.ci_high < 0)
     direction: Direction = "none"
-    if measurable:
-        direction = "unknown" if judged < ENOUGH_JUDGED else ("helps" if diff.delta > 0 else "hurts")
+    basis: Basis = "all"
+    condensed = None
+    if judged >= ENOUGH_JUDGED:
+        if _measurable(diff):
+            direction = "helps" if diff.delta > 0 else "hurts"
+    else:
+        direction, basis, condensed = _sparse(diff, judged_only, bounds)
+    sure = sensitivity(before, after)
     return Verdict(
         metric=metric,
         direction=direction,
@@ -81,4 +167,11 @@ def verdict(
         p_value=diff.p_value,
         judged_at_k=judged,
         queries=len(before),
+        judged_before=judged_before,
+        judged_after=judged_after,
+        basis=basis,
+        judged_only=condensed,
+        bounds=bounds,
+        minimum_detectable_effect=sure.minimum_detectable_effect,
+        queries_needed=sure.queries_needed,
     )

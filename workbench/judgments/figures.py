@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from workbench.evaluation.metrics import evaluate
+from workbench.evaluation.metrics import evaluate, judged_at
 from workbench.evaluation.runs import document_runs
 from workbench.types import SearchResult
-from workbench.vocab import JUDGED_10, NDCG_10
+from workbench.vocab import NDCG_10
 
 
 class QueryFigures(BaseModel):
@@ -39,8 +39,8 @@ def query_figures(result: SearchResult, query_id: str, grades: dict[str, int]) -
         query_id=query_id,
         ndcg_before=figures_before.get(NDCG_10, 0.0),
         ndcg_after=figures_after.get(NDCG_10, 0.0),
-        judged_before=figures_before.get(JUDGED_10, 0.0),
-        judged_after=figures_after.get(JUDGED_10, 0.0),
+        judged_before=judged_at(qrels, {query_id: before})[1].get(query_id, 0.0),  # grades of 0 count as judged
+        judged_after=judged_at(qrels, {query_id: after})[1].get(query_id, 0.0),
         first_relevant_before=_first_relevant(before, grades),
         first_relevant_after=_first_relevant(after, grades),
         relevant_judged=sum(g > 0 for g in grades.values()),

@@ -106,6 +106,15 @@ class CrossEncoderReranker:
             )
         return pairs
 
+    def cut_shares(self, query: str, texts: Sequence[str]) -> list[float]:
+        """For each text, the share of its tokens the model never reads: cut at RERANKER_MAX_LENGTH with the query."""
+        [(query_ids, query_length)] = self.tokens.get_many(self._tokenizer_id, [query], self._token_ids)
+        shares = []
+        for document, length in self.tokens.get_many(self._tokenizer_id, list(texts), self._token_ids):
+            _, kept = truncate_pair(query_ids, document, self._budget, (query_length, length))
+            shares.append(1 - len(kept) / length if length else 0.0)
+        return shares
+
     # Running ------------------------------------------------------------------------------------------------
     def _arrays(self, batch: list[Encoded]) -> dict[str, np.ndarray]:
         width = max(len(ids) for ids, _ in batch)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.types import SearchPlan, StageTimings
 from workbench.vocab import MAX_K, MAX_QUERY_CHARS
@@ -124,40 +123,30 @@ class DepthTiming(BaseModel):
 def rerank_time_by_k(
     engine: Engine,
     queries: Sequence[str],
+    plan: SearchPlan | str | None,
     ks: Sequence[int] = (10, 25, 50, 100),
     *,
-    collection: str | None = None,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_query_chars: int | None = MAX_QUERY_CHARS,
 ) -> list[DepthTiming]:
-    """How rerank time grows with k: each query at each k, caches bypassed."""
+    """How rerank time grows with k: each query at each k with the plan's collection, first stage and reranker
+    (its k replaced, top n at most 10, no filters), caches bypassed."""
     queries = [q for q in queries if q.strip()]
     if not queries:
         raise InputError("Measuring rerank time needs at least one query.")
     bad = [k for k in ks if not 1 <= k <= MAX_K]
     if not ks or bad:
         raise InputError(f"k values must be between 1 and {MAX_K}; got {', '.join(map(str, bad)) or 'none'}.")
-    limit = {"max_query_chars": max_query_chars}
-    engine.search(queries[0], min(ks), 1, collection=collection, reranker=reranker, retrieval=retrieval, **limit)
+    base = engine.as_plan(plan).with_(filters={}, min_score=None)
+    engine.search(queries[0], base.with_(k=min(ks), top_n=1), max_query_chars=max_query_chars)  # models loaded
     points = []
     total = len(ks) * len(queries)
     done = 0
     for k in ks:
         rows = []
+        at_k = base.with_(k=k, top_n=min(10, k))
         for query in queries:
-            result = engine.search(
-                query,
-                k,
-                min(10, k),
-                collection=collection,
-                reranker=reranker,
-                retrieval=retrieval,
-                use_cache=False,
-                **limit,
-            )
-            rows.append(result)
+            rows.append(engine.search(query, at_k, use_cache=False, max_query_chars=max_query_chars))
             done += 1
             if progress:
                 progress(done, total)

@@ -33,7 +33,7 @@ from workbench.app.widgets import (
     vector_row,
 )
 from workbench.engine import Engine
-from workbench.evaluation.calibration import load_calibration
+from workbench.evaluation.calibration import load_calibration, nothing_relevant
 from workbench.judgments import load_judgments, query_figures
 from workbench.services.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.services.hints import no_match_hint
@@ -163,6 +163,9 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
             f"{score_note(result)} Scored by `{result.reranker_backend}`. {calibration_caption(calibration)} "
             'Switch on "Why here?" in a reranked card to see which sentences and query terms made its score.'
         )
+        nothing = nothing_relevant(result, calibration)
+        if nothing:
+            st.warning(nothing, icon=":material/do_not_disturb_on:")
 
     left, right = st.columns(2)
     first_stage = RETRIEVAL[result.retrieval].heading

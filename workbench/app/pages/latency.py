@@ -149,10 +149,8 @@ def _rerank_time(engine: Engine, c: Controls, queries: list[str]) -> None:
             STATE.depth_points = rerank_time_by_k(
                 engine,
                 (queries or [q.text for q in sample_queries()])[: int(depth_queries)],
+                c.plan(engine),
                 ks,
-                collection=c.collection,
-                reranker=c.reranker,
-                retrieval=c.retrieval,
                 progress=lambda done, total: bar.progress(done / total),
             )
     points = STATE.depth_points
