@@ -1,10 +1,14 @@
-"""The demo's judging pool: every document in the top 10 of dense, BM25 and hybrid candidates (k = 50), before
-and after reranking with each given reranker, for all 50 sample queries. Prints the pairs that have no judgment
-in workbench/demo_data/qrels/test.tsv (none, when the judgments are complete), so that a change to the demo, the
-embedder or a shipped reranker shows what to grade by reading (2 answers it, 1 related, 0 not relevant).
+"""The demo's judging pool: every document in the top 10 of dense, BM25 and hybrid candidates at each offered depth
+(k = 10, 20, 50, 100), before and after reranking with each given reranker, for all 50 sample queries. Prints the
+pairs that have no judgment in workbench/demo_data/qrels/test.tsv (none, when the judgments are complete), each with
+the passage, so that a change to the demo, the embedder or a shipped reranker shows what to grade by reading (2
+answers it, 1 related, 0 not relevant).
 
     .venv/bin/python scripts/demo_pool.py                                     # the default reranker
     .venv/bin/python scripts/demo_pool.py ../shared/models/minilm-l6-scifact-reranker
+
+One search at the deepest k per first stage and reranker serves every depth: the candidates at k are the first k of
+the deepest search's, with the same scores.
 """
 
 from __future__ import annotations
@@ -13,9 +17,27 @@ import sys
 
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
-from workbench.evaluation.runs import document_runs
+from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
-from workbench.vocab import RETRIEVAL_MODES
+from workbench.vocab import DEPTH_SWEEP, RETRIEVAL_MODES
+
+
+def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], dict[str, str]]:
+    """The documents in any top 10 at any depth, and each one's best passage."""
+    pool: set[str] = set()
+    passages: dict[str, str] = {}
+    for model in rerankers or [DEFAULT]:
+        for mode in RETRIEVAL_MODES:
+            result = engine.search(
+                text, max(DEPTH_SWEEP), 10, collection=DEMO_COLLECTION, retrieval=mode, reranker=model
+            )
+            for c in result.candidates:
+                passages.setdefault(str(c.metadata.get("document_id", c.id)), c.text)
+            rows = scored_chunks(result.candidates)
+            for k in DEPTH_SWEEP:
+                for run in fold_documents(rows[:k]):  # before and after, as the evaluation ranks them
+                    pool |= {doc for doc, _ in sorted(run.items(), key=lambda item: (-item[1], item[0]))[:10]}
+    return pool, passages
 
 
 def main(rerankers: list[str]) -> int:
@@ -24,17 +46,13 @@ def main(rerankers: list[str]) -> int:
     dataset = demo_dataset()
     missing = pooled = 0
     for qid, text in dataset.queries.items():
-        pool: set[str] = set()
-        for model in rerankers or [DEFAULT]:
-            for mode in RETRIEVAL_MODES:
-                result = engine.search(text, 50, 10, collection=DEMO_COLLECTION, retrieval=mode, reranker=model)
-                for run in document_runs(result.candidates):  # before and after, as the evaluation ranks them
-                    pool |= {doc for doc, _ in sorted(run.items(), key=lambda item: (-item[1], item[0]))[:10]}
+        pool, passages = _pool(engine, text, rerankers)
         judged = dataset.qrels.get(qid, {})
         pooled += len(pool)
         for doc in sorted(pool - set(judged)):
             missing += 1
-            print(f"{qid}\t{doc}\t# {text}")
+            passage = " ".join(passages.get(doc, "").split())[:600]
+            print(f"{qid}\t{doc}\t# {text}\n    {passage}")
     print(f"{pooled} pooled pairs, {missing} without a judgment", file=sys.stderr)
     return 1 if missing else 0
 

@@ -106,13 +106,10 @@ def run_experiment(
 
 def run_again(engine: Engine, experiment: Experiment, *, progress: Progress | None = None) -> Experiment:
     """The experiment's exact plan on its exact queries and judgments, kept as a new experiment named after it."""
-    plan = experiment.plan
-    again = run_experiment(
-        engine, experiment.dataset(), plan, source=experiment.judgments.source, name=experiment.name,
-        tags=experiment.tags, notes=f"run again from {experiment.id}", progress=progress, save=False,
+    return run_experiment(
+        engine, experiment.dataset(), experiment.plan, source=experiment.judgments.source, name=experiment.name,
+        tags=experiment.tags, notes=f"run again from {experiment.id}", progress=progress,
     )  # fmt: skip
-    again.query_set = experiment.query_set.model_copy(update={"checksum": again.query_set.checksum})
-    return open_experiment_store(engine.settings).save(again)
 
 
 def reproduced(first: Experiment, second: Experiment) -> tuple[bool, list[str]]:
