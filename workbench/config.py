@@ -86,6 +86,10 @@ class Settings(BaseSettings):
         DEFAULT_RERANK_TIMEOUT, gt=0, le=3600, validation_alias=_alias("rerank_timeout", "WORKBENCH_RERANK_TIMEOUT")
     )
     rerank_retries: int = Field(3, ge=0, le=10, validation_alias=_alias("rerank_retries", "WORKBENCH_RERANK_RETRIES"))
+    # Searches an evaluation sends at once when its reranker is a service (a local model batches them itself).
+    rerank_concurrency: int = Field(
+        4, ge=1, le=64, validation_alias=_alias("rerank_concurrency", "WORKBENCH_RERANK_CONCURRENCY")
+    )
     rerank_max_documents: int = Field(
         0, ge=0, le=100_000, validation_alias=_alias("rerank_max_documents", "WORKBENCH_RERANK_MAX_DOCUMENTS")
     )  # 0: each service's own limit

@@ -61,6 +61,9 @@ class Behaviour:
     busy: list[int] = field(default_factory=list)  # statuses to answer, one per request, before answering well
     stop_after: int | None = None  # stop listening after this many rerank requests
     requests: list[dict[str, Any]] = field(default_factory=list)
+    delay: float = 0.0  # seconds each /service/rerank answer takes (a model busy elsewhere)
+    in_flight: int = 0
+    most_in_flight: int = 0  # the most /service/rerank requests answered at once
 
 
 def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
@@ -119,6 +122,12 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
     async def service(request: Request) -> Any:
         body = await request.json()
         refused = gate(request, body, keyed=False)
+        behaviour.in_flight += 1
+        behaviour.most_in_flight = max(behaviour.most_in_flight, behaviour.in_flight)
+        try:
+            await asyncio.sleep(behaviour.delay)
+        finally:
+            behaviour.in_flight -= 1
         return refused or {"results": ranked(body["query"], body["documents"], "relevance_score")}
 
     @app.post("/openai/v1/chat/completions")

@@ -21,6 +21,7 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.metrics import evaluate, judged_at
+from workbench.evaluation.parallel import search_all
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, difference
@@ -288,13 +289,12 @@ def _measure(
     run: Run = {}
     latencies: list[float] = []
     pairs = 0
-    for qid, text in items:
-        result = engine.search(text, plan, max_query_chars=None)
+    results = search_all(engine, plan, [text for _, text in items], lambda done, total: tick())
+    for (qid, _), result in zip(items, results, strict=True):
         _, run[qid] = document_runs(result.candidates)
         if not result.cache.result_cached and result.cache.score_hits == 0 and result.candidates:
             latencies.append(result.timings.rerank_ms)
             pairs += len(result.candidates)
-        tick()
     means, per_query = evaluate(qrels, run, plan.k)
     return _Measured(
         means=means, per_query=per_query, judged=judged_at(qrels, run, 10)[0], latencies=latencies, pairs=pairs,

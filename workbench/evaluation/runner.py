@@ -12,6 +12,7 @@ import numpy as np
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, ndcg_bounds, unjudged_at
+from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import (
     PRIMARY,
     EvaluationReport,
@@ -120,8 +121,8 @@ def _answers(
     engine: Engine, plan: SearchPlan, items: list[tuple[str, str]], progress: Callable[[int, int], None] | None
 ) -> _Answers:
     answers = _Answers()
-    for done, (qid, text) in enumerate(items, start=1):
-        result = engine.search(text, plan, max_query_chars=None)  # evaluation scores the whole query text
+    results = search_all(engine, plan, [text for _, text in items], progress)
+    for (qid, _), result in zip(items, results, strict=True):
         answers.candidates[qid] = scored_chunks(result.candidates)
         answers.before_run[qid], answers.after_run[qid] = fold_documents(answers.candidates[qid])
         answers.cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
@@ -129,8 +130,6 @@ def _answers(
             answers.timings.append(result.timings)
         answers.embedding_model = result.embedding_model or ""
         answers.reranker_model, answers.score_scale = result.reranker_model, result.score_scale
-        if progress:
-            progress(done, len(items))
     return answers
 
 

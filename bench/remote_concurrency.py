@@ -1,0 +1,88 @@
+"""An evaluation against a reranker that is a service: wall time one search at a time against
+WORKBENCH_RERANK_CONCURRENCY searches at once, on a local Cohere-style `/rerank` server that takes a fixed time per
+request (a busy GPU server, simulated), and whether the figures are the same to the last digit.
+
+    python bench/remote_concurrency.py                    # demo, 20 queries, 200 ms per request, 1 / 2 / 4 at once
+
+The concurrency levels are interleaved over rounds; each prints its median wall time, the ideal (requests × delay /
+concurrency) and the ratio of the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import threading
+import time
+
+import uvicorn
+from fastapi import FastAPI, Request
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation import evaluate_dataset
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def slow_server(delay: float) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/rerank")
+    async def rerank(request: Request) -> dict:
+        body = await request.json()
+        await asyncio.sleep(delay)
+        scores = [len(set(body["query"].lower().split()) & set(d.lower().split())) for d in body["documents"]]
+        top = max(scores) or 1
+        ranked = sorted(range(len(scores)), key=lambda i: -scores[i])
+        return {"results": [{"index": i, "relevance_score": scores[i] / top} for i in ranked]}
+
+    return app
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--levels", default="1,2,4")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(slow_server(args.delay), host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    base = Engine(Settings())
+    ensure_demo_collection(base)
+    dataset = demo_dataset()
+    levels = [int(x) for x in args.levels.split(",")]
+    walls: dict[int, list[float]] = {level: [] for level in levels}
+    afters: dict[int, dict[str, float]] = {}
+    for _ in range(args.rounds):
+        for level in levels:
+            engine = Engine(base.settings.model_copy(update={"rerank_concurrency": level}), registry=base.registry,
+                            embedder=base.embedder())  # fmt: skip
+            plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=f"http://127.0.0.1:{port}")
+            started = time.perf_counter()
+            report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries)
+            walls[level].append(time.perf_counter() - started)
+            afters[level] = report.after
+    same = all(after == afters[levels[0]] for after in afters.values())
+    print(f"{args.queries} queries, {args.delay * 1000:.0f} ms per request, figures the same at every level: {same}")
+    for level in levels:
+        wall = statistics.median(walls[level])
+        ideal = args.queries * args.delay / level
+        print(f"  concurrency {level}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
+    server.should_exit = True
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""An evaluation against a reranker that is a service sends its searches at once (WORKBENCH_RERANK_CONCURRENCY),
+and its figures are the same to the last digit as one search at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.services.rerank_apis import Behaviour, RerankApis
+from workbench.engine import Engine
+from workbench.evaluation import evaluate_dataset
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_service_reranker_is_asked_concurrently_with_the_same_figures(demo_engine: Engine, concurrency: int) -> None:
+    dataset = demo_dataset()
+    with RerankApis(Behaviour(key="unused", delay=0.3)) as server:
+        settings = demo_engine.settings.model_copy(update={"rerank_concurrency": concurrency})
+        engine = Engine(settings, registry=demo_engine.registry, embedder=demo_engine.embedder())
+        plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=f"{server.base}/service")
+        report = evaluate_dataset(engine, dataset, plan, max_queries=12)
+        # the same searches one at a time, on a fresh engine (no cached scores): the same figures
+        alone = Engine(
+            settings.model_copy(update={"rerank_concurrency": 1}), registry=demo_engine.registry,
+            embedder=demo_engine.embedder(),
+        )  # fmt: skip
+        again = evaluate_dataset(alone, dataset, plan, max_queries=12)
+        most = server.behaviour.most_in_flight
+    assert report.after == again.after and report.per_query == again.per_query
+    assert report.after_run == again.after_run
+    # one at a time never overlaps; at 4, requests overlap (up to 4: each waits 0.3 s at the server)
+    assert most == 1 if concurrency == 1 else 1 < most <= concurrency
