@@ -118,3 +118,14 @@ def test_a_history_saved_by_the_previous_version_still_opens(app_env: dict) -> N
     assert not at.exception, at.exception
     assert at.text_input(key="w.query").value == "is there a bike to work scheme"
     assert at.slider(key="w.k").value == 30
+
+
+def test_a_query_set_from_a_collections_stored_judgments(app_env: dict) -> None:  # noqa: F811
+    at = _page()
+    at.radio(key="query-set-source").set_value("judged queries").run()
+    at.text_input(key="query-set-name").input("demo judged").run()
+    at.selectbox(key="query-set-judged").set_value("the judgments of 'demo'").run()
+    next(b for b in at.button if b.label == "Keep query set").click().run()
+    assert not at.exception, at.exception
+    kept = open_experiment_store(Settings()).query_set("demo judged")
+    assert len(kept.queries) == 50 and kept.source.startswith("judged queries of")

@@ -5,6 +5,8 @@ upload, this user's searches, or judged queries."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +19,7 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.figures import delta_bars
 from workbench.evaluation.io import Dataset
+from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import (
     Experiment,
     ExperimentStore,
@@ -26,6 +29,7 @@ from workbench.experiments import (
     judged_query_set,
     parse_query_set,
 )
+from workbench.judgments import open_judgment_store
 from workbench.services.demo import demo_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import MAX_NAME_CHARS, PRIMARY_METRIC
@@ -127,8 +131,8 @@ def query_sets(engine: Engine, store: ExperimentStore) -> None:
                                  ["txt", "csv", "jsonl"], "query-set-upload")  # fmt: skip
         judged_from = None
         if source == "judged queries":
-            folders = {"the demo handbook": None, **{f.name: f for f in beir_folders(engine.settings)}}
-            judged_from = st.selectbox("Judged queries of", list(folders), key="query-set-judged")
+            sources = _judged_sources(engine)
+            judged_from = st.selectbox("Judged queries of", list(sources), key="query-set-judged")
         if st.button("Keep query set", disabled=not name.strip(), key="query-set-keep"):
             if source == "an uploaded file":
                 if upload is None:
@@ -137,9 +141,7 @@ def query_sets(engine: Engine, store: ExperimentStore) -> None:
             elif source == "my searches":
                 kept = history_query_set(name, history_queries(engine))
             else:
-                folder = folders[judged_from]
-                dataset = demo_dataset("test", engine.settings) if folder is None else Dataset.from_beir(folder)
-                kept = judged_query_set(name, dataset)
+                kept = judged_query_set(name, sources[judged_from]())
             store.save_query_set(kept)
             st.success(f"Kept '{text_md(kept.name)}': {len(kept.queries)} queries.")
         if names:
@@ -147,3 +149,15 @@ def query_sets(engine: Engine, store: ExperimentStore) -> None:
             if gone and st.button(f"Delete '{gone}'", key="query-set-delete-button"):
                 store.delete_query_set(gone)
                 st.rerun()
+
+
+def _judged_sources(engine: Engine) -> dict[str, Callable[[], Dataset]]:
+    """Where judged queries can come from: the demo's, each collection's in the judgments store, the BEIR folders
+    in the allowed folders (each read only when picked)."""
+    settings = engine.settings
+    sources: dict[str, Callable[[], Dataset]] = {"the demo handbook": lambda: demo_dataset("test", settings)}
+    for collection in open_judgment_store(settings).collections():
+        sources[f"the judgments of '{collection}'"] = lambda c=collection: judged_dataset(settings, collection=c)
+    for folder in beir_folders(settings):
+        sources[f"BEIR: {folder.name}"] = lambda f=folder: Dataset.from_beir(f)
+    return sources
