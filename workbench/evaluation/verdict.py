@@ -91,10 +91,11 @@ class Verdict(BaseModel):
             " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged "
             "documents count as not relevant)."
         )
-        sure = f" {self.sureness()}" if self.sureness() else ""
+        sureness = self.sureness()
+        sure = f" {sureness}" if sureness else ""
+        said = "helps" if self.direction == "helps" else "hurts"
         if self.basis == "judged-only" and self.judged_only is not None:
             d = self.judged_only
-            said = "helps" if self.direction == "helps" else "hurts"
             return (
                 f"Reranking {said} on the judged documents: {NDCG_10_JUDGED} {d.delta:+.4f} (95 % CI {d.ci_low:+.4f} "
                 f"to {d.ci_high:+.4f}, p = {d.p_value:.4f}), unjudged documents left out of the lists. Counting "
@@ -102,16 +103,13 @@ class Verdict(BaseModel):
             )
         if self.basis == "bounds" and self.bounds is not None:
             b = self.bounds
-            said = "helps" if self.direction == "helps" else "hurts"
             return (
                 f"Reranking {said} whatever the unjudged documents are: {self.metric} after lies in "
                 f"{b.after_low:.4f}–{b.after_high:.4f}, before in {b.before_low:.4f}–{b.before_high:.4f}. "
                 f"{self._change()}.{sure}"
             )
-        if self.direction == "helps":
-            return f"Reranking helps: {self._change()}.{sure}"
-        if self.direction == "hurts":
-            return f"Reranking hurts: {self._change()}.{sure}"
+        if self.direction in {"helps", "hurts"}:
+            return f"Reranking {said}: {self._change()}.{sure}"
         if self.direction == "unknown":
             return f"Too few judgments to tell whether reranking helps: {self._change()}.{queue}{sure}"
         return f"No measurable difference: {self._change()}." + (queue if few else "") + sure

@@ -91,6 +91,13 @@ def _quality(diff: RunDiff) -> tuple[GateOutcome, Check]:
     return "inconclusive", Check(name="quality", passed=False, detail=diff.words())
 
 
+def _budget(name: str, measured: float, limit: float, what: str, unit: str = "") -> Check:
+    """A budget check: `what` (the measured figure in words) within the limit or over it."""
+    kept = measured <= limit
+    detail = f"{what} {'within' if kept else 'over'} the budget of {limit:g}{unit}"
+    return Check(name=name, passed=kept, detail=detail)
+
+
 def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
     checks = []
     if budgets.max_latency_ms is not None:
@@ -98,24 +105,10 @@ def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
         if p95 is None:
             checks.append(Check(name="latency", passed=False, detail="No search of the run was timed (all cached)."))
         else:
-            kept = p95 <= budgets.max_latency_ms
-            checks.append(
-                Check(
-                    name="latency", passed=kept,
-                    detail=f"p95 total {p95:.0f} ms {'within' if kept else 'over'} the budget of "
-                    f"{budgets.max_latency_ms:g} ms",
-                )
-            )  # fmt: skip
+            checks.append(_budget("latency", p95, budgets.max_latency_ms, f"p95 total {p95:.0f} ms", " ms"))
     if budgets.max_rerank_pairs is not None:
         pairs = candidate.plan.k if candidate.plan.reranks else 0
-        kept = pairs <= budgets.max_rerank_pairs
-        checks.append(
-            Check(
-                name="cost", passed=kept,
-                detail=f"{pairs} documents reranked per query, {'within' if kept else 'over'} the budget of "
-                f"{budgets.max_rerank_pairs}",
-            )
-        )  # fmt: skip
+        checks.append(_budget("cost", pairs, budgets.max_rerank_pairs, f"{pairs} documents reranked per query"))
     return checks
 
 
