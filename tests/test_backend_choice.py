@@ -17,7 +17,8 @@ import pytrec_eval
 from workbench.config import Settings
 from workbench.errors import ModelError
 from workbench.rerankers import CrossEncoderReranker
-from workbench.rerankers.backends import ExportCache, backend_choice, fingerprint
+from workbench.engine import Engine
+from workbench.rerankers.backends import ExportCache, backend_choice, backend_measured, fingerprint
 from workbench.rerankers.machine import (
     BackendChoice,
     BackendFigures,
@@ -63,15 +64,26 @@ def test_the_int8_configuration_follows_the_cpu() -> None:
 
 def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
     model = str(tiny_models["reranker"])
+    settings = Settings(data_dir=tmp_path, reranker_model=model, reranker_calibrate=True, offline=True)
+    engine = Engine(settings)
+    plan = engine.plan(collection="any", reranker=model)
+    assert not backend_measured(model, exports_root=settings.exports_dir)
+    before = engine.first_use(plan)  # what the page says while the first search waits
+    assert before is not None and "measuring which backend" in before and "once per machine" in before
     heard: list[str] = []
-    facts, choice = backend_choice(model, exports_root=tmp_path / "exports", progress=heard.append)
+    facts, choice = backend_choice(model, exports_root=settings.exports_dir, progress=heard.append)
     assert choice is not None and any(m.startswith("Measuring the reranker's backends") for m in heard)
     assert [f.backend for f in choice.figures] == ["torch", "onnx", "onnx-int8", "openvino"]
     torch_row = choice.figures[0]
     assert torch_row.speedup == 1.0 and torch_row.loss == 0.0
     assert all(f.ms_per_50_pairs > 0 and f.loss_source.startswith("demo judgments") for f in choice.figures[1:])
     assert choice.chosen == decide(choice.figures) and choice.machine == facts
-    assert choice_path(ExportCache(tmp_path / "exports").choices_root, fingerprint(model), facts).is_file()
+    assert choice_path(ExportCache(settings.exports_dir).choices_root, fingerprint(model), facts).is_file()
+    assert backend_measured(model, exports_root=settings.exports_dir)
+    loading = engine.first_use(plan)  # measured: only the load is left
+    assert loading is not None and loading.startswith("Loading") and "measuring" not in loading
+    engine.reranker(model)
+    assert engine.first_use(plan) is None and engine.first_use(plan.with_(reranker=None)) is None
 
     # the losses, recomputed: nDCG@10 of each backend's scores on the same judged pairs, by pytrec_eval
     pairs, keys, qrels = calibration_pairs()
@@ -90,7 +102,7 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
     assert onnx.loss == pytest.approx(ndcg("torch") - ndcg("onnx"), abs=1e-6)
 
     heard.clear()  # kept: the next use reads it, measuring nothing
-    _, again = backend_choice(model, exports_root=tmp_path / "exports", progress=heard.append)
+    _, again = backend_choice(model, exports_root=settings.exports_dir, progress=heard.append)
     assert again == choice and not heard
 
 

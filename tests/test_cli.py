@@ -25,8 +25,13 @@ def test_ingest_query_and_collections(cli_env: Path, corpus_dir: Path, capsys: p
 
     assert main(["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--persist-dir", str(cli_env)]) == 0
     text = capsys.readouterr().out
-    assert "VECTOR SEARCH" in text and "RERANKED" in text
+    assert "VECTOR SEARCH" in text and "RERANKED" in text and " vector " in text
     assert "Timings: embed" in text and "rerank" in text and "total" in text
+    hybrid = ["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--retrieval", "hybrid"]
+    assert main([*hybrid, "--persist-dir", str(cli_env)]) == 0
+    text = capsys.readouterr().out
+    assert "HYBRID (DENSE + BM25)" in text and " RRF " in text  # fused scores are labelled as RRF, not vector
+    assert "VECTOR SEARCH" not in text and " vector " not in text
 
     assert (
         main(

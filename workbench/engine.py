@@ -27,6 +27,7 @@ from workbench.inputs import (
 )
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.rerankers.batching import reporting_progress
+from workbench.rerankers.factory import first_use_words
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
 from workbench.stores.registry import StoreRegistry
@@ -187,6 +188,18 @@ class Engine:
                 # for it again must find this one (with its token), not build one without.
                 self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
+
+    def first_use(self, plan: SearchPlan) -> str | None:
+        """What a search with this plan will wait for before its first score, in words (a local model loaded, and
+        its backends measured, for the first time); None when its reranker is ready or there is none."""
+        model_id = reranker_argument(plan)
+        if isinstance(model_id, UseDefault):
+            if not isinstance(self._default_reranker, UseDefault) or not self.settings.reranker_enabled:
+                return None
+            model_id = self.settings.reranker_model
+        if model_id is None or is_no_reranker(model_id) or model_id in self._rerankers:
+            return None
+        return first_use_words(self.settings, model_id)
 
     def reranker_of(self, plan: SearchPlan) -> Reranker | None:
         """The reranker a plan names ('default': the configured one; None: none)."""

@@ -20,6 +20,14 @@ def _grade_controls(at: AppTest) -> list:
     return [w for w in at.get("button_group") if str(w.key or "").startswith("grade-")]
 
 
+def rated_app(name: str = "me") -> AppTest:
+    """The app with a rater's name given (a new browser has none, and its first grade asks for it)."""
+    at = new_app()
+    at.text_input(key="wb.rater").input(name).run()
+    assert not at.exception, at.exception
+    return at
+
+
 def test_the_raters_name_is_kept_for_this_browser(app_env: dict) -> None:  # noqa: F811
     at = new_app()
     at.text_input(key="wb.rater").input("ann").run()
@@ -27,13 +35,13 @@ def test_the_raters_name_is_kept_for_this_browser(app_env: dict) -> None:  # noq
     reloaded.query_params["u"] = at.query_params["u"]
     reloaded.run()
     assert reloaded.text_input(key="wb.rater").value == "ann"
-    assert new_app().text_input(key="wb.rater").value == "me"  # another browser: the default
+    assert new_app().text_input(key="wb.rater").value == ""  # another browser: no name until asked
     at.text_input(key="wb.rater").input("ann\x1b[2J").run()  # refused, the kept name stays
     assert not at.exception and at.text_input(key="wb.rater").value == "ann"
 
 
 def test_grading_a_card_judges_the_query_in_the_same_view(app_env: dict) -> None:  # noqa: F811
-    at = search(new_app(), "bicycles for commuting")
+    at = search(rated_app(), "bicycles for commuting")
     assert any("no judgments yet" in c.value or "not one of them" in c.value for c in at.caption)
     controls = _grade_controls(at)
     assert len(controls) == 20  # every card of both lists
@@ -51,7 +59,7 @@ def _evaluate_few_judgments() -> AppTest:
     lines = (demo_dir() / "qrels" / "test.tsv").read_text().splitlines()[1:]
     kept = [line for line in lines if line.split("\t")[0] in {"h1", "h2"}][:3]  # 3 judged pairs of 2 queries
     queries = "".join(line + "\n" for line in (demo_dir() / "queries.jsonl").read_text().splitlines()[:60])
-    at = new_app()
+    at = rated_app()
     at.switch_page("app/pages/evaluate.py").run()
     at.radio(key="eval-source").set_value("Upload queries and qrels").run()
     at.get("file_uploader")[0].set_value(("queries.jsonl", queries.encode(), "application/json"))
@@ -135,7 +143,7 @@ def test_the_llm_judge_grades_the_queue_and_a_person_overrides_it(
 
 
 def test_grading_a_compare_card_judges_the_query_in_both_lists(app_env: dict) -> None:  # noqa: F811
-    at = new_app()
+    at = rated_app()
     at.switch_page("app/pages/compare.py").run()
     at.text_input(key="w.compare_query").input("a standing desk for working at home").run()
     at.slider(key="w.compare_top_n").set_value(25).run()  # half of the same 50 candidates: some in both lists

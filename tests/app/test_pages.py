@@ -83,7 +83,7 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
     assert len(small.data) == len(shown) and sum(t.marker.symbol == "star" for t in small.data) == len(relevant & shown)
     assert any("raw logit" in c.value and "σ" in c.value for c in at.caption)
     at.sidebar.slider(key="w.k").set_value(160).run()  # every demo passage is a candidate: the judged ones too
-    at.sidebar.slider(key="w.top_n").set_value(160).run()
+    at.sidebar.slider(key="w.top_n_wanted").set_value(160).run()
     assert any(":green-badge[relevant (2)]" in m.value for m in at.markdown)
     assert any(":orange-badge[partly relevant (1)]" in m.value for m in at.markdown)
 
@@ -94,7 +94,7 @@ def test_changing_top_n_reslices_without_the_reranker(app_env: dict) -> None:
     at = search(new_app(), "time off when a family member dies")
     reranker = engine_resource().reranker()
     calls = reranker.model_calls
-    at.sidebar.slider(key="w.top_n").set_value(4).run()
+    at.sidebar.slider(key="w.top_n_wanted").set_value(4).run()
     assert not at.exception
     assert "Reranked · top 4" in headers(at)
     assert any("no model ran" in s.value for s in at.success)
@@ -143,11 +143,11 @@ def test_a_bad_filter_stops_the_search_with_the_message_on_the_page(app_env: dic
 
 def test_state_survives_page_switches_and_k_changes(app_env: dict) -> None:
     at = search(new_app(), "what happens if I lose my work laptop")
-    at.sidebar.slider(key="w.top_n").set_value(6).run()
+    at.sidebar.slider(key="w.top_n_wanted").set_value(6).run()
     at.sidebar.slider(key="w.k").set_value(1).run()
     assert any("top n = 1" in c.value for c in at.sidebar.caption)
     at.sidebar.slider(key="w.k").set_value(40).run()
-    assert at.sidebar.slider(key="w.top_n").value == 6  # the user's choice comes back with k
+    assert at.sidebar.slider(key="w.top_n_wanted").value == 6  # the user's choice comes back with k
     at.switch_page("app/pages/compare.py").run()
     assert at.text_input(key="w.compare_query").value == "what happens if I lose my work laptop"
     at.number_input(key="w.compare_b.k").set_value(12).run()
@@ -212,7 +212,7 @@ def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.Mo
 
 def test_latency_counts_each_search_once_and_runs_a_load_run(app_env: dict) -> None:
     at = search(new_app(), "deadline for submitting expense receipts")
-    at.sidebar.slider(key="w.top_n").set_value(3).run()  # a re-slice: not a new search
+    at.sidebar.slider(key="w.top_n_wanted").set_value(3).run()  # a re-slice: not a new search
     search(at, "deadline for submitting expense receipts")  # the same search again: not counted again
     at.switch_page("app/pages/latency.py").run()
     assert not at.exception

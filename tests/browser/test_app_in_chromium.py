@@ -16,8 +16,18 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.conftest import chromium_page
-from tests.conftest import free_port, running
+from tests.browser.conftest import (
+    app_server,
+    choose,
+    chromium_page,
+    click_until,
+    grade_button,
+    no_exception,
+    on_page,
+    set_slider,
+    settled,
+    shown,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -33,30 +43,9 @@ def _shots() -> Path:
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
     """The app as a user starts it, on a fresh data folder: the demo collection is built on first start."""
-    from workbench.cli.servers import app_command
-
-    port = free_port()
-    data = tmp_path_factory.mktemp("browser-data")
-    allowed = tmp_path_factory.mktemp("browser-allowed")
-    RUN.update(data=data, allowed=allowed, shots=_shots())
-    env = {
-        **os.environ,
-        "WORKBENCH_CONFIG": "",
-        "WORKBENCH_DATA_DIR": str(data),
-        "WORKBENCH_DATA_ROOTS": str(allowed),
-        "WORKBENCH_MODELS_DIR": str(real_reranker_dir.parent),
-        "RERANKER_MODEL": real_reranker_dir.name,
-        "HF_HUB_OFFLINE": "1",
-    }
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with running(
-            app_command(port, "127.0.0.1"), f"{url}/_stcore/health", data / "streamlit.log", env=env, cwd=data
-        ):
-            yield url
-    finally:
-        text = (data / "streamlit.log").read_text(errors="replace")
-        assert "Inotify" not in text and "Traceback" not in text, text[-3000:]
+    with app_server(tmp_path_factory, real_reranker_dir, "browser") as (url, data, allowed):
+        RUN.update(data=data, allowed=allowed, shots=_shots())
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -81,44 +70,6 @@ _RECORD_TEXTS = """(texts) => {
 }"""
 
 
-def _no_exception(page) -> None:
-    assert page.locator("[data-testid='stException']").count() == 0
-
-
-def _shown(page, text, exact: bool = False) -> None:
-    """Wait for a text to appear. The first match is enough: Streamlit may render the same words twice (a
-    caption and a table, the page being left and the page arriving), and strict mode would fail on that."""
-    page.get_by_text(text, exact=exact).first.wait_for()
-
-
-def _on_page(page, heading: str) -> None:
-    """Wait for a page's own heading (matched exactly, so no heading on the previous page satisfies it)."""
-    page.get_by_role("heading", name=heading, exact=True).first.wait_for()
-
-
-def _choose(page, label: str, option: str) -> None:
-    """Pick an option of a select box by typing it (the list is virtualised)."""
-    picker = page.get_by_label(label, exact=True).first
-    picker.click()
-    picker.press_sequentially(option, delay=50)
-    page.wait_for_timeout(500)
-    picker.press("Enter")
-
-
-def _set_slider(page, name: str, target: int) -> None:
-    """Move a slider by keyboard until it shows the target: a key press that lands while a rerun repaints the
-    page can be lost, so the slider's own value is read back after every press."""
-    for _ in range(40):
-        slider = page.get_by_role("slider", name=name)
-        value = int(slider.get_attribute("aria-valuetext") or slider.input_value())
-        if value == target:
-            return
-        slider.focus()
-        slider.press("ArrowLeft" if value > target else "ArrowRight")
-        page.wait_for_timeout(250)
-    raise AssertionError(f"the slider {name!r} never reached {target}")
-
-
 def _screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its own container, so the viewport is made tall enough."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight ?? 1000")
@@ -130,55 +81,27 @@ def _screenshot(page, name: str) -> None:
     page.set_viewport_size({"width": 1500, "height": 1000})
 
 
-def _settled(page) -> None:
-    """Wait until no element is stale: while a rerun paints, the previous run's elements (the previous query's
-    cards among them) stay in the page marked `data-stale`, and a click on one of them is lost or lands wrong."""
-    page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0")
-
-
-def _grade_button(page, where: str, grade: str, card: int = 0):
-    """The `grade` button of a card's grade control in list `where` (Explore's `first` and `reranked`,
-    Evaluate's `queue`), found by the control's key rather than by its place among every grade button."""
-    controls = page.locator(f"[class*='st-key-grade-{where}-'][data-stale='false']")
-    return controls.nth(card).get_by_role("radio", name=grade, exact=True)
-
-
-def _click_until(page, click, appeared, failure_shot: str, pause_ms: int = 0) -> None:
-    """`click()`, then `appeared()` (which waits, and raises when its result does not come), up to 3 times: a
-    click that lands while the previous rerun is still painting can be lost. The page is kept on a last failure."""
-    for attempt in range(3):
-        click()
-        try:
-            appeared()
-            return
-        except Exception:
-            if attempt == 2:
-                _screenshot(page, failure_shot)
-                raise
-            page.wait_for_timeout(pause_ms)
-
-
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
-    _on_page(page, "Explore")
+    on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
     box.fill(QUERY)
     box.press("Enter")
-    _shown(page, "Reranked · top 10")
-    _shown(page, "Vector search · top 10 of 50")
-    _shown(page, "nDCG@10 after reranking")
-    _shown(page, "Rank before → after reranking")
-    _shown(page, "dropped from the top n")  # the slopegraph's legend
-    _no_exception(page)
+    shown(page, "Reranked · top 10")
+    shown(page, "Vector search · top 10 of 50")
+    shown(page, "nDCG@10 after reranking")
+    shown(page, "Rank before → after reranking")
+    shown(page, "dropped from the top n")  # the slopegraph's legend
+    no_exception(page)
     _screenshot(page, "explore.png")
 
-    _set_slider(page, "top n — kept after reranking", 5)
-    _shown(page, "Reranked · top 5")
-    _shown(page, "no model ran")
-    _no_exception(page)
+    set_slider(page, "top n — kept after reranking", 5)
+    shown(page, "Reranked · top 5")
+    shown(page, "no model ran")
+    no_exception(page)
 
 
 def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
-    _on_page(page, "Explore")
+    on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
     box.fill("can I carry over unused vacation days")
     # The first-stage list is drawn before the reranker starts and replaced when it is done; on a fast machine
@@ -188,17 +111,17 @@ def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     # the first-stage list while the model ran, and its progress after the first batch of 32
     page.wait_for_function("window.__wbSeen.length === 2")
     page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")  # then replaced by the result
-    _shown(page, "You may carry up to five unused days")
-    _click_until(
+    shown(page, "You may carry up to five unused days")
+    click_until(
         page,
         lambda: page.get_by_text("Why here?", exact=True).first.click(),
         lambda: page.get_by_text("Query terms:").first.wait_for(timeout=30_000),
         "why-here-failed.png",
         pause_ms=1000,
     )
-    _shown(page, "1 model call")
-    _shown(page, "Green raises the score, red lowers it.")
-    _no_exception(page)
+    shown(page, "1 model call")
+    shown(page, "Green raises the score, red lowers it.")
+    no_exception(page)
     _screenshot(page, "explain.png")
 
 
@@ -209,7 +132,7 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     from workbench.config import Settings
     from workbench.judgments import load_judgments
 
-    _on_page(page, "Explore")
+    on_page(page, "Explore")
     rater = page.get_by_label("Rating as", exact=True)
     rater.fill("ann")
     rater.press("Enter")
@@ -217,15 +140,15 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     box = page.get_by_label("Query", exact=True)
     box.fill("do we have a bicycle plan")
     box.press("Enter")
-    _shown(page, "has judgments for 50 queries; this query is not one of them")
-    _shown(page, "unjudged")
+    shown(page, "has judgments for 50 queries; this query is not one of them")
+    shown(page, "unjudged")
     page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")
-    _settled(page)
+    settled(page)
     cards = page.locator("[class*='st-key-grade-first-']").count()  # top n is 5, as the previous test left it
     assert cards == page.locator("[class*='st-key-grade-reranked-']").count() == 5  # a control on every card
-    _click_until(
+    click_until(
         page,
-        lambda: _grade_button(page, "reranked", "3").click(),  # the first card of the reranked list
+        lambda: grade_button(page, "reranked", "3").click(),  # the first card of the reranked list
         lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
         "grading-failed.png",
     )
@@ -233,7 +156,7 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     ndcg = next(m for m in metrics if m.startswith("nDCG@10 after reranking"))
     first = next(m for m in metrics if m.startswith("first relevant, after"))
     assert "1.000" in ndcg and "#1" in first, metrics
-    _no_exception(page)
+    no_exception(page)
     _screenshot(page, "graded.png")
     judgments = load_judgments(Settings(data_dir=RUN["data"]), "demo")
     match = judgments.for_query("do we have a bicycle plan")
@@ -245,10 +168,10 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_text("Sample queries").first.click()  # the expander folds once a query is typed
-    _shown(page, "Where reranking should help", exact=True)
+    shown(page, "Where reranking should help", exact=True)
     pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
-    _click_until(
+    click_until(
         page,
         pill.click,
         lambda: expect(page.get_by_label("Query", exact=True)).to_have_value(
@@ -256,22 +179,22 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
         ),
         "sample-pill-failed.png",
     )
-    _shown(page, "Bereavement leave")
-    _no_exception(page)
+    shown(page, "Bereavement leave")
+    no_exception(page)
 
 
 def test_latency_load_run(page) -> None:
     page.get_by_role("link", name="Latency").click()
-    _on_page(page, "Latency")
-    _shown(page, "This session's searches")
+    on_page(page, "Latency")
+    shown(page, "This session's searches")
     runs = page.get_by_label("Queries to run", exact=True)
     runs.fill("6")
     runs.press("Enter")
     page.wait_for_timeout(500)
     page.get_by_role("button", name="Start load run").click()
-    _shown(page, "queries/s")
-    _shown(page, "Load run: per-stage ms")
-    _no_exception(page)
+    shown(page, "queries/s")
+    shown(page, "Load run: per-stage ms")
+    no_exception(page)
     _screenshot(page, "latency.png")
 
 
@@ -279,29 +202,29 @@ def test_compare_keeps_the_explore_query(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("link", name="Compare").click()
-    _on_page(page, "Compare")
+    on_page(page, "Compare")
     expect(page.get_by_label("Query", exact=True)).to_have_value("my mum passed away, how long can I stay home")
     page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
-    _shown(page, "RBO (p=0.9)")
-    _shown(page, "· hybrid ·")
-    _no_exception(page)
+    shown(page, "RBO (p=0.9)")
+    shown(page, "· hybrid ·")
+    no_exception(page)
     _screenshot(page, "compare.png")
 
 
 def test_evaluate_page_on_the_demo_judgments(page) -> None:
     page.get_by_role("link", name="Evaluate").click()
-    _on_page(page, "Evaluate")
+    on_page(page, "Evaluate")
     page.get_by_label("k (candidates)", exact=True).fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
     page.get_by_role("button", name="Run evaluation").click()
-    _shown(page, "p-value (randomization)")
-    _shown(page, "the demo handbook on 'demo': 50 queries, k=20, top 10")
-    _shown(page, "By query group")
-    _shown(page, "Quality and rerank time as k grows")
-    _shown(page, "Scores against relevance, calibration and cutoff")
-    _shown(page, "Reliability on held-out queries")
-    _shown(page, "Cutting the reranked list at a score")
-    _no_exception(page)
+    shown(page, "p-value (randomization)")
+    shown(page, "the demo handbook on 'demo': 50 queries, k=20, top 10")
+    shown(page, "By query group")
+    shown(page, "Quality and rerank time as k grows")
+    shown(page, "Scores against relevance, calibration and cutoff")
+    shown(page, "Reliability on held-out queries")
+    shown(page, "Cutting the reranked list at a score")
+    no_exception(page)
     _screenshot(page, "evaluate.png")
 
 
@@ -315,7 +238,7 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
         f"<img src=http://{HOSTILE_HOST}/raw.png> :red[alarm]\n"
     )
     page.get_by_role("link", name="Collections").click()
-    _on_page(page, "Collections")
+    on_page(page, "Collections")
     page.get_by_label("Collection name", exact=True).fill("bird-uploads")
     page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
         [
@@ -323,24 +246,24 @@ def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
             {"name": "facts.csv", "mimeType": "text/csv", "buffer": b"id,text\n1,Kestrels hover over fields.\n"},
         ]
     )
-    _shown(page, "facts.csv")
+    shown(page, "facts.csv")
     page.get_by_role("button", name="Ingest").click()
-    _shown(page, re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added"))
+    shown(page, re.compile(r"bird-uploads \(chroma\): 2 documents . 2 chunks; 2 added"))
     assert not victim.exists()
-    _no_exception(page)
+    no_exception(page)
 
     page.get_by_role("link", name="Explore").click()
-    _on_page(page, "Explore")
-    _choose(page, "Collection", "bird-uploads")
+    on_page(page, "Explore")
+    choose(page, "Collection", "bird-uploads")
     box = page.get_by_label("Query", exact=True)
     box.fill("pelicans diving for fish")
     box.press("Enter")
-    _shown(page, "Reranked · top 2")
+    shown(page, "Reranked · top 2")
     main = page.locator("[data-testid='stMain']")
-    _shown(page, "[click me](http:")  # the link is shown as text
+    shown(page, "[click me](http:")  # the link is shown as text
     assert main.locator(f"img[src*='{HOSTILE_HOST}']").count() == 0
     assert main.locator(f"a[href*='{HOSTILE_HOST}']").count() == 0
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
@@ -349,31 +272,31 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
     from workbench.config import Settings
     from workbench.judgments import load_judgments
 
-    _shown(page, "Reranked · top 2")  # the previous test left the upload collection's query on Explore
-    _settled(page)
-    _click_until(
+    shown(page, "Reranked · top 2")  # the previous test left the upload collection's query on Explore
+    settled(page)
+    click_until(
         page,
-        lambda: _grade_button(page, "reranked", "3").click(),  # the reranked #1 card
+        lambda: grade_button(page, "reranked", "3").click(),  # the reranked #1 card
         lambda: page.get_by_text("nDCG@10 after reranking").first.wait_for(timeout=30_000),
         "upload-grading-failed.png",
     )
     page.get_by_role("link", name="Evaluate").click()
-    _on_page(page, "Evaluate")
+    on_page(page, "Evaluate")
     page.get_by_text("Judgments of the collection in the sidebar", exact=False).first.click()
     page.get_by_label("k (candidates)", exact=True).fill("2")
     page.get_by_label("top n", exact=True).fill("2")
     page.get_by_label("Depth curve k values (empty = none)").fill("")
     page.get_by_role("button", name="Run evaluation").click()
-    _shown(page, "'bird-uploads': 1 queries, k=2, top 2")
-    _shown(page, "1 unjudged document in the top 2")
-    _settled(page)
-    _click_until(
+    shown(page, "'bird-uploads': 1 queries, k=2, top 2")
+    shown(page, "1 unjudged document in the top 2")
+    settled(page)
+    click_until(
         page,
-        lambda: _grade_button(page, "queue", "0 not relevant").click(),
-        lambda: _shown(page, "Every document in the top 2, before and after reranking, is judged."),
+        lambda: grade_button(page, "queue", "0 not relevant").click(),
+        lambda: shown(page, "Every document in the top 2, before and after reranking, is judged."),
         "queue-failed.png",
     )
-    _no_exception(page)
+    no_exception(page)
     judged = load_judgments(Settings(data_dir=RUN["data"]), "bird-uploads")
     assert judged is not None and sorted(next(iter(judged.qrels.values())).values()) == [0, 3]
 
@@ -382,8 +305,8 @@ def test_history_shows_queries_as_text_and_survives_page_switches(page) -> None:
     """A query is shown in History as typed: an image link in it is not fetched, bold is not bold; and History is
     still there after another page (Streamlit drops the URL's ?u= on a page switch)."""
     page.get_by_role("link", name="Explore").click()
-    _on_page(page, "Explore")
-    _choose(page, "Collection", "demo")
+    on_page(page, "Explore")
+    choose(page, "Collection", "demo")
     box = page.get_by_label("Query", exact=True)
     box.fill(f"![x](http://{HOSTILE_HOST}/history.png) **bold** holiday carry over")
     box.press("Enter")
@@ -391,9 +314,9 @@ def test_history_shows_queries_as_text_and_survives_page_switches(page) -> None:
     own_line = re.compile(r"'demo' has judgments for \d+ queries; this query is not one of them")
     page.get_by_text(own_line).first.wait_for()
     page.get_by_role("link", name="Latency").click()
-    _on_page(page, "Latency")
+    on_page(page, "Latency")
     page.get_by_role("link", name="Explore").click()
-    _on_page(page, "Explore")
+    on_page(page, "Explore")
     from playwright.sync_api import expect
 
     history = page.locator("[data-testid='stExpander']").filter(has_text=re.compile(r"History \(\d+ search"))
@@ -405,23 +328,23 @@ def test_history_shows_queries_as_text_and_survives_page_switches(page) -> None:
     assert main.locator(f"img[src*='{HOSTILE_HOST}']").count() == 0
     assert main.locator("strong", has_text="bold").count() == 0
     assert "u=" in page.url
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_collections_delete(page) -> None:
     page.get_by_role("link", name="Collections").click()
-    _on_page(page, "Collections")
-    _choose(page, "Collection to delete", "bird-uploads")
+    on_page(page, "Collections")
+    choose(page, "Collection to delete", "bird-uploads")
     confirm = page.get_by_label("Type 'bird-uploads' to confirm")
     confirm.fill("bird-uploads")
     confirm.press("Enter")
     page.get_by_role("button", name="Delete collection").click()
-    _shown(page, "Deleted bird-uploads.")
+    shown(page, "Deleted bird-uploads.")
     from workbench.stores import ChromaBackend
 
     names = {c.name for c in ChromaBackend(path=Path(RUN["data"]) / "chroma").list_collections()}  # type: ignore[arg-type]
     assert "bird-uploads" not in names and "demo" in names
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_nothing_was_fetched_from_outside_this_machine(page) -> None:

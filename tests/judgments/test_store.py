@@ -87,13 +87,13 @@ def test_imports_keep_history_and_round_trip_as_trec_and_beir(settings: Settings
     history = [json.loads(line) for line in export_judgments(settings, "demo", "history").splitlines()]
     mine = [h for h in history if h["query_id"] == qid and h["doc_id"] == doc]
     assert [(h["grade"], h["rater"], h["source"]) for h in mine] == [
-        (original[qid][doc], "import:test.tsv", "import"),
+        (original[qid][doc], "imported test.tsv", "import"),
         (3, "ann", "person"),
         (1, "ann", "person"),
     ]
     assert mine[0]["query"] == load_judgments(settings, "demo").queries[qid]
     assert load_judgments(settings, "demo").qrels[qid][doc] == 1
-    assert load_judgments(settings, "demo", "rater:import:test.tsv").qrels[qid][doc] == original[qid][doc]
+    assert load_judgments(settings, "demo", "rater:imported test.tsv").qrels[qid][doc] == original[qid][doc]
 
 
 def test_a_typed_query_finds_the_judged_one_by_its_text(settings: Settings) -> None:

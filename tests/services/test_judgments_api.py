@@ -52,7 +52,7 @@ def test_two_raters_over_http_give_the_kappa_computed_by_hand(server: ApiServer,
         assert typed["query_id"].startswith("typed-") and typed["rater"] == "me"
 
         view = client.get("/judgments/demo").json()
-        assert view["policy"] == "latest" and {"ann", "bob", "me", "import:test.tsv"} <= set(view["raters"])
+        assert view["policy"] == "latest" and {"ann", "bob", "me", "demo handbook"} <= set(view["raters"])
         assert view["queries"][typed["query_id"]] == "parking" and view["qrels"][typed["query_id"]] == {
             _pairs()[0][1]: 3
         }

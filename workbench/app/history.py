@@ -1,5 +1,6 @@
 """Each user's searches: this session's rows for the Latency page, and a history kept in the session store
-(so it survives a reload) that Explore lists and re-opens. The user is known by an id in the page's URL."""
+(so it survives a reload) that Explore lists and re-opens. The user is known by an id kept in a cookie of the
+browser and in the page's URL."""
 
 from __future__ import annotations
 
@@ -16,19 +17,45 @@ from workbench.services.sessions import MAX_LIMIT, open_session_store
 from workbench.types import SearchResult
 
 _USER = re.compile(r"^[a-f0-9]{16}$")
+_COOKIE = "wb_user"  # the browser's cookie holding the user id, so new tabs and visits find the same user
+_COOKIE_DAYS = 400  # the longest a browser keeps a cookie
+
+
+def _valid(user: object) -> str | None:
+    return str(user) if user and _USER.match(str(user)) else None
+
+
+def _browser_cookie() -> str | None:
+    try:
+        return _valid(st.context.cookies.get(_COOKIE))
+    except Exception:  # no browser behind this session (a script run outside `streamlit run`)
+        return None
 
 
 def user_session_id() -> str:
-    """The session-store id of this browser's user: `app:<id>`. The id is kept in the URL (?u=..., so a reload
-    finds the history again) and in this session's state (Streamlit drops query parameters when the page
-    changes): whichever still has it puts it back in the other."""
-    user = st.query_params.get("u")
-    if not user or not _USER.match(str(user)):
-        user = STATE.history_user if STATE.history_user and _USER.match(STATE.history_user) else uuid.uuid4().hex[:16]
+    """The session-store id of this browser's user: `app:<id>`. The id comes from the URL (?u=..., a link that
+    names the user), this session's state, or the browser's cookie (new tabs and visits), else a new one; it is
+    put back in the URL (a reload finds it even where cookies are refused) and in this session's state (Streamlit
+    drops query parameters when the page changes). `remember_browser` writes the cookie."""
+    user = _valid(st.query_params.get("u")) or _valid(STATE.history_user) or _browser_cookie() or uuid.uuid4().hex[:16]
     if st.query_params.get("u") != user:
         st.query_params["u"] = user
-    STATE.history_user = str(user)
+    STATE.history_user = user
     return f"app:{user}"
+
+
+def remember_browser() -> None:
+    """Keep this browser's user id in a cookie (once a session, when the browser does not hold it yet), so the
+    rater's name and the history are found again in a new tab or on a new visit without the URL's ?u=."""
+    user = user_session_id().removeprefix("app:")
+    if _browser_cookie() == user or STATE.cookie_written == user:
+        return
+    STATE.cookie_written = user
+    st.html(
+        f"<script>document.cookie = '{_COOKIE}={user}; path=/; max-age={_COOKIE_DAYS * 86400}; SameSite=Strict';"
+        "</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def remember(engine: Engine, result: SearchResult) -> None:

@@ -10,18 +10,19 @@ import time
 import streamlit as st
 
 from workbench.app import PAGES_DIR, STATIC_DIR
-from workbench.app.judging import rater_input
+from workbench.app.history import remember_browser
+from workbench.app.judging import ask_rater_when_needed, rater_input, start_run
 from workbench.app.state import (
     STATE,
     Controls,
     bind,
+    capped_slider,
     engine_resource,
     log,
     publish_controls,
     publish_pages,
     set_value,
     shown_errors,
-    widget_key,
 )
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -170,15 +171,8 @@ def _candidate_controls(settings: Settings) -> tuple[str, int]:
         **bind("retrieval"),
     )
     k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
-    st.session_state[widget_key("top_n")] = STATE.top_n()
     if k > 1:
-        st.slider(
-            "top n — kept after reranking",
-            1,
-            k,
-            key=widget_key("top_n"),
-            on_change=lambda: setattr(STATE, "top_n_wanted", st.session_state[widget_key("top_n")]),
-        )
+        capped_slider("top n — kept after reranking", "top_n_wanted", k)
     else:
         st.caption("top n = 1 (k is 1)")
     return retrieval, k
@@ -214,6 +208,7 @@ PAGES = (
 def run() -> None:
     """The whole app, one script run: what every entry script calls."""
     st.set_page_config(page_title="Rerank Workbench", page_icon=str(STATIC_DIR / "favicon.png"), layout="wide")
+    start_run()
     engine = engine_resource()
     password_gate(engine)
     ensure_demo(engine)
@@ -224,4 +219,9 @@ def run() -> None:
     publish_pages(pages)
     navigation = st.navigation(list(pages.values()))
     publish_controls(sidebar(engine))
+    if STATE.problem:
+        st.error(STATE.problem, icon=":material/error:")
+        STATE.problem = None
+    remember_browser()
+    ask_rater_when_needed(engine)
     navigation.run()

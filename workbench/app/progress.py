@@ -15,12 +15,18 @@ _POLL_SECONDS = 0.05
 
 
 def search_with_progress(
-    search: Callable[[Progress | None], SearchResult], bar: Any | None, label: str = "Reranking"
+    search: Callable[[Progress | None], SearchResult],
+    bar: Any | None,
+    label: str = "Reranking",
+    first_use: str | None = None,
 ) -> SearchResult:
     """`search(progress)`'s result; with a `bar` (st.progress), the bar follows the rerank as it goes:
-    "<label>: 32 of 50 candidates scored"."""
+    "<label>: 32 of 50 candidates scored", and says `first_use` (what a first use of the model waits for:
+    `Engine.first_use`) until the first batch is scored."""
     if bar is None:
         return search(None)
+    if first_use:
+        bar.progress(0.0, text=first_use)
     advance = {"scored": 0, "total": 0}
 
     def heard(scored: int, total: int) -> None:

@@ -36,7 +36,8 @@ def headline(report: EvaluationReport) -> None:
         f"{PRIMARY} after",
         f"{report.after[PRIMARY]:.4f}",
         f"{report.after[PRIMARY] - report.before[PRIMARY]:+.4f}",
-        delta_color="normal" if measured else "off",  # a colour only for a change the verdict counts
+        delta_color="normal" if measured else "off",  # a colour and an arrow only for a change the verdict counts
+        delta_arrow="auto" if measured else "off",
         help=f"judged@10: {report.before.get(JUDGED_10, 0):.0%} before, {report.after.get(JUDGED_10, 0):.0%} after",
     )
     m[1].metric("p-value (randomization)", f"{report.p_value:.4f}", help=f"paired t-test: {report.p_value_ttest:.4f}")

@@ -20,7 +20,7 @@ from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import DEFAULT_K, DEFAULT_RATER, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N, MAX_K
+from workbench.vocab import DEFAULT_K, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N, MAX_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -127,6 +127,7 @@ class AppState:
     last_signature: _Field[tuple | None] = _Field(None)
     history: _Field[list[HistoryEntry]] = _Field(factory=list)
     history_user: _Field[str | None] = _Field(None)
+    cookie_written: _Field[str | None] = _Field(None)  # the user id this session wrote into the browser's cookie
     explore_asked: _Field[tuple | None] = _Field(None)  # the query and plan (less top n) the preview last showed
     explanations: _Field[dict[tuple, Any]] = _Field(factory=dict)  # "Why here?" answers kept (explain_view)
     # Compare
@@ -150,6 +151,7 @@ class AppState:
     load_run: _Field[Any] = _Field(None)
     depth_points: _Field[Any] = _Field(None)
     flash: _Field[str | None] = _Field(None)
+    problem: _Field[str | None] = _Field(None)  # what a callback could not do, shown once at the top of the next run
     ingest_report: _Field[Any] = _Field(None)
     browse_collection: _Field[str | None] = _Field(None)
 
@@ -197,6 +199,25 @@ def bind(path: str, on_change: Callable[[], None] | None = None) -> dict[str, An
             on_change()
 
     return {"key": key, "on_change": keep}
+
+
+def capped_slider(label: str, path: str, upper: int, **kwargs: Any) -> int:
+    """A 1..`upper` slider for a STATE field that keeps the user's choice (`path`) when `upper` falls below it:
+    it shows min(choice, upper), and the choice comes back when the cap rises. A slider whose range changed can
+    report its clamped value back as a change; only a value other than the one it showed counts as the user's.
+    Returns the value shown (1 without a slider when `upper` is 1)."""
+    key, shown_key = widget_key(path), widget_key(path) + ".shown"
+    value = max(1, min(int(_get_path(path)), upper))
+
+    def chosen() -> None:
+        if st.session_state[key] != st.session_state.get(shown_key):
+            _set_path(path, st.session_state[key])
+
+    st.session_state[shown_key] = value
+    st.session_state[key] = value
+    if upper > 1:
+        st.slider(label, 1, upper, key=key, on_change=chosen, **kwargs)
+    return value
 
 
 def set_value(path: str, value: Any) -> None:
@@ -248,7 +269,7 @@ class Controls(BaseModel):
     rerank: bool = True
     reranker_model: str | None = None
     retrieval: str = "dense"
-    rater: str = DEFAULT_RATER  # the name grades given on cards are kept under
+    rater: str = ""  # the name grades given on cards are kept under ("" until the user gives one)
 
     @property
     def reranker(self) -> Any:

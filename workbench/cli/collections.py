@@ -15,7 +15,7 @@ from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, RETRIEVAL_MODES, STORE_KINDS, spoken
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, spoken
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -59,9 +59,10 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
         f"top {result.top_n}]"
     )
     scorer = f"{result.reranker_model} · {result.reranker_backend}" if result.reranker_model else "no reranker"
-    left_head = f"{'#':>3}  {'vector':>7}  text"
+    mode = RETRIEVAL.get(result.retrieval, RETRIEVAL["dense"])
+    left_head = f"{'#':>3}  {mode.score_name:>7}  text"  # a hybrid list's scores are RRF, not vector similarities
     right_head = f"{'#':>3}  {'rerank':>8}  {'move':<12} text"
-    lines = [title, "", f"{'VECTOR SEARCH':<{column}} │ RERANKED ({shown(scorer)})"]
+    lines = [title, "", f"{mode.heading.upper():<{column}} │ RERANKED ({shown(scorer)})"]
     lines.append(f"{left_head:<{column}} │ {right_head}")
     lines.append("─" * column + "─┼─" + "─" * column)
     reranked = result.reranked

@@ -120,7 +120,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     imported.add_argument("collection", help="the collection the grades are for")
     imported.add_argument("--qrels", required=True, help="BEIR qrels TSV or TREC qrels")
     imported.add_argument("--queries", required=True, help="BEIR queries.jsonl or id<TAB>text")
-    imported.add_argument("--rater", help="the rater to record (default: import:<file name>)")
+    imported.add_argument("--rater", help="the rater to record (default: 'imported <file name>')")
     store_options(imported)
     imported.set_defaults(handler=_cmd_import)
     agreement = verbs.add_parser("agreement", help="Cohen's and Fleiss' kappa where raters overlap")

@@ -95,7 +95,7 @@ def judgments_folder(settings: Settings, collection: str) -> Path:
 def _move_attached_files(settings: Settings, collection: str) -> None:
     folder = judgments_folder(settings, collection)
     if (folder / "qrels.tsv").is_file() and not (folder / _MOVED).exists():
-        _import(settings, collection, folder / "qrels.tsv", folder / "queries.jsonl", "import:qrels.tsv")
+        _import(settings, collection, folder / "qrels.tsv", folder / "queries.jsonl", imported_rater("qrels.tsv"))
         (folder / _MOVED).write_text("These judgments were imported into the judgments store.\n", encoding="utf-8")
 
 
@@ -228,6 +228,11 @@ def import_judgments(
     return attach_judgments(engine.settings, collection, qrels, queries, rater=rater)
 
 
+def imported_rater(file_name: str) -> str:
+    """The rater an imported qrels file's grades are kept under when the user names none: `imported <file>`."""
+    return f"imported {file_name}"[:64]
+
+
 def attach_judgments(
     settings: Settings,
     collection: str,
@@ -238,15 +243,17 @@ def attach_judgments(
     rater: str | None = None,
 ) -> Judgments:
     """Import a qrels file (BEIR TSV or TREC; IngestError naming the line of any problem) and its queries into
-    the store, as rater `import:<file name>`. With replace=False nothing is imported when that rater's grades
-    are already there (the demo attaches its judgments this way on every start). Returns what was imported."""
+    the store, as `rater` (default `imported <file name>`). With replace=False nothing is imported when that
+    rater's grades are already there, under its name or the `import:<file name>` earlier versions gave (the demo
+    attaches its judgments this way on every start). Returns what was imported."""
     collection = validate_collection_name(collection)
     qrels, queries = Path(qrels), Path(queries)
-    rater = validate_rater(rater or f"import:{qrels.name}"[:64])
+    rater = validate_rater(rater or imported_rater(qrels.name))
     if not replace:
         rows = judgment_rows(settings, collection)
-        if any(r.rater == rater for r in rows):
-            mine = current_grades([r for r in rows if r.rater == rater])
+        known = {rater, f"import:{qrels.name}"}
+        if any(r.rater in known for r in rows):
+            mine = current_grades([r for r in rows if r.rater in known])
             return Judgments(collection=collection, queries=judged_queries(settings, collection), qrels=mine,
                              given=len(rows))  # fmt: skip
     return _import(settings, collection, qrels, queries, rater)

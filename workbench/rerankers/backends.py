@@ -325,6 +325,15 @@ def _load_backend(
         ) from exc
 
 
+def backend_measured(model_path: str, device: str = "auto", *, exports_root: str | Path) -> bool:
+    """Whether `auto` already has a kept choice for the model on this machine (or needs none: a GPU)."""
+    chosen_device = pick_device(device)
+    if chosen_device != "cpu":
+        return True
+    exports = ExportCache(exports_root)
+    return kept_choice(exports.choices_root, fingerprint(model_path), machine_facts(chosen_device)) is not None
+
+
 def backend_choice(
     model_path: str,
     device: str = "auto",

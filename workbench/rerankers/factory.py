@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from workbench.config import Settings
 from workbench.errors import ConfigError, InputError
-from workbench.models import resolve_model
+from workbench.models import resolve_model, short_model_name
 from workbench.redact import plain_text
-from workbench.rerankers.backends import backend_choice
+from workbench.rerankers.backends import backend_choice, backend_measured
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker
@@ -118,6 +118,29 @@ def create_reranker(
     scores = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
     tokens = token_cache if token_cache is not None else TokenCache(settings.cache_max_size * 5)
     return reranker_kind(model_id).build(model_id, settings, scores, tokens, progress)
+
+
+def first_use_words(settings: Settings, model_id: str) -> str | None:
+    """What the first search with a reranker waits for, in words a page shows while it waits (None for a service:
+    nothing is loaded here)."""
+    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+        return None
+    folder, _ = split_backend(model_id)
+    name = short_model_name(folder)
+    try:
+        path = resolve_model(folder, settings, setting="RERANKER_MODEL")
+        measured = settings.reranker_backend != "auto" or not settings.reranker_calibrate or backend_measured(
+            path, settings.reranker_device, exports_root=settings.exports_dir
+        )
+    except (OSError, ConfigError, InputError):  # the search itself names what is wrong with the model
+        return None
+    if measured:
+        return f"Loading {name} (its first use in this app: usually a few seconds)…"
+    return (
+        f"First use of {name} on this machine: loading it and measuring which backend (torch, ONNX, int8, "
+        "OpenVINO) runs it fastest. This happens once per machine and usually takes 1–2 minutes on 2 cores; later "
+        "searches start at once."
+    )
 
 
 def reranker_backend_choice(

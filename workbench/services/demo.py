@@ -67,6 +67,9 @@ def sample_queries(group: str | None = None) -> list[SampleQuery]:
     return [q for q in queries if group is None or q.group == group]
 
 
+DEMO_RATER = "demo handbook"  # who the shipped judgments are by, as raters are listed
+
+
 def ensure_demo_collection(
     engine: Engine, name: str = DEMO_COLLECTION, progress: ProgressCallback | None = None
 ) -> CollectionInfo:
@@ -83,7 +86,12 @@ def ensure_demo_collection(
         engine.ingest(docs, name, progress=progress)
         info = engine.collection_info(name)
     attach_judgments(
-        engine.settings, name, demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", replace=False
+        engine.settings,
+        name,
+        demo_dir() / "qrels" / "test.tsv",
+        demo_dir() / "queries.jsonl",
+        replace=False,
+        rater=DEMO_RATER,
     )
     return info
 

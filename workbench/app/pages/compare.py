@@ -16,6 +16,7 @@ from workbench.app.state import (
     CompareSide,
     Controls,
     bind,
+    capped_slider,
     controls,
     engine_resource,
     set_value,
@@ -141,11 +142,15 @@ def _configuration(c: Controls, names: list[str], choices: list[Any], side: str,
 
 
 def _query_and_top_n(c: Controls, a: CompareSide, b: CompareSide) -> tuple[str, int]:
-    """The top n compared (at most the smaller k) and the query; the page stops without a query to run."""
+    """The top n compared (the user's choice, shown at most the smaller k, with a note when it is held down) and
+    the query; the page stops without a query to run."""
     most = min(a.k, b.k)
-    if STATE.compare_top_n > most:
-        set_value("compare_top_n", most)
-    top_n = st.slider("top n compared", 1, max(most, 2), **bind("compare_top_n")) if most > 1 else 1
+    wanted = STATE.compare_top_n
+    top_n = capped_slider("top n compared", "compare_top_n", most)
+    if wanted > most:
+        st.caption(
+            f"top n compared is {top_n}, the smaller k; it goes back to {wanted} when both configurations' k allow it."
+        )
     if not STATE.compare_query and STATE.query:
         set_value("compare_query", STATE.query)
     query = st.text_input("Query", **bind("compare_query"))
@@ -197,6 +202,7 @@ def _search_both(
                 lambda progress, plan=plan: engine.search(query, plan, progress=progress),
                 bar,
                 f"Configuration {name}, reranking",
+                first_use=engine.first_use(plan),
             )
             if bar is not None:
                 bar.empty()

@@ -110,7 +110,9 @@ def _search(engine: Engine, c: Controls, query: str, history: Any) -> SearchResu
         bar = _first_stage_preview(preview, engine, query, plan)
     STATE.explore_asked = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
-        result = search_with_progress(lambda progress: engine.search(query, plan, progress=progress), bar)
+        result = search_with_progress(
+            lambda progress: engine.search(query, plan, progress=progress), bar, first_use=engine.first_use(plan)
+        )
     preview.empty()
     if result is None:
         _stop(engine, history)
@@ -222,10 +224,18 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     def _rank(value: int | None) -> str:
         return f"#{value}" if value else f"none in the top {len(result.candidates)}"
 
+    change = figures.ndcg_after - figures.ndcg_before
+    moved = round(change, 3) != 0  # "+0.000" is no change: no arrow, no colour
     j[0].metric(
         "nDCG@10 after reranking",
         f"{figures.ndcg_after:.3f}",
-        f"{figures.ndcg_after - figures.ndcg_before:+.3f} vs first stage {figures.ndcg_before:.3f}",
+        f"{change:+.3f} vs first stage {figures.ndcg_before:.3f}"
+        if moved
+        else f"same as first stage {figures.ndcg_before:.3f}",
+        delta_color="normal" if moved else "off",
+        delta_arrow="auto" if moved else "off",
+        help="One query's change: a fact about this query, not a test; Evaluate says whether the reranker helps "
+        "over a query set.",
     )
     j[1].metric(
         "judged@10",

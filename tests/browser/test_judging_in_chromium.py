@@ -1,0 +1,128 @@
+"""Judging in a real browser, where the reproductions of issue 29 live: Compare's controls (a typed k, a preset,
+another first stage) write no grade and keep top n; the rater is asked before the first grade; a new tab (and a
+new visit) finds the rater and the history again without the URL's ?u=."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import app_server, chromium_page, click_until, grade_button, no_exception, on_page, shown
+from workbench.config import Settings
+from workbench.judgments import judgment_rows
+
+pytestmark = pytest.mark.browser
+
+JUDGED = "how many vacation days do I get per year"  # one of the demo's judged queries
+RUN: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Path):
+    with app_server(tmp_path_factory, real_reranker_dir, "judging") as (url, data, _):
+        RUN["data"] = data
+        yield url
+
+
+def _rows() -> list:
+    return judgment_rows(Settings(data_dir=RUN["data"]), "demo")
+
+
+def _idle(page) -> None:
+    """Wait until the script run is over: no element stale and no "Running" status."""
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0 && "
+        "!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    )
+    page.wait_for_timeout(800)
+
+
+def _rate_as(page, name: str) -> None:
+    box = page.get_by_label("Rating as", exact=True)
+    box.fill(name)
+    box.press("Enter")
+    _idle(page)
+
+
+def _top_n(page) -> int:
+    slider = page.get_by_role("slider", name="top n compared")
+    return int(slider.get_attribute("aria-valuenow") or slider.get_attribute("aria-valuetext") or 0)
+
+
+def test_compare_controls_write_no_grade_and_keep_top_n(app_url: str) -> None:
+    """The reproduction: a judged query on Compare, the "dense vs hybrid" preset, A's k typed from 50 to 10, then
+    "dense" clicked in B. Before the fix, each rerun fired the grade controls of cards that had left the lists
+    (grades nobody clicked) and top n fell to 1."""
+    with chromium_page(app_url, []) as page:
+        on_page(page, "Explore")
+        _rate_as(page, "ann")
+        page.get_by_role("link", name="Compare").click()
+        on_page(page, "Compare")
+        page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
+        _idle(page)
+        box = page.get_by_label("Query", exact=True)
+        box.fill(JUDGED)
+        box.press("Enter")
+        shown(page, "RBO (p=0.9)")
+        _idle(page)
+        assert _top_n(page) == 5
+        before = len(_rows())
+        k_of_a = page.get_by_label("k", exact=True).first
+        k_of_a.fill("10")
+        k_of_a.press("Enter")
+        _idle(page)
+        page.locator("label").filter(has_text=re.compile(r"^dense$")).last.click()  # "dense" in Configuration B
+        _idle(page)
+        shown(page, "RBO (p=0.9)")
+        assert len(_rows()) == before, [(r.doc_id, r.grade, r.rater) for r in _rows()[before:]]
+        assert page.get_by_text("Graded ").count() == 0  # no toast of a grade
+        assert _top_n(page) == 5
+        k_of_a.fill("3")  # below top n: held down to 3, said so, and back to 5 when k allows
+        k_of_a.press("Enter")
+        shown(page, "top n compared is 3, the smaller k")
+        k_of_a.fill("10")
+        k_of_a.press("Enter")
+        _idle(page)
+        assert _top_n(page) == 5
+        assert len(_rows()) == before
+        no_exception(page)
+
+
+def test_the_first_grade_asks_for_the_raters_name_and_a_new_tab_keeps_it(app_url: str) -> None:
+    """A new browser has no rater: its first grade opens "Who is grading?", the grade is kept under the name typed
+    there, and a second tab of the same browser (no ?u= in its URL) shows the name and the history."""
+    with chromium_page(app_url, []) as page:
+        on_page(page, "Explore")
+        assert page.get_by_label("Rating as", exact=True).input_value() == ""
+        box = page.get_by_label("Query", exact=True)
+        box.fill("do we have a bicycle plan")
+        box.press("Enter")
+        shown(page, "unjudged")
+        page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")
+        _idle(page)
+        before = len(_rows())
+        click_until(
+            page,
+            lambda: grade_button(page, "reranked", "2").click(),
+            lambda: page.get_by_text("Who is grading?").first.wait_for(timeout=30_000),
+            "rater-prompt-failed.png",
+        )
+        assert len(_rows()) == before  # nothing kept until the name is given
+        page.get_by_label("Your name as a rater", exact=True).fill("bea")
+        page.get_by_role("button", name="Keep my name and grade").click()
+        shown(page, "nDCG@10 after reranking")
+        added = _rows()[before:]
+        assert [(r.grade, r.rater) for r in added] == [(2, "bea")]
+        _idle(page)
+
+        second = page.context.new_page()
+        second.goto(app_url)  # a new tab: no ?u= in its address
+        on_page(second, "Explore")
+        second.wait_for_function(
+            "() => [...document.querySelectorAll('input')].some(i => i.getAttribute('aria-label') === 'Rating as' "
+            "&& i.value === 'bea')"
+        )
+        second.get_by_text("History (1 search)").first.wait_for()
+        no_exception(second)
