@@ -15,9 +15,9 @@ import pytest
 import pytrec_eval
 
 from workbench.config import Settings
+from workbench.engine import Engine
 from workbench.errors import ModelError
 from workbench.rerankers import CrossEncoderReranker
-from workbench.engine import Engine
 from workbench.rerankers.backends import ExportCache, backend_choice, backend_measured, fingerprint
 from workbench.rerankers.machine import (
     BackendChoice,

@@ -141,3 +141,8 @@ def test_a_hosted_reranker_explains_through_its_api_with_the_cost_stated(monkeyp
             expected = overlap(query, passage) - overlap(query, without(sentences, effect.index))
             assert effect.effect == pytest.approx(expected)
         assert "sk-test-explain" not in explanation.model_dump_json()
+        assert [e.label for e in explanation.sentences] == ["sentence 1", "sentence 2", "sentence 3"]
+        run_on = " ".join(f"word{i}" for i in range(90)) + ". Leave requests go to your manager."
+        labels = [e.label for e in explain_pair(reranker, query, run_on).sentences]
+        assert labels[:3] == [f"part {i} (a 40-word stretch of a long sentence)" for i in (1, 2, 3)]
+        assert labels[3:] == ["sentence 4"]

@@ -374,6 +374,11 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
         assert not at.exception
         assert [t.value for t in at.title] == ["Explore"]
         assert "Reranked · top 10" in headers(at)
+        at.switch_page("app/pages/evaluate.py").run()
+    assert any("the demo handbook on 'demo'" in h.value for h in at.subheader)  # kept across pages
+    at.radio(key="eval-source").set_value("Upload queries and qrels").run()  # another source: its result goes
+    assert not at.exception and not any("the demo handbook on 'demo'" in h.value for h in at.subheader)
+    assert not any(m.label == "p-value (randomization)" for m in at.metric)
 
 
 def test_why_here_explains_a_reranked_card_in_place(app_env: dict) -> None:
@@ -473,14 +478,14 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert not victim.exists() and not Path("/tmp/evil-queries.jsonl").exists()
-    assert any("'demo': 1 queries" in h.value for h in at.subheader)
+    assert any("'demo': 1 query," in h.value for h in at.subheader)
 
     at.switch_page("app/pages/collections.py").run()
     at.selectbox(key="judge-collection").set_value("demo")
     at.get("file_uploader")[1].set_value((f"../../..{victim}", qrels, "text/tab-separated-values"))
     at.get("file_uploader")[2].set_value(("/etc/cron.d/q.jsonl", queries, "application/json"))
     next(b for b in at.button if b.label == "Attach").click().run()
-    assert not at.exception and any("Attached judgments for 1 queries to 'demo'" in s.value for s in at.success)
+    assert not at.exception and any("Attached judgments for 1 query to 'demo'" in s.value for s in at.success)
     assert not victim.exists() and not Path("/etc/cron.d/q.jsonl").exists()
     from workbench.app.state import engine_resource
     from workbench.judgments import attach_judgments, detach_judgments, load_judgments

@@ -287,7 +287,7 @@ def test_the_judging_queue_on_evaluate_empties_as_it_is_graded(page) -> None:
     page.get_by_label("top n", exact=True).fill("2")
     page.get_by_label("Depth curve k values (empty = none)").fill("")
     page.get_by_role("button", name="Run evaluation").click()
-    shown(page, "'bird-uploads': 1 queries, k=2, top 2")
+    shown(page, "'bird-uploads': 1 query, k=2, top 2")
     shown(page, "1 unjudged document in the top 2")
     settled(page)
     click_until(

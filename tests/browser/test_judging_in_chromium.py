@@ -126,3 +126,50 @@ def test_the_first_grade_asks_for_the_raters_name_and_a_new_tab_keeps_it(app_url
         )
         second.get_by_text("History (1 search)").first.wait_for()
         no_exception(second)
+
+
+def _at_document(page, number: int) -> None:
+    page.get_by_text(re.compile(rf"document {number} of \d+")).first.wait_for()
+
+
+def test_a_query_set_is_graded_from_the_keyboard(app_url: str) -> None:
+    """The Grade page walks a kept query set: 2 grades the document shown and goes on, ← goes back, → skips, 0
+    grades again; each key press is one row in the store, under the rater, and the rater's progress counts them."""
+    from workbench.experiments import QueryItem, QuerySet, open_experiment_store
+
+    open_experiment_store(Settings(data_dir=RUN["data"])).save_query_set(
+        QuerySet(
+            name="two questions",
+            queries=[
+                QueryItem(id="q1", text="do we have a bicycle plan"),
+                QueryItem(id="q2", text="can I expense a standing desk"),
+            ],
+        )
+    )
+    with chromium_page(app_url, []) as page:
+        on_page(page, "Explore")
+        _rate_as(page, "cy")
+        page.get_by_role("link", name="Grade").click()
+        on_page(page, "Grade")
+        page.get_by_role("button", name="Start grading").click()
+        _at_document(page, 1)
+        _idle(page)
+        before = len(_rows())
+        page.keyboard.press("2")
+        _at_document(page, 2)
+        _idle(page)
+        page.keyboard.press("ArrowLeft")
+        _at_document(page, 1)
+        _idle(page)
+        page.keyboard.press("ArrowRight")
+        _at_document(page, 2)
+        _idle(page)
+        page.keyboard.press("0")
+        _at_document(page, 3)
+        _idle(page)
+        added = _rows()[before:]
+        assert [(r.grade, r.rater) for r in added] == [(2, "cy"), (0, "cy")]
+        assert added[0].doc_id != added[1].doc_id
+        table = page.locator("[data-testid='stDataFrame']").first
+        table.wait_for()
+        no_exception(page)

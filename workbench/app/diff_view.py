@@ -14,7 +14,7 @@ from workbench.app import queue_view
 from workbench.app.history import history_queries
 from workbench.app.state import explore_with, page, shown_errors
 from workbench.app.uploads import beir_folders
-from workbench.app.widgets import file_picker, text_md
+from workbench.app.widgets import counted, file_picker, text_md
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.figures import delta_bars
@@ -143,7 +143,7 @@ def query_sets(engine: Engine, store: ExperimentStore) -> None:
             else:
                 kept = judged_query_set(name, sources[judged_from]())
             store.save_query_set(kept)
-            st.success(f"Kept '{text_md(kept.name)}': {len(kept.queries)} queries.")
+            st.success(f"Kept '{text_md(kept.name)}': {counted(len(kept.queries), 'query', 'queries')}.")
         if names:
             gone = st.selectbox("Delete a query set", ["", *names], key="query-set-delete")
             if gone and st.button(f"Delete '{gone}'", key="query-set-delete-button"):

@@ -41,7 +41,7 @@ def _draw(explanation: Explanation, heading: str) -> None:
     strongest = explanation.strongest()
     if strongest is not None:
         st.caption(
-            f"Green raises the score, red lowers it. Strongest: sentence {strongest.index + 1}, "
+            f"Green raises the score, red lowers it. Strongest: {strongest.label}, "
             f"{strongest.effect:+.2f} on the {explanation.score_scale} (the score without it: "
             f"{explanation.score - strongest.effect:.2f} instead of {explanation.score:.2f})."
         )

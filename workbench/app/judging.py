@@ -52,8 +52,8 @@ class _Click:
     judging: Judging
     doc_id: str
     grade: int
-    key: str
-    twins: tuple[str, ...]
+    key: str | None = None  # the segmented control clicked, if it was one (a grading walk's buttons are not)
+    twins: tuple[str, ...] = ()
 
 
 def start_run() -> None:
@@ -111,18 +111,19 @@ def _grade_label(grade: int) -> str:
     return f"{grade} {GRADE_SCALE[grade]}" if grade == 0 else str(grade)
 
 
-def _record(click: _Click, rater: str) -> None:
-    """Write a clicked grade under `rater` and show it on the twin controls."""
+def _record(click: _Click, rater: str) -> bool:
+    """Write a clicked grade under `rater` and show it on the twin controls; whether it was written."""
     judging = click.judging
     try:
         rating = rate(judging.engine.settings, judging.collection, click.doc_id, click.grade, query=judging.query,
                       rater=rater)  # fmt: skip
     except WorkbenchError as exc:
         STATE.problem = error_message(exc)
-        return
+        return False
     for twin in click.twins:  # the same document's control in the other list shows the new grade too
         st.session_state[twin] = rating.current_grade
     st.toast(f"Graded {click.doc_id} {rating.grade} ({GRADE_SCALE[rating.grade]}) as {rating.rater}.")
+    return True
 
 
 def _rated(judging: Judging, doc_id: str, key: str, twins: tuple[str, ...]) -> None:
@@ -130,12 +131,21 @@ def _rated(judging: Judging, doc_id: str, key: str, twins: tuple[str, ...]) -> N
     grade = st.session_state.get(key)
     if key not in shown or grade is None or grade == shown[key]:
         return  # not a click on a control the page showed (see the module's docstring), or a deselection
-    click = _Click(judging, doc_id, int(grade), key, twins)
     if not judging.rater:
         st.session_state[key] = shown[key]  # the grade waits for the rater's name
+    record_grade(judging, doc_id, int(grade), key, twins)
+
+
+def record_grade(
+    judging: Judging, doc_id: str, grade: int, key: str | None = None, twins: tuple[str, ...] = ()
+) -> bool:
+    """Keep a grade a person gave (a callback's work): under the rater's name, or, before the rater has one, held
+    while "Who is grading?" asks for it. Whether it was written now."""
+    click = _Click(judging, doc_id, grade, key, twins)
+    if not judging.rater:
         st.session_state[_PENDING_KEY] = click
-        return
-    _record(click, judging.rater)
+        return False
+    return _record(click, judging.rater)
 
 
 @st.dialog("Who is grading?")

@@ -200,6 +200,7 @@ PAGES = (
     ("compare", "Compare", ":material/compare_arrows:"),
     ("latency", "Latency", ":material/timer:"),
     ("evaluate", "Evaluate", ":material/fact_check:"),
+    ("grade", "Grade", ":material/rate_review:"),
     ("experiments", "Experiments", ":material/history:"),
     ("collections", "Collections", ":material/folder_open:"),
 )

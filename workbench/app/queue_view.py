@@ -59,7 +59,10 @@ def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> Non
             after = f"#{item.rank_after}" if item.rank_after else "—"
             st.markdown(
                 f"**{text_md(item.query)}** · `{item.doc_id.replace('`', '')}` · rank {before} → {after} · "
-                f"weight `{item.weight:.4f}`"
+                f"could move the mean nDCG@10 change by up to {item.weight:.3f}",
+                help="Its weight: how far the verdict's mean nDCG@10 change (after minus before) would move if this "
+                "document were relevant (its discount in the reranked top 10 minus its discount in the first-stage "
+                "top 10, over the number of queries). The heaviest come first.",
             )
             text = " ".join(texts.get(item.doc_id, "").split())
             if text:

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.state import explore_with, page
-from workbench.app.widgets import text_md
+from workbench.app.widgets import counted, text_md
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
@@ -21,7 +21,8 @@ from workbench.vocab import JUDGED_10, MAX_K
 def headline(report: EvaluationReport) -> None:
     """What was run; the metrics before and after, the p-value, wins and losses, unjudged; the verdict."""
     st.subheader(
-        f"{report.dataset} on '{report.collection}': {report.queries} queries, k={report.k}, top {report.top_n}"
+        f"{report.dataset} on '{report.collection}': {counted(report.queries, 'query', 'queries')}, k={report.k}, "
+        f"top {report.top_n}"
     )
     st.caption(
         f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}` · {report.retrieval} "

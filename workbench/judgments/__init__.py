@@ -31,6 +31,7 @@ from workbench.judgments.service import (
     typed_query_id,
 )
 from workbench.judgments.store import JudgmentRow, current_grades, open_judgment_store
+from workbench.judgments.walk import WalkItem, grading_walk, queue_walk, rater_progress
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -42,6 +43,7 @@ __all__ = [
     "QueryFigures",
     "QueueItem",
     "Rating",
+    "WalkItem",
     "attach_judgments",
     "configuration_label",
     "current_grades",
@@ -50,6 +52,7 @@ __all__ = [
     "export_judgments",
     "export_queries",
     "fleiss_kappa",
+    "grading_walk",
     "import_judgments",
     "judge",
     "judged_queries",
@@ -62,7 +65,9 @@ __all__ = [
     "open_judgment_store",
     "pooled_reports",
     "query_figures",
+    "queue_walk",
     "rate",
     "rater_agreement",
+    "rater_progress",
     "typed_query_id",
 ]

@@ -129,8 +129,10 @@ def first_use_words(settings: Settings, model_id: str) -> str | None:
     name = short_model_name(folder)
     try:
         path = resolve_model(folder, settings, setting="RERANKER_MODEL")
-        measured = settings.reranker_backend != "auto" or not settings.reranker_calibrate or backend_measured(
-            path, settings.reranker_device, exports_root=settings.exports_dir
+        measured = (
+            settings.reranker_backend != "auto"
+            or not settings.reranker_calibrate
+            or backend_measured(path, settings.reranker_device, exports_root=settings.exports_dir)
         )
     except (OSError, ConfigError, InputError):  # the search itself names what is wrong with the model
         return None

@@ -38,6 +38,14 @@ class SentenceEffect(BaseModel):
     index: int
     text: str
     effect: float
+    window: bool = Field(False, description="a stretch of EXPLAIN_WINDOW_WORDS words cut from a run-on sentence")
+
+    @property
+    def label(self) -> str:
+        """How a page names it: "sentence 2", or "part 3 (a 40-word stretch of a long sentence)"."""
+        if self.window:
+            return f"part {self.index + 1} (a {EXPLAIN_WINDOW_WORDS}-word stretch of a long sentence)"
+        return f"sentence {self.index + 1}"
 
 
 class TermEffect(BaseModel):
@@ -140,6 +148,7 @@ def explain_pair(
     if not text or not text.strip():
         raise InputError("There is no passage text to explain.")
     sentences = split_sentences(text)
+    whole_sentences = {p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()}  # the rest are windows
     notes = []
     if len(sentences) > EXPLAIN_MAX_SENTENCES:
         notes.append(
@@ -175,7 +184,12 @@ def explain_pair(
         score_scale=reranker.score_scale,
         score=whole,
         sentences=[
-            SentenceEffect(index=i, text=s, effect=whole - sentence_scores[i] if sentence_scores else 0.0)
+            SentenceEffect(
+                index=i,
+                text=s,
+                effect=whole - sentence_scores[i] if sentence_scores else 0.0,
+                window=s not in whole_sentences,
+            )
             for i, s in enumerate(explained)
         ],
         terms=[

@@ -19,12 +19,13 @@ STAGES = ("embed_ms", "search_ms", "rerank_ms", "total_ms")
 
 
 class StageSummary(BaseModel):
-    """p50, p95 and max of one stage, in milliseconds."""
+    """p50, p95 and max of one stage, in milliseconds (no p95 from fewer than MIN_P95_SAMPLES searches: the 95th
+    percentile of a handful of values is their maximum, not a tail)."""
 
     stage: str
     count: int
     p50: float
-    p95: float
+    p95: float | None
     max: float
     mean: float
 
@@ -45,6 +46,9 @@ class LoadRun(BaseModel):
         return summarize(self.timings)
 
 
+MIN_P95_SAMPLES = 20  # the fewest searches a p95 is quoted from
+
+
 def summarize(timings: Iterable[StageTimings]) -> list[StageSummary]:
     """p50/p95/max/mean per stage over a set of searches."""
     rows = list(timings)
@@ -58,7 +62,7 @@ def summarize(timings: Iterable[StageTimings]) -> list[StageSummary]:
                 stage=stage.removesuffix("_ms"),
                 count=len(values),
                 p50=float(np.percentile(values, 50)),
-                p95=float(np.percentile(values, 95)),
+                p95=float(np.percentile(values, 95)) if len(values) >= MIN_P95_SAMPLES else None,
                 max=float(values.max()),
                 mean=float(values.mean()),
             )

@@ -13,7 +13,7 @@ import streamlit as st
 
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
-from workbench.app.widgets import file_picker, problems_table, sidebar_note, text_md
+from workbench.app.widgets import counted, file_picker, problems_table, sidebar_note, text_md
 from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
 from workbench.judgments import import_judgments, load_judgments
@@ -44,7 +44,9 @@ def _last_ingest() -> None:
         STATE.flash = None
     if STATE.ingest_report is not None and STATE.ingest_report.problems:
         report = STATE.ingest_report
-        st.warning(f"{len(report.problems)} files of that ingest were skipped; the others were ingested:")
+        st.warning(
+            f"{counted(len(report.problems), 'file', 'files')} of that ingest skipped; the others were ingested:"
+        )
         st.dataframe(problems_table(report.problems), hide_index=True, width="stretch")
     if STATE.ingest_report is not None:
         for warning in STATE.ingest_report.warnings:
@@ -62,7 +64,8 @@ def _collections_table(engine: Engine) -> list[CollectionInfo]:
         st.info("No collections yet.")
     else:
         table["judgments"] = [
-            (lambda j: f"{j.query_count} queries" if j else "")(load_judgments(engine.settings, n)) for n in names
+            (lambda j: counted(j.query_count, "query", "queries") if j else "")(load_judgments(engine.settings, n))
+            for n in names
         ]
         st.dataframe(table, hide_index=True, width="stretch")
         st.download_button("Collections (CSV)", table.to_csv(index=False), "collections.csv", "text/csv")
@@ -202,7 +205,7 @@ def _attach_judgments(engine: Engine, names: list[str]) -> None:
                 judged = import_judgments(
                     engine, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))
                 )
-            st.success(f"Attached judgments for {judged.query_count} queries to '{target}'.")
+            st.success(f"Attached judgments for {counted(judged.query_count, 'query', 'queries')} to '{target}'.")
 
 
 def _browse(engine: Engine, infos: list[CollectionInfo], names: list[str]) -> None:

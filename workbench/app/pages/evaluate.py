@@ -113,7 +113,7 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
     """The judgments, the collection, the depths and the rerankers to evaluate."""
     choices = discover_rerankers(engine.settings)
     by_id = {m.id: m for m in choices}
-    source = st.radio("Judgments", list(presets), key="eval-source")
+    source = st.radio("Judgments", list(presets), key="eval-source", on_change=_forget_result)
     default_collection = {
         DEMO: DEMO_COLLECTION,
         ATTACHED: c.collection or "",
@@ -259,6 +259,14 @@ def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) 
         st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
         return
     STATE.eval_experiment = kept.id
+
+
+def _forget_result() -> None:
+    """Another source of judgments was picked: the result shown was another source's, so it goes."""
+    STATE.eval_report = None
+    STATE.eval_error = None
+    STATE.eval_experiment = None
+    STATE.reranker_comparison = None
 
 
 def _report_or_stop() -> EvaluationReport:

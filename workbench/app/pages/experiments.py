@@ -118,7 +118,7 @@ def _open(engine: Engine, store: ExperimentStore, experiment: Experiment) -> Non
     queries, judgments = experiment.query_set, experiment.judgments
     st.caption(
         f"run {experiment.created_at:%Y-%m-%d %H:%M} UTC · {text_md(experiment.configuration)} · query set "
-        f"{text_md(queries.name)} ({queries.queries} queries, `{queries.checksum}`) · judgments "
+        f"{text_md(queries.name)} ({counted(queries.queries, 'query', 'queries')}, `{queries.checksum}`) · judgments "
         f"{text_md(judgments.source)} ({judgments.judgments} grades, `{judgments.checksum}`) · tags "
         f"{text_md(', '.join(experiment.tags) or 'none')}"
     )

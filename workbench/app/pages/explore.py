@@ -25,6 +25,7 @@ from workbench.app.state import (
 from workbench.app.widgets import (
     SIDEBAR_CONTROLS,
     calibration_caption,
+    counted,
     downloads,
     reranked_row,
     score_note,
@@ -55,9 +56,13 @@ def run() -> None:
         _sample_queries()
     history = st.container()  # drawn last, so that it counts the search this run makes
     query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
-    result = _search(engine, c, query, history)
-    _headline(engine, result)
-    _lists(engine, c, result)
+    # One slot holds the first-stage preview while the reranker works and then the result: a new query's preview
+    # takes the previous result's place at once, so no earlier query's lists stay on the page below it.
+    area = st.empty()
+    result = _search(engine, c, query, history, area)
+    with area.container():
+        _headline(engine, result)
+        _lists(engine, c, result)
 
 
 def _stop(engine: Engine, history: Any) -> None:
@@ -88,7 +93,7 @@ def _sample_queries() -> None:
             )
 
 
-def _search(engine: Engine, c: Controls, query: str, history: Any) -> SearchResult:
+def _search(engine: Engine, c: Controls, query: str, history: Any, preview: Any) -> SearchResult:
     """The search the sidebar's plan makes for the query, the first-stage list shown while the reranker works;
     the page stops here when there is nothing to search, or the search failed."""
     if c.collection is None:
@@ -102,7 +107,6 @@ def _search(engine: Engine, c: Controls, query: str, history: Any) -> SearchResu
 
     result = None
     reranking = " and reranking" if c.reranker is not None else ""
-    preview = st.empty()  # the first-stage list, shown while the reranker works, then replaced by the result
     plan = c.plan(engine)
     asked = (query, plan.with_(top_n=plan.k).key)  # a new top n re-slices: no preview, no search
     bar = None
@@ -208,7 +212,8 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     match = judgments.for_query(result.query) if judgments is not None else None
     if match is None:
         where = (
-            f"'{result.collection}' has judgments for {judgments.query_count} queries; this query is not one of them"
+            f"'{result.collection}' has judgments for {counted(judgments.query_count, 'query', 'queries')}; this "
+            "query is not one of them"
             if judgments is not None
             else f"'{result.collection}' has no judgments yet"
         )

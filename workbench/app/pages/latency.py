@@ -7,13 +7,13 @@ import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
-from workbench.app.widgets import SIDEBAR_CONTROLS, file_picker, sidebar_note
+from workbench.app.widgets import SIDEBAR_CONTROLS, counted, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.services.demo import sample_queries
-from workbench.services.latency import STAGES, load_run, rerank_time_by_k, summarize
+from workbench.services.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
 from workbench.types import StageTimings
 
 
@@ -44,9 +44,11 @@ def _session_searches() -> None:
         )
     else:
         measured = history[~history["cached"]]
+        repeats = len(history) - len(measured)
         st.caption(
-            f"{len(history)} distinct searches; {len(history) - len(measured)} came from a cache (no model ran) and "
-            "are listed but left out of the figures. Changing top n re-slices a search and is not counted again."
+            f"{counted(len(history), 'search', 'searches')}; {counted(repeats, 'was', 'were')} answered from a cache "
+            "(a repeat: no model ran), listed but left out of the figures. Changing top n re-slices a search and is "
+            f"not counted again. p95 is shown from {MIN_P95_SAMPLES} measured searches on."
         )
         if measured.empty:
             st.info("Every search so far came from a cache: there are no model runs to measure yet.")
@@ -63,7 +65,7 @@ def _session_searches() -> None:
                 width="stretch",
                 key="session-box",
             )
-        st.dataframe(history, hide_index=True, width="stretch")
+        st.dataframe(history.style.format(precision=1), hide_index=True, width="stretch")
         st.download_button("Every search (CSV)", history.to_csv(index=False), "session_searches.csv", "text/csv")
 
 
@@ -122,11 +124,12 @@ def _load_run(engine: Engine, c: Controls, queries: list[str]) -> None:
     run = STATE.load_run
     if run is not None:
         st.markdown(
-            f"**{len(run.timings)} queries** at concurrency {run.concurrency}, k={run.k} → top {run.top_n}: "
+            f"**{counted(len(run.timings), 'query', 'queries')}** at concurrency {run.concurrency}, k={run.k} → "
+            f"top {run.top_n}: "
             f"{run.wall_seconds:.1f} s wall, **{run.queries_per_second:.2f} queries/s**"
         )
         if run.errors:
-            st.error(f"{len(run.errors)} queries failed; first: {run.errors[0]}")
+            st.error(f"{counted(len(run.errors), 'query', 'queries')} failed; first: {run.errors[0]}")
         table = pd.DataFrame([s.model_dump() for s in run.summary()])
         st.dataframe(table.style.format(precision=1), hide_index=True, width="stretch")
         frame = pd.DataFrame([t.model_dump() for t in run.timings])
