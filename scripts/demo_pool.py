@@ -6,6 +6,7 @@ answers it, 1 related, 0 not relevant).
 
     .venv/bin/python scripts/demo_pool.py                                     # the default reranker
     .venv/bin/python scripts/demo_pool.py ../shared/models/minilm-l6-scifact-reranker
+    RERANKER_BACKEND=torch .venv/bin/python scripts/demo_pool.py ...   # each backend may order near-ties apart
 
 One search at the deepest k per first stage and reranker serves every depth: the candidates at k are the first k of
 the deepest search's, with the same scores.
@@ -22,6 +23,16 @@ from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_c
 from workbench.vocab import DEPTH_SWEEP, RETRIEVAL_MODES
 
 
+def top_ten_with_ties(run: dict[str, float]) -> set[str]:
+    """The run's top 10 documents and every document tied with the 10th (trec_eval breaks ties by document id
+    one way, other tools the other way: every order must find its top 10 judged)."""
+    scores = sorted(run.values(), reverse=True)
+    if len(scores) <= 10:
+        return set(run)
+    tenth = scores[9]
+    return {doc for doc, score in run.items() if score >= tenth}
+
+
 def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], dict[str, str]]:
     """The documents in any top 10 at any depth, and each one's best passage."""
     pool: set[str] = set()
@@ -36,7 +47,7 @@ def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], di
             rows = scored_chunks(result.candidates)
             for k in DEPTH_SWEEP:
                 for run in fold_documents(rows[:k]):  # before and after, as the evaluation ranks them
-                    pool |= {doc for doc, _ in sorted(run.items(), key=lambda item: (-item[1], item[0]))[:10]}
+                    pool |= top_ten_with_ties(run)
     return pool, passages
 
 

@@ -3,7 +3,7 @@ front ends): per-query deltas, the depth curve, and stage latency."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -67,22 +67,6 @@ def quality_by_depth(
         height=360,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         legend={"orientation": "h", "y": -0.25},
-    )
-    return fig
-
-
-def stage_latency(p50: Mapping[str, float], p95: Mapping[str, float]) -> go.Figure:
-    """Median and 95th percentile milliseconds of each search stage over an evaluation's queries."""
-    stages = [s for s in ("embed", "search", "rerank", "total") if s in p50]
-    fig = go.Figure()
-    fig.add_bar(x=stages, y=[p50[s] for s in stages], name="p50", marker_color=[STAGE_COLORS[s] for s in stages])
-    fig.add_bar(x=stages, y=[p95.get(s, 0.0) for s in stages], name="p95", marker_color="#d1d5db")
-    fig.update_layout(
-        title="Stage latency per query (ms)",
-        barmode="group",
-        yaxis_title="ms",
-        height=320,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return fig
 

@@ -18,6 +18,13 @@ from workbench.vocab import MRR_10
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
 
 
+class DocumentLabel(BaseModel):
+    """How a report names a document to a reader: its title and the start of its text."""
+
+    title: str = ""
+    snippet: str = ""
+
+
 class QueryOutcome(BaseModel):
     """One query's metrics before and after reranking."""
 
@@ -99,6 +106,9 @@ class EvaluationReport(BaseModel):
     latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
     latency_p95: dict[str, float] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    documents: dict[str, DocumentLabel] = Field(
+        default_factory=dict, description="title and snippet of each document in the most hurt and helped lists"
+    )
     before_run: Run = Field(default_factory=dict, exclude=True)
     after_run: Run = Field(default_factory=dict, exclude=True)
     candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
@@ -195,6 +205,11 @@ class EvaluationReport(BaseModel):
                 m: difference([before[m] for before, _ in pairs], [after[m] for _, after in pairs]) for m in self.before
             }
         return self._differences
+
+    def extreme_documents(self) -> set[str]:
+        """The documents in the top n lists of the most hurt and most helped queries (what the reports show)."""
+        outcomes = [*self.most_hurt(), *self.most_helped()]
+        return {doc for o in outcomes for ranked in self.top_lists(o.query_id) for doc, _ in ranked}
 
     def top_lists(self, query_id: str, n: int | None = None) -> tuple[list[tuple[str, int | None]], ...]:
         """A query's top n documents before and after reranking, each with its grade (None: unjudged)."""

@@ -15,6 +15,7 @@ from workbench.evaluation.metrics import evaluate, ndcg_bounds, unjudged_at
 from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import (
     PRIMARY,
+    DocumentLabel,
     EvaluationReport,
     GroupFigures,
     QueryOutcome,
@@ -23,8 +24,8 @@ from workbench.evaluation.report import (
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import Bounds, verdict
-from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import JUDGED_10, NDCG_10_JUDGED
+from workbench.types import Chunk, SearchPlan, StageTimings
+from workbench.vocab import JUDGED_10, NDCG_10_JUDGED, SNIPPET_CHARS
 
 
 def run_evaluation(
@@ -66,7 +67,7 @@ def run_evaluation(
     )
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
-    return EvaluationReport(
+    report = EvaluationReport(
         dataset=dataset.name,
         collection=collection,
         embedding_model=answers.embedding_model,
@@ -100,6 +101,8 @@ def run_evaluation(
         after_run=after_run,
         candidates=answers.candidates,
     )
+    report.documents = {doc: answers.labels[doc] for doc in report.extreme_documents() if doc in answers.labels}
+    return report
 
 
 @dataclass
@@ -110,6 +113,7 @@ class _Answers:
     before_run: Run = field(default_factory=dict)
     after_run: Run = field(default_factory=dict)
     candidates: dict[str, list[ScoredChunk]] = field(default_factory=dict)
+    labels: dict[str, DocumentLabel] = field(default_factory=dict)  # each document's title and first words
     cache_hits: int = 0
     timings: list[StageTimings] = field(default_factory=list)
     embedding_model: str = ""
@@ -124,6 +128,10 @@ def _answers(
     results = search_all(engine, plan, [text for _, text in items], progress)
     for (qid, _), result in zip(items, results, strict=True):
         answers.candidates[qid] = scored_chunks(result.candidates)
+        for candidate in result.candidates:
+            doc = str(candidate.metadata.get("document_id", candidate.id))
+            if doc not in answers.labels:
+                answers.labels[doc] = document_label(candidate)
         answers.before_run[qid], answers.after_run[qid] = fold_documents(answers.candidates[qid])
         answers.cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
         if not result.cache.result_cached:
@@ -131,6 +139,13 @@ def _answers(
         answers.embedding_model = result.embedding_model or ""
         answers.reranker_model, answers.score_scale = result.reranker_model, result.score_scale
     return answers
+
+
+def document_label(chunk: Chunk) -> DocumentLabel:
+    """A document named for a reader: its title (or source) and the first words of the chunk found."""
+    text = " ".join(chunk.text.split())
+    snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
+    return DocumentLabel(title=str(chunk.metadata.get("title") or chunk.metadata.get("source") or ""), snippet=snippet)
 
 
 def _percentiles(timings: list[StageTimings], q: float) -> dict[str, float]:

@@ -1,0 +1,49 @@
+"""The demo's judgments are complete at every depth the workbench offers: for each first stage and both shipped
+rerankers, the top 10 before and after reranking at k = 10, 20, 50 and 100 is judged, so judged@10 is exactly 1.0.
+Judged@10 is computed by ir-measures on the runs the evaluation builds (one search at k = 100 per query serves
+every depth: the candidates at k are its first k, with the same scores)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ir_measures
+import pytest
+from ir_measures import Judged
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation.runs import fold_documents, scored_chunks
+from workbench.services.demo import DEMO_COLLECTION, demo_dataset
+from workbench.vocab import DEPTH_SWEEP, RETRIEVAL_MODES
+
+RERANKERS = ("minilm-l6-qa-reranker", "minilm-l6-scifact-reranker")
+
+
+@pytest.fixture(scope="module")
+def pool_engine(demo_engine: Engine, shared_dir: Path) -> Engine:
+    """The demo collection of the session's demo engine, with both shipped rerankers on their reference backend."""
+    settings = Settings(
+        data_dir=demo_engine.settings.data_dir, models_dir=str(shared_dir / "models"), reranker_backend="torch",
+        offline=True,
+    )  # fmt: skip
+    return Engine(settings)
+
+
+@pytest.mark.parametrize("model", RERANKERS)
+def test_judged_at_10_is_exactly_one_at_every_depth(pool_engine: Engine, model: str) -> None:
+    dataset = demo_dataset()
+    runs: dict[tuple[str, int, str], dict[str, dict[str, float]]] = {}
+    for qid, text in dataset.queries.items():
+        for mode in RETRIEVAL_MODES:
+            plan = pool_engine.plan(collection=DEMO_COLLECTION, retrieval=mode, k=max(DEPTH_SWEEP), top_n=10,
+                                    reranker=model)  # fmt: skip
+            rows = scored_chunks(pool_engine.search(text, plan).candidates)
+            for k in DEPTH_SWEEP:
+                before, after = fold_documents(rows[:k])
+                runs.setdefault((mode, k, "before"), {})[qid] = before
+                runs.setdefault((mode, k, "after"), {})[qid] = after
+    qrels = dataset.qrels
+    judged = {where: ir_measures.calc_aggregate([Judged @ 10], qrels, run)[Judged @ 10] for where, run in runs.items()}
+    assert len(judged) == len(RETRIEVAL_MODES) * len(DEPTH_SWEEP) * 2
+    assert {where: value for where, value in judged.items() if value != 1.0} == {}
