@@ -145,6 +145,7 @@ DEFAULT_TOP_K: Final = 5
 DEFAULT_K: Final = 50  # RERANKER_K_RETRIEVE
 DEFAULT_TOP_N: Final = 10  # RERANKER_K_RETURN
 DISPLAY_CHARS: Final = 800
+COMPACT_CHARS: Final = 180  # a card's one line of text in the compact layout
 SNIPPET_CHARS: Final = 160  # the start of a document a report lists beside its title
 MAX_FILTERS: Final = 16
 MAX_FILTER_KEY_CHARS: Final = 128

@@ -159,3 +159,13 @@ def test_grading_a_compare_card_judges_the_query_in_both_lists(app_env: dict) ->
     assert len([v for label, v in labels if label == "nDCG@10 of this list"]) == 2  # both lists: the query is judged
     assert [v for label, v in labels if label == "first relevant" and v.startswith("#")]
     assert sum(c.value == 3 for c in _grade_controls(at)) == 2  # the same document in B shows the grade too
+
+
+def test_compact_rows_keep_every_card_and_its_grade_control(app_env: dict) -> None:  # noqa: F811
+    at = search(rated_app(), "bicycles for commuting")
+    controls = len(_grade_controls(at))
+    long_cards = [e for e in at.expander if e.label == "Full text"]
+    at.toggle(key="w.compact_rows").set_value(True).run()
+    assert not at.exception and len(_grade_controls(at)) == controls == 20
+    assert not [e for e in at.expander if e.label == "Full text"]  # one line of text a card
+    assert len([c for c in at.caption if c.value.endswith("…")]) >= len(long_cards)

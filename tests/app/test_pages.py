@@ -484,18 +484,24 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     at.selectbox(key="judge-collection").set_value("demo")
     at.get("file_uploader")[1].set_value((f"../../..{victim}", qrels, "text/tab-separated-values"))
     at.get("file_uploader")[2].set_value(("/etc/cron.d/q.jsonl", queries, "application/json"))
+    at.text_input(key="judge-rater").input("team b")
     next(b for b in at.button if b.label == "Attach").click().run()
     assert not at.exception and any("Attached judgments for 1 query to 'demo'" in s.value for s in at.success)
     assert not victim.exists() and not Path("/etc/cron.d/q.jsonl").exists()
     from workbench.app.state import engine_resource
     from workbench.judgments import attach_judgments, detach_judgments, load_judgments
-    from workbench.services.demo import demo_dir
+    from workbench.services.demo import DEMO_RATER, demo_dir
 
     settings = engine_resource().settings
-    assert load_judgments(settings, "demo").given == 1395 + 1  # attached beside the demo's, not over them
+    shipped = len((demo_dir() / "qrels" / "test.tsv").read_text().splitlines()) - 1
+    judged = load_judgments(settings, "demo")
+    assert judged.given == shipped + 1  # attached beside the demo's, not over them
+    assert {"team b", DEMO_RATER} <= set(judged.raters)  # under the rater named on the page
     # put the demo's own judgments back, alone, for whatever runs next
-    assert detach_judgments(settings, "demo") == 1395 + 1
-    attach_judgments(settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl")
+    assert detach_judgments(settings, "demo") == shipped + 1
+    attach_judgments(
+        settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", rater=DEMO_RATER
+    )
 
 
 def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:

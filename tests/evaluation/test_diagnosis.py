@@ -52,7 +52,13 @@ def test_phantom_hits_duplicates_and_an_empty_first_stage_are_named() -> None:
     assert signs["parking"].phantom and not signs["leave"].phantom  # brought in from #9, no query word, grade 0
     assert signs["leave-copy"].duplicate_of == "leave"
     assert found.first_stage_found and (found.phantoms, found.duplicates, found.cut) == (1, 1, 0)
-    assert found.words() == "1 phantom hit (no query word, from beyond the top n); 1 near-duplicate in the top n"
+    assert found.words() == (
+        "1 phantom hit (no query word, placed in the top 3 from beyond the top n); 1 near-duplicate in the top n"
+    )
+    # filler at the bottom of a longer top n is no phantom: placed at #4 from #9, no query word, grade 0
+    low = _result([("leave", ANNUAL, 1, 1), ("a", "x y", 2, 2), ("b", "z w", 3, 3),
+                   ("parking", "Parking permits are issued by facilities.", 9, 4)], top_n=4)  # fmt: skip
+    assert not diagnose_result(low, "q1", {"leave": 2, "parking": 0}, 0.0, None).documents[3].phantom
     # a passage judged relevant is no phantom, whatever its words
     assert not diagnose_result(result, "q1", {"parking": 3}, 0.0, None).documents[0].phantom
     # nothing relevant among the candidates: no reranking could have helped

@@ -12,16 +12,18 @@ from workbench.app.judging import Judging, grade_control
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
-from workbench.judgments import configuration_label, document_texts, judging_queue, load_judgments
+from workbench.judgments import configuration_label, document_chunks, judging_queue, load_judgments
+from workbench.types import Chunk
 from workbench.vocab import DISPLAY_CHARS
 
 SHOWN = 10  # rows drawn at a time; the rest wait below
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _texts(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[str, str]:
-    """The queue's passages, read once per set of rows (every widget on Evaluate reruns the page)."""
-    return document_texts(_engine, collection, doc_ids)
+def _chunks(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[str, Chunk]:
+    """The queue's passages (with their titles), read once per set of rows (every widget on Evaluate reruns the
+    page)."""
+    return document_chunks(_engine, collection, doc_ids)
 
 
 def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> None:
@@ -52,19 +54,22 @@ def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> Non
         )
     else:
         st.caption("Run another first stage, k or reranker on these judgments to pool its documents here too.")
-    texts = _texts(engine, report.collection, tuple(item.doc_id for item in queue[:SHOWN]))
+    chunks = _chunks(engine, report.collection, tuple(item.doc_id for item in queue[:SHOWN]))
     for item in queue[:SHOWN]:
         with st.container(border=True):
             before = f"#{item.rank_before}" if item.rank_before else "—"
             after = f"#{item.rank_after}" if item.rank_after else "—"
+            chunk = chunks.get(item.doc_id)
+            title = str(chunk.metadata.get("title") or "") if chunk is not None else ""
+            named = f"**{text_md(title)}** " if title else ""
             st.markdown(
-                f"**{text_md(item.query)}** · `{item.doc_id.replace('`', '')}` · rank {before} → {after} · "
+                f"**{text_md(item.query)}** · {named}`{item.doc_id.replace('`', '')}` · rank {before} → {after} · "
                 f"could move the mean nDCG@10 change by up to {item.weight:.3f}",
                 help="Its weight: how far the verdict's mean nDCG@10 change (after minus before) would move if this "
                 "document were relevant (its discount in the reranked top 10 minus its discount in the first-stage "
                 "top 10, over the number of queries). The heaviest come first.",
             )
-            text = " ".join(texts.get(item.doc_id, "").split())
+            text = " ".join(chunk.text.split()) if chunk is not None else ""
             if text:
                 st.markdown(text_md(text[:DISPLAY_CHARS]) + ("…" if len(text) > DISPLAY_CHARS else ""))
             grade_control(Judging(engine, report.collection, item.query, {}, rater), item.doc_id, "queue")

@@ -121,6 +121,7 @@ class AppState:
     k = _Field(DEFAULT_K)
     top_n_wanted = _Field(DEFAULT_TOP_N)
     filters_text = _Field("")
+    compact_rows = _Field(False)  # Explore's and Compare's cards as one line each
     # Explore
     query = _Field("")
     sample_pick: _Field[str | None] = _Field(None)

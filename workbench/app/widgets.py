@@ -14,11 +14,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from workbench.app.state import bind
 from workbench.evaluation.calibration import Calibration
 from workbench.inputs import safe_upload_name
 from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
-from workbench.vocab import DISPLAY_CHARS, RETRIEVAL
+from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS, RETRIEVAL
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=\"'])")
 # HTML-ish characters and ':' (Streamlit's :color[...] and :icon: directives) as entities: the Markdown parser
@@ -120,14 +121,23 @@ def grade_badge(grades: dict[str, int] | None, doc_id: str) -> str:
     return f" · :{color}-badge[{label} ({grade})]"
 
 
-def _body(text: str) -> None:
+def _body(text: str, compact: bool = False) -> None:
     flat = " ".join(text.split())
+    if compact:  # one line of the passage: ten cards a screen
+        st.caption(text_md(flat[:COMPACT_CHARS]) + ("…" if len(flat) > COMPACT_CHARS else ""))
+        return
     if len(flat) <= DISPLAY_CHARS:
         st.markdown(text_md(flat))
         return
     st.markdown(text_md(flat[:DISPLAY_CHARS]) + "…")
     with st.expander("Full text"):
         st.markdown(text_md(flat))
+
+
+def compact_toggle() -> bool:
+    """The "Compact rows" switch of a page with two lists: one line of text a card, so ten fit a screen."""
+    return bool(st.toggle("Compact rows", help="Each card as its header, one line of text and its grade buttons.",
+                          **bind("compact_rows")))  # fmt: skip
 
 
 def _document(metadata: dict, fallback: str) -> str:
@@ -140,8 +150,10 @@ def vector_row(
     grades: dict[str, int] | None = None,
     retrieval: str = "dense",
     extra: Callable[[str], None] | None = None,
+    compact: bool = False,
 ) -> None:
-    """One first-stage card; `extra` draws more inside it, given the document id (Explore's grade control)."""
+    """One first-stage card; `extra` draws more inside it, given the document id (Explore's grade control);
+    `compact` keeps it to its header, one line of text and the extra."""
     with st.container(border=True):
         fate = "" if c.rerank_rank <= top_n else f" · :gray-badge[dropped → \\#{c.rerank_rank}]"
         grade = grade_badge(grades, _document(c.metadata, c.id))
@@ -153,8 +165,9 @@ def vector_row(
             f"**\\#{c.vector_rank}** · **{text_md(label_of(c.metadata, c.text))}** · {name} "
             f"`{c.vector_score:.3f}`{sources}{fate}{grade}"
         )
-        st.caption(text_md(_where(c.metadata)))
-        _body(c.text)
+        if not compact:
+            st.caption(text_md(_where(c.metadata)))
+        _body(c.text, compact)
         if extra is not None:
             extra(_document(c.metadata, c.id))
 
@@ -180,9 +193,11 @@ def reranked_row(
     note: str | None = None,
     calibration: Calibration | None = None,
     extra: Callable[[RankedHit], None] | None = None,
+    compact: bool = False,
 ) -> None:
     """One reranked card; `note` (Compare's "only in A") is a badge in the card's own header line; `calibration`
-    adds p(relevant) beside the score; `extra` draws more inside the card (Explore's "why here?")."""
+    adds p(relevant) beside the score; `extra` draws more inside the card (Explore's "why here?"); `compact` keeps
+    it to its header, one line of text and the extra."""
     with st.container(border=True):
         grade = grade_badge(grades, _document(r.metadata, r.id))
         badge = f" · :violet-badge[{text_md(note)}]" if note else ""
@@ -191,8 +206,9 @@ def reranked_row(
             f"{score_md(r.rerank_score, scale)}{calibrated_md(r.rerank_score, calibration)} · first stage "
             f"`{r.vector_score:.3f}`{grade}{badge}"
         )
-        st.caption(text_md(_where(r.metadata)))
-        _body(r.text)
+        if not compact:
+            st.caption(text_md(_where(r.metadata)))
+        _body(r.text, compact)
         if extra is not None:
             extra(r)
 

@@ -1,9 +1,10 @@
 """Why a query was hurt: for the reranked top n of each judged query, the signs that explain a loss.
 
 - **cut**: the share of a passage's tokens the cross-encoder never read (cut at its max length with the query);
-- **phantom hit**: a passage the reranker brought into the top n from beyond it that shares no word with the
-  query and is not judged relevant (a high cross-encoder score on no lexical evidence and a low first-stage
-  score; Jacob et al., 2024, "Drowning in Documents");
+- **phantom hit**: a passage the reranker placed in its top PHANTOM_TOP_RANKS from beyond the top n that shares no
+  word with the query and is not judged relevant (a high cross-encoder score on no lexical evidence and a low
+  first-stage score; Jacob et al., 2024, "Drowning in Documents"). Lower places are left out: a top n is mostly
+  filler once its few relevant documents are placed, and filler from beyond the top n says nothing;
 - **near-duplicates**: two passages in the top n whose word 5-grams mostly coincide (Jaccard ≥ 0.8);
 - **first stage found**: whether any document judged relevant was among the k candidates at all (if not, no
   reranking could help: the first stage's Recall@k is the ceiling).
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 
 from workbench.engine import Engine
 from workbench.evaluation.io import Dataset
-from workbench.types import SearchPlan, SearchResult
+from workbench.types import RankedHit, SearchPlan, SearchResult
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 CUT_SHOWN = 0.1  # a passage with at least this share cut counts as cut
@@ -81,6 +82,8 @@ _STOPWORDS = frozenset(
     )
 )
 
+PHANTOM_TOP_RANKS = 3  # a phantom hit is placed this high: a high score, not filler at the bottom of the top n
+
 
 class DocumentSigns(BaseModel):
     """One passage of a reranked top n and what may have gone wrong with it."""
@@ -121,8 +124,8 @@ class QueryDiagnosis(BaseModel):
         if not self.first_stage_found:
             signs.append("the first stage found no relevant document among the k candidates")
         if self.phantoms:
-            signs.append(f"{self.phantoms} phantom hit{'s' if self.phantoms > 1 else ''} (no query word, from beyond "
-                         "the top n)")  # fmt: skip
+            signs.append(f"{self.phantoms} phantom hit{'s' if self.phantoms > 1 else ''} (no query word, placed in "
+                         f"the top {PHANTOM_TOP_RANKS} from beyond the top n)")  # fmt: skip
         if self.cut:
             worst = max(d.cut_share or 0.0 for d in self.documents)
             signs.append(f"{self.cut} passage{'s' if self.cut > 1 else ''} cut at the model's max length (up to "
@@ -174,9 +177,11 @@ def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _phantom(rank_before: int, top_n: int, terms: set[str], text: str, grade: int | None) -> bool:
-    """Brought in from beyond the top n, sharing no word with the query, and not judged relevant."""
-    return rank_before > top_n and not (terms & content_words(text)) and not (grade is not None and grade > 0)
+def _phantom(row: RankedHit, top_n: int, terms: set[str], grade: int | None) -> bool:
+    """Placed in the top PHANTOM_TOP_RANKS from beyond the top n, sharing no word with the query, and not judged
+    relevant."""
+    lifted = row.rank_before > top_n and row.rank_after <= PHANTOM_TOP_RANKS
+    return lifted and not (terms & content_words(row.text)) and not (grade is not None and grade > 0)
 
 
 def diagnose_result(
@@ -200,7 +205,7 @@ def diagnose_result(
         documents.append(
             DocumentSigns(
                 document_id=doc, rank_before=row.rank_before, rank_after=row.rank_after, grade=grades.get(doc),
-                cut_share=share, phantom=_phantom(row.rank_before, result.top_n, terms, row.text, grades.get(doc)),
+                cut_share=share, phantom=_phantom(row, result.top_n, terms, grades.get(doc)),
                 duplicate_of=twin,
             )
         )  # fmt: skip

@@ -10,7 +10,14 @@
 
 from workbench.judgments.agreement import Agreement, Disagreement, PairAgreement, fleiss_kappa, rater_agreement
 from workbench.judgments.figures import QueryFigures, query_figures
-from workbench.judgments.queue import QueueItem, configuration_label, document_texts, judging_queue, pooled_reports
+from workbench.judgments.queue import (
+    QueueItem,
+    configuration_label,
+    document_chunks,
+    document_texts,
+    judging_queue,
+    pooled_reports,
+)
 from workbench.judgments.service import (
     EXPORT_FORMATS,
     Judgments,
@@ -48,6 +55,7 @@ __all__ = [
     "configuration_label",
     "current_grades",
     "detach_judgments",
+    "document_chunks",
     "document_texts",
     "export_judgments",
     "export_queries",

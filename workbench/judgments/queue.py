@@ -19,6 +19,7 @@ from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
 from workbench.judgments.service import Judgments
 from workbench.models import short_model_name
+from workbench.types import Chunk
 from workbench.vocab import MAX_QUEUE_TEXT_CHUNKS
 
 _CUTOFF = 10  # the verdict's metric is nDCG@10
@@ -98,18 +99,25 @@ def judging_queue(
     return ranked[:limit] if limit else ranked
 
 
-def document_texts(
+def document_chunks(
     engine: Engine, collection: str, doc_ids: Sequence[str], most: int = MAX_QUEUE_TEXT_CHUNKS
-) -> dict[str, str]:
-    """Each document's first chunk text, for the queue's cards (read from the store; empty for collections of
-    more than `most` chunks, where the queue shows ids only)."""
+) -> dict[str, Chunk]:
+    """Each document's first chunk (its text, and its title in the metadata), for the queue's cards (read from the
+    store; empty for collections of more than `most` chunks, where the queue shows ids only)."""
     store = engine.registry.get(collection)
     if store.count() > most:
         return {}
     wanted = set(doc_ids)
-    texts: dict[str, str] = {}
+    chunks: dict[str, Chunk] = {}
     for chunk in store.all_chunks():
         doc = str(chunk.metadata.get("document_id", chunk.id))
-        if doc in wanted and doc not in texts:
-            texts[doc] = chunk.text
-    return texts
+        if doc in wanted and doc not in chunks:
+            chunks[doc] = chunk
+    return chunks
+
+
+def document_texts(
+    engine: Engine, collection: str, doc_ids: Sequence[str], most: int = MAX_QUEUE_TEXT_CHUNKS
+) -> dict[str, str]:
+    """Each document's first chunk text (`document_chunks`' texts)."""
+    return {doc: chunk.text for doc, chunk in document_chunks(engine, collection, doc_ids, most).items()}

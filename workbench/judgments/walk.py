@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from workbench.engine import Engine
-from workbench.judgments.queue import QueueItem, document_texts
+from workbench.judgments.queue import QueueItem, document_chunks
 from workbench.judgments.service import Judgments, normal_query
 from workbench.judgments.store import JudgmentRow
 from workbench.types import Chunk, SearchPlan, SearchResult
@@ -85,9 +85,10 @@ def grading_walk(
 
 def queue_walk(engine: Engine, collection: str, queue: Sequence[QueueItem]) -> list[WalkItem]:
     """A judging queue as a walk, in its order (heaviest on the verdict first), with each document's text."""
-    texts = document_texts(engine, collection, [item.doc_id for item in queue])
+    chunks = document_chunks(engine, collection, [item.doc_id for item in queue])
     return [
-        WalkItem(query=item.query, doc_id=item.doc_id, title="", text=texts.get(item.doc_id, ""),
+        WalkItem(query=item.query, doc_id=item.doc_id, title=_title(chunks[item.doc_id]) if item.doc_id in chunks
+                 else "", text=chunks[item.doc_id].text if item.doc_id in chunks else "",
                  rank_before=item.rank_before, rank_after=item.rank_after)
         for item in queue
     ]  # fmt: skip

@@ -196,6 +196,10 @@ def _attach_judgments(engine: Engine, names: list[str]) -> None:
         j1, j2 = st.columns(2)
         qrels_file = file_picker(j1, "Qrels (BEIR TSV or TREC)", ["tsv", "txt", "qrels"], "judge-qrels")
         queries_file = file_picker(j2, "Queries (BEIR jsonl or id<TAB>text)", ["jsonl", "tsv", "txt"], "judge-q")
+        rater = st.text_input(
+            "Whose grades these are (the rater)", key="judge-rater", placeholder="imported <qrels file name>",
+            help="The grades are kept under this rater's name, beside everyone else's; agreement is per rater.",
+        )  # fmt: skip
         attach = st.form_submit_button("Attach")
     if attach:
         with shown_errors():
@@ -203,8 +207,9 @@ def _attach_judgments(engine: Engine, names: list[str]) -> None:
                 raise InputError("Upload both a qrels file and a queries file.")
             with tempfile.TemporaryDirectory() as tmp:
                 judged = import_judgments(
-                    engine, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp))
-                )
+                    engine, target, save_upload(qrels_file, Path(tmp)), save_upload(queries_file, Path(tmp)),
+                    rater=rater.strip() or None,
+                )  # fmt: skip
             st.success(f"Attached judgments for {counted(judged.query_count, 'query', 'queries')} to '{target}'.")
 
 

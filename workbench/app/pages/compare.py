@@ -22,7 +22,7 @@ from workbench.app.state import (
     set_value,
     shown_errors,
 )
-from workbench.app.widgets import downloads, reranked_row, score_note, sidebar_note, text_md
+from workbench.app.widgets import compact_toggle, downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration
 from workbench.experiments import compare_configurations, open_experiment_store
@@ -247,6 +247,7 @@ def _lists(
         model = by_id[config.model].short_name if config.rerank and config.model in by_id else "no reranker"
         return f"{side}: {result.collection} · {result.retrieval} · k={result.k} · {model}"
 
+    compact = compact_toggle()
     left, right = st.columns(2)
     shared = set(ids_a) & set(ids_b)
     for column, side, config in ((left, "A", configs["A"]), (right, "B", configs["B"])):
@@ -273,7 +274,7 @@ def _lists(
             for row in result.reranked:
                 only = None if row.id in shared else f"only in {side}"
                 reranked_row(
-                    row, grades, result.score_scale, note=only, calibration=calibration,
+                    row, grades, result.score_scale, note=only, calibration=calibration, compact=compact,
                     extra=lambda hit, side=side, judging=judging: grade_control(
                         judging, str(hit.metadata.get("document_id", hit.id)), f"compare-{side}"
                     ),

@@ -25,6 +25,7 @@ from workbench.app.state import (
 from workbench.app.widgets import (
     SIDEBAR_CONTROLS,
     calibration_caption,
+    compact_toggle,
     counted,
     downloads,
     reranked_row,
@@ -173,14 +174,16 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
         if nothing:
             st.warning(nothing, icon=":material/do_not_disturb_on:")
 
+    compact = compact_toggle()
     left, right = st.columns(2)
     first_stage = RETRIEVAL[result.retrieval].heading
     with left:
         st.subheader(f"{first_stage} · top {result.top_n} of {len(result.candidates)}")
         for candidate in result.candidates[: result.top_n]:
             vector_row(
-                candidate, result.top_n, grades, result.retrieval, lambda doc: grade_control(judging, doc, "first")
-            )
+                candidate, result.top_n, grades, result.retrieval, lambda doc: grade_control(judging, doc, "first"),
+                compact=compact,
+            )  # fmt: skip
     with right:
         heading = "Reranked" if result.reranker_model else "No reranking: first-stage order"
         st.subheader(f"{heading} · top {result.top_n}")
@@ -194,7 +197,7 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
                 explain(row)
 
         for row in result.reranked:
-            reranked_row(row, grades, result.score_scale, calibration=calibration, extra=card_extra)
+            reranked_row(row, grades, result.score_scale, calibration=calibration, extra=card_extra, compact=compact)
 
     relevant = {doc for doc, grade in grades.items() if grade > 0}
     st.plotly_chart(slopegraph(result, relevant), width="stretch", key="slopegraph")
