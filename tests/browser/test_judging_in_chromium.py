@@ -127,6 +127,15 @@ def test_the_first_grade_asks_for_the_raters_name_and_a_new_tab_keeps_it(app_url
         second.get_by_text("History (1 search)").first.wait_for()
         no_exception(second)
 
+        shared = page.context.new_page()
+        shared.goto(f"{app_url}/?u=0123456789abcdef")  # a link someone else shared, with their id in it
+        on_page(shared, "Explore")
+        shared.wait_for_function(
+            "() => [...document.querySelectorAll('input')].some(i => i.getAttribute('aria-label') === 'Rating as' "
+            "&& i.value === 'bea')"
+        )  # this browser still rates as itself
+        assert "u=0123456789abcdef" not in shared.url
+
 
 def _at_document(page, number: int) -> None:
     page.get_by_text(re.compile(rf"document {number} of \d+")).first.wait_for()

@@ -33,11 +33,12 @@ def _browser_cookie() -> str | None:
 
 
 def user_session_id() -> str:
-    """The session-store id of this browser's user: `app:<id>`. The id comes from the URL (?u=..., a link that
-    names the user), this session's state, or the browser's cookie (new tabs and visits), else a new one; it is
-    put back in the URL (a reload finds it even where cookies are refused) and in this session's state (Streamlit
-    drops query parameters when the page changes). `remember_browser` writes the cookie."""
-    user = _valid(st.query_params.get("u")) or _valid(STATE.history_user) or _browser_cookie() or uuid.uuid4().hex[:16]
+    """The session-store id of this browser's user: `app:<id>`. The id comes from the browser's cookie (new tabs
+    and visits: a link someone shared, with their ?u=, never makes this browser rate under their name), this
+    session's state, or the URL (?u=..., a reload where cookies are refused), else a new one; it is put back in the
+    URL and in this session's state (Streamlit drops query parameters when the page changes). `remember_browser`
+    writes the cookie."""
+    user = _browser_cookie() or _valid(STATE.history_user) or _valid(st.query_params.get("u")) or uuid.uuid4().hex[:16]
     if st.query_params.get("u") != user:
         st.query_params["u"] = user
     STATE.history_user = user
