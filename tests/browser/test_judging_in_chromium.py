@@ -46,6 +46,23 @@ def _rate_as(page, name: str) -> None:
     _idle(page)
 
 
+def _open_as(page, rater: str, heading: str) -> None:
+    """Give the rater's name on Explore, then go to the page with this heading."""
+    on_page(page, "Explore")
+    _rate_as(page, rater)
+    page.get_by_role("link", name=heading).click()
+    on_page(page, heading)
+
+
+def _rater_shown(page, name: str) -> None:
+    """Wait until the sidebar's "Rating as" holds `name`."""
+    page.wait_for_function(
+        "(name) => [...document.querySelectorAll('input')].some(i => i.getAttribute('aria-label') === 'Rating as' "
+        "&& i.value === name)",
+        arg=name,
+    )
+
+
 def _top_n(page) -> int:
     slider = page.get_by_role("slider", name="top n compared")
     return int(slider.get_attribute("aria-valuenow") or slider.get_attribute("aria-valuetext") or 0)
@@ -56,10 +73,7 @@ def test_compare_controls_write_no_grade_and_keep_top_n(app_url: str) -> None:
     "dense" clicked in B. Before the fix, each rerun fired the grade controls of cards that had left the lists
     (grades nobody clicked) and top n fell to 1."""
     with chromium_page(app_url, []) as page:
-        on_page(page, "Explore")
-        _rate_as(page, "ann")
-        page.get_by_role("link", name="Compare").click()
-        on_page(page, "Compare")
+        _open_as(page, "ann", "Compare")
         page.get_by_role("button", name="dense vs hybrid candidates (both reranked)").click()
         _idle(page)
         box = page.get_by_label("Query", exact=True)
@@ -120,20 +134,14 @@ def test_the_first_grade_asks_for_the_raters_name_and_a_new_tab_keeps_it(app_url
         second = page.context.new_page()
         second.goto(app_url)  # a new tab: no ?u= in its address
         on_page(second, "Explore")
-        second.wait_for_function(
-            "() => [...document.querySelectorAll('input')].some(i => i.getAttribute('aria-label') === 'Rating as' "
-            "&& i.value === 'bea')"
-        )
+        _rater_shown(second, "bea")
         second.get_by_text("History (1 search)").first.wait_for()
         no_exception(second)
 
         shared = page.context.new_page()
         shared.goto(f"{app_url}/?u=0123456789abcdef")  # a link someone else shared, with their id in it
         on_page(shared, "Explore")
-        shared.wait_for_function(
-            "() => [...document.querySelectorAll('input')].some(i => i.getAttribute('aria-label') === 'Rating as' "
-            "&& i.value === 'bea')"
-        )  # this browser still rates as itself
+        _rater_shown(shared, "bea")  # this browser still rates as itself
         assert "u=0123456789abcdef" not in shared.url
 
 
@@ -156,10 +164,7 @@ def test_a_query_set_is_graded_from_the_keyboard(app_url: str) -> None:
         )
     )
     with chromium_page(app_url, []) as page:
-        on_page(page, "Explore")
-        _rate_as(page, "cy")
-        page.get_by_role("link", name="Grade").click()
-        on_page(page, "Grade")
+        _open_as(page, "cy", "Grade")
         page.get_by_role("button", name="Start grading").click()
         _at_document(page, 1)
         _idle(page)
