@@ -13,6 +13,8 @@ os.environ["WORKBENCH_CONFIG"] = ""
 os.environ["HF_HUB_OFFLINE"] = "1"
 # Indexes, judgments and session history of engines the tests build go to a throwaway folder, never the checkout.
 os.environ["WORKBENCH_DATA_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-test-data-")
+# What the workbench learns about the machine (ingest rates, measured backends) too: never the user's own cache.
+os.environ["WORKBENCH_CACHE_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-test-cache-")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 # `auto` measuring the backends once per model and data folder would repeat in every test's fresh folder: off here,
 # and on in tests/test_backend_choice.py, which measures it.

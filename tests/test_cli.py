@@ -225,3 +225,40 @@ def test_json_output_is_strict_json_even_for_a_score_that_is_not_a_number(capsys
         raise ValueError(f"{name} is not JSON")
 
     assert json.loads(capsys.readouterr().out, parse_constant=refuse) == {"score": None, "other": None}
+
+
+def _modules_loaded_by(argv: list[str], env: dict[str, str]) -> set[str]:
+    """The modules a fresh `workbench ARGV` process had imported when the command returned."""
+    code = (
+        "import sys, json\nfrom workbench.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "scipy", "pandas", "workbench.engine")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["experiments", "list", "--help"]])
+def test_help_imports_no_model_store_or_evaluation_stack(argv: list[str], tmp_path: Path) -> None:
+    import os
+
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(tmp_path))
+    loaded = _modules_loaded_by(argv, env)
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY[:-1] or m == "workbench.engine"}
+    assert "chromadb" not in loaded and "numpy" not in loaded
+
+
+def test_collections_imports_the_store_client_but_no_model(tmp_path: Path, corpus_dir: Path) -> None:
+    import os
+
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(tmp_path))
+    subprocess.run(
+        [sys.executable, "-c", f"from workbench.cli import main; main(['ingest', {str(corpus_dir)!r}, '--collection', 'notes'])"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    loaded = _modules_loaded_by(["collections"], env)
+    assert "chromadb" in loaded  # it did list the store
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY[:-1] or m == "workbench.engine"}

@@ -222,10 +222,17 @@ def test_kill_9_mid_ingest_then_rerun_gives_exact_counts(
     # shrink every file, kill -9 part-way through replacing them, rerun: exactly the new chunks remain
     for i in range(6):
         (folder / f"f{i}.txt").write_text(f"File {i} now has one short paragraph.")
-    killed_run(4)  # 4 of the 6 files replaced, then kill -9
+    killed_run(4)  # the 12 stale chunks deleted, 4 of the 6 new ones written, then kill -9
     engine = Engine(settings)
-    assert engine.collection_info("killed").count == 4 + 2 * 3
+    stored = _stored(engine, "killed")
+    assert sorted(stored) == [f"f{i}.txt::0" for i in range(6)]
+    assert sum(text.endswith("one short paragraph.") for text in stored.values()) == 4
+    [listed] = [c for c in engine.collections() if c.name == "killed"]
+    assert listed.ingesting is not None and not listed.ingesting.running
+    assert listed.ingesting.words() == "interrupted at 4 of 6 chunks: the same ingest again resumes it"
     report = engine.ingest(folder, "killed", chunk_size=60, chunk_overlap=0)
+    assert (report.unchanged, report.updated) == (4, 2)
+    assert next(c for c in engine.collections() if c.name == "killed").ingesting is None
     stored = _stored(engine, "killed")
     assert sorted(stored) == [f"f{i}.txt::0" for i in range(6)]
     assert all(text.endswith("one short paragraph.") for text in stored.values())

@@ -34,6 +34,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.retrieval",
         "workbench.stores",
         "workbench.ingest",
+        "workbench.ingest_status",
         "workbench.loaders",
     ),
     "engine": ("workbench.engine",),

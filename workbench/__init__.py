@@ -5,35 +5,76 @@
 >>> result.reranked[0].movement_label
 """
 
-from workbench.config import Settings, get_settings
-from workbench.embeddings import EmbedderAsLangChain, LangChainEmbedder, SentenceTransformerEmbedder
-from workbench.engine import Engine, get_engine
-from workbench.errors import (
-    CollectionNotFoundError,
-    ConfigError,
-    IngestError,
-    InputError,
-    ModelError,
-    ModelNotFoundError,
-    QueryTimeoutError,
-    StoreConnectionError,
-    StoreError,
-    WorkbenchError,
-)
-from workbench.models import resolve_model
-from workbench.rerankers import CrossEncoderReranker, ScoreCache
-from workbench.services.search import RetrievalService, retrieve_chunks, retrieve_top_docs, search_documents
-from workbench.stores import StoreConfig, StoreRegistry
-from workbench.types import (
-    Candidate,
-    Chunk,
-    CollectionInfo,
-    IngestReport,
-    RankedHit,
-    RetrievedChunk,
-    SearchResult,
-    StageTimings,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.config import Settings, get_settings
+    from workbench.embeddings import EmbedderAsLangChain, LangChainEmbedder, SentenceTransformerEmbedder
+    from workbench.engine import Engine, get_engine
+    from workbench.errors import (
+        CollectionNotFoundError,
+        ConfigError,
+        IngestError,
+        InputError,
+        ModelError,
+        ModelNotFoundError,
+        QueryTimeoutError,
+        StoreConnectionError,
+        StoreError,
+        WorkbenchError,
+    )
+    from workbench.models import resolve_model
+    from workbench.rerankers import CrossEncoderReranker, ScoreCache
+    from workbench.services.search import RetrievalService, retrieve_chunks, retrieve_top_docs, search_documents
+    from workbench.stores import StoreConfig, StoreRegistry
+    from workbench.types import (
+        Candidate,
+        Chunk,
+        CollectionInfo,
+        IngestReport,
+        RankedHit,
+        RetrievedChunk,
+        SearchResult,
+        StageTimings,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "Candidate": "workbench.types",
+    "Chunk": "workbench.types",
+    "CollectionInfo": "workbench.types",
+    "CollectionNotFoundError": "workbench.errors",
+    "ConfigError": "workbench.errors",
+    "CrossEncoderReranker": "workbench.rerankers",
+    "EmbedderAsLangChain": "workbench.embeddings",
+    "Engine": "workbench.engine",
+    "IngestError": "workbench.errors",
+    "IngestReport": "workbench.types",
+    "InputError": "workbench.errors",
+    "LangChainEmbedder": "workbench.embeddings",
+    "ModelError": "workbench.errors",
+    "ModelNotFoundError": "workbench.errors",
+    "QueryTimeoutError": "workbench.errors",
+    "RankedHit": "workbench.types",
+    "RetrievalService": "workbench.services.search",
+    "RetrievedChunk": "workbench.types",
+    "ScoreCache": "workbench.rerankers",
+    "SearchResult": "workbench.types",
+    "SentenceTransformerEmbedder": "workbench.embeddings",
+    "Settings": "workbench.config",
+    "StageTimings": "workbench.types",
+    "StoreConfig": "workbench.stores",
+    "StoreConnectionError": "workbench.errors",
+    "StoreError": "workbench.errors",
+    "StoreRegistry": "workbench.stores",
+    "WorkbenchError": "workbench.errors",
+    "get_engine": "workbench.engine",
+    "get_settings": "workbench.config",
+    "resolve_model": "workbench.models",
+    "retrieve_chunks": "workbench.services.search",
+    "retrieve_top_docs": "workbench.services.search",
+    "search_documents": "workbench.services.search",
+}
 
 __version__ = "0.1.0"
 
@@ -74,3 +115,17 @@ __all__ = [
     "retrieve_top_docs",
     "search_documents",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use, so that `workbench --help` does not load the whole stack (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -20,6 +20,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
+from workbench.ingest_status import IngestTracker
 from workbench.inputs import (
     validate_collection_name,
     validate_page,
@@ -411,23 +412,34 @@ class Engine:
             recorded = self.registry.get(collection).embedding_model()
         except CollectionNotFoundError:
             recorded = None
-        report = ingest_path(
-            path,
-            collection,
-            registry=self.registry,
-            embedder=self.embedder(recorded),
-            chunk_size=size,
-            chunk_overlap=overlap,
-            text_columns=text_columns,
-            unit_size=self.settings.ingest_unit,
-            progress=progress,
-            shown_as=shown_as,
-            replace=replace,
-            uploaded=uploaded,
-            on_write=lambda upserted, deleted: self.bm25.updated(
-                collection, self.registry.get(collection), upserted, deleted
-            ),
+        embedder = self.embedder(recorded)
+        tracker = IngestTracker(
+            self.settings.data_dir, self.registry.config(collection).where, collection, embedder.model_id, progress
         )
+        finished = False
+        try:
+            report = ingest_path(
+                path,
+                collection,
+                registry=self.registry,
+                embedder=embedder,
+                chunk_size=size,
+                chunk_overlap=overlap,
+                text_columns=text_columns,
+                unit_size=self.settings.ingest_unit,
+                progress=tracker,
+                shown_as=shown_as,
+                replace=replace,
+                uploaded=uploaded,
+                on_write=lambda upserted, deleted: self.bm25.updated(
+                    collection, self.registry.get(collection), upserted, deleted
+                ),
+            )
+            finished = True
+        finally:
+            # a file nothing was read from leaves no status behind; an ingest cut off midway says where it stopped
+            started = tracker.status.total > 0
+            tracker.close(finished or not started, embedded=report.added + report.updated if finished else 0)
         self.bm25.settle(collection, self.registry.get(collection))
         self._forget_results(collection)
         return report

@@ -27,8 +27,8 @@ from workbench.types import Chunk, IngestProblem, IngestReport
 ProgressCallback = Callable[[int, int], None]
 WriteListener = Callable[[list[Chunk], list[str]], None]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-# Chunks written per unit: large enough that the embedder's own length sorting pads little, small enough
-# that an interrupted ingest loses little and the progress bar moves.
+# Chunks embedded and written per batch: small enough that an interrupted ingest loses little and the progress
+# bar moves (the batches are cut from one length sort, so their size hardly changes the padding).
 UNIT_CHUNKS = 256
 
 
@@ -151,8 +151,9 @@ def write_chunks(
     progress: ProgressCallback | None = None,
     on_write: WriteListener | None = None,
 ) -> WriteCounts:
-    """Write chunks origin by origin: skip unchanged, embed and upsert new or changed, delete stale ones.
-    `on_write(upserted, deleted_ids)` hears of each unit's writes (the BM25 index follows them)."""
+    """Write chunks: skip unchanged ones, delete stale ones, then embed and upsert the new or changed ones in
+    batches of `unit_size`, longest first. `on_write(upserted, deleted_ids)` hears of each write (the BM25 index
+    follows them)."""
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
@@ -161,26 +162,39 @@ def write_chunks(
     collection = _open_collection(registry, collection_name, embedder)
     counts = WriteCounts()
     total = len(chunks)
-    done = 0
     if progress:
         progress(0, total)
-    for unit in _units_by_origin(chunks, unit_size):
+    todo: list[Chunk] = []
+    stale: list[str] = []
+    for unit in _units_by_origin(chunks, unit_size):  # what changed, origin by origin: reads only
         origins = sorted({str(c.metadata[ORIGIN_KEY]) for c in unit})
         stored = collection.stored_chunks(origins, [c.id for c in unit])
-        todo = [c for c in unit if stored.get(c.id, "missing") != c.metadata[CONTENT_HASH_KEY]]
-        if todo:
-            vectors = None if collection.embeds_documents else embedder.embed_documents([c.text for c in todo])
-            collection.upsert(todo, vectors)
+        changed = [c for c in unit if stored.get(c.id, "missing") != c.metadata[CONTENT_HASH_KEY]]
         produced = {c.id for c in unit}
-        stale = [i for i in stored if i not in produced]
+        stale += [i for i in stored if i not in produced]
+        todo += changed
+        counts.unchanged += len(unit) - len(changed)
+        counts.updated += sum(c.id in stored for c in changed)
+        counts.added += sum(c.id not in stored for c in changed)
+    if stale:
         collection.delete_chunks(stale)
-        if on_write and (todo or stale):
-            on_write(todo, stale)
-        counts.unchanged += len(unit) - len(todo)
-        counts.updated += sum(c.id in stored for c in todo)
-        counts.added += sum(c.id not in stored for c in todo)
-        counts.removed += len(stale)
-        done += len(unit)
+        counts.removed = len(stale)
+        if on_write:
+            on_write([], stale)
+    done = total - len(todo)
+    if progress and done:
+        progress(done, total)
+    # One length sort over everything to embed: each batch holds texts of about one length, so little padding
+    # (the embedder sorts only within a call). Each batch is stored as it is embedded: an ingest cut off loses
+    # at most one batch, and the next run finds the rest unchanged.
+    ordered = sorted(todo, key=lambda c: len(c.text), reverse=True)
+    for start in range(0, len(ordered), unit_size):
+        batch = ordered[start : start + unit_size]
+        vectors = None if collection.embeds_documents else embedder.embed_documents([c.text for c in batch])
+        collection.upsert(batch, vectors)
+        if on_write:
+            on_write(batch, [])
+        done += len(batch)
         if progress:
             progress(done, total)
     return counts

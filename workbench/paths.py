@@ -35,3 +35,10 @@ def demo_dir() -> Path:
     """The demo folder: WORKBENCH_DEMO_DIR, else the copy inside the package."""
     named = os.environ.get("WORKBENCH_DEMO_DIR")
     return Path(named) if named else PACKAGE_DIR / "demo_data"
+
+
+def user_cache_dir() -> Path:
+    """What the workbench learns about this machine, shared by every data folder on it (ingest rates, measured
+    reranker backends): WORKBENCH_CACHE_DIR, else the user's cache folder (`~/.cache/rerank-workbench`)."""
+    named = os.environ.get("WORKBENCH_CACHE_DIR")
+    return Path(named).expanduser() if named else platformdirs.user_cache_path(APP_NAME)

@@ -302,6 +302,45 @@ class SearchResult(BaseModel):
         return self.model_dump_json(**kwargs)
 
 
+class IngestStatus(BaseModel):
+    """An ingest under way (or interrupted), as another process reads it (see `workbench.ingest_status`)."""
+
+    collection: str
+    store_location: str  # the store's kind and redacted URL or folder (`StoreConfig.where`)
+    embedding_model: str
+    done: int
+    total: int
+    started: float  # seconds since the epoch
+    updated: float
+    pid: int
+    host: str
+    rate: float | None = None  # chunks per second
+    estimated: bool = True  # the rate is this machine's last ingest's, not yet this one's
+    running: bool = True
+
+    @property
+    def seconds_left(self) -> float | None:
+        """At the rate: how long the rest takes, or None without a rate."""
+        return (self.total - self.done) / self.rate if self.rate else None
+
+    def words(self) -> str:
+        """'ingesting 1,200 of 5,183 chunks (5.2 chunks/s, about 13 min left)', or what an interrupted one left."""
+        if not self.running:
+            return f"interrupted at {self.done:,} of {self.total:,} chunks: the same ingest again resumes it"
+        left = self.seconds_left
+        pace = f" ({self.rate:.1f} chunks/s, about {spoken_duration(left)} left)" if left is not None else ""
+        return f"ingesting {self.done:,} of {self.total:,} chunks{pace}"
+
+
+def spoken_duration(seconds: float) -> str:
+    """'40 s', '13 min', '2.5 h': a duration as a person says it."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class CollectionInfo(BaseModel):
     """What the workbench knows about one collection."""
 
@@ -311,12 +350,24 @@ class CollectionInfo(BaseModel):
     count: int
     embedding_model: str | None = None
     dimension: int | None = None
+    ingesting: IngestStatus | None = None  # an ingest under way (or interrupted) into it
 
     def public(self) -> CollectionInfo:
         """This information as a remote client (the API, an MCP client) sees it: the location and the embedder
         without credentials or the server's folders."""
         location = public_name(self.location) or ""
-        return self.model_copy(update={"location": location, "embedding_model": public_name(self.embedding_model)})
+        status = None
+        if self.ingesting is not None:
+            hidden = {
+                "store_location": self.store,
+                "host": "",
+                "pid": 0,
+                "embedding_model": public_name(self.embedding_model) or "",
+            }
+            status = self.ingesting.model_copy(update=hidden)
+        return self.model_copy(
+            update={"location": location, "embedding_model": public_name(self.embedding_model), "ingesting": status}
+        )
 
 
 class RetrievedChunk(BaseModel):

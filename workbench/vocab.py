@@ -127,6 +127,7 @@ LLM_RATER_PREFIX: Final = "llm:"  # the LLM judge grades as llm:<model>
 JUDGE_PASSAGE_CHARS: Final = 2000  # the passage the judge reads, cut here (a chunk is ~1,000 characters)
 DEFAULT_JUDGE_LIMIT: Final = 20  # queue documents one judge run grades
 DEFAULT_JUDGE_CHECK: Final = 10  # pairs people graded that the judge grades too, so its agreement is measured
+JUDGMENT_EXPORT_FORMATS: Final = ("trec", "beir", "history")  # qrels of the current grades, or every grade
 MAX_JUDGE_PAIRS: Final = 500
 JUDGE_CONCURRENCY: Final = 4  # chat requests in flight at once
 MAX_QUEUE_TEXT_CHUNKS: Final = 20_000  # the queue and the judge read passages of collections up to this size
@@ -163,6 +164,12 @@ CALIBRATION_METHODS: Final = ("logistic", "isotonic")
 CALIBRATION_FOLDS: Final = 5  # held-out queries: each pair's calibrated probability comes from the other folds
 CALIBRATION_BINS: Final = 10  # reliability diagram and expected calibration error
 DEFAULT_TARGET_PRECISION: Final = 0.8
+# Hosted rerankers' list prices (kind: US dollars, per units, unit, when read); workbench/rerankers/pricing.py.
+HOSTED_LIST_PRICES: Final[dict[str, tuple[float, int, str, str]]] = {
+    "cohere": (2.0, 1000, "searches", "list price as of 2025 (rerank-v3.5)"),
+    "jina": (0.02, 1_000_000, "tokens", "list price as of 2025"),
+    "voyage": (0.05, 1_000_000, "tokens", "list price as of 2025 (rerank-2)"),
+}
 
 # The demo ---------------------------------------------------------------------------------------------------
 DEMO_COLLECTION: Final = "demo"

@@ -1,43 +1,29 @@
 """The `workbench` command line: ingest, query, collections, delete, demo, eval, experiments, query-sets, gate,
 explain, judge, judgments, app and postgres.
 
-Errors print one line starting `error:` (secrets masked, no traceback) and exit with 2.
+Errors print one line starting `error:` (secrets masked, no traceback) and exit with 2. A command's module is
+imported when the command runs (see `workbench.cli.parsers`).
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import os
 import sys
-import textwrap
+from collections.abc import Callable
+from typing import Any
 
-from workbench.cli import collections, doctor, evaluate, experiments, explain, gate, judgments, servers
-from workbench.cli.collections import format_result
+from workbench.cli.parsers import build_parser
 from workbench.errors import error_message, is_expected
 
-__all__ = ["build_parser", "format_result", "main"]
+__all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, one sub-command per verb."""
-    parser = argparse.ArgumentParser(
-        prog="workbench",
-        description="Rerank Workbench: vector search beside cross-encoder reranking.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=textwrap.dedent(
-            """
-            examples:
-              workbench ingest ../shared/data/cranfield --collection cran
-              workbench query "boundary layer in hypersonic flow" --collection cran -k 50 -n 10
-              workbench collections
-            """
-        ),
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, servers):
-        module.add_commands(commands)
-    collections.add_store_comparison(commands)
-    return parser
+def command_handler(reference: str) -> Callable[[Any], int | None]:
+    """The function a parser names as `module:function`, its module imported now."""
+    module, name = reference.split(":")
+    handler: Callable[[Any], int | None] = getattr(importlib.import_module(module), name)
+    return handler
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        return int(command_handler(args.handler)(args) or 0)
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume", file=sys.stderr)
         return 130

@@ -7,7 +7,7 @@ import json
 import shutil
 import sys
 
-from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options, warn
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
@@ -15,10 +15,10 @@ from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, spoken
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL
 
 
-def _cmd_ingest(args: argparse.Namespace) -> int:
+def cmd_ingest(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()] if args.text_columns else None
     with ProgressBar(f"ingest {args.collection}") as bar:
@@ -97,7 +97,7 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _cmd_query(args: argparse.Namespace) -> int:
+def cmd_query(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     plan = engine.plan(
         collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n, filters=args.filter,
@@ -117,23 +117,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_collections(args: argparse.Namespace) -> int:
-    engine = Engine(settings_from(args))
-    infos = engine.collections()
-    if args.json:
-        print(json.dumps([i.model_dump() for i in infos], indent=2))
-        return 0
-    if not infos:
-        where = engine.settings.store_location
-        print(shown(f"No collections in {where}. Create one: workbench ingest PATH --collection NAME"))
-        return 0
-    print(f"{'name':<24} {'store':<9} {'count':>8}  {'dim':>5}  embedding model")
-    for i in infos:
-        print(shown(f"{i.name:<24} {i.store:<9} {i.count:>8}  {i.dimension or '—':>5}  {i.embedding_model or '—'}"))
-    return 0
-
-
-def _cmd_delete(args: argparse.Namespace) -> int:
+def cmd_delete(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     info = engine.collection_info(args.collection)
     if not args.yes:
@@ -148,71 +132,14 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     with ProgressBar("demo") as bar:
         info = ensure_demo_collection(Engine(settings_from(args)), progress=bar)
     print(shown(f"{info.name}: {info.count} chunks in {info.store} at {info.location}"))
     return 0
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    ingest = commands.add_parser("ingest", help="load files or a BEIR folder into a collection")
-    ingest.add_argument("path", help="a file, a folder of files, or a BEIR folder (with corpus.jsonl)")
-    ingest.add_argument("--collection", required=True, help="the collection to create or update")
-    ingest.add_argument("--chunk-size", type=int, help="characters per chunk (BEIR passages stay whole by default)")
-    ingest.add_argument("--chunk-overlap", type=int, help="characters carried into the next chunk")
-    ingest.add_argument(
-        "--text-columns",
-        help="CSV columns holding the text, comma-separated (default: a text "
-        "column, else every column as 'name: value')",
-    )
-    ingest.add_argument(
-        "--replace",
-        action="store_true",
-        help="a file named like a document that came from a different file replaces it (default: both are kept, "
-        "the new one under '<its folder>/<name>')",
-    )
-    ingest.add_argument("--json", action="store_true", help="print the report as JSON")
-    store_options(ingest)
-    ingest.set_defaults(handler=_cmd_ingest)
-
-    query = commands.add_parser("query", help="search a collection and show vector and reranked orders")
-    query.add_argument("text", help="the query (1 to 512 characters)")
-    query.add_argument("--collection", help="collection name (default: WORKBENCH_COLLECTION)")
-    query.add_argument("-k", type=int, default=None, help="candidates from vector search (default 50)")
-    query.add_argument("-n", type=int, default=None, help="results kept after reranking (default 10)")
-    query.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality; repeatable")
-    query.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="candidate source (default: WORKBENCH_RETRIEVAL)")
-    query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
-    query.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
-    query.add_argument("--no-rerank", action="store_true", help="keep the vector order")
-    query.add_argument(
-        "--min-score",
-        type=float,
-        metavar="X",
-        help="drop results of the top n scoring below X (the reranker's score; the first stage's with --no-rerank)",
-    )
-    query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
-    store_options(query)
-    query.set_defaults(handler=_cmd_query)
-
-    collections = commands.add_parser("collections", help="list collections")
-    collections.add_argument("--json", action="store_true", help="print the collections as JSON")
-    store_options(collections)
-    collections.set_defaults(handler=_cmd_collections)
-
-    delete = commands.add_parser("delete", help="delete a collection")
-    delete.add_argument("collection", help="the collection to delete")
-    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    store_options(delete)
-    delete.set_defaults(handler=_cmd_delete)
-
-    demo = commands.add_parser("demo", help="build the demo collection (offline) if it is missing")
-    store_options(demo)
-    demo.set_defaults(handler=_cmd_demo)
-
-
-def _cmd_compare_stores(args: argparse.Namespace) -> int:
+def cmd_compare_stores(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     targets = [StoreTarget.parse(t) for t in args.store_in or []]
     if len(targets) < 2:
@@ -266,28 +193,3 @@ def _cmd_compare_stores(args: argparse.Namespace) -> int:
         tau = "—" if agree.kendall_tau is None else f"{agree.kendall_tau:.3f}"
         print(shown(f"  {pair}: overlap@{agree.n} {agree.overlap_at_n:.3f} · Kendall τ {tau} · RBO {agree.rbo:.3f}"))
     return 0
-
-
-def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    compare = commands.add_parser(
-        "compare-stores", help="one query (or a judged set) against the same collection in several stores"
-    )
-    compare.add_argument("text", nargs="?", help="the query (or use --dataset)")
-    compare.add_argument("--collection", required=True, help="the collection, of the same name in every store")
-    compare.add_argument(
-        "--in",
-        dest="store_in",
-        action="append",
-        metavar="STORE",
-        help=f"{spoken(STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
-    )
-    compare.add_argument(
-        "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"
-    )
-    compare.add_argument("--dataset", help="a BEIR folder: ANN recall against exact search over its judged queries")
-    compare.add_argument("--max-queries", type=int, help="with --dataset: only the first N judged queries")
-    compare.add_argument("-k", type=int, default=50, help="candidates per store (default 50)")
-    compare.add_argument("-n", type=int, default=10, help="top n compared after reranking (default 10)")
-    compare.add_argument("--no-rerank", action="store_true", help="compare the first-stage order only")
-    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    compare.set_defaults(handler=_cmd_compare_stores)

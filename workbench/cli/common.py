@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.errors import InputError
 from workbench.redact import shown
-from workbench.vocab import STORE_KINDS, STORES
+from workbench.vocab import STORES
 
-__all__ = ["ProgressBar", "settings_from", "shown", "store_options", "warn"]
-
-
-def store_options(parser: argparse.ArgumentParser) -> None:
-    """--store, --persist-dir and --url, on every command that opens a store."""
-    group = parser.add_argument_group("store")
-    group.add_argument("--store", choices=STORE_KINDS, help="vector store (default: WORKBENCH_STORE)")
-    group.add_argument("--persist-dir", help="folder of an embedded store (default: WORKBENCH_PERSIST_DIR)")
-    group.add_argument(
-        "--url", help="the store's server URL: " + ", ".join(f"{k} {v.url_example}" for k, v in STORES.items())
-    )
+__all__ = ["ProgressBar", "settings_from", "shown", "warn"]
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -78,19 +66,6 @@ class ProgressBar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse `type` from one of `workbench.inputs`' validators: its message becomes argparse's error."""
-
-    def convert(value: str) -> Any:
-        try:
-            return validate(value)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from exc
-
-    convert.__name__ = validate.__name__
-    return convert
 
 
 def print_json(model: BaseModel, *, masked: bool = False) -> None:

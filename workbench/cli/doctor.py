@@ -10,7 +10,7 @@ from workbench.cli.common import settings_from, shown, warn
 from workbench.rerankers.factory import reranker_backend_choice
 
 
-def _cmd_doctor(args: argparse.Namespace) -> int:
+def cmd_doctor(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     model = settings.reranker_model
     measured = reranker_backend_choice(settings, recalibrate=args.recalibrate, progress=warn)
@@ -33,13 +33,3 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     used = choice.chosen if settings.reranker_backend == "auto" else settings.reranker_backend
     print(shown(f"runs on: {used}; measured {choice.measured_at:%Y-%m-%d %H:%M} UTC in {choice.seconds:.1f} s"))
     return 0
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    doctor = commands.add_parser(
-        "doctor", help="this machine, and the reranker backend `auto` chose here with its measured figures"
-    )
-    doctor.add_argument("--recalibrate", action="store_true", help="measure the backends again")
-    doctor.add_argument("--json", action="store_true", help="print the machine and the choice as JSON")
-    doctor.add_argument("--reranker", help="the reranker to check (default: RERANKER_MODEL)")
-    doctor.set_defaults(handler=_cmd_doctor)

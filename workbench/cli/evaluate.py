@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import ProgressBar, settings_from, shown, store_options, warn
+from workbench.cli.common import ProgressBar, settings_from, shown, warn
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
@@ -21,16 +21,12 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, validate_retrieval
-from workbench.rerankers.pricing import DEFAULT_PRICES, parse_prices
+from workbench.rerankers.pricing import parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
 from workbench.vocab import (
-    BACKEND_CHOICES,
     DEFAULT_RERANKER_CHOICE,
-    DEFAULT_TARGET_PRECISION,
     DEPTH_SWEEP,
-    RETRIEVAL_MODES,
-    spoken,
 )
 
 
@@ -53,7 +49,7 @@ def _modes(text: str | None) -> list[str | None]:
     return [validate_retrieval(m) for m in dict.fromkeys(modes)]
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     depth, modes, folder = _checked_arguments(args, settings)
     dataset, demo = judged_queries(args, settings)
@@ -207,77 +203,3 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
         data = [c.model_dump(mode="json") for c in comparisons]
         print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     return 0
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
-    evaluate.add_argument(
-        "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo` (its judgments)"
-    )
-    evaluate.add_argument(
-        "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
-    )
-    evaluate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE, 50)")
-    evaluate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN, 10)")
-    evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
-    evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
-    evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
-    evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
-    evaluate.add_argument(
-        "--depth",
-        help="k values for the depth curve and the recommended k and top n (default: "
-        + ",".join(map(str, DEPTH_SWEEP))
-        + ", those up to -k); `none` for no curve",
-    )
-    evaluate.add_argument(
-        "--latency-budget-ms", type=float, help="recommend only a k whose p95 rerank time fits this budget"
-    )
-    evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
-    evaluate.add_argument(
-        "--retrieval",
-        help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
-    )
-    evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
-    evaluate.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="scores against relevance (ROC AUC), a calibration checked on held-out queries (kept for the app's "
-        "cards) and a cutoff table for --min-score",
-    )
-    evaluate.add_argument(
-        "--target-precision",
-        type=float,
-        default=DEFAULT_TARGET_PRECISION,
-        metavar="P",
-        help=f"with --calibrate: the precision the suggested cutoff must reach (default {DEFAULT_TARGET_PRECISION})",
-    )
-    evaluate.add_argument(
-        "--save-runs",
-        metavar="DIR",
-        help="write TREC runs, the verdict report (self-contained HTML and Markdown) and per-query JSON",
-    )
-    evaluate.add_argument(
-        "--json", action="store_true", help="print the figures as JSON (the summary, or the rerankers side by side)"
-    )
-    evaluate.add_argument(
-        "--reranker",
-        action="append",
-        metavar="ID",
-        help="reranker: a folder or hub id (with @BACKEND), http(s)://host:port, tei+http://..., cohere:MODEL, "
-        "jina:MODEL or voyage:MODEL (default: RERANKER_MODEL); repeat it to compare rerankers side by side",
-    )
-    evaluate.add_argument(
-        "--price",
-        action="append",
-        metavar="KIND=USD",
-        help="a hosted reranker's price for the comparison: cohere per 1,000 searches, jina and voyage per million "
-        "tokens (defaults: " + ", ".join(f"{k} {v.usd:g}" for k, v in DEFAULT_PRICES.items()) + ")",
-    )
-    evaluate.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
-    evaluate.add_argument("--query-set", help="a kept query set: its queries, judged by the dataset")
-    evaluate.add_argument("--name", help="the kept experiment's name")
-    evaluate.add_argument("--tag", action="append", help="a tag for the kept experiment (repeat for several)")
-    evaluate.add_argument("--notes", help="notes kept with the experiment")
-    evaluate.add_argument("--no-save", action="store_true", help="do not keep the evaluation as an experiment")
-    store_options(evaluate)
-    evaluate.set_defaults(handler=_cmd_eval)

@@ -7,19 +7,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, print_json, settings_from, shown, store_options
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown
 from workbench.cli.evaluate import judged_queries
-from workbench.cli.experiments import dataset_options
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL_MODES, spoken
+from workbench.vocab import DEFAULT_RERANKER_CHOICE
 
 
-def _cmd_gate(args: argparse.Namespace) -> int:
+def cmd_gate(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
@@ -68,34 +67,3 @@ def _baseline(engine: Engine, args: argparse.Namespace, candidate: SearchPlan) -
         return None
     open_experiment_store(engine.settings).get(args.baseline)  # a wrong id fails before any query runs
     return args.baseline
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    gate = commands.add_parser(
-        "gate",
-        help="ship or not: a candidate configuration against a baseline; exit 0 ship, 1 no-ship, 3 inconclusive",
-    )
-    dataset_options(gate)
-    gate.add_argument("--retrieval", help=f"the candidate's first stage: {spoken(RETRIEVAL_MODES)}")
-    gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
-    gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
-    gate.add_argument("--backend", help="the candidate reranker's backend")
-    gate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE)")
-    gate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN)")
-    gate.add_argument(
-        "--baseline",
-        help="first-stage (default: the candidate's own first stage, no reranker), or a kept experiment's id",
-    )
-    gate.add_argument("--baseline-retrieval", help="a baseline configuration: the candidate's, with this first stage")
-    gate.add_argument("--baseline-reranker", help="... with this reranker (`none` for none)")
-    gate.add_argument("--baseline-k", type=int, help="... with this k")
-    gate.add_argument("--baseline-n", type=int, help="... with this top n")
-    gate.add_argument("--query-set", help="a kept query set (its queries, judged by the dataset)")
-    gate.add_argument("--max-queries", type=int, help="only the first N judged queries")
-    gate.add_argument("--max-latency-ms", type=float, help="budget: p95 of a search's total time")
-    gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
-    gate.add_argument("--junit", metavar="FILE", help="write the decision as JUnit XML")
-    gate.add_argument("--json-out", metavar="FILE", help="write the decision as JSON")
-    gate.add_argument("--json", action="store_true", help="print the decision as JSON")
-    store_options(gate)
-    gate.set_defaults(handler=_cmd_gate)

@@ -7,10 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.cli.common import print_json, settings_from, shown, store_options
+from workbench.cli.common import print_json, settings_from, shown
 from workbench.engine import Engine
 from workbench.judgments import (
-    EXPORT_FORMATS,
     export_judgments,
     export_queries,
     import_judgments,
@@ -18,12 +17,10 @@ from workbench.judgments import (
     judgments_agreement,
 )
 from workbench.judgments.llm import judge_collection
-from workbench.vocab import DEFAULT_JUDGE_CHECK, DEFAULT_JUDGE_LIMIT, DEFAULT_RATER, GRADE_SCALE, RETRIEVAL_MODES
-
-_SCALE = ", ".join(f"{grade} {label}" for grade, label in GRADE_SCALE.items())
+from workbench.vocab import GRADE_SCALE
 
 
-def _cmd_judge(args: argparse.Namespace) -> int:
+def cmd_judge(args: argparse.Namespace) -> int:
     rating = judge(
         Engine(settings_from(args)), args.collection, args.doc, args.grade, query=args.query,
         query_id=args.query_id, rater=args.rater,
@@ -41,7 +38,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
+def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     text = export_judgments(settings, args.collection, args.format, args.policy)
     if args.output is None:
@@ -56,7 +53,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_import(args: argparse.Namespace) -> int:
+def cmd_import(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     imported = import_judgments(engine, args.collection, args.qrels, args.queries, rater=args.rater)
     pairs = sum(len(docs) for docs in imported.qrels.values())
@@ -64,7 +61,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_agreement(args: argparse.Namespace) -> int:
+def cmd_agreement(args: argparse.Namespace) -> int:
     weights = None if args.weights == "none" else args.weights
     agreement = judgments_agreement(settings_from(args), args.collection, weights)
     if args.json:
@@ -77,7 +74,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_llm(args: argparse.Namespace) -> int:
+def cmd_llm(args: argparse.Namespace) -> int:
     run = judge_collection(
         Engine(settings_from(args)), args.collection, k=args.k, top_n=args.top_n, retrieval=args.retrieval,
         max_queries=args.max_queries, limit=args.limit, check=args.check,
@@ -93,60 +90,3 @@ def _cmd_llm(args: argparse.Namespace) -> int:
     for line in run.agreement_lines():
         print(shown(line))
     return 0
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    judge_parser = commands.add_parser("judge", help=f"grade one document for a query ({_SCALE})")
-    judge_parser.add_argument("collection", help="the collection the document is in")
-    which = judge_parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--query", help="the query's text (a judged query with the same text is reused)")
-    which.add_argument("--query-id", help="the id of a judged query")
-    judge_parser.add_argument("--doc", required=True, metavar="ID", help="the document's id")
-    judge_parser.add_argument("--grade", required=True, help=_SCALE)
-    judge_parser.add_argument("--rater", default=DEFAULT_RATER, help=f"who grades (default: {DEFAULT_RATER})")
-    judge_parser.add_argument("--json", action="store_true", help="print the rating as JSON")
-    store_options(judge_parser)
-    judge_parser.set_defaults(handler=_cmd_judge)
-
-    judgments = commands.add_parser("judgments", help="export, import and compare raters' judgments")
-    verbs = judgments.add_subparsers(dest="verb", required=True, help="export, import or agreement")
-    export = verbs.add_parser("export", help="the current grades as TREC or BEIR qrels, or every grade as JSON lines")
-    export.add_argument("collection", help="the collection whose judgments to export")
-    export.add_argument("--format", choices=EXPORT_FORMATS, default="trec", help="trec, beir or history (default trec)")
-    export.add_argument("--policy", help="latest, majority or rater:NAME (default: WORKBENCH_JUDGMENT_POLICY)")
-    export.add_argument("--output", "-o", help="a file (its queries go beside it); default: standard output")
-    export.set_defaults(handler=_cmd_export)
-    imported = verbs.add_parser("import", help="add a qrels file's grades (BEIR TSV or TREC) and its queries")
-    imported.add_argument("collection", help="the collection the grades are for")
-    imported.add_argument("--qrels", required=True, help="BEIR qrels TSV or TREC qrels")
-    imported.add_argument("--queries", required=True, help="BEIR queries.jsonl or id<TAB>text")
-    imported.add_argument("--rater", help="the rater to record (default: 'imported <file name>')")
-    store_options(imported)
-    imported.set_defaults(handler=_cmd_import)
-    agreement = verbs.add_parser("agreement", help="Cohen's and Fleiss' kappa where raters overlap")
-    agreement.add_argument("collection", help="the collection whose raters to compare")
-    agreement.add_argument(
-        "--weights", choices=("quadratic", "linear", "none"), default="quadratic", help="Cohen's kappa weights"
-    )
-    agreement.add_argument("--show", type=int, default=20, help="disagreements to list (default 20)")
-    agreement.add_argument("--json", action="store_true", help="print the agreement as JSON")
-    agreement.set_defaults(handler=_cmd_agreement)
-    llm = verbs.add_parser(
-        "llm",
-        help="grade the judging queue with the LLM judge (WORKBENCH_JUDGE_MODEL, WORKBENCH_JUDGE_URL, OPENAI_API_KEY)",
-    )
-    llm.add_argument("collection", help="the collection whose judged queries to evaluate and whose queue to grade")
-    llm.add_argument(
-        "--limit", type=int, default=DEFAULT_JUDGE_LIMIT, help="queue documents to grade (default %(default)s)"
-    )
-    llm.add_argument(
-        "--check", type=int, default=DEFAULT_JUDGE_CHECK,
-        help="pairs people graded that the judge grades too, to measure its agreement (default %(default)s)",
-    )  # fmt: skip
-    llm.add_argument("--k", type=int, default=50, help="first-stage candidates (default 50)")
-    llm.add_argument("--top-n", type=int, default=10, help="the top n the queue is drawn from (default 10)")
-    llm.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
-    llm.add_argument("--max-queries", type=int, help="evaluate at most this many judged queries")
-    llm.add_argument("--json", action="store_true", help="print the run as JSON")
-    store_options(llm)
-    llm.set_defaults(handler=_cmd_llm)

@@ -9,19 +9,16 @@ import sys
 from pathlib import Path
 
 from workbench.app import ENTRY_SCRIPT
-from workbench.cli.common import ProgressBar, checked, settings_from, shown, store_options, warn
+from workbench.cli.common import ProgressBar, settings_from, shown, warn
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.extras import require_extra
-from workbench.inputs import is_loopback, validate_listen_host, validate_port
+from workbench.inputs import is_loopback
 from workbench.mcp import run as run_mcp
 from workbench.rerankers.factory import reranker_backend_choice
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
 from workbench.stores.localpg import LocalPostgres
-
-HOST = checked(validate_listen_host)
-PORT = checked(validate_port)
 
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
@@ -69,7 +66,7 @@ def _ensure_backend_choice(settings: Settings) -> None:
         warn(f"The reranker's backends could not be measured: {exc}")
 
 
-def _cmd_app(args: argparse.Namespace) -> int:
+def cmd_app(args: argparse.Namespace) -> int:
     require_extra("app", "workbench app")
     settings = settings_from(args)
     if not is_loopback(args.host) and settings.app_password is None:
@@ -89,7 +86,7 @@ def _cmd_app(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
-def _cmd_postgres(args: argparse.Namespace) -> int:
+def cmd_postgres(args: argparse.Namespace) -> int:
     folder = Path(args.dir or Path(settings_from(args).data_dir) / "postgres").resolve()
     server = LocalPostgres(folder, port=args.port)
     if args.action == "start":
@@ -106,7 +103,7 @@ def _cmd_postgres(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
     require_extra("server", "workbench serve")
     # Deferred: FastAPI and uvicorn take a second to import, which every other command would pay.
     import uvicorn
@@ -140,7 +137,7 @@ def _log_to_stderr(name: str) -> None:
         logger.propagate = False
 
 
-def _cmd_mcp(args: argparse.Namespace) -> int:
+def cmd_mcp(args: argparse.Namespace) -> int:
     require_extra("mcp", "workbench mcp")
     settings = settings_from(args)
     if args.http is not None:
@@ -149,41 +146,3 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         warn(f"Serving MCP over streamable HTTP at http://{args.host}:{args.http}/mcp")
     run_mcp(settings, args.http, args.host)
     return 0
-
-
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
-    app.add_argument(
-        "--port", type=PORT, default=os.environ.get("WORKBENCH_APP_PORT", "8501"), help="port (default 8501)"
-    )
-    app.add_argument(
-        "--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
-    )
-    app.add_argument("--headless", action="store_true", help="do not open a browser")
-    app.set_defaults(handler=_cmd_app)
-
-    serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
-    serve.add_argument("--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=PORT, default=8000, help="port (default 8000)")
-    serve.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn's log level (default warning; info logs every request)",
-    )
-    store_options(serve)
-    serve.set_defaults(handler=_cmd_serve)
-
-    mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
-    mcp.add_argument("--http", type=PORT, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
-    mcp.add_argument(
-        "--host", type=HOST, default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)"
-    )
-    store_options(mcp)
-    mcp.set_defaults(handler=_cmd_mcp)
-
-    postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
-    postgres.add_argument("action", choices=["start", "stop"], help="start or stop the local server")
-    postgres.add_argument("--dir", help="data folder (default: <WORKBENCH_DATA_DIR>/postgres)")
-    postgres.add_argument("--port", type=PORT, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
-    postgres.set_defaults(handler=_cmd_postgres)

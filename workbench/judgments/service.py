@@ -30,10 +30,10 @@ from workbench.inputs import (
 from workbench.judgments.agreement import Agreement, Weights, rater_agreement
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.redact import plain_text
-from workbench.vocab import DEFAULT_RATER, JUDGMENT_SOURCES, MAX_REASON_CHARS
+from workbench.vocab import DEFAULT_RATER, JUDGMENT_EXPORT_FORMATS, JUDGMENT_SOURCES, MAX_REASON_CHARS
 
 ExportFormat = Literal["trec", "beir", "history"]
-EXPORT_FORMATS: tuple[str, ...] = ("trec", "beir", "history")
+EXPORT_FORMATS: tuple[str, ...] = JUDGMENT_EXPORT_FORMATS
 _MOVED = "moved-to-store"
 
 

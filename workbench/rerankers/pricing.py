@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from workbench.errors import InputError
 from workbench.rerankers.base import RerankerUsage
+from workbench.vocab import HOSTED_LIST_PRICES
 
 
 class Price(BaseModel):
@@ -30,9 +31,8 @@ class Price(BaseModel):
 
 
 DEFAULT_PRICES: dict[str, Price] = {
-    "cohere": Price(kind="cohere", usd=2.0, per=1000, unit="searches", read="list price as of 2025 (rerank-v3.5)"),
-    "jina": Price(kind="jina", usd=0.02, per=1_000_000, unit="tokens", read="list price as of 2025"),
-    "voyage": Price(kind="voyage", usd=0.05, per=1_000_000, unit="tokens", read="list price as of 2025 (rerank-2)"),
+    kind: Price(kind=kind, usd=usd, per=per, unit=unit, read=read)
+    for kind, (usd, per, unit, read) in HOSTED_LIST_PRICES.items()
 }
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from workbench.config import Settings
 from workbench.errors import CollectionNotFoundError, ConfigError
+from workbench.ingest_status import ingest_statuses
+from workbench.redact import redact_url
 from workbench.stores.base import Collection, StoreBackend
 from workbench.stores.chroma import ChromaBackend
 from workbench.stores.langchain import LangChainCollection
@@ -96,6 +98,11 @@ class StoreConfig:
         url, persist_dir = values.pop("url", None), values.pop("persist_dir", None)
         target = str(values.pop("collection", name))
         return cls.at(settings, kind, target, url=url, persist_dir=persist_dir, options=values)
+
+    @property
+    def where(self) -> str:
+        """The store this collection is in, safe to show and to compare: its kind and redacted URL or folder."""
+        return f"{self.kind} {redact_url(self.url) if self.url else self.persist_dir or ''}".strip()
 
     @property
     def missing_folder(self) -> bool:
@@ -227,4 +234,22 @@ class StoreRegistry:
                     infos[name] = self.get(name).info().model_copy(update={"name": name})
                 except Exception:  # a registered store that is unreachable is listed by the others
                     continue
-        return sorted(infos.values(), key=lambda c: c.name)
+        return sorted(self._with_ingests(infos, default).values(), key=lambda c: c.name)
+
+    def _with_ingests(self, infos: dict[str, CollectionInfo], default: StoreConfig) -> dict[str, CollectionInfo]:
+        """The listing with the ingests under way into its collections (another process's included), and the
+        collections an ingest is creating that the store does not list yet."""
+        statuses = ingest_statuses(self.settings.data_dir)
+        if not statuses:
+            return infos
+        for name, info in list(infos.items()):
+            status = statuses.get((self.config(name).where, name))
+            if status is not None:
+                infos[name] = info.model_copy(update={"ingesting": status})
+        for (where, name), status in statuses.items():
+            if where == default.where and name not in infos:
+                infos[name] = CollectionInfo(
+                    name=name, store=default.kind, location=self.settings.store_location, count=0,
+                    embedding_model=status.embedding_model, ingesting=status,
+                )  # fmt: skip
+        return infos

@@ -1,0 +1,35 @@
+"""What the command parsers share: the store options and argparse types from `workbench.inputs`' validators."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from workbench.errors import InputError
+from workbench.vocab import STORE_KINDS, STORES
+
+__all__ = ["checked", "store_options"]
+
+
+def store_options(parser: argparse.ArgumentParser) -> None:
+    """--store, --persist-dir and --url, on every command that opens a store."""
+    group = parser.add_argument_group("store")
+    group.add_argument("--store", choices=STORE_KINDS, help="vector store (default: WORKBENCH_STORE)")
+    group.add_argument("--persist-dir", help="folder of an embedded store (default: WORKBENCH_PERSIST_DIR)")
+    group.add_argument(
+        "--url", help="the store's server URL: " + ", ".join(f"{k} {v.url_example}" for k, v in STORES.items())
+    )
+
+
+def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse `type` from one of `workbench.inputs`' validators: its message becomes argparse's error."""
+
+    def convert(value: str) -> Any:
+        try:
+            return validate(value)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = validate.__name__
+    return convert

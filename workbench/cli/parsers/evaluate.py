@@ -1,0 +1,89 @@
+"""The arguments of `workbench evaluate` commands (handlers in workbench.cli.evaluate, imported on use)."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.parsers.common import store_options
+from workbench.vocab import (
+    BACKEND_CHOICES,
+    DEFAULT_TARGET_PRECISION,
+    DEPTH_SWEEP,
+    HOSTED_LIST_PRICES,
+    RETRIEVAL_MODES,
+    spoken,
+)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
+    evaluate.add_argument(
+        "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo` (its judgments)"
+    )
+    evaluate.add_argument(
+        "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
+    )
+    evaluate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE, 50)")
+    evaluate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN, 10)")
+    evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
+    evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
+    evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
+    evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
+    evaluate.add_argument(
+        "--depth",
+        help="k values for the depth curve and the recommended k and top n (default: "
+        + ",".join(map(str, DEPTH_SWEEP))
+        + ", those up to -k); `none` for no curve",
+    )
+    evaluate.add_argument(
+        "--latency-budget-ms", type=float, help="recommend only a k whose p95 rerank time fits this budget"
+    )
+    evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    evaluate.add_argument(
+        "--retrieval",
+        help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
+    )
+    evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
+    evaluate.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="scores against relevance (ROC AUC), a calibration checked on held-out queries (kept for the app's "
+        "cards) and a cutoff table for --min-score",
+    )
+    evaluate.add_argument(
+        "--target-precision",
+        type=float,
+        default=DEFAULT_TARGET_PRECISION,
+        metavar="P",
+        help=f"with --calibrate: the precision the suggested cutoff must reach (default {DEFAULT_TARGET_PRECISION})",
+    )
+    evaluate.add_argument(
+        "--save-runs",
+        metavar="DIR",
+        help="write TREC runs, the verdict report (self-contained HTML and Markdown) and per-query JSON",
+    )
+    evaluate.add_argument(
+        "--json", action="store_true", help="print the figures as JSON (the summary, or the rerankers side by side)"
+    )
+    evaluate.add_argument(
+        "--reranker",
+        action="append",
+        metavar="ID",
+        help="reranker: a folder or hub id (with @BACKEND), http(s)://host:port, tei+http://..., cohere:MODEL, "
+        "jina:MODEL or voyage:MODEL (default: RERANKER_MODEL); repeat it to compare rerankers side by side",
+    )
+    evaluate.add_argument(
+        "--price",
+        action="append",
+        metavar="KIND=USD",
+        help="a hosted reranker's price for the comparison: cohere per 1,000 searches, jina and voyage per million "
+        "tokens (defaults: " + ", ".join(f"{k} {usd:g}" for k, (usd, *_) in HOSTED_LIST_PRICES.items()) + ")",
+    )
+    evaluate.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
+    evaluate.add_argument("--query-set", help="a kept query set: its queries, judged by the dataset")
+    evaluate.add_argument("--name", help="the kept experiment's name")
+    evaluate.add_argument("--tag", action="append", help="a tag for the kept experiment (repeat for several)")
+    evaluate.add_argument("--notes", help="notes kept with the experiment")
+    evaluate.add_argument("--no-save", action="store_true", help="do not keep the evaluation as an experiment")
+    store_options(evaluate)
+    evaluate.set_defaults(handler="workbench.cli.evaluate:cmd_eval")

@@ -1,0 +1,50 @@
+"""The arguments of `workbench servers` commands (handlers in workbench.cli.servers, imported on use)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from workbench.cli.parsers.common import checked, store_options
+from workbench.inputs import validate_listen_host, validate_port
+
+HOST = checked(validate_listen_host)
+PORT = checked(validate_port)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    app = commands.add_parser("app", help="start the Streamlit workbench (http://127.0.0.1:8501)")
+    app.add_argument(
+        "--port", type=PORT, default=os.environ.get("WORKBENCH_APP_PORT", "8501"), help="port (default 8501)"
+    )
+    app.add_argument(
+        "--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    app.add_argument("--headless", action="store_true", help="do not open a browser")
+    app.set_defaults(handler="workbench.cli.servers:cmd_app")
+
+    serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
+    serve.add_argument("--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=PORT, default=8000, help="port (default 8000)")
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default warning; info logs every request)",
+    )
+    store_options(serve)
+    serve.set_defaults(handler="workbench.cli.servers:cmd_serve")
+
+    mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
+    mcp.add_argument("--http", type=PORT, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
+    mcp.add_argument(
+        "--host", type=HOST, default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)"
+    )
+    store_options(mcp)
+    mcp.set_defaults(handler="workbench.cli.servers:cmd_mcp")
+
+    postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
+    postgres.add_argument("action", choices=["start", "stop"], help="start or stop the local server")
+    postgres.add_argument("--dir", help="data folder (default: <WORKBENCH_DATA_DIR>/postgres)")
+    postgres.add_argument("--port", type=PORT, default=5433, help="TCP port on 127.0.0.1 (default 5433)")
+    postgres.set_defaults(handler="workbench.cli.servers:cmd_postgres")
