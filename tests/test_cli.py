@@ -255,10 +255,8 @@ def test_collections_imports_the_store_client_but_no_model(tmp_path: Path, corpu
     import os
 
     env = dict(os.environ, WORKBENCH_DATA_DIR=str(tmp_path))
-    subprocess.run(
-        [sys.executable, "-c", f"from workbench.cli import main; main(['ingest', {str(corpus_dir)!r}, '--collection', 'notes'])"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
+    ingest = f"from workbench.cli import main; main(['ingest', {str(corpus_dir)!r}, '--collection', 'notes'])"
+    subprocess.run([sys.executable, "-c", ingest], env=env, check=True, capture_output=True)
     loaded = _modules_loaded_by(["collections"], env)
     assert "chromadb" in loaded  # it did list the store
     assert not {m for m in loaded if m.split(".")[0] in HEAVY[:-1] or m == "workbench.engine"}
