@@ -20,7 +20,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
-from workbench.ingest_status import IngestTracker
+from workbench.ingest_status import IngestTracker, estimate_words
 from workbench.inputs import (
     validate_collection_name,
     validate_page,
@@ -382,6 +382,17 @@ class Engine:
         self.registry.delete(name)
         self.bm25.drop(name, store)
         self._forget_results(name)
+
+    def ingest_estimate(self, collection: str, chunks: int) -> str:
+        """How long embedding and storing `chunks` chunks into `collection` takes here, in words: at the rate
+        this machine's last ingest with the collection's embedder reached, or saying it is measured as it goes."""
+        try:
+            model_id = self.registry.get(collection).embedding_model()
+        except CollectionNotFoundError:
+            model_id = None
+        if self._embedder_override is not None:
+            model_id = self._embedder_override.model_id
+        return estimate_words(chunks, model_id or self.settings.embedding_model)
 
     def ingest(
         self,

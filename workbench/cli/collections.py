@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -21,7 +22,8 @@ from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL
 def cmd_ingest(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()] if args.text_columns else None
-    with ProgressBar(f"ingest {args.collection}") as bar:
+    announce = functools.partial(engine.ingest_estimate, args.collection)
+    with ProgressBar(f"ingest {args.collection}", announce=announce) as bar:
         report = engine.ingest(
             args.path,
             args.collection,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +44,19 @@ def warn(text: str) -> None:
 class ProgressBar:
     """A tqdm bar on stderr, opened on the first update so that early errors print alone."""
 
-    def __init__(self, description: str, unit: str = "chunk") -> None:
+    def __init__(self, description: str, unit: str = "chunk", announce: Callable[[int], str] | None = None) -> None:
+        """`announce(total)` is a line printed before the bar opens (an ingest's estimate)."""
         self.description = description
         self.unit = unit
+        self.announce = announce
         self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
 
         if self._bar is None:
+            if self.announce is not None and total:
+                warn(self.announce(total))
             self._bar = tqdm(total=total, desc=self.description, unit=self.unit, file=sys.stderr, dynamic_ncols=True)
         if self._bar.total != total:
             self._bar.total = total

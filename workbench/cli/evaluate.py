@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from workbench.evaluation.html_report import save_report
 from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
+from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
 from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, validate_retrieval
@@ -57,11 +59,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
+    if args.corpus_sample is not None:
+        dataset = corpus_sample(dataset, args.corpus_sample, settings.data_dir, args.max_queries)
+        args.collection = sample_collection(args.collection, args.corpus_sample)
     try:
         engine.collection_info(args.collection)
     except WorkbenchError:
         if dataset.corpus is not None:
-            warn(f"'{args.collection}' does not exist yet: ingesting {dataset.corpus}")
+            warn(_ingest_notice(engine, dataset, args))
     if len(args.reranker or []) > 1:
         return _compare(engine, dataset, args, modes)
     if args.query_set:
@@ -82,6 +87,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     return 0
+
+
+QUICK_LOOK_PASSAGES = 1000  # what the notice offers as --corpus-sample
+
+
+def _ingest_notice(engine: Engine, dataset: Dataset, args: argparse.Namespace) -> str:
+    """What an evaluation must ingest before its first query, how long that takes here, and the quicker way."""
+    passages = corpus_lines(dataset) or 0
+    notice = (
+        f"'{args.collection}' does not exist yet: ingesting {dataset.corpus} first. "
+        f"{engine.ingest_estimate(args.collection, passages)}."
+    )
+    if args.corpus_sample is None and passages > QUICK_LOOK_PASSAGES:
+        notice += (
+            f" For a quick look, --corpus-sample {QUICK_LOOK_PASSAGES} ingests only the judged passages of the "
+            f"queries evaluated and {QUICK_LOOK_PASSAGES:,} others (every figure then says it is a sample)."
+        )
+    return notice
 
 
 def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[list[int], list[str | None], Path | None]:
@@ -127,7 +150,9 @@ def _evaluate_mode(
 ) -> tuple[SearchPlan, EvaluationReport]:
     """One first stage's plan and evaluation, with progress bars for the ingest and the queries."""
     label = f"queries ({mode})" if mode else "queries"
-    with ProgressBar(f"ingest {args.collection}") as ingest_bar, ProgressBar(label, unit="query") as bar:
+    announce = functools.partial(engine.ingest_estimate, args.collection)
+    ingest_bar = ProgressBar(f"ingest {args.collection}", announce=announce)
+    with ingest_bar, ProgressBar(label, unit="query") as bar:
         plan = engine.plan(
             collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
             reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,

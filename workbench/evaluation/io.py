@@ -149,8 +149,11 @@ class Dataset:
         qrels: Qrels,
         corpus: Path | None = None,
         groups: dict[str, str] | None = None,
+        note: str | None = None,
     ) -> None:
+        """`note` is what every report on these judgments must say beside its figures (a corpus sample)."""
         self.name = name
+        self.note = note
         self.groups = groups or {}
         self.qrels = qrels
         missing = [qid for qid in qrels if qid not in queries]

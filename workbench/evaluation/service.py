@@ -74,7 +74,7 @@ def prepare_collection(
             raise
         engine.ingest(dataset.corpus, collection, progress=ingest_progress)
     found, checked = judged_coverage(engine, dataset, collection)
-    warnings: list[str] = []
+    warnings: list[str] = [dataset.note] if dataset.note else []
     if checked and not found:
         example = ", ".join(sorted({d for j in dataset.qrels.values() for d in j})[:3])
         raise InputError(

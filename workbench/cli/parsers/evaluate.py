@@ -40,6 +40,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     evaluate.add_argument(
+        "--corpus-sample",
+        type=int,
+        metavar="N",
+        help="a quick look at a large BEIR corpus: ingest only the judged passages of the queries evaluated and N "
+        "others (into <collection>-sample-N; every figure says it is a sample)",
+    )
+    evaluate.add_argument(
         "--retrieval",
         help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
     )

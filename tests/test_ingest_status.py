@@ -1,0 +1,175 @@
+"""An ingest respects the user's time: another process sees its progress, an estimate comes first (at the rate
+this machine measured), embedding runs longest first, and a large BEIR corpus can be sampled for a quick look."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation import Dataset
+from workbench.evaluation.sample import corpus_sample
+from workbench.ingest import write_chunks
+from workbench.ingest_status import kept_rate
+from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY
+from workbench.types import Chunk
+
+PAUSED_INGEST = """
+import os, sys, time
+from workbench.config import Settings
+from workbench.engine import Engine
+folder, persist, embedder = sys.argv[1:4]
+engine = Engine(Settings(persist_dir=persist, embedding_model=embedder, reranker_model="none", ingest_unit=4,
+                         offline=True))
+def progress(done, total):
+    if done >= 8:
+        print("UNITS-WRITTEN", flush=True)
+        time.sleep(600)
+engine.ingest(folder, "paused", chunk_size=60, chunk_overlap=0, progress=progress)
+"""
+
+
+def _workbench(*argv: str, env: dict[str, str]) -> str:
+    code = f"from workbench.cli import main; raise SystemExit(main({list(argv)!r}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_another_process_sees_an_ingest_under_way_and_one_cut_off(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"f{i}.txt").write_text("\n\n".join(f"File {i} paragraph {j} says a thing." for j in range(3)))
+    persist = str(tmp_path / "store")
+    env = dict(
+        os.environ, WORKBENCH_PERSIST_DIR=persist, WORKBENCH_EMBEDDING_MODEL=str(tiny_models["embedder"]),
+        WORKBENCH_CACHE_DIR=str(tmp_path / "cache"),  # no rate kept: 8 chunks are too few to measure one
+    )  # fmt: skip
+    ingest = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_INGEST, str(folder), persist, str(tiny_models["embedder"])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert ingest.stdout is not None and ingest.stdout.readline().strip() == "UNITS-WRITTEN"
+        listing = _workbench("collections", env=env)
+        assert "paused" in listing and "ingesting 8 of 18 chunks\n" in listing
+        [paused] = json.loads(_workbench("collections", "--json", env=env))
+        assert paused["ingesting"]["done"] == 8 and paused["ingesting"]["running"] is True
+    finally:
+        os.kill(ingest.pid, signal.SIGKILL)
+        ingest.wait(timeout=30)
+    listing = _workbench("collections", env=env)
+    assert "interrupted at 8 of 18 chunks: the same ingest again resumes it" in listing
+    resumed = _workbench(
+        "ingest", str(folder), "--collection", "paused", "--chunk-size", "60", "--chunk-overlap", "0", env=env
+    )
+    assert "8 unchanged" in resumed
+    listing = _workbench("collections", env=env)
+    assert "ingesting" not in listing and "interrupted" not in listing and " 18 " in listing
+
+
+def test_the_estimate_comes_first_at_the_rate_this_machine_measured(
+    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(100):
+        (folder / f"d{i:03}.txt").write_text(f"Document {i} tells of river {i} and the fish in it.")
+    engine = Engine(Settings(persist_dir=tmp_path / "store", embedding_model=str(tiny_models["embedder"]),
+                             reranker_model="none", offline=True))  # fmt: skip
+    first = engine.ingest_estimate("first", 100)
+    assert first.startswith("100 chunks to embed with tiny-embedder: the time left shows once")
+    engine.ingest(folder, "first")
+    rate = kept_rate(str(tiny_models["embedder"]))
+    assert rate is not None and rate > 0
+    second = engine.ingest_estimate("second", 5_000)
+    assert second.startswith("5,000 chunks to embed: about ") and f"at {rate:.1f} chunks/s" in second
+    engine.ingest(folder, "first")  # unchanged: a re-ingest measures the store, and keeps no rate
+    assert kept_rate(str(tiny_models["embedder"])) == rate
+
+
+def test_chunks_are_embedded_longest_first_in_batches(tiny_engine: Engine) -> None:
+    embedder = tiny_engine.embedder()
+    seen: list[list[str]] = []
+
+    class Recording:
+        """The real tiny embedder, with the batches it was given written down."""
+
+        model_id = embedder.model_id
+        dimension = embedder.dimension
+
+        def embed_documents(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            seen.append(texts)
+            return embedder.embed_documents(texts)
+
+        def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+            return embedder.embed_query(text)
+
+    chunks = [
+        Chunk(
+            id=f"d{i}::0", text="word " * ((i * 7) % 23 + 1), metadata={ORIGIN_KEY: f"d{i}", CONTENT_HASH_KEY: f"h{i}"}
+        )
+        for i in range(40)
+    ]
+    write_chunks(chunks, "sorted", registry=tiny_engine.registry, embedder=Recording(), unit_size=16)  # type: ignore[arg-type]
+    assert [len(batch) for batch in seen] == [16, 16, 8]
+    lengths = [len(text) for batch in seen for text in batch]
+    assert lengths == sorted(lengths, reverse=True)
+    assert tiny_engine.collection_info("sorted").count == 40
+
+
+def _beir_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w") as corpus:
+        for i in range(60):
+            corpus.write(json.dumps({"_id": f"doc{i}", "title": "", "text": f"passage {i}"}) + "\n")
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": f"q{i}", "text": f"query {i}"}) + "\n" for i in range(3))
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq0\tdoc5\t1\nq1\tdoc7\t1\nq1\tdoc9\t2\nq2\tdoc11\t1\n"
+    )
+    return folder
+
+
+def test_a_corpus_sample_holds_the_judged_passages_and_is_labelled(tmp_path: Path) -> None:
+    dataset = Dataset.from_beir(_beir_folder(tmp_path))
+    sample = corpus_sample(dataset, 10, tmp_path / "data", max_queries=2)
+    lines = [json.loads(line)["_id"] for line in (sample.corpus / "corpus.jsonl").read_text().splitlines()]  # type: ignore[operator]
+    assert lines[:3] == ["doc5", "doc7", "doc9"] and len(lines) == 13 and len(set(lines)) == 13
+    assert "doc11" not in lines[:3] and list(sample.queries) == ["q0", "q1"]
+    assert sample.name == "beir (corpus sample)"
+    assert sample.note and sample.note.startswith("Corpus sample: 3 judged passages of these 2 queries and 10 others")
+    again = corpus_sample(dataset, 10, tmp_path / "data", max_queries=2)
+    assert again.corpus == sample.corpus
+    assert [json.loads(x)["_id"] for x in (again.corpus / "corpus.jsonl").read_text().splitlines()] == lines  # type: ignore[operator]
+
+
+def test_eval_offers_a_corpus_sample_and_labels_its_figures(
+    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    monkeypatch.setenv("WORKBENCH_PERSIST_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
+    monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
+    folder = str(_beir_folder(tmp_path))
+    argv = ["eval", folder, "--collection", "beir", "--corpus-sample", "10", "--max-queries", "2", "--depth", "none"]
+    code = f"from workbench.cli import main; raise SystemExit(main({[*argv, '--no-save', '--json']!r}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "'beir-sample-10' does not exist yet" in done.stderr and "13 chunks to embed" in done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["dataset"] == "beir (corpus sample)" and summary["collection"] == "beir-sample-10"
+    assert summary["queries"] == 2
+    [note, *_] = summary["warnings"]
+    assert note.startswith("Corpus sample: 3 judged passages of these 2 queries and 10 others drawn from the 60")
