@@ -1,11 +1,15 @@
 """An evaluation against a reranker that is a service: wall time one search at a time against
-WORKBENCH_RERANK_CONCURRENCY searches at once, on a local Cohere-style `/rerank` server that takes a fixed time per
-request (a busy GPU server, simulated), and whether the figures are the same to the last digit.
+WORKBENCH_RERANK_CONCURRENCY searches at once, on local Cohere-style `/rerank` servers that take a fixed time per
+request, and whether the figures are the same to the last digit.
 
     python bench/remote_concurrency.py                    # demo, 20 queries, 200 ms per request, 1 / 2 / 4 at once
+    python bench/remote_concurrency.py --replicas         # 1 / 2 / 4 replicas, each answering one request at a time
 
-The concurrency levels are interleaved over rounds; each prints its median wall time, the ideal (requests × delay /
-concurrency) and the ratio of the two.
+Without --replicas there is one server that answers any number of requests at once (a GPU server with room, or
+replicas behind a load balancer). With --replicas, level N starts N servers that each answer one request at a
+time (a GPU busy with one batch) and names them all in the reranker id (`http://a,http://b`, asked in turn), at
+concurrency N. The levels are interleaved over rounds; each prints its median wall time, the ideal (requests ×
+delay / N) and the ratio of the two.
 """
 
 from __future__ import annotations
@@ -32,13 +36,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def slow_server(delay: float) -> FastAPI:
+def slow_server(delay: float, one_at_a_time: bool = False) -> FastAPI:
     app = FastAPI()
+    busy = asyncio.Lock() if one_at_a_time else None
 
     @app.post("/rerank")
     async def rerank(request: Request) -> dict:
         body = await request.json()
-        await asyncio.sleep(delay)
+        if busy is None:
+            await asyncio.sleep(delay)
+        else:
+            async with busy:
+                await asyncio.sleep(delay)
         scores = [len(set(body["query"].lower().split()) & set(d.lower().split())) for d in body["documents"]]
         top = max(scores) or 1
         ranked = sorted(range(len(scores)), key=lambda i: -scores[i])
@@ -53,34 +62,51 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--levels", default="1,2,4")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--replicas", action="store_true", help="level N: N one-at-a-time servers, in turn")
     args = parser.parse_args()
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(slow_server(args.delay), host="127.0.0.1", port=port, log_level="error"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
+    levels = [int(x) for x in args.levels.split(",")]
+    servers: list[uvicorn.Server] = []
+
+    def started(one_at_a_time: bool) -> str:
+        port = free_port()
+        app = slow_server(args.delay, one_at_a_time)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        threading.Thread(target=server.run, daemon=True).start()
+        while not server.started:
+            time.sleep(0.05)
+        servers.append(server)
+        return f"http://127.0.0.1:{port}"
+
+    if args.replicas:
+        urls = [started(True) for _ in range(max(levels))]
+        reranker_of = {level: ",".join(urls[:level]) for level in levels}
+    else:
+        url = started(False)
+        reranker_of = {level: url for level in levels}
     base = Engine(Settings())
     ensure_demo_collection(base)
     dataset = demo_dataset()
-    levels = [int(x) for x in args.levels.split(",")]
     walls: dict[int, list[float]] = {level: [] for level in levels}
     afters: dict[int, dict[str, float]] = {}
     for _ in range(args.rounds):
         for level in levels:
             engine = Engine(base.settings.model_copy(update={"rerank_concurrency": level}), registry=base.registry,
                             embedder=base.embedder())  # fmt: skip
-            plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=f"http://127.0.0.1:{port}")
+            plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker_of[level])
             started = time.perf_counter()
             report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries)
             walls[level].append(time.perf_counter() - started)
             afters[level] = report.after
     same = all(after == afters[levels[0]] for after in afters.values())
-    print(f"{args.queries} queries, {args.delay * 1000:.0f} ms per request, figures the same at every level: {same}")
+    shape = "one-at-a-time replicas, in turn" if args.replicas else "one server"
+    print(f"{args.queries} queries, {args.delay * 1000:.0f} ms per request, {shape}; figures the same: {same}")
     for level in levels:
         wall = statistics.median(walls[level])
         ideal = args.queries * args.delay / level
-        print(f"  concurrency {level}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
-    server.should_exit = True
+        what = f"{level} replicas at concurrency {level}" if args.replicas else f"concurrency {level}"
+        print(f"  {what}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
+    for server in servers:
+        server.should_exit = True
     return 0 if same else 1
 
 

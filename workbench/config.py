@@ -122,6 +122,14 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(
         64, ge=1, validation_alias=_alias("embedding_batch_size", "WORKBENCH_EMBEDDING_BATCH_SIZE")
     )
+    # An embedding service (WORKBENCH_EMBEDDING_MODEL=http(s)://...): batches of embedding_batch_size texts sent at
+    # once, and the bearer token (a token in the URL's user info, http://:TOKEN@host, is used before it).
+    embedding_concurrency: int = Field(
+        4, ge=1, le=64, validation_alias=_alias("embedding_concurrency", "WORKBENCH_EMBEDDING_CONCURRENCY")
+    )
+    embedding_api_key: SecretStr | None = Field(
+        None, validation_alias=_alias("embedding_api_key", "WORKBENCH_EMBEDDING_API_KEY")
+    )
 
     # Store
     store: StoreKind = Field("chroma", validation_alias=_alias("store", "WORKBENCH_STORE"))
@@ -230,6 +238,7 @@ class Settings(BaseSettings):
         "judge_url",
         "judge_api_key",
         "rerank_api_key",
+        "embedding_api_key",
         mode="before",
     )
     @classmethod

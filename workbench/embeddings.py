@@ -7,8 +7,10 @@ read the same on every store.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import httpx
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
@@ -16,11 +18,14 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
-from workbench.redact import redact_text
-from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX
+from workbench.redact import redact_text, redact_url, register_secret
+from workbench.rerankers.remote import service_address
+from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX, SERVED_MODEL_SEPARATOR, SERVICE_SCHEMES
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+SETTING = "WORKBENCH_EMBEDDING_MODEL"
 
 
 @runtime_checkable
@@ -136,6 +141,8 @@ class LangChainEmbedder:
 
 
 def _langchain_model_id(embeddings: Any) -> str:
+    if isinstance(embeddings, EmbedderAsLangChain):  # a workbench embedder passed through LangChain and back
+        return embeddings.embedder.model_id
     name = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
     openai = type(embeddings).__name__.startswith(("OpenAI", "AzureOpenAI"))
     prefix = OPENAI_EMBEDDING_PREFIX if openai else LANGCHAIN_EMBEDDING_PREFIX
@@ -155,8 +162,69 @@ class EmbedderAsLangChain(Embeddings):
         return self.embedder.embed_query(text).tolist()
 
 
+class EmbeddingService(LangChainEmbedder):
+    """A server speaking OpenAI's `POST /embeddings` (Infinity, text-embeddings-inference, vLLM, OpenAI itself),
+    named `http(s)://HOST:PORT[/PATH][#MODEL]` and called through langchain-openai with that base URL.
+
+    The model is the one after '#', else the one the server lists at `GET /models` when it serves exactly one;
+    `model_id` then carries it (`http://gpu:7997#all-MiniLM-L6-v2`), so a collection records which served model
+    made its vectors. Texts go in batches of WORKBENCH_EMBEDDING_BATCH_SIZE, WORKBENCH_EMBEDDING_CONCURRENCY at
+    once, in order; langchain-openai retries a busy server (WORKBENCH_RERANK_RETRIES times). The token comes from
+    the URL's user info or WORKBENCH_EMBEDDING_API_KEY; neither is ever part of the id."""
+
+    def __init__(self, given: str, settings: Settings) -> None:
+        require_extra("openai", f"Embedding model '{redact_url(given)}'")
+        from langchain_openai import OpenAIEmbeddings
+
+        base, _, model = given.partition(SERVED_MODEL_SEPARATOR)
+        address = service_address(base, "", SETTING)
+        key = address.token or (settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None)
+        if key:
+            register_secret(key)
+        self.base_url = str(address.url).rstrip("/")
+        self.timeout = settings.rerank_timeout
+        model = model.strip() or self._served_model(key)
+        embeddings = OpenAIEmbeddings(
+            model=model, base_url=self.base_url, api_key=key or "none", timeout=self.timeout,  # type: ignore[arg-type]
+            max_retries=settings.rerank_retries, check_embedding_ctx_length=False,  # send text, not token ids
+            chunk_size=settings.embedding_batch_size,
+        )  # fmt: skip
+        super().__init__(embeddings, model_id=f"{address.public_id}{SERVED_MODEL_SEPARATOR}{model}")
+        self.batch_size = settings.embedding_batch_size
+        self.concurrency = settings.embedding_concurrency
+
+    def _served_model(self, key: str | None) -> str:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            listed = httpx.get(f"{self.base_url}/models", headers=headers, timeout=self.timeout)
+            served = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
+        except httpx.HTTPError as exc:
+            raise ModelError(
+                f"The embedding service at {redact_url(self.base_url)} cannot be reached "
+                f"({redact_text(str(exc))[:200] or type(exc).__name__}). Check that it is running, or {SETTING}."
+            ) from exc
+        except (ValueError, AttributeError):
+            served = []
+        if len(served) != 1 or not isinstance(served[0], str):
+            raise ConfigError(
+                f"The embedding service at {redact_url(self.base_url)} lists {len(served)} models at /models: name "
+                f"the one to use after '#' in {SETTING} (http://HOST:PORT#MODEL)."
+            )
+        return served[0]
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        if len(texts) <= self.batch_size or self.concurrency == 1:
+            return super().embed_documents(texts)
+        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        with ThreadPoolExecutor(min(self.concurrency, len(batches)), thread_name_prefix="workbench-embed") as pool:
+            return np.vstack(list(pool.map(super().embed_documents, batches)))
+
+
 def create_embedder(model_id: str, settings: Settings) -> Embedder:
-    """The embedder a model id names: `openai:<model>` through langchain-openai, else sentence-transformers."""
+    """The embedder a model id names: `openai:<model>` through langchain-openai, `http(s)://...` an
+    OpenAI-compatible embedding service, else sentence-transformers."""
+    if model_id.startswith(SERVICE_SCHEMES):
+        return EmbeddingService(model_id, settings)
     if model_id.startswith(OPENAI_EMBEDDING_PREFIX):
         if not os.environ.get("OPENAI_API_KEY"):
             raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")

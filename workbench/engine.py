@@ -26,6 +26,7 @@ from workbench.inputs import (
     validate_page,
     validate_query,
 )
+from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
@@ -44,7 +45,7 @@ from workbench.types import (
     SearchResult,
     StageTimings,
 )
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_QUERY_CHARS
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, LANGCHAIN_EMBEDDING_PREFIX, MAX_QUERY_CHARS, SERVICE_SCHEMES
 
 
 class UseDefault:
@@ -167,7 +168,12 @@ class Engine:
         model_id = model_id or self.settings.embedding_model
         with self._lock:
             if model_id not in self._embedders:
-                self._embedders[model_id] = create_embedder(model_id, self.settings)
+                configured = self.settings.embedding_model
+                if model_id.startswith(SERVICE_SCHEMES) and configured.startswith(SERVICE_SCHEMES):
+                    # a collection records a service's public id; the configured URL (a token in it) may be it
+                    self._embedders.setdefault(configured, create_embedder(configured, self.settings))
+                same = [e for e in self._embedders.values() if e.model_id == model_id]
+                self._embedders[model_id] = same[0] if same else create_embedder(model_id, self.settings)
             return self._embedders[model_id]
 
     def reranker(self, model_id: str | UseDefault | None = DEFAULT) -> Reranker | None:
@@ -208,6 +214,16 @@ class Engine:
 
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:
         embedder = self.embedder(None if self._embedder_override else info.embedding_model)
+        recorded = info.embedding_model
+        unnamed = (recorded or "").startswith(LANGCHAIN_EMBEDDING_PREFIX) or embedder.model_id.startswith(
+            LANGCHAIN_EMBEDDING_PREFIX
+        )  # a LangChain object the workbench knows only by its class: the dimension check below is what there is
+        if recorded and embedder.model_id != recorded and not unnamed:
+            raise ConfigError(
+                f"Collection '{name}' was embedded with '{public_name(recorded)}', and this engine's embedder is "
+                f"'{public_name(embedder.model_id)}': vectors of different embedders cannot be compared. Query it "
+                "with the embedder that built it, or ingest it again with this one."
+            )
         if info.dimension and embedder.dimension != info.dimension:
             raise ConfigError(
                 f"Collection '{name}' holds {info.dimension}-dimensional vectors ({info.embedding_model}), but the "

@@ -87,6 +87,7 @@ UNSUPPORTED_URL_KIND: Final = "unsupported URL"  # a URL of no other kind: refus
 # Reranker ids by form: a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
 TEI_PREFIX: Final = "tei+"
+REPLICA_SEPARATOR: Final = ","  # replicas of one reranker service: http://gpu1:7997,http://gpu2:7997
 TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank
 HOSTED_PREFIXES: Final = ("cohere:", "jina:", "voyage:")  # hosted APIs, keys from the environment
 HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}
@@ -95,6 +96,7 @@ DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 DEFAULT_EMBEDDING_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 OPENAI_EMBEDDING_PREFIX: Final = "openai:"
 LANGCHAIN_EMBEDDING_PREFIX: Final = "langchain:"
+SERVED_MODEL_SEPARATOR: Final = "#"  # an embedding service and its model: http://gpu:7997#all-MiniLM-L6-v2
 
 # Metrics ----------------------------------------------------------------------------------------------------
 NDCG_10: Final = "ndcg@10"

@@ -30,3 +30,26 @@ def test_a_service_reranker_is_asked_concurrently_with_the_same_figures(demo_eng
     assert report.after_run == again.after_run
     # one at a time never overlaps; at 4, requests overlap (up to 4: each waits 0.3 s at the server)
     assert most == 1 if concurrency == 1 else 1 < most <= concurrency
+
+
+def test_replicas_of_one_service_are_asked_in_turn_with_the_same_figures(demo_engine: Engine) -> None:
+    """`http://a,http://b` names two replicas: requests alternate between them, a replica that is down hands its
+    try to the next, and the figures are those of one server."""
+    from tests.conftest import free_port
+
+    dataset = demo_dataset()
+    settings = demo_engine.settings.model_copy(update={"rerank_concurrency": 4})
+
+    def evaluated(reranker: str):  # type: ignore[no-untyped-def]
+        engine = Engine(settings, registry=demo_engine.registry, embedder=demo_engine.embedder())
+        plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker)
+        return evaluate_dataset(engine, dataset, plan, max_queries=8)
+
+    with RerankApis(Behaviour(key="unused")) as first, RerankApis(Behaviour(key="unused")) as second:
+        both = evaluated(f"{first.base}/service,{second.base}/service")
+        asked = [len(first.behaviour.requests), len(second.behaviour.requests)]
+        alone = evaluated(f"{first.base}/service")
+        down = evaluated(f"{first.base}/service,http://127.0.0.1:{free_port()}/service")
+    assert sum(asked) >= 8 and abs(asked[0] - asked[1]) <= 1  # round-robin: one each in turn
+    assert both.after_run == alone.after_run == down.after_run and both.after == alone.after
+    assert both.reranker_model == f"{first.base}/service,{second.base}/service"

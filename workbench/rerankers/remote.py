@@ -17,6 +17,7 @@ without them, secret query parameters masked, so no id that leaves the process c
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -32,7 +33,7 @@ from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_conn
 from workbench.redact import plain_text, redact_text, redact_url, register_secret
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.cache import ScoreCache, cached_scores
-from workbench.vocab import HOSTED_KEYS, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
+from workbench.vocab import HOSTED_KEYS, REPLICA_SEPARATOR, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
 SETTING = "RERANKER_MODEL"
 KEY_SETTING = "WORKBENCH_RERANK_API_KEY"
@@ -48,10 +49,15 @@ class RemoteReranker:
     score_scale: ScoreScale = "probability"
     max_documents: ClassVar[int] = 1000
 
-    def __init__(self, model_id: str, settings: Settings, cache: ScoreCache, *, url: str, key: str | None = None):
+    def __init__(
+        self, model_id: str, settings: Settings, cache: ScoreCache, *, url: str | list[str], key: str | None = None
+    ):
+        """`url` is one URL, or the URLs of replicas of one service, asked in turn (round-robin)."""
         self.model_id = model_id
-        self.url = url
-        self.shown_url = redact_url(url)
+        self.urls = [url] if isinstance(url, str) else list(url)
+        self.url = self.urls[0]
+        self.shown_url = ", ".join(redact_url(u) for u in self.urls)
+        self._turn = itertools.count()
         self.timeout = settings.rerank_timeout
         self.backend = f"{self.kind} {self.shown_url}"
         self.cache = cache
@@ -126,10 +132,11 @@ class RemoteReranker:
         return scores
 
     def _send(self, body: dict[str, Any]) -> httpx.Response:
-        """One try: the whole answer read within `timeout` seconds (httpx alone times each read, so a service
-        sending a byte a second would hold the search for as long as it liked)."""
+        """One try, at the next replica in turn: the whole answer read within `timeout` seconds (httpx alone
+        times each read, so a service sending a byte a second would hold the search for as long as it liked)."""
+        url = self.urls[next(self._turn) % len(self.urls)]
         until = time.monotonic() + self.timeout
-        with self._client.stream("POST", self.url, json=body) as response:
+        with self._client.stream("POST", url, json=body) as response:
             received = bytearray()
             for chunk in response.iter_bytes():
                 received += chunk
@@ -143,6 +150,8 @@ class RemoteReranker:
             try:
                 response = self._send(body)
             except httpx.HTTPError as exc:
+                if len(self.urls) > 1 and attempt < self.retries:
+                    continue  # a replica that is down or hung: the next one in turn takes the retry
                 raise self._unreachable(exc) from exc
             busy = response.status_code == 429 or response.status_code >= 500
             if busy and attempt < self.retries:
@@ -276,6 +285,16 @@ def _counted(value: Any) -> float:
     return float(value)
 
 
+def replica_urls(model_id: str) -> list[str]:
+    """The URLs of a service's replicas, written one after another with commas between them
+    (`http://gpu1:7997,http://gpu2:7997`): each asked in turn. One URL is a list of one."""
+    parts = [part.strip() for part in model_id.split(REPLICA_SEPARATOR)]
+    if len(parts) > 1 and not all("://" in part for part in parts):
+        shown = redact_url(plain_text(model_id))[:200]
+        raise ConfigError(f"{SETTING} '{shown}': replicas are full URLs separated by commas, each with its scheme.")
+    return parts
+
+
 @dataclass(frozen=True)
 class ServiceAddress:
     """A service URL taken apart: the URL to call, the token its user info carried, and the id it goes by (the URL
@@ -319,9 +338,11 @@ class RerankService(RemoteReranker):
     kind = SERVICE_KIND
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        address = service_address(model_id, "/rerank")
+        addresses = [service_address(given, "/rerank") for given in replica_urls(model_id)]
+        address = addresses[0]
         key = address.token or _secret(settings.rerank_api_key)
-        super().__init__(address.public_id, settings, cache, url=str(address.url), key=key)
+        public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
+        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], key=key)
         self.models_url = address.url.copy_with(path=address.url.path.removesuffix("/rerank") + "/models")
         self.served_model = self._served_model()
 
@@ -356,9 +377,13 @@ class TeiReranker(RemoteReranker):
     score_scale: ScoreScale = "logit"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        address = service_address(model_id.removeprefix(TEI_PREFIX), "/rerank", prefix=TEI_PREFIX)
-        key = address.token or _secret(settings.rerank_api_key)
-        super().__init__(address.public_id, settings, cache, url=str(address.url), key=key)
+        addresses = [
+            service_address(given.removeprefix(TEI_PREFIX), "/rerank", prefix=TEI_PREFIX)
+            for given in replica_urls(model_id)
+        ]
+        key = addresses[0].token or _secret(settings.rerank_api_key)
+        public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
+        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], key=key)
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}
