@@ -64,12 +64,14 @@ def test_the_int8_configuration_follows_the_cpu() -> None:
 
 def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
     model = str(tiny_models["reranker"])
-    settings = Settings(data_dir=tmp_path, reranker_model=model, reranker_calibrate=True, offline=True)
+    settings = Settings(
+        data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_model=model, reranker_calibrate=True, offline=True
+    )
     engine = Engine(settings)
     plan = engine.plan(collection="any", reranker=model)
     assert not backend_measured(model, exports_root=settings.exports_dir)
     before = engine.first_use(plan)  # what the page says while the first search waits
-    assert before is not None and "measuring which backend" in before and "once per machine" in before
+    assert before is not None and "measured in the background, once per machine" in before
     heard: list[str] = []
     facts, choice = backend_choice(model, exports_root=settings.exports_dir, progress=heard.append)
     assert choice is not None and any(m.startswith("Measuring the reranker's backends") for m in heard)
@@ -90,7 +92,7 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
 
     def ndcg(backend: str) -> float:
-        settings = Settings(data_dir=tmp_path, reranker_backend=backend, offline=True)
+        settings = Settings(data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_backend=backend, offline=True)
         scores = CrossEncoderReranker(model, settings).score_pairs(pairs)
         run: dict[str, dict[str, float]] = {}
         for (qid, doc), score in zip(keys, scores, strict=True):
@@ -109,7 +111,9 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
 def test_auto_follows_the_kept_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
     """A kept choice whose (faked) figures make ONNX the fastest within the loss: `auto` loads ONNX."""
     model = str(tiny_models["reranker"])
-    settings = Settings(data_dir=tmp_path, reranker_model=model, reranker_max_length=200, offline=True)
+    settings = Settings(
+        data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_model=model, reranker_max_length=200, offline=True
+    )
     facts = machine_facts("cpu")
     figures = _figures(onnx=(1.8, 0.0), onnx_int8=(2.5, 0.02))
     faked = BackendChoice(
@@ -123,7 +127,10 @@ def test_auto_follows_the_kept_choice(tmp_path: Path, tiny_models: dict[str, Pat
 
 
 def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
-    env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path), "RERANKER_MODEL": str(tiny_models["reranker"])}
+    env = {
+        **os.environ, "WORKBENCH_DATA_DIR": str(tmp_path), "WORKBENCH_EXPORTS_DIR": str(tmp_path / "exports"),
+        "RERANKER_MODEL": str(tiny_models["reranker"]),
+    }  # fmt: skip
     command = [str(Path(sys.executable).parent / "workbench"), "doctor"]
     done = subprocess.run([*command, "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -145,7 +152,9 @@ def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_to
     kept, no folder beside or above the exports is deleted or written, and the other exports stay."""
     model = str(tiny_models["reranker"])
     data = tmp_path / "data"
-    settings = Settings(data_dir=data, reranker_model=model, offline=True, reranker_calibrate=False)
+    settings = Settings(
+        data_dir=data, exports_dir=data / "exports", reranker_model=model, offline=True, reranker_calibrate=False
+    )
     victim = tmp_path / "victim"
     (victim / "keep").mkdir(parents=True)
     (victim / "keep" / "file.txt").write_text("precious")
@@ -171,3 +180,36 @@ def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_to
     assert (sibling / "marker").read_text() == "an earlier export"
     with pytest.raises(ModelError, match="not a backend with an export"):
         exports.folder(model, fingerprint(model), chosen)
+
+
+def test_an_unmeasured_reranker_answers_on_torch_at_once_and_switches_once_measured(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """`auto` on a machine that never measured the model: torch at once, the measurement in a thread, then the
+    chosen backend swapped in; torch's scores meanwhile are cached apart from the chosen backend's."""
+    import time
+
+    from workbench.rerankers.backends import measuring_now
+
+    model = str(tiny_models["reranker"])
+    settings = Settings(data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_calibrate=True, offline=True)
+    reranker = CrossEncoderReranker(model, settings)
+    assert reranker.backend == "torch:cpu" and reranker.measuring
+    assert "tiny-reranker" in measuring_now() and reranker.cache_key.endswith("@torch-until-measured")
+    texts = ["herons wade in shallow water", "oaks live for centuries", "glaciers carve valleys"]
+    on_torch, _ = reranker.score("which birds wade", texts)
+    deadline = time.monotonic() + 600
+    while reranker.measuring and time.monotonic() < deadline:
+        reranker.score("which birds wade", texts)  # searches go on while it measures
+        time.sleep(0.2)
+    assert not reranker.measuring and "tiny-reranker" not in measuring_now()
+    _, choice = backend_choice(model, exports_root=settings.exports_dir)
+    assert choice is not None and reranker.backend == f"{choice.chosen}:cpu"
+    assert reranker.cache_key == model
+    after, cached = reranker.score("which birds wade", texts)
+    assert cached == 0  # the chosen backend scores afresh
+    tolerance = 0.05 if choice.chosen == "onnx-int8" else 1e-3
+    assert after == pytest.approx(on_torch, abs=tolerance)
+    # a second reranker of the same model in this process starts on the kept choice, measuring nothing
+    again = CrossEncoderReranker(model, settings)
+    assert again.backend == reranker.backend and not again.measuring

@@ -29,7 +29,8 @@ TEXTS = [
 
 
 def _settings(tmp_path: Path, tiny_models: dict[str, Path], **overrides: object) -> Settings:
-    return Settings(offline=True, reranker_model=str(tiny_models["reranker"]), data_dir=tmp_path / "data", **overrides)
+    folders = {"data_dir": tmp_path / "data", "exports_dir": tmp_path / "data" / "exports"}  # exports of its own
+    return Settings(offline=True, reranker_model=str(tiny_models["reranker"]), **folders, **overrides)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from workbench.errors import ConfigError
 from workbench.inputs import validate_policy
-from workbench.paths import config_file, demo_dir, user_data_dir
+from workbench.paths import config_file, demo_dir, user_cache_dir, user_data_dir
 from workbench.redact import redact_url
 from workbench.vocab import (
     DEFAULT_EMBEDDING_MODEL,
@@ -41,7 +41,13 @@ from workbench.vocab import (
     StoreKind,
 )
 
-_FOLDER_KEYS = {"persist_dir", "data_dir", "models_dir", "data_roots"}  # relative: from the file's folder
+_FOLDER_KEYS = {
+    "persist_dir",
+    "data_dir",
+    "exports_dir",
+    "models_dir",
+    "data_roots",
+}  # relative: from the file's folder
 _MODEL_KEYS = {"reranker_model", "embedding_model"}  # hub ids stay ids; only ./ and ../ are paths
 _LIST_KEYS = {"models_dir", "data_roots"}  # os.pathsep separated
 
@@ -150,6 +156,12 @@ class Settings(BaseSettings):
 
     # Where the workbench keeps its own files (embedded stores, exports, indexes, sessions)
     data_dir: Path = Field(default_factory=user_data_dir, validation_alias=_alias("data_dir", "WORKBENCH_DATA_DIR"))
+    # ONNX/OpenVINO exports of reranker folders and `auto`'s measured backend choices: per machine, shared by every
+    # data folder on it (the user's cache folder, WORKBENCH_CACHE_DIR), so a new clone or data folder measures nothing
+    exports_dir: Path = Field(
+        default_factory=lambda: user_cache_dir() / "exports",
+        validation_alias=_alias("exports_dir", "WORKBENCH_EXPORTS_DIR"),
+    )
     # Folders the app may read server-side paths from (os.pathsep separated); default: data_dir and the demo
     data_roots: str | None = Field(None, validation_alias=_alias("data_roots", "WORKBENCH_DATA_ROOTS"))
     app_password: SecretStr | None = Field(None, validation_alias=_alias("app_password", "WORKBENCH_APP_PASSWORD"))
@@ -283,11 +295,6 @@ class Settings(BaseSettings):
     def resolved_persist_dir(self) -> Path:
         """The embedded store's folder: persist_dir, else `<data_dir>/<store>`."""
         return Path(self.persist_dir) if self.persist_dir else self.embedded_dir(self.store)
-
-    @property
-    def exports_dir(self) -> Path:
-        """Where ONNX exports of model folders are kept: `<data_dir>/exports`."""
-        return Path(self.data_dir) / "exports"
 
     def embedded_dir(self, kind: str) -> Path:
         """The folder an embedded store of this kind uses by default: `<data_dir>/<kind>`."""

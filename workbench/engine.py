@@ -7,6 +7,7 @@ Heavy objects (embedders, rerankers, store clients) are created once and shared.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from workbench.inputs import (
 )
 from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
+from workbench.rerankers.backends import measuring_now
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
 from workbench.retrieval import BM25Indexes
@@ -46,6 +48,8 @@ from workbench.types import (
     StageTimings,
 )
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, LANGCHAIN_EMBEDDING_PREFIX, MAX_QUERY_CHARS, SERVICE_SCHEMES
+
+log = logging.getLogger("workbench.engine")
 
 
 class UseDefault:
@@ -207,6 +211,24 @@ class Engine:
         if model_id is None or is_no_reranker(model_id) or model_id in self._rerankers:
             return None
         return first_use_words(self.settings, model_id)
+
+    def warm_in_background(self) -> None:
+        """Load the embedder and the default reranker in a thread, so a front end answers at once and the first
+        search does not wait for them (a reranker never measured here starts measuring its backends then)."""
+
+        def warm() -> None:
+            try:
+                self.embedder()
+                self.reranker()
+            except Exception as exc:  # the first search says what is wrong, in its own words
+                log.warning("warming the models failed: %s", exc)
+
+        threading.Thread(target=warm, name="workbench-warm-up", daemon=True).start()
+
+    @staticmethod
+    def backends_measuring() -> list[str]:
+        """The rerankers whose backends this process is measuring in the background (they answer on torch)."""
+        return measuring_now()
 
     def reranker_of(self, plan: SearchPlan) -> Reranker | None:
         """The reranker a plan names ('default': the configured one; None: none)."""

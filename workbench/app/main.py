@@ -30,7 +30,6 @@ from workbench.errors import WorkbenchError
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
-from workbench.rerankers.factory import reranker_backend_choice
 from workbench.services.demo import demo_needs_building, prepare_demo
 from workbench.types import CollectionInfo
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES
@@ -71,11 +70,7 @@ def ensure_demo(engine: Engine) -> None:
             log.info("Demo collection ready: %s passages", info.count if info else "?")
         else:
             prepare_demo(engine)
-        settings = engine.settings
-        if settings.reranker_backend == "auto" and settings.reranker_calibrate:
-            # `workbench app` measured it before starting; `streamlit run app.py` measures it here, once per machine
-            with st.spinner("Checking which backend runs the reranker fastest on this machine (measured once)…"):
-                reranker_backend_choice(settings, progress=log.warning)
+        engine.warm_in_background()  # the reranker loads (and, never measured here, measures) off the page
     STATE.demo_checked = True
 
 
@@ -89,6 +84,11 @@ def sidebar(engine: Engine) -> Controls:
     with st.sidebar:
         collection = _collection_picker(engine)
         rerank, model = _reranker_picker(engine.settings)
+        for name in engine.backends_measuring():
+            st.caption(
+                f"Measuring which backend runs {name} fastest on this machine, in the background (once per "
+                "machine): searches run on torch meanwhile and switch when it is done."
+            )
         retrieval, k = _candidate_controls(engine.settings)
         filters, filter_error = _filters()
         st.markdown("### Judging")

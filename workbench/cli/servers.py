@@ -16,7 +16,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback
 from workbench.mcp import run as run_mcp
-from workbench.rerankers.factory import reranker_backend_choice
+from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
 from workbench.stores.localpg import LocalPostgres
 
@@ -55,15 +55,20 @@ def _ensure_demo(engine: Engine) -> None:
         warn(f"Demo collection ready: {info.count} passages.")
 
 
-def _ensure_backend_choice(settings: Settings) -> None:
-    """Measure `auto`'s backends for the default reranker before a server starts (once per model and machine),
-    so that the first search does not wait for it. A failure is reported; the server then starts on torch."""
+def _say_backend_choice(settings: Settings) -> None:
+    """Say whether `auto` still has to measure the default reranker's backends on this machine: the server then
+    answers on torch at once and measures in the background (once per machine, kept in the user's cache)."""
     if settings.reranker_backend != "auto" or not settings.reranker_calibrate:
         return
     try:
-        reranker_backend_choice(settings, progress=warn)
-    except WorkbenchError as exc:
-        warn(f"The reranker's backends could not be measured: {exc}")
+        words = first_use_words(settings, settings.reranker_model)
+    except WorkbenchError:
+        return  # the first search names what is wrong with the model
+    if words and "background" in words:
+        warn(
+            "The reranker's backends (torch, ONNX, int8, OpenVINO) are measured in the background after start, once "
+            "per machine: searches run on torch meanwhile."
+        )
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -75,7 +80,7 @@ def cmd_app(args: argparse.Namespace) -> int:
             "(a shared password every visitor types), or keep the default 127.0.0.1."
         )
     _ensure_demo(Engine(settings))
-    _ensure_backend_choice(settings)
+    _say_backend_choice(settings)
     warn(f"Starting the workbench at http://{args.host}:{args.port}")
     command = app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty())
     sys.stdout.flush()
@@ -118,6 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     engine = Engine(settings)  # one engine per process: the one that checked the demo serves the requests
     _ensure_demo(engine)
+    _say_backend_choice(settings)
     warn(f"Serving the workbench API at http://{args.host}:{args.port} (OpenAPI at /docs); loading the models…")
     _log_to_stderr("workbench")
     app = create_app(engine=engine, host=args.host)

@@ -3,15 +3,17 @@ int8 weights (dynamic quantization), or OpenVINO fp32. The variants come from se
 (`backend="onnx"` and `backend="openvino"`, through Optimum and optimum-intel) and quantization helper
 (`export_dynamic_quantized_onnx_model`).
 
-An export is made once per model folder and kept under `<data_dir>/exports/<name>-<fingerprint>/<backend>/`,
+An export is made once per model folder and kept under `<exports_dir>/<name>-<fingerprint>/<backend>/` (the user's
+cache folder: once per machine),
 where the fingerprint hashes the model's files; a manifest written last records the exported file's hash, so a
 stale, half-written or damaged export is found and rebuilt, never used.
 
 `auto` chooses per device: on CUDA, torch in half precision; on the CPU, what a short calibration measured on this
-machine for this model (`machine.calibrate`, run once and kept under `<data_dir>/exports/backend-choices/`): the
+machine for this model (`machine.calibrate`, run once and kept under `<exports_dir>/backend-choices/`): the
 fastest backend within 0.005 nDCG@10 of fp32 torch and at least 1.1x faster, else torch. With calibration off
 (WORKBENCH_CALIBRATE_BACKENDS=0) and nothing kept, the development machine's table (`machine.MEASURED`) decides.
-The int8 export follows the CPU: `avx512_vnni`, `avx512`, `avx2` or `arm64`.
+The int8 export follows the CPU: `avx512_vnni`, `avx512`, `avx2` or `arm64`. A reranker loaded before its
+model was ever measured here runs on torch at once while `measure_in_background` measures, then switches.
 """
 
 from __future__ import annotations
@@ -376,3 +378,49 @@ def _kept_choice(
         return _load_backend(model_path, name, "cpu", max_length, exports, progress)[0]
 
     return calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
+
+
+_measuring: dict[str, list[Callable[[], None]]] = {}  # model fingerprint -> who waits to switch when it is done
+_measuring_names: dict[str, str] = {}
+_measuring_lock = threading.Lock()
+
+
+def measuring_now() -> list[str]:
+    """The rerankers whose backends are being measured in the background in this process, by folder name."""
+    with _measuring_lock:
+        return sorted(_measuring_names.values())
+
+
+def measure_in_background(
+    model_path: str, max_length: int, *, exports_root: str | Path, when_done: Callable[[], None]
+) -> None:
+    """Measure `auto`'s backends for the model on this CPU in a thread of its own (once per model and process,
+    however many ask), keep the choice, then call every `when_done`. A failure is logged; the callers stay on
+    what they run."""
+    model_print = fingerprint(model_path)
+    with _measuring_lock:
+        if model_print in _measuring:
+            _measuring[model_print].append(when_done)
+            return
+        _measuring[model_print] = [when_done]
+        _measuring_names[model_print] = Path(model_path).name
+
+    def measure() -> None:
+        try:
+            backend_choice(model_path, "cpu", max_length, exports_root=exports_root, progress=log.info)
+        except Exception as exc:  # measuring is an optimisation: the reranker keeps running on torch
+            log.warning("Measuring the backends of %s failed (%s): staying on torch.", Path(model_path).name, exc)
+            with _measuring_lock:
+                _measuring.pop(model_print, None)
+                _measuring_names.pop(model_print, None)
+            return
+        with _measuring_lock:
+            waiting = _measuring.pop(model_print, [])
+        try:
+            for done in waiting:
+                done()
+        finally:
+            with _measuring_lock:
+                _measuring_names.pop(model_print, None)
+
+    threading.Thread(target=measure, name=f"workbench-measure-{model_print[:8]}", daemon=True).start()

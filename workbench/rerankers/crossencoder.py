@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from workbench.config import Settings
-from workbench.models import resolve_model
-from workbench.rerankers.backends import load_cross_encoder
+from workbench.models import pick_device, resolve_model
+from workbench.rerankers.backends import backend_measured, load_cross_encoder, measure_in_background
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache, cached_scores
-from workbench.vocab import ScoreScale
+from workbench.vocab import BACKEND_SEPARATOR, ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids
 
@@ -57,11 +57,20 @@ class CrossEncoderReranker:
         self.model_id = model_id
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
         self.max_length = settings.reranker_max_length
+        self._settings = settings
+        # `auto` on a CPU that never measured this model: torch now, the measurement in the background, the switch
+        # between model runs once it is done (a page never waits a minute or two for it)
+        self.measuring = (
+            settings.reranker_backend == "auto"
+            and settings.reranker_calibrate
+            and pick_device(settings.reranker_device) == "cpu"
+            and not backend_measured(self.path, "cpu", exports_root=settings.exports_dir)
+        )
         self._model, self.backend, self.fingerprint = load_cross_encoder(
             self.path,
             settings.reranker_device,
             self.max_length,
-            settings.reranker_backend,
+            "torch" if self.measuring else settings.reranker_backend,
             exports_root=settings.exports_dir,
             progress=progress,
             calibrate_backends=settings.reranker_calibrate,
@@ -80,6 +89,25 @@ class CrossEncoderReranker:
         self.pairs_scored = 0
         self.tokens_scored = 0
         self.score_scale: ScoreScale = "logit"
+        if self.measuring:
+            measure_in_background(
+                self.path, self.max_length, exports_root=settings.exports_dir, when_done=self._switch_to_measured
+            )
+
+    def _switch_to_measured(self) -> None:
+        """The backend the measurement chose, loaded (its export made) off the request path, then swapped in."""
+        model, backend, _ = load_cross_encoder(
+            self.path, self._settings.reranker_device, self.max_length, "auto",
+            exports_root=self._settings.exports_dir, calibrate_backends=False,
+        )  # fmt: skip
+        with self._lock:
+            self._model, self.backend, self.measuring = model, backend, False
+
+    @property
+    def cache_key(self) -> str:
+        """What its scores are cached under: torch's scores while the measurement runs are kept apart from the
+        chosen backend's (which may differ in the fifth decimal, or more for int8)."""
+        return f"{self.model_id}{BACKEND_SEPARATOR}torch-until-measured" if self.measuring else self.model_id
 
     @property
     def device(self) -> str:
@@ -149,14 +177,15 @@ class CrossEncoderReranker:
 
         scores = [0.0] * len(pairs)
         ran: list[int] = []
-        device = self._model.device
+        model = self._model  # one backend for the whole run, even if the measured one is swapped in meanwhile
+        device = model.device
         with torch.inference_mode():
             for chunk, arrays in self.batches(pairs):
                 if wanted is not None and not any(wanted(i) for i in chunk):
                     continue
                 ran += chunk
                 features = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
-                output = self._model.model(**features, return_dict=True)
+                output = model.model(**features, return_dict=True)
                 logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
                 for i, value in zip(chunk, logits, strict=True):
                     scores[i] = float(value)
@@ -183,7 +212,7 @@ class CrossEncoderReranker:
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
     ) -> tuple[list[float], int]:
         """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
-        return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
+        return cached_scores(self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline)
 
     @property
     def usage(self) -> RerankerUsage:

@@ -139,9 +139,9 @@ def first_use_words(settings: Settings, model_id: str) -> str | None:
     if measured:
         return f"Loading {name} (its first use in this app: usually a few seconds)…"
     return (
-        f"First use of {name} on this machine: loading it and measuring which backend (torch, ONNX, int8, "
-        "OpenVINO) runs it fastest. This happens once per machine and usually takes 1–2 minutes on 2 cores; later "
-        "searches start at once."
+        f"Loading {name} (its first use on this machine: a few seconds). Which backend (torch, ONNX, int8, "
+        "OpenVINO) runs it fastest is then measured in the background, once per machine; searches run on torch "
+        "meanwhile and switch when it is done."
     )
 
 

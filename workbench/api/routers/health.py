@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from workbench.api.dependencies import State
+from workbench.redact import public_name
 
 router = APIRouter(tags=["health"])
 
@@ -29,4 +30,8 @@ async def health(state: State) -> Health | JSONResponse:
         return JSONResponse(degraded.model_dump(), status_code=503)
     reranker = state.engine.reranker() if "reranker" in state.models else None
     usage = reranker.usage.model_dump() if reranker is not None else {}
-    return Health(status="ready", models=state.models, events=state.events.stats(), reranker=usage)
+    models = dict(state.models)
+    if reranker is not None:  # the backend now: torch until a background measurement swaps the chosen one in
+        measuring = ", its backends being measured in the background" if getattr(reranker, "measuring", False) else ""
+        models["reranker"] = f"{public_name(reranker.model_id)} ({reranker.backend}{measuring})"
+    return Health(status="ready", models=models, events=state.events.stats(), reranker=usage)
