@@ -261,13 +261,15 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under `-n 2` (pyproject's addopts): the reference-truth tests, minutes of CPU each, run on a worker of
-    their own while the rest of the suite runs in order on the other (a scope per worker)."""
+    """Under `-n 2` (pyproject's addopts): the reference-truth tests and the demo's pooling check, minutes of CPU
+    each, run on a worker of their own while the rest of the suite runs in order on the other (a scope per
+    worker)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TruthApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "reference-truth" if "/test_truth.py::" in nodeid else "suite"
+            heavy = ("/test_truth.py::", "/test_demo_pool.py::")  # minutes of model CPU each, nothing waits on them
+            return "reference-truth" if any(name in nodeid for name in heavy) else "suite"
 
     return TruthApart(config, log)
 
