@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
+from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import evaluate_dataset
@@ -164,13 +165,16 @@ def compare_configurations(
     """Two configurations run now over a query set, the second against the first: judgment-free figures always
     (how much the reranked top n changes), judged ones for the queries `qrels` judges."""
     runs: tuple[Run, Run] = ({}, {})
-    total = len(query_set.queries) * 2
-    for done, item in enumerate(query_set.queries):
-        for side, plan in enumerate((first, second)):
-            result = engine.search(item.text, plan, max_query_chars=None)
-            runs[side][item.id] = document_runs(result.candidates)[1]
+    count = len(query_set.queries)
+    for side, plan in enumerate((first, second)):  # a reranker service is asked concurrently (search_all)
+
+        def advanced(done: int, _: int, side: int = side) -> None:
             if progress:
-                progress(done * 2 + side + 1, total)
+                progress(side * count + done, count * 2)
+
+        results = search_all(engine, plan, [item.text for item in query_set.queries], advanced)
+        for item, result in zip(query_set.queries, results, strict=True):
+            runs[side][item.id] = document_runs(result.candidates)[1]
     return compare_run_pair(
         runs[0], runs[1], query_set.texts, top_n=min(first.top_n, second.top_n), k=min(first.k, second.k),
         qrels=qrels, names=(first.key, second.key), weights=query_set.weights,
