@@ -74,6 +74,20 @@ def test_another_process_sees_an_ingest_under_way_and_one_cut_off(tmp_path: Path
     assert "8 unchanged" in resumed
     listing = _workbench("collections", env=env)
     assert "ingesting" not in listing and "interrupted" not in listing and " 18 " in listing
+    # cut off again, then deleted: nothing is left saying it was interrupted
+    (folder / "f0.txt").write_text("\n\n".join(f"File 0 paragraph {j} now says another thing." for j in range(9)))
+    again = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_INGEST, str(folder), persist, str(tiny_models["embedder"])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert again.stdout is not None and again.stdout.readline().strip() == "UNITS-WRITTEN"
+    finally:
+        os.kill(again.pid, signal.SIGKILL)
+        again.wait(timeout=30)
+    assert "interrupted at" in _workbench("collections", env=env)
+    _workbench("delete", "paused", "--yes", env=env)
+    assert "paused" not in _workbench("collections", env=env)
 
 
 def test_the_estimate_comes_first_at_the_rate_this_machine_measured(

@@ -21,7 +21,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
-from workbench.ingest_status import IngestTracker, estimate_words
+from workbench.ingest_status import IngestTracker, estimate_words, forget_ingest
 from workbench.inputs import (
     validate_collection_name,
     validate_page,
@@ -417,7 +417,9 @@ class Engine:
     def delete_collection(self, name: str) -> None:
         """Delete a collection (raises CollectionNotFoundError when there is none), and its BM25 index."""
         store = self.registry.get(name)
+        where = self.registry.config(name).where
         self.registry.delete(name)
+        forget_ingest(self.settings.data_dir, where, name)
         self.bm25.drop(name, store)
         self._forget_results(name)
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from workbench.paths import user_cache_dir
 from workbench.redact import public_name
 from workbench.types import IngestStatus, spoken_duration
 
-__all__ = ["IngestTracker", "estimate_words", "ingest_statuses", "kept_rate"]
+__all__ = ["IngestTracker", "estimate_words", "forget_ingest", "ingest_statuses", "kept_rate"]
 
 _RATES_FILE = "ingest-rates.json"
 
@@ -64,6 +65,11 @@ def ingest_statuses(data_dir: Path) -> dict[tuple[str, str], IngestStatus]:
             update={"running": _alive(status.pid, status.host)}
         )
     return found
+
+
+def forget_ingest(data_dir: Path, store_location: str, collection: str) -> None:
+    """Drop what an interrupted ingest left about a collection (it was deleted)."""
+    _status_file(data_dir, store_location, collection).unlink(missing_ok=True)
 
 
 def _rates_path() -> Path:
@@ -150,7 +156,7 @@ class IngestTracker:
     def _write(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary = self.path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
             temporary.write_text(self.status.model_dump_json())
             temporary.replace(self.path)
         except OSError:
