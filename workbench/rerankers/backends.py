@@ -118,8 +118,8 @@ def choose_backend(requested: str, device: str, model_print: str, calibrated: st
 
 
 class ExportCache:
-    """ONNX exports of model folders under `root` (`<data_dir>/exports`), checked against a manifest on every
-    use."""
+    """ONNX exports of model folders under `root` (`Settings.exports_dir`, in the user's cache folder), checked
+    against a manifest on every use."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
