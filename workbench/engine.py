@@ -29,7 +29,7 @@ from workbench.inputs import (
 )
 from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
-from workbench.rerankers.backends import measuring_now
+from workbench.rerankers.backends import measure_backends_in_background, measuring_now
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
 from workbench.retrieval import BM25Indexes
@@ -213,8 +213,10 @@ class Engine:
         return first_use_words(self.settings, model_id)
 
     def warm_in_background(self) -> None:
-        """Load the embedder and the default reranker in a thread, so a front end answers at once and the first
-        search does not wait for them (a reranker never measured here starts measuring its backends then)."""
+        """For a front end that stays up: load the embedder and the default reranker in a thread, so it answers at
+        once and the first search does not wait for them; a reranker never measured on this machine answers on
+        torch while its backends are measured in the background (`measure_backends_in_background`)."""
+        measure_backends_in_background()
 
         def warm() -> None:
             try:

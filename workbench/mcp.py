@@ -32,6 +32,7 @@ from workbench.inputs import json_depth, unpaired_surrogate_at
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.redact import plain_text
+from workbench.rerankers.backends import measure_backends_in_background
 from workbench.services.events import EventSink, open_sink
 from workbench.services.search import SearchResponse, retrieve_text, search_documents
 from workbench.types import CollectionInfo
@@ -273,6 +274,7 @@ def run(settings: Settings, http_port: int | None = None, host: str = "127.0.0.1
 
     server = build_server(settings)
     _plain_logging()
+    measure_backends_in_background()  # a server stays up: an unmeasured reranker answers on torch meanwhile
     if http_port is None:
         anyio.run(_serve_stdio, server)
         return

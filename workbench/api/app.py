@@ -53,6 +53,7 @@ from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
 from workbench.inputs import host_name, is_loopback, json_depth, unpaired_surrogate_at
 from workbench.redact import plain_text, public_name, redact_text, shown
+from workbench.rerankers.backends import measure_backends_in_background
 from workbench.vocab import MAX_JSON_DEPTH
 
 log = logging.getLogger("workbench.api")
@@ -86,6 +87,7 @@ def create_app(
         state = ServiceState(settings, engine)
         app.state.wb = state
         if warm:
+            measure_backends_in_background()  # a server stays up: an unmeasured reranker answers on torch meanwhile
             threading.Thread(target=_warm, args=(state,), name="workbench-warm-up", daemon=True).start()
         else:
             state.ready.set()

@@ -16,6 +16,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback
 from workbench.mcp import run as run_mcp
+from workbench.rerankers.backends import measure_backends_in_background
 from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
 from workbench.stores.localpg import LocalPostgres
@@ -60,6 +61,7 @@ def _say_backend_choice(settings: Settings) -> None:
     answers on torch at once and measures in the background (once per machine, kept in the user's cache)."""
     if settings.reranker_backend != "auto" or not settings.reranker_calibrate:
         return
+    measure_backends_in_background()  # what the server does (the app's process does it on its first visit)
     try:
         words = first_use_words(settings, settings.reranker_model)
     except WorkbenchError:

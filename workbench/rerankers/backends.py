@@ -380,9 +380,25 @@ def _kept_choice(
     return calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
 
 
+_background = threading.Event()  # set by a front end that stays up (the app, `serve`, `mcp`)
 _measuring: dict[str, list[Callable[[], None]]] = {}  # model fingerprint -> who waits to switch when it is done
 _measuring_names: dict[str, str] = {}
 _measuring_lock = threading.Lock()
+
+
+def measure_backends_in_background(on: bool = True) -> None:
+    """Called by a front end that stays up: from now on, a reranker never measured on this CPU answers on torch
+    while its backends are measured in a thread. A one-shot command measures before its first score instead (a
+    thread still measuring when the process exits would be cut off inside the export)."""
+    if on:
+        _background.set()
+    else:
+        _background.clear()
+
+
+def background_measurement() -> bool:
+    """Whether this process measures backends in the background (see `measure_backends_in_background`)."""
+    return _background.is_set()
 
 
 def measuring_now() -> list[str]:

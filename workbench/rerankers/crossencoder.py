@@ -10,7 +10,12 @@ import numpy as np
 
 from workbench.config import Settings
 from workbench.models import pick_device, resolve_model
-from workbench.rerankers.backends import backend_measured, load_cross_encoder, measure_in_background
+from workbench.rerankers.backends import (
+    backend_measured,
+    background_measurement,
+    load_cross_encoder,
+    measure_in_background,
+)
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache, cached_scores
@@ -58,10 +63,11 @@ class CrossEncoderReranker:
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
         self.max_length = settings.reranker_max_length
         self._settings = settings
-        # `auto` on a CPU that never measured this model: torch now, the measurement in the background, the switch
-        # between model runs once it is done (a page never waits a minute or two for it)
+        # `auto` on a CPU that never measured this model, in a process that stays up: torch now, the measurement in
+        # the background, the switch between model runs once it is done (a page never waits a minute or two for it)
         self.measuring = (
-            settings.reranker_backend == "auto"
+            background_measurement()
+            and settings.reranker_backend == "auto"
             and settings.reranker_calibrate
             and pick_device(settings.reranker_device) == "cpu"
             and not backend_measured(self.path, "cpu", exports_root=settings.exports_dir)

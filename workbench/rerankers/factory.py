@@ -19,7 +19,7 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, InputError
 from workbench.models import resolve_model, short_model_name
 from workbench.redact import plain_text
-from workbench.rerankers.backends import backend_choice, backend_measured
+from workbench.rerankers.backends import backend_choice, backend_measured, background_measurement
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker
@@ -138,6 +138,12 @@ def first_use_words(settings: Settings, model_id: str) -> str | None:
         return None
     if measured:
         return f"Loading {name} (its first use in this app: usually a few seconds)…"
+    if not background_measurement():
+        return (
+            f"First use of {name} on this machine: loading it and measuring which backend (torch, ONNX, int8, "
+            "OpenVINO) runs it fastest. This happens once per machine and usually takes 1–2 minutes on 2 cores; "
+            "later searches start at once."
+        )
     return (
         f"Loading {name} (its first use on this machine: a few seconds). Which backend (torch, ONNX, int8, "
         "OpenVINO) runs it fastest is then measured in the background, once per machine; searches run on torch "

@@ -136,7 +136,8 @@ class BM25Index:
 
         with self._lock:
             if self._retriever is None:
-                self._ids = list(self._entries)
+                # by id, not by arrival: equal scores fall the same way however the collection was ingested
+                self._ids = sorted(self._entries)
                 retriever = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
                 tokens = [self._entries[i]["tokens"] or ["\x00empty"] for i in self._ids]
                 if tokens:
