@@ -3,11 +3,13 @@ this machine measured), embedding runs longest first, and a large BEIR corpus ca
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,21 @@ engine.ingest(folder, "paused", chunk_size=60, chunk_overlap=0, progress=progres
 """
 
 
+@contextlib.contextmanager
+def _paused_ingest(folder: str, persist: str, embedder: str, env: dict[str, str]) -> Iterator[None]:
+    """An ingest in a process of its own, paused once 8 chunks are done; killed with SIGKILL (a crash) on exit."""
+    ingest = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_INGEST, folder, persist, embedder],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert ingest.stdout is not None and ingest.stdout.readline().strip() == "UNITS-WRITTEN"
+        yield
+    finally:
+        os.kill(ingest.pid, signal.SIGKILL)
+        ingest.wait(timeout=30)
+
+
 def _workbench(*argv: str, env: dict[str, str]) -> str:
     code = f"from workbench.cli import main; raise SystemExit(main({list(argv)!r}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -53,19 +70,12 @@ def test_another_process_sees_an_ingest_under_way_and_one_cut_off(tmp_path: Path
         os.environ, WORKBENCH_PERSIST_DIR=persist, WORKBENCH_EMBEDDING_MODEL=str(tiny_models["embedder"]),
         WORKBENCH_CACHE_DIR=str(tmp_path / "cache"),  # no rate kept: 8 chunks are too few to measure one
     )  # fmt: skip
-    ingest = subprocess.Popen(
-        [sys.executable, "-c", PAUSED_INGEST, str(folder), persist, str(tiny_models["embedder"])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
-        assert ingest.stdout is not None and ingest.stdout.readline().strip() == "UNITS-WRITTEN"
+    arguments = (str(folder), persist, str(tiny_models["embedder"]))
+    with _paused_ingest(*arguments, env=env):
         listing = _workbench("collections", env=env)
         assert "paused" in listing and "ingesting 8 of 18 chunks\n" in listing
         [paused] = json.loads(_workbench("collections", "--json", env=env))
         assert paused["ingesting"]["done"] == 8 and paused["ingesting"]["running"] is True
-    finally:
-        os.kill(ingest.pid, signal.SIGKILL)
-        ingest.wait(timeout=30)
     listing = _workbench("collections", env=env)
     assert "interrupted at 8 of 18 chunks: the same ingest again resumes it" in listing
     resumed = _workbench(
@@ -76,15 +86,8 @@ def test_another_process_sees_an_ingest_under_way_and_one_cut_off(tmp_path: Path
     assert "ingesting" not in listing and "interrupted" not in listing and " 18 " in listing
     # cut off again, then deleted: nothing is left saying it was interrupted
     (folder / "f0.txt").write_text("\n\n".join(f"File 0 paragraph {j} now says another thing." for j in range(9)))
-    again = subprocess.Popen(
-        [sys.executable, "-c", PAUSED_INGEST, str(folder), persist, str(tiny_models["embedder"])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
-        assert again.stdout is not None and again.stdout.readline().strip() == "UNITS-WRITTEN"
-    finally:
-        os.kill(again.pid, signal.SIGKILL)
-        again.wait(timeout=30)
+    with _paused_ingest(*arguments, env=env):
+        pass
     assert "interrupted at" in _workbench("collections", env=env)
     _workbench("delete", "paused", "--yes", env=env)
     assert "paused" not in _workbench("collections", env=env)
