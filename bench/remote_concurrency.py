@@ -2,14 +2,15 @@
 WORKBENCH_RERANK_CONCURRENCY searches at once, on local Cohere-style `/rerank` servers that take a fixed time per
 request, and whether the figures are the same to the last digit.
 
-    python bench/remote_concurrency.py                    # demo, 20 queries, 200 ms per request, 1 / 2 / 4 at once
+    python bench/remote_concurrency.py                    # demo, 50 queries, 200 ms per request, 1 / 2 / 4 at once
     python bench/remote_concurrency.py --replicas         # 1 / 2 / 4 replicas, each answering one request at a time
 
 Without --replicas there is one server that answers any number of requests at once (a GPU server with room, or
 replicas behind a load balancer). With --replicas, level N starts N servers that each answer one request at a
 time (a GPU busy with one batch) and names them all in the reranker id (`http://a,http://b`, asked in turn), at
-concurrency N. The levels are interleaved over rounds; each prints its median wall time, the ideal (requests ×
-delay / N) and the ratio of the two.
+concurrency N. Each server is a process of its own, as a real one is: in this process it would take the
+interpreter lock from the evaluation it serves. The levels are interleaved over rounds; each prints its median
+wall time, the ideal (requests × delay / N) and the ratio of the two.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import argparse
 import asyncio
 import socket
 import statistics
-import threading
+import subprocess
+import sys
 import time
 
+import httpx
 import uvicorn
 from fastapi import FastAPI, Request
 
@@ -58,24 +61,33 @@ def slow_server(delay: float, one_at_a_time: bool = False) -> FastAPI:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--levels", default="1,2,4")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--replicas", action="store_true", help="level N: N one-at-a-time servers, in turn")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # a server's own process: its port
+    parser.add_argument("--one-at-a-time", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        uvicorn.run(slow_server(args.delay, args.one_at_a_time), host="127.0.0.1", port=args.serve, log_level="error")
+        return 0
     levels = [int(x) for x in args.levels.split(",")]
-    servers: list[uvicorn.Server] = []
+    servers: list[subprocess.Popen[bytes]] = []
 
     def started(one_at_a_time: bool) -> str:
         port = free_port()
-        app = slow_server(args.delay, one_at_a_time)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-        threading.Thread(target=server.run, daemon=True).start()
-        while not server.started:
-            time.sleep(0.05)
-        servers.append(server)
-        return f"http://127.0.0.1:{port}"
+        command = [sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay)]
+        servers.append(subprocess.Popen([*command, *(["--one-at-a-time"] if one_at_a_time else [])]))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1)
+                return url
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise SystemExit(f"the server on port {port} did not start")
 
     if args.replicas:
         urls = [started(True) for _ in range(max(levels))]
@@ -93,9 +105,9 @@ def main() -> int:
             engine = Engine(base.settings.model_copy(update={"rerank_concurrency": level}), registry=base.registry,
                             embedder=base.embedder())  # fmt: skip
             plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker_of[level])
-            started = time.perf_counter()
+            begun = time.perf_counter()
             report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries)
-            walls[level].append(time.perf_counter() - started)
+            walls[level].append(time.perf_counter() - begun)
             afters[level] = report.after
     same = all(after == afters[levels[0]] for after in afters.values())
     shape = "one-at-a-time replicas, in turn" if args.replicas else "one server"
@@ -106,7 +118,8 @@ def main() -> int:
         what = f"{level} replicas at concurrency {level}" if args.replicas else f"concurrency {level}"
         print(f"  {what}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
     for server in servers:
-        server.should_exit = True
+        server.terminate()
+        server.wait()
     return 0 if same else 1
 
 

@@ -260,16 +260,25 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# Minutes of model CPU each, nothing waits on them: the reference-truth tests and the demo's pooling check, then the
+# gate's longest runs, which even out the two workers' time (CI prints the slowest tests).
+BESIDE_THE_TRUTH = (
+    "/test_truth.py::",
+    "/test_demo_pool.py::",
+    "/test_gate_and_cli.py::test_the_gate_exits_",
+    "/test_gate_and_cli.py::test_a_budget_broken_",
+    "/test_gate_and_cli.py::test_eval_keeps_",
+)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under `-n 2` (pyproject's addopts): the reference-truth tests and the demo's pooling check, minutes of CPU
-    each, run on a worker of their own while the rest of the suite runs in order on the other (a scope per
-    worker)."""
+    """Under `-n 2` (pyproject's addopts): the tests in BESIDE_THE_TRUTH, minutes of CPU each, run on a worker of
+    their own while the rest of the suite runs in order on the other (a scope per worker)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TruthApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            heavy = ("/test_truth.py::", "/test_demo_pool.py::")  # minutes of model CPU each, nothing waits on them
-            return "reference-truth" if any(name in nodeid for name in heavy) else "suite"
+            return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
 
     return TruthApart(config, log)
 
