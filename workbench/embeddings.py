@@ -7,6 +7,7 @@ read the same on every store.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -74,6 +75,9 @@ class SentenceTransformerEmbedder:
         self.path = resolve_model(model_id, settings, setting="WORKBENCH_EMBEDDING_MODEL")
         self._model = load_sentence_transformer(self.path, settings.embedding_device)
         self._batch_size = settings.embedding_batch_size
+        # One query at a time: each is one short forward pass that already uses every core, and concurrent
+        # searches (an evaluation against a remote reranker, the API under load) would only fight over them.
+        self._query_lock = threading.Lock()
 
     @property
     def dimension(self) -> int:
@@ -91,7 +95,8 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        with self._query_lock:
+            return self.embed_documents([text])[0]
 
 
 class LangChainEmbedder:
