@@ -4,6 +4,7 @@ request, and whether the figures are the same to the last digit.
 
     python bench/remote_concurrency.py                    # demo, 50 queries, 200 ms per request, 1 / 2 / 4 at once
     python bench/remote_concurrency.py --replicas         # 1 / 2 / 4 replicas, each answering one request at a time
+    python bench/remote_concurrency.py --infinity         # real Infinity serving the QA cross-encoder, 1 / 2 / 4
 
 Without --replicas there is one server that answers any number of requests at once (a GPU server with room, or
 replicas behind a load balancer). With --replicas, level N starts N servers that each answer one request at a
@@ -11,6 +12,10 @@ time (a GPU busy with one batch) and names them all in the reranker id (`http://
 concurrency N. Each server is a process of its own, as a real one is: in this process it would take the
 interpreter lock from the evaluation it serves. The levels are interleaved over rounds; each prints its median
 wall time, the ideal (requests × delay / N) and the ratio of the two.
+
+With --infinity the server is real Infinity (from .venv-infinity, `scripts/setup.sh --test`) serving the shipped QA
+cross-encoder offline on this machine's CPU, which batches requests that arrive together; each level prints its
+wall time and its speed-up over one at a time, beside the same model run in this process.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import uvicorn
@@ -30,7 +37,11 @@ from fastapi import FastAPI, Request
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
+from workbench.models import resolve_model
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+
+INFINITY = Path(__file__).resolve().parents[1] / ".venv-infinity" / "bin" / "infinity_emb"
+QA_RERANKER = "minilm-l6-qa-reranker"
 
 
 def free_port() -> int:
@@ -66,6 +77,7 @@ def main() -> int:
     parser.add_argument("--levels", default="1,2,4")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--replicas", action="store_true", help="level N: N one-at-a-time servers, in turn")
+    parser.add_argument("--infinity", action="store_true", help="real Infinity serving the QA cross-encoder")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # a server's own process: its port
     parser.add_argument("--one-at-a-time", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -79,17 +91,23 @@ def main() -> int:
         port = free_port()
         command = [sys.executable, __file__, "--serve", str(port), "--delay", str(args.delay)]
         servers.append(subprocess.Popen([*command, *(["--one-at-a-time"] if one_at_a_time else [])]))
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                return url
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise SystemExit(f"the server on port {port} did not start")
+        return answering(f"http://127.0.0.1:{port}", 60)
 
-    if args.replicas:
+    def started_infinity() -> str:
+        port = free_port()
+        folder = resolve_model(QA_RERANKER, Settings(), setting="RERANKER_MODEL")
+        command = [str(INFINITY), "v2", "--model-id", folder, "--host", "127.0.0.1", "--port", str(port),
+                   "--engine", "torch", "--device", "cpu"]  # fmt: skip
+        env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": tempfile.mkdtemp(prefix="infinity-"),
+               "INFINITY_ANONYMOUS_USAGE_STATS": "0"}  # fmt: skip
+        servers.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return answering(f"http://127.0.0.1:{port}", 240, "/health")
+
+    if args.infinity:
+        url = started_infinity()
+        reranker_of: dict[int | str, str] = {level: url for level in levels}
+        reranker_of["local"] = QA_RERANKER
+    elif args.replicas:
         urls = [started(True) for _ in range(max(levels))]
         reranker_of = {level: ",".join(urls[:level]) for level in levels}
     else:
@@ -98,18 +116,29 @@ def main() -> int:
     base = Engine(Settings())
     ensure_demo_collection(base)
     dataset = demo_dataset()
-    walls: dict[int, list[float]] = {level: [] for level in levels}
-    afters: dict[int, dict[str, float]] = {}
+    walls: dict[int | str, list[float]] = {level: [] for level in reranker_of}
+    afters: dict[int | str, dict[str, float]] = {}
     for _ in range(args.rounds):
-        for level in levels:
-            engine = Engine(base.settings.model_copy(update={"rerank_concurrency": level}), registry=base.registry,
+        for level in reranker_of:
+            at_once = level if isinstance(level, int) else 1
+            engine = Engine(base.settings.model_copy(update={"rerank_concurrency": at_once}), registry=base.registry,
                             embedder=base.embedder())  # fmt: skip
             plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker_of[level])
             begun = time.perf_counter()
             report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries)
             walls[level].append(time.perf_counter() - begun)
             afters[level] = report.after
-    same = all(after == afters[levels[0]] for after in afters.values())
+    same = all(afters[level] == afters[levels[0]] for level in levels)
+    if args.infinity:
+        gap = max(abs(afters["local"][name] - afters[levels[0]][name]) for name in afters["local"])
+        print(f"{args.queries} queries, k = 20, Infinity serving {QA_RERANKER}; figures the same at every level: "
+              f"{same}; largest gap to the local model's figures: {gap:.1e}")  # fmt: skip
+        for level in levels:
+            wall = statistics.median(walls[level])
+            print(f"  concurrency {level}: {wall:.2f} s ({statistics.median(walls[1]) / wall:.2f}× one at a time)")
+        print(f"  the same model in this process: {statistics.median(walls['local']):.2f} s")
+        stop(servers)
+        return 0 if same else 1
     shape = "one-at-a-time replicas, in turn" if args.replicas else "one server"
     print(f"{args.queries} queries, {args.delay * 1000:.0f} ms per request, {shape}; figures the same: {same}")
     for level in levels:
@@ -117,10 +146,26 @@ def main() -> int:
         ideal = args.queries * args.delay / level
         what = f"{level} replicas at concurrency {level}" if args.replicas else f"concurrency {level}"
         print(f"  {what}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
+    stop(servers)
+    return 0 if same else 1
+
+
+def answering(url: str, within: float, path: str = "") -> str:
+    """`url` once it answers, or exit after `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + path, timeout=2)
+            return url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"the server at {url} did not start within {within:.0f} s")
+
+
+def stop(servers: list[subprocess.Popen[bytes]]) -> None:
     for server in servers:
         server.terminate()
-        server.wait()
-    return 0 if same else 1
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":
