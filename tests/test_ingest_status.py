@@ -21,7 +21,7 @@ from workbench.evaluation.sample import corpus_sample
 from workbench.ingest import write_chunks
 from workbench.ingest_status import kept_rate
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY
-from workbench.types import Chunk
+from workbench.types import Chunk, IngestStatus, spoken_duration
 
 PAUSED_INGEST = """
 import os, sys, time
@@ -97,21 +97,55 @@ def test_the_estimate_comes_first_at_the_rate_this_machine_measured(
     tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    folder = tmp_path / "docs"
-    folder.mkdir()
+    short, long = tmp_path / "short", tmp_path / "long"
+    short.mkdir()
+    long.mkdir()
     for i in range(100):
-        (folder / f"d{i:03}.txt").write_text(f"Document {i} tells of river {i} and the fish in it.")
+        (short / f"d{i:03}.txt").write_text(f"Document {i} tells of river {i} and the fish in it.")
+    for i in range(30):
+        (long / f"d{i:03}.txt").write_text(" ".join(f"Sentence {j} of document {i}." for j in range(12 + 4 * i)))
     engine = Engine(Settings(persist_dir=tmp_path / "store", embedding_model=str(tiny_models["embedder"]),
                              reranker_model="none", offline=True))  # fmt: skip
-    first = engine.ingest_estimate("first", 100)
-    assert first.startswith("100 chunks to embed with tiny-embedder: the time left shows once")
-    engine.ingest(folder, "first")
+    heard: list[str] = []
+    progress: list[tuple[int, int]] = []
+
+    def announce(words: str) -> None:
+        heard.append(words)
+        assert progress == []  # before the first progress, so before the bar opens
+
+    engine.ingest(short, "first", chunk_size=None, announce=announce, progress=lambda d, t: progress.append((d, t)))
+    assert heard == ["100 chunks to embed with tiny-embedder: the time left shows once the first batch is done"]
     rate = kept_rate(str(tiny_models["embedder"]))
-    assert rate is not None and rate > 0
-    second = engine.ingest_estimate("second", 5_000)
-    assert second.startswith("5,000 chunks to embed: about ") and f"at {rate:.1f} chunks/s" in second
-    engine.ingest(folder, "first")  # unchanged: a re-ingest measures the store, and keeps no rate
-    assert kept_rate(str(tiny_models["embedder"])) == rate
+    assert rate is not None and rate > 0  # characters read per second
+    heard.clear()
+    progress.clear()
+    engine.ingest(long, "second", chunk_size=None, announce=announce, progress=lambda d, t: progress.append((d, t)))
+    # each text counted up to what the embedder reads of it: its max_seq_length tokens at 5 characters a token
+    cap = 5 * engine.embedder().max_seq_length  # type: ignore[attr-defined]
+    assert any(len(p.read_text()) > cap for p in long.iterdir())  # some are cut off
+    characters = sum(min(len(p.read_text()), cap) for p in long.iterdir())
+    assert heard == [
+        f"30 chunks to embed: about {spoken_duration(characters / rate)} (this machine's last ingest with "
+        f"tiny-embedder read {rate:,.0f} characters/s)"
+    ]
+    assert kept_rate(str(tiny_models["embedder"])) == rate  # 30 chunks are too few to measure a new one
+    heard.clear()
+    engine.ingest(
+        short, "first", chunk_size=None, announce=announce
+    )  # unchanged: nothing to embed, nothing said, no rate kept
+    assert heard == [] and kept_rate(str(tiny_models["embedder"])) == rate
+
+
+def test_the_time_left_counts_characters_not_chunks() -> None:
+    status = IngestStatus(
+        collection="c", store_location="chroma", embedding_model="m", done=1_000, total=5_000, started=0, updated=0,
+        pid=1, host="h", rate=10.0, characters_left=2_700_000, character_rate=27_000, estimated=False,
+    )  # fmt: skip
+    # 2,700,000 characters at 27,000 a second: 100 s (the chunk rate would say 4,000 / 10 = 400 s)
+    assert status.seconds_left == pytest.approx(100)
+    assert status.words() == "ingesting 1,000 of 5,000 chunks (10.0 chunks/s, about 2 min left)"
+    estimated = status.model_copy(update={"rate": None, "estimated": True})
+    assert estimated.words() == "ingesting 1,000 of 5,000 chunks (about 2 min left)"
 
 
 def test_chunks_are_embedded_longest_first_in_batches(tiny_engine: Engine) -> None:
@@ -180,11 +214,17 @@ def test_eval_offers_a_corpus_sample_and_labels_its_figures(
     monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
     monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
     folder = str(_beir_folder(tmp_path))
+    # an ingest cut off before its first batch left the collection empty: the evaluation ingests it again
+    cut_off = Engine(Settings(persist_dir=tmp_path / "store", embedding_model=str(tiny_models["embedder"]),
+                              reranker_model="none", offline=True))  # fmt: skip
+    write_chunks([], "beir-sample-10", registry=cut_off.registry, embedder=cut_off.embedder())
+    assert cut_off.collection_info("beir-sample-10").count == 0
     argv = ["eval", folder, "--collection", "beir", "--corpus-sample", "10", "--max-queries", "2", "--depth", "none"]
     code = f"from workbench.cli import main; raise SystemExit(main({[*argv, '--no-save', '--json']!r}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert "'beir-sample-10' does not exist yet" in done.stderr and "13 chunks to embed" in done.stderr
+    assert f"'beir-sample-10' is empty: ingesting a sample of {folder} (13 passages) first." in done.stderr
+    assert "13 chunks to embed with tiny-embedder" in done.stderr
     summary = json.loads(done.stdout)
     assert summary["dataset"] == "beir (corpus sample)" and summary["collection"] == "beir-sample-10"
     assert summary["queries"] == 2

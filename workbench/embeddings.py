@@ -86,6 +86,11 @@ class SentenceTransformerEmbedder:
         getter = getattr(model, "get_sentence_embedding_dimension", None) or model.get_embedding_dimension
         return int(getter())
 
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens of a text the model reads; the rest is cut off (what an ingest's time depends on)."""
+        return int(self._model.max_seq_length)
+
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)

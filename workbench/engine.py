@@ -21,7 +21,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.ingest import ProgressCallback, ingest_path
-from workbench.ingest_status import IngestTracker, estimate_words, forget_ingest
+from workbench.ingest_status import IngestTracker, forget_ingest
 from workbench.inputs import (
     validate_collection_name,
     validate_page,
@@ -425,17 +425,6 @@ class Engine:
         self.bm25.drop(name, store)
         self._forget_results(name)
 
-    def ingest_estimate(self, collection: str, chunks: int) -> str:
-        """How long embedding and storing `chunks` chunks into `collection` takes here, in words: at the rate
-        this machine's last ingest with the collection's embedder reached, or saying it is measured as it goes."""
-        try:
-            model_id = self.registry.get(collection).embedding_model()
-        except CollectionNotFoundError:
-            model_id = None
-        if self._embedder_override is not None:
-            model_id = self._embedder_override.model_id
-        return estimate_words(chunks, model_id or self.settings.embedding_model)
-
     def ingest(
         self,
         path: str | Path,
@@ -448,6 +437,7 @@ class Engine:
         shown_as: str | None = None,
         replace: bool = False,
         uploaded: bool = False,
+        announce: Callable[[str], None] | None = None,
     ) -> IngestReport:
         """Load, chunk, embed and store `path` into `collection` (created with the default embedder).
 
@@ -455,7 +445,8 @@ class Engine:
         `text_columns` picks a CSV's text columns; `shown_as` names `path` in messages (uploads).
         Files that cannot be read are listed in the report's `problems`; the others are ingested. A file with the
         name of a document that came from a different file is kept beside it (a warning says so) unless `replace`;
-        `uploaded` files (in a temp folder) are matched by name.
+        `uploaded` files (in a temp folder) are matched by name. `announce(words)` hears, before the first chunk is
+        embedded, how many there are to embed and how long that takes at this machine's last rate.
         """
         if collection not in self.settings.collections:
             validate_collection_name(collection)  # before any file is read
@@ -467,8 +458,19 @@ class Engine:
             recorded = None
         embedder = self.embedder(recorded)
         tracker = IngestTracker(
-            self.settings.data_dir, self.registry.config(collection).where, collection, embedder.model_id, progress
-        )
+            self.settings.data_dir, self.registry.config(collection).where, collection, embedder.model_id, progress,
+            max_tokens=getattr(embedder, "max_seq_length", None),  # an embedder that cuts texts off says where
+        )  # fmt: skip
+
+        def planned(todo: list[Chunk]) -> None:
+            words = tracker.planned(todo)
+            if announce is not None and todo:
+                announce(words)
+
+        def wrote(upserted: list[Chunk], deleted: list[str]) -> None:
+            tracker.wrote(upserted, deleted)
+            self.bm25.updated(collection, self.registry.get(collection), upserted, deleted)
+
         finished = False
         try:
             report = ingest_path(
@@ -484,15 +486,13 @@ class Engine:
                 shown_as=shown_as,
                 replace=replace,
                 uploaded=uploaded,
-                on_write=lambda upserted, deleted: self.bm25.updated(
-                    collection, self.registry.get(collection), upserted, deleted
-                ),
+                on_write=wrote,
+                on_plan=planned,
             )
             finished = True
         finally:
             # a file nothing was read from leaves no status behind; an ingest cut off midway says where it stopped
-            started = tracker.status.total > 0
-            tracker.close(finished or not started, embedded=report.added + report.updated if finished else 0)
+            tracker.close(finished or tracker.status.total == 0)
         self.bm25.settle(collection, self.registry.get(collection))
         self._forget_results(collection)
         return report

@@ -26,6 +26,7 @@ from workbench.types import Chunk, IngestProblem, IngestReport
 
 ProgressCallback = Callable[[int, int], None]
 WriteListener = Callable[[list[Chunk], list[str]], None]
+PlanListener = Callable[[list[Chunk]], None]  # the chunks to embed, before the first is embedded
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 # Chunks embedded and written per batch: small enough that an interrupted ingest loses little and the progress
 # bar moves (the batches are cut from one length sort, so their size hardly changes the padding).
@@ -150,10 +151,12 @@ def write_chunks(
     unit_size: int = UNIT_CHUNKS,
     progress: ProgressCallback | None = None,
     on_write: WriteListener | None = None,
+    on_plan: PlanListener | None = None,
 ) -> WriteCounts:
     """Write chunks: skip unchanged ones, delete stale ones, then embed and upsert the new or changed ones in
-    batches of `unit_size`, longest first. `on_write(upserted, deleted_ids)` hears of each write (the BM25 index
-    follows them)."""
+    batches of `unit_size`, longest first. `on_plan(chunks)` hears what is to be embedded before
+    `progress` first hears anything; `on_write(upserted, deleted_ids)` hears of each write (the BM25 index follows
+    them)."""
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
@@ -162,8 +165,6 @@ def write_chunks(
     collection = _open_collection(registry, collection_name, embedder)
     counts = WriteCounts()
     total = len(chunks)
-    if progress:
-        progress(0, total)
     todo: list[Chunk] = []
     stale: list[str] = []
     for unit in _units_by_origin(chunks, unit_size):  # what changed, origin by origin: reads only
@@ -181,8 +182,10 @@ def write_chunks(
         counts.removed = len(stale)
         if on_write:
             on_write([], stale)
+    if on_plan:
+        on_plan(todo)
     done = total - len(todo)
-    if progress and done:
+    if progress:
         progress(done, total)
     # One length sort over everything to embed: each batch holds texts of about one length, so little padding
     # (the embedder sorts only within a call). Each batch is stored as it is embedded: an ingest cut off loses
@@ -213,6 +216,7 @@ def ingest_path(
     progress: ProgressCallback | None = None,
     shown_as: str | None = None,
     on_write: WriteListener | None = None,
+    on_plan: PlanListener | None = None,
     replace: bool = False,
     uploaded: bool = False,
 ) -> IngestReport:
@@ -241,6 +245,7 @@ def ingest_path(
         unit_size=unit_size,
         progress=progress,
         on_write=on_write,
+        on_plan=on_plan,
     )
     return IngestReport(
         collection=collection_name,

@@ -314,13 +314,18 @@ class IngestStatus(BaseModel):
     updated: float
     pid: int
     host: str
-    rate: float | None = None  # chunks per second
-    estimated: bool = True  # the rate is this machine's last ingest's, not yet this one's
+    rate: float | None = None  # chunks per second, measured in this ingest
+    characters_left: int | None = None  # in the chunks still to embed, once they are known
+    character_rate: float | None = None  # characters embedded and stored per second
+    estimated: bool = True  # the character rate is this machine's last ingest's, not yet this one's
     running: bool = True
 
     @property
     def seconds_left(self) -> float | None:
-        """At the rate: how long the rest takes, or None without a rate."""
+        """How long the rest takes: its characters at the character rate (chunk lengths vary tenfold between
+        corpora, characters per second hardly), else its chunks at the chunk rate; None without either."""
+        if self.characters_left is not None and self.character_rate:
+            return self.characters_left / self.character_rate
         return (self.total - self.done) / self.rate if self.rate else None
 
     def words(self) -> str:
@@ -328,8 +333,9 @@ class IngestStatus(BaseModel):
         if not self.running:
             return f"interrupted at {self.done:,} of {self.total:,} chunks: the same ingest again resumes it"
         left = self.seconds_left
-        pace = f" ({self.rate:.1f} chunks/s, about {spoken_duration(left)} left)" if left is not None else ""
-        return f"ingesting {self.done:,} of {self.total:,} chunks{pace}"
+        pace = [f"{self.rate:.1f} chunks/s"] if self.rate and not self.estimated else []
+        pace += [f"about {spoken_duration(left)} left"] if left is not None else []
+        return f"ingesting {self.done:,} of {self.total:,} chunks" + (f" ({', '.join(pace)})" if pace else "")
 
 
 def spoken_duration(seconds: float) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import shutil
 import sys
@@ -22,8 +21,7 @@ from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL
 def cmd_ingest(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     columns = [c.strip() for c in args.text_columns.split(",") if c.strip()] if args.text_columns else None
-    announce = functools.partial(engine.ingest_estimate, args.collection)
-    with ProgressBar(f"ingest {args.collection}", announce=announce) as bar:
+    with ProgressBar(f"ingest {args.collection}") as bar:
         report = engine.ingest(
             args.path,
             args.collection,
@@ -32,6 +30,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             text_columns=columns,
             progress=bar,
             replace=args.replace,
+            announce=warn,
         )
     if args.json:
         print(report.model_dump_json(indent=2))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +43,15 @@ def warn(text: str) -> None:
 class ProgressBar:
     """A tqdm bar on stderr, opened on the first update so that early errors print alone."""
 
-    def __init__(self, description: str, unit: str = "chunk", announce: Callable[[int], str] | None = None) -> None:
-        """`announce(total)` is a line printed before the bar opens (an ingest's estimate)."""
+    def __init__(self, description: str, unit: str = "chunk") -> None:
         self.description = description
         self.unit = unit
-        self.announce = announce
         self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
 
         if self._bar is None:
-            if self.announce is not None and total:
-                warn(self.announce(total))
             self._bar = tqdm(total=total, desc=self.description, unit=self.unit, file=sys.stderr, dynamic_ncols=True)
         if self._bar.total != total:
             self._bar.total = total

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 from pathlib import Path
@@ -22,7 +21,7 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
 from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
-from workbench.inputs import parse_int_list, validate_retrieval
+from workbench.inputs import parse_int_list, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
@@ -63,10 +62,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         dataset = corpus_sample(dataset, args.corpus_sample, settings.data_dir, args.max_queries)
         args.collection = sample_collection(args.collection, args.corpus_sample)
     try:
-        engine.collection_info(args.collection)
+        state = "is empty" if engine.collection_info(args.collection).count == 0 else None
     except WorkbenchError:
-        if dataset.corpus is not None:
-            warn(_ingest_notice(engine, dataset, args))
+        if args.collection not in settings.collections:
+            validate_collection_name(args.collection)  # before saying it will be made
+        state = "does not exist yet"
+    if state and dataset.corpus is not None:
+        warn(_ingest_notice(dataset, args, state))
     if len(args.reranker or []) > 1:
         return _compare(engine, dataset, args, modes)
     if args.query_set:
@@ -92,13 +94,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 QUICK_LOOK_PASSAGES = 1000  # what the notice offers as --corpus-sample
 
 
-def _ingest_notice(engine: Engine, dataset: Dataset, args: argparse.Namespace) -> str:
-    """What an evaluation must ingest before its first query, how long that takes here, and the quicker way."""
+def _ingest_notice(dataset: Dataset, args: argparse.Namespace, state: str) -> str:
+    """What an evaluation must ingest before its first query, and the quicker way (the time follows from
+    `Engine.ingest`, once the chunks to embed are counted)."""
     passages = corpus_lines(dataset) or 0
-    notice = (
-        f"'{args.collection}' does not exist yet: ingesting {dataset.corpus} first. "
-        f"{engine.ingest_estimate(args.collection, passages)}."
-    )
+    source = dataset.corpus if args.corpus_sample is None else f"a sample of {args.dataset}"  # not its cache folder
+    notice = f"'{args.collection}' {state}: ingesting {source} ({passages:,} passages) first."
     if args.corpus_sample is None and passages > QUICK_LOOK_PASSAGES:
         notice += (
             f" For a quick look, --corpus-sample {QUICK_LOOK_PASSAGES} ingests only the judged passages of the "
@@ -150,8 +151,7 @@ def _evaluate_mode(
 ) -> tuple[SearchPlan, EvaluationReport]:
     """One first stage's plan and evaluation, with progress bars for the ingest and the queries."""
     label = f"queries ({mode})" if mode else "queries"
-    announce = functools.partial(engine.ingest_estimate, args.collection)
-    ingest_bar = ProgressBar(f"ingest {args.collection}", announce=announce)
+    ingest_bar = ProgressBar(f"ingest {args.collection}")
     with ingest_bar, ProgressBar(label, unit="query") as bar:
         plan = engine.plan(
             collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
@@ -167,6 +167,7 @@ def _evaluate_mode(
             outside_name=Path(args.run).name if args.run else "outside run",
             progress=bar,
             ingest_progress=ingest_bar,
+            ingest_announce=warn,
             latency_budget_ms=args.latency_budget_ms,
         )
 

@@ -63,16 +63,19 @@ def prepare_collection(
     *,
     ingest_missing: bool = True,
     ingest_progress: Progress | None = None,
+    ingest_announce: Callable[[str], None] | None = None,
 ) -> list[str]:
-    """The collection ready for the dataset's judgments: ingested from the dataset's corpus when it is missing;
-    InputError when none of the judged documents is in it; warnings when some are missing or queries have no
-    text."""
+    """The collection ready for the dataset's judgments: ingested from the dataset's corpus when it is missing or
+    empty (`ingest_announce` hears the ingest's estimate); InputError when none of the judged documents is in it;
+    warnings when some are missing or queries have no text."""
     try:
-        engine.collection_info(collection)
+        empty = engine.collection_info(collection).count == 0  # an ingest cut off before its first batch
     except CollectionNotFoundError:
         if not ingest_missing or dataset.corpus is None:
             raise
-        engine.ingest(dataset.corpus, collection, progress=ingest_progress)
+        empty = True
+    if empty and ingest_missing and dataset.corpus is not None:
+        engine.ingest(dataset.corpus, collection, progress=ingest_progress, announce=ingest_announce)
     found, checked = judged_coverage(engine, dataset, collection)
     warnings: list[str] = [dataset.note] if dataset.note else []
     if checked and not found:
@@ -107,6 +110,7 @@ def evaluate_dataset(
     ingest_missing: bool = True,
     progress: Progress | None = None,
     ingest_progress: Progress | None = None,
+    ingest_announce: Callable[[str], None] | None = None,
     latency_budget_ms: float | None = None,
 ) -> EvaluationReport:
     """Judged queries answered as `plan` says: metrics before and after reranking, significance, optional depth
@@ -118,8 +122,9 @@ def evaluate_dataset(
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
     engine.reranker_of(plan)  # a missing model fails now, not after the ingest
     warnings = prepare_collection(
-        engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress
-    )
+        engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
+        ingest_announce=ingest_announce,
+    )  # fmt: skip
     report = run_evaluation(engine, dataset, plan, progress=progress, max_queries=max_queries)
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(

@@ -146,6 +146,7 @@ def _ingest(engine: Engine, asked: _NewCollection) -> None:
         if not asked.name.strip():
             raise InputError("Give the collection a name.")
         bar = st.progress(0.0, text="reading files")
+        estimate = st.empty()  # how many chunks and how long, once they are counted
 
         def progress(done: int, total: int) -> None:
             bar.progress(done / max(total, 1), text=f"{done}/{total} chunks written")
@@ -175,6 +176,7 @@ def _ingest(engine: Engine, asked: _NewCollection) -> None:
                 shown_as=shown,
                 replace=asked.replace,
                 uploaded=asked.source == "Uploaded files",
+                announce=estimate.caption,
             )
         report.problems = [*refused, *report.problems]
         STATE.ingest_report = report

@@ -212,7 +212,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         if len(depth) < len(wanted):
             left_out = ", ".join(str(d) for d in wanted if d > asked.k)
             st.info(f"Depth values above k ({asked.k}) were left out: {left_out}.")
-        ingest_bar = st.empty()
+        ingest_estimate, ingest_bar = st.empty(), st.empty()
         bar = st.progress(0.0, text="running queries")
         collection = asked.collection.strip() or dataset.name
         # the sidebar's first stage and reranker over the whole judged set: no metadata filters
@@ -227,6 +227,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
             progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
             ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
+            ingest_announce=ingest_estimate.caption,
         )
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
