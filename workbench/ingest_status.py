@@ -8,8 +8,8 @@ what the next ingest's estimate is made from.
 
 Rates are in characters read per second, a text's characters counted up to what its embedder reads (its
 `max_seq_length` in tokens, at CHARACTERS_PER_TOKEN; all of them for an embedder that does not say). Chunk rates do
-not carry from one corpus to another: all-MiniLM-L6-v2 on 2 cores ingested the demo's 320-character passages at 71
-chunks/s and SciFact's 1,500-character abstracts at 19, but both at about 22,500 characters read per second.
+not carry from one corpus to another: all-MiniLM-L6-v2 on 2 cores ingested the demo's 320-character passages at 52
+chunks/s and SciFact's 1,500-character abstracts at 17, but at 21,700 and 20,400 characters read per second.
 """
 
 from __future__ import annotations
