@@ -124,6 +124,17 @@ def settled(page) -> None:
     page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0")
 
 
+def reranked_cards(page, count: int) -> None:
+    """Wait until the reranked list shows `count` grade controls, none stale. The first-stage preview paints
+    before the reranker answers, with no grade controls; its spinner may not have appeared yet when its
+    disappearance is first looked for, so the result itself is waited for."""
+    from playwright.sync_api import expect
+
+    controls = page.locator("[class*='st-key-grade-reranked-'][data-stale='false']")
+    expect(controls).to_have_count(count, timeout=180_000)
+    settled(page)
+
+
 def grade_button(page, where: str, grade: str, card: int = 0):
     """The `grade` button of a card's grade control in list `where` (Explore's `first` and `reranked`,
     Evaluate's `queue`), found by the control's key rather than by its place among every grade button."""

@@ -24,6 +24,7 @@ from tests.browser.conftest import (
     grade_button,
     no_exception,
     on_page,
+    reranked_cards,
     set_slider,
     settled,
     shown,
@@ -142,8 +143,7 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     box.press("Enter")
     shown(page, "has judgments for 50 queries; this query is not one of them")
     shown(page, "unjudged")
-    page.get_by_text("Reranking 50 candidates…").first.wait_for(state="hidden")
-    settled(page)
+    reranked_cards(page, 5)
     cards = page.locator("[class*='st-key-grade-first-']").count()  # top n is 5, as the previous test left it
     assert cards == page.locator("[class*='st-key-grade-reranked-']").count() == 5  # a control on every card
     click_until(
