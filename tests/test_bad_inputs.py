@@ -5,6 +5,7 @@ asserts the error class and a piece of the message that names the problem; none 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +231,7 @@ CLI_CASES = [
     (["delete", "nature"], "pass --yes"),
     (["eval", "--collection", "x1x"], "Name what to evaluate"),
     (["eval", "/no/beir", "--collection", "x1x"], "not a BEIR folder"),
-    (["eval", "{demo}"], "Name the collection to evaluate with --collection"),
+    (["eval", "{odd}"], "Name the collection to evaluate with --collection: the folder's name cannot be one"),
     (["eval", "{demo}", "--collection", "nature", "--max-queries", "-1"], "max queries must be 1 or more"),
     (["eval", "{demo}", "--collection", "nature", "--depth", "10,x"], "--depth takes whole numbers"),
     (["eval", "{demo}", "--collection", "nature", "-k", "10", "--depth", "20"], "Depth values must be between 1 and k"),
@@ -256,6 +257,7 @@ def test_cli_errors_are_one_line(
     capsys: pytest.CaptureFixture[str],
     argv: list[str],
     message: str,
+    tmp_path: Path,
 ) -> None:
     from workbench.services.demo import demo_dir
 
@@ -263,7 +265,12 @@ def test_cli_errors_are_one_line(
     monkeypatch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(nature.settings.data_dir))
     monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - no terminal, as under cron or CI
-    argv = [a.replace("{demo}", str(demo_dir())).replace("{tests}", str(Path(__file__).parent)) for a in argv]
+    odd = tmp_path / "a b"  # a BEIR folder whose name is no collection name
+    shutil.copytree(demo_dir(), odd)
+    (odd / "corpus.jsonl").write_text('{"_id": "d1", "text": "a passage"}\n')
+    places = {"{demo}": str(demo_dir()), "{tests}": str(Path(__file__).parent), "{odd}": str(odd)}
+    for place, path in places.items():
+        argv = [a.replace(place, path) for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err, err

@@ -230,3 +230,33 @@ def test_eval_offers_a_corpus_sample_and_labels_its_figures(
     assert summary["queries"] == 2
     [note, *_] = summary["warnings"]
     assert note.startswith("Corpus sample: 3 judged passages of these 2 queries and 10 others drawn from the 60")
+
+
+def test_comparing_rerankers_on_a_missing_collection_says_what_it_ingests_first(
+    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval FOLDER --reranker A --reranker B` on a BEIR folder not yet ingested: the notice, the chunks to embed
+    and an ingest bar come before the comparison, as they do for a single reranker's evaluation; with no
+    --collection, the collection is the folder's name."""
+    import shutil
+
+    second = tmp_path / "tiny-reranker-copy"
+    shutil.copytree(tiny_models["reranker"], second)
+    monkeypatch.setenv("WORKBENCH_PERSIST_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
+    folder = str(_beir_folder(tmp_path))
+    argv = ["eval", folder, "--reranker", str(tiny_models["reranker"]), "--reranker", str(second), "-k", "10",
+            "-n", "5", "--json"]  # fmt: skip
+    code = f"from workbench.cli import main; raise SystemExit(main({argv!r}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    notice = f"'beir' does not exist yet: ingesting {folder} (60 passages) first."
+    assert notice in err and "60 chunks to embed" in err and "ingest beir" in err
+    assert err.index(notice) < err.index("60 chunks to embed") < err.index("ingest beir") < err.index("rerankers: ")
+    comparison = json.loads(done.stdout)
+    assert comparison["collection"] == "beir" and comparison["queries"] == 3
+    assert [row["reranker"] for row in comparison["rows"]] == [str(tiny_models["reranker"]), str(second)]
+    listed = Engine(Settings(persist_dir=tmp_path / "store", embedding_model=str(tiny_models["embedder"]),
+                             reranker_model="none", offline=True)).collection_info("beir")  # fmt: skip
+    assert listed.count == 60

@@ -128,7 +128,8 @@ def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[li
 
 
 def judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Dataset, bool]:
-    """The judged queries the arguments name, and whether they are the demo's (whose collection is the default)."""
+    """The judged queries the arguments name, and whether they are the demo's. Left out, the collection is the
+    demo's for `demo` and the folder's name for a BEIR folder."""
     demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
     if demo and not (args.qrels or args.queries):
         args.collection = args.collection or DEMO_COLLECTION
@@ -136,9 +137,22 @@ def judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Datase
         settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
         split=args.split, collection=args.collection,
     )  # fmt: skip
+    if not args.collection and dataset.corpus is not None and args.dataset:
+        args.collection = _folder_collection(args.dataset)
     if not args.collection:
         raise InputError("Name the collection to evaluate with --collection.")
     return dataset, demo
+
+
+def _folder_collection(folder: str) -> str:
+    """A BEIR folder's collection when --collection is left out: the folder's own name (`scifact`)."""
+    name = Path(folder).resolve().name
+    try:
+        return validate_collection_name(name)
+    except InputError as exc:
+        raise InputError(
+            f"Name the collection to evaluate with --collection: the folder's name cannot be one. {exc}"
+        ) from exc
 
 
 def _evaluate_mode(
@@ -206,7 +220,8 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
     comparisons = []
     for mode in modes:
         label = f"rerankers ({mode})" if mode else "rerankers"
-        with ProgressBar(label, unit="query") as bar:
+        ingest_bar = ProgressBar(f"ingest {args.collection}")
+        with ingest_bar, ProgressBar(label, unit="query") as bar:
             plan = engine.plan(collection=args.collection, retrieval=mode, k=args.k, top_n=args.n, reranker=None)
             comparison = compare_rerankers(
                 engine,
@@ -216,6 +231,8 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
                 max_queries=args.max_queries,
                 prices=prices,
                 progress=bar,
+                ingest_progress=ingest_bar,
+                ingest_announce=warn,
             )
         comparisons.append(comparison)
         if not args.json:

@@ -211,17 +211,23 @@ def compare_rerankers(
     prices: dict[str, Price] | None = None,
     ingest_missing: bool = True,
     progress: Progress | None = None,
+    ingest_progress: Progress | None = None,
+    ingest_announce: Callable[[str], None] | None = None,
 ) -> RerankerComparison:
     """Each reranker on the first stage's candidates for every judged query (the same candidates for all): the
     plan's collection, first stage, k and top n, with each reranker in turn (the plan's own is not used). A
-    collection's name in place of the plan makes one from the keywords."""
+    collection's name in place of the plan makes one from the keywords. A missing collection is ingested first,
+    as `evaluate_dataset` does (`ingest_announce` hears the estimate, `ingest_progress` the chunks)."""
     started = time.perf_counter()
     base = engine.as_plan(plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
     collection, k, top_n = base.collection or engine.settings.collection, base.k, base.top_n
     _, _, max_queries, _ = check_plan(k, top_n, max_queries)
     models = _checked_models(engine, rerankers)
     ids = list(models)
-    prepare_collection(engine, dataset, collection, ingest_missing=ingest_missing)
+    prepare_collection(
+        engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
+        ingest_announce=ingest_announce,
+    )  # fmt: skip
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
     total, done = len(items) * (len(ids) + 1), [0]

@@ -21,7 +21,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo` (its judgments)"
     )
     evaluate.add_argument(
-        "--collection", help="ingested from the BEIR corpus when missing (default for `demo`: the demo collection)"
+        "--collection",
+        help="ingested from the BEIR corpus when missing (default: the BEIR folder's name; for `demo`, the demo "
+        "collection)",
     )
     evaluate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE, 50)")
     evaluate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN, 10)")

@@ -9,7 +9,9 @@ from workbench.cli.parsers.common import store_options
 
 def dataset_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", nargs="?", help="a BEIR folder, or `demo` (its judgments)")
-    parser.add_argument("--collection", help="the collection (default for `demo`: the demo collection)")
+    parser.add_argument(
+        "--collection", help="the collection (default: the BEIR folder's name; for `demo`, the demo collection)"
+    )
     parser.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
     parser.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC)")
     parser.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
