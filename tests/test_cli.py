@@ -260,3 +260,17 @@ def test_collections_imports_the_store_client_but_no_model(tmp_path: Path, corpu
     loaded = _modules_loaded_by(["collections"], env)
     assert "chromadb" in loaded  # it did list the store
     assert not {m for m in loaded if m.split(".")[0] in HEAVY[:-1] or m == "workbench.engine"}
+
+
+def test_a_progress_bar_closes_when_its_work_is_done(capsys: pytest.CaptureFixture[str]) -> None:
+    """An ingest's bar closes at its last chunk, not when the whole command ends: its time and rate are the
+    ingest's own. Updates after that (none are expected) draw nothing more."""
+    from workbench.cli.common import ProgressBar
+
+    with ProgressBar("ingest demo") as bar:
+        bar(0, 3)
+        bar(3, 3)
+        closed = capsys.readouterr().err
+        assert "3/3" in closed and closed.endswith("\n")  # tqdm ends a closed bar's line
+        bar(3, 3)
+    assert capsys.readouterr().err == ""

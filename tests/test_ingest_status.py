@@ -111,7 +111,7 @@ def test_the_estimate_comes_first_at_the_rate_this_machine_measured(
 
     def announce(words: str) -> None:
         heard.append(words)
-        assert progress == []  # before the first progress, so before the bar opens
+        assert progress == [], words  # before the first progress, so before the bar opens
 
     engine.ingest(short, "first", chunk_size=None, announce=announce, progress=lambda d, t: progress.append((d, t)))
     assert heard == ["100 chunks to embed with tiny-embedder: the time left shows once the first batch is done"]

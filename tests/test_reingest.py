@@ -120,3 +120,48 @@ def test_kill_9_during_a_replace_then_resume_leaves_bm25_equal_to_the_store(
     hits = resuming.search("rivers", k=8, top_n=8, collection="files", retrieval="bm25", reranker=None).candidates
     assert not hits or all("rivers" not in h.text for h in hits)
     assert _bm25_texts(Engine(settings), "files") == stored
+
+
+def _file_whose_key_reads_as_a_number(folder: Path) -> Path:
+    """A file in `folder` whose source key (16 hex digits of its path's hash) reads as a number, such as
+    "8888706419968592" or "26261257600600e1": about one file in 200 has one."""
+    from workbench.ingest import source_key
+    from workbench.inputs import normalise_value
+
+    for i in range(100_000):
+        path = folder / f"note-{i}.txt"
+        key = source_key(path)
+        if normalise_value(key) != key:
+            return path
+    raise AssertionError("no such file name in 100,000")
+
+
+def test_a_file_whose_source_key_reads_as_a_number_is_the_same_file_on_every_ingest(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """Ingesting the same folder again changes nothing, whatever its files' source keys look like: a key of digits
+    is kept as text. A collection written while such keys were kept as numbers is matched too: no second copy."""
+    from workbench.ingest import source_key
+    from workbench.inputs import normalise_value
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    numeric = _file_whose_key_reads_as_a_number(folder)
+    numeric.write_text("The river holds trout and perch.")
+    (folder / "plain.txt").write_text("The lake holds pike.")
+    engine = Engine(_settings(tmp_path, tiny_models))
+    engine.ingest(folder, "notes", chunk_size=None)
+    kept = engine.registry.get("notes").stored_chunks([numeric.name], key="source_key")
+    assert list(kept.values()) == [source_key(numeric)]  # text, as computed
+    again = engine.ingest(folder, "notes", chunk_size=None)
+    assert (again.added, again.updated, again.unchanged, again.warnings) == (0, 0, 2, [])
+
+    # as such a collection was written before: the key stored as the number it reads as
+    [chunk_id] = kept
+    raw = engine.registry.get("notes")._collection  # type: ignore[attr-defined]
+    metadata = raw.get(ids=[chunk_id], include=["metadatas"])["metadatas"][0]
+    raw.update(ids=[chunk_id], metadatas=[{**metadata, "source_key": normalise_value(source_key(numeric))}])
+    assert engine.registry.get("notes").stored_chunks([numeric.name], key="source_key")[chunk_id] != kept[chunk_id]
+    old = engine.ingest(folder, "notes", chunk_size=None)
+    assert (old.added, old.updated, old.unchanged, old.warnings) == (0, 0, 2, [])
+    assert sorted(c.id for c in engine.browse("notes", 0, 100)) == sorted([chunk_id, "plain.txt::0"])

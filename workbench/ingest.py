@@ -19,6 +19,7 @@ from pathlib import Path
 
 from workbench.embeddings import Embedder
 from workbench.errors import CollectionNotFoundError, IngestError, InputError
+from workbench.inputs import normalise_value
 from workbench.loaders import BEIR_ORIGIN, Document, load_path
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, SOURCE_KEY, Collection
 from workbench.stores.registry import StoreRegistry
@@ -269,6 +270,12 @@ def source_key(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _kept_as(key: str, stored: set[object]) -> bool:
+    """Whether a file's source key is among the stored ones. Collections written before source keys were kept as
+    text hold a key of digits (with at most one 'e') as the number it reads as: that number matches too."""
+    return key in stored or normalise_value(key) in stored
+
+
 def _renamed(document: Document, old: str, new: str) -> Document:
     if document.id == old or document.id.startswith(f"{old}#"):
         new_id = new + document.id[len(old) :]
@@ -299,11 +306,11 @@ def _keep_different_files_apart(
     keys = {d.origin: d.metadata[SOURCE_KEY] for d in documents}
     stored = collection.stored_chunks(sorted(keys), key=SOURCE_KEY)
     origins = collection.stored_chunks(sorted(keys), key=ORIGIN_KEY)
-    stored_keys: dict[str, set[str]] = {}
+    stored_keys: dict[str, set[object]] = {}
     for chunk_id, key in stored.items():
         if key and origins.get(chunk_id):
             stored_keys.setdefault(str(origins[chunk_id]), set()).add(key)
-    clashes = {o for o, k in keys.items() if o in stored_keys and k not in stored_keys[o]}
+    clashes = {o for o, k in keys.items() if o in stored_keys and not _kept_as(k, stored_keys[o])}
     passages = {o for o in clashes if o.startswith(BEIR_ORIGIN)}
     if passages:  # a passage is its corpus id, wherever the corpus lies: updated in place, never kept twice
         warnings.append(
@@ -323,9 +330,9 @@ def _keep_different_files_apart(
     folder = (base.parent if base.is_file() else base).name or "other"
     renames = {origin: f"{folder}/{origin}" for origin in clashes}
     before = collection.stored_chunks(sorted(renames.values()), key=SOURCE_KEY)
-    seen = {key for key in before.values() if key}
+    seen: set[object] = {key for key in before.values() if key}
     for origin, new in sorted(renames.items()):
-        if keys[origin] in seen:
+        if _kept_as(keys[origin], seen):
             continue  # kept beside it before: said then
         warnings.append(
             f"'{origin}' in '{collection_name}' came from a different file of the same name: this one is kept "

@@ -228,10 +228,12 @@ def validate_collection_name(name: Any) -> str:
 
 
 # Identity and label keys stay text whatever they look like: BEIR's document id "007" or "1e5" must not turn
-# into a number, nor a title "1984". Filters on them are compared as text too.
+# into a number, nor a title "1984", nor a file's hex source key "8888706419968592". Filters on them are compared
+# as text too.
 TEXT_KEYS: Final = frozenset(
-    {"document_id", "origin", "content_hash", "source", "source_url", "url", "title", "section", "id", "chunk_id"}
-)
+    {"document_id", "origin", "content_hash", "source", "source_key", "source_url", "url", "title", "section", "id",
+     "chunk_id"}
+)  # fmt: skip
 
 
 def normalise_value(value: Any, key: str | None = None) -> Any:

@@ -47,15 +47,21 @@ class ProgressBar:
         self.description = description
         self.unit = unit
         self._bar: Any = None
+        self._finished = False
 
     def __call__(self, done: int, total: int) -> None:
         from tqdm import tqdm
 
+        if self._finished:
+            return
         if self._bar is None:
             self._bar = tqdm(total=total, desc=self.description, unit=self.unit, file=sys.stderr, dynamic_ncols=True)
         if self._bar.total != total:
             self._bar.total = total
         self._bar.update(done - self._bar.n)
+        if done >= total:  # closed now, so that its time and rate are the work's, not the whole command's
+            self._finished = True
+            self._bar.close()
 
     def close(self) -> None:
         if self._bar is not None:
