@@ -124,7 +124,7 @@ def test_kill_9_during_a_replace_then_resume_leaves_bm25_equal_to_the_store(
 
 def _file_whose_key_reads_as_a_number(folder: Path) -> Path:
     """A file in `folder` whose source key (16 hex digits of its path's hash) reads as a number, such as
-    "8888706419968592" or "26261257600600e1": about one file in 200 has one."""
+    "8888706419968592" or "26261257600600e1": about one file in 750 has one."""
     from workbench.ingest import source_key
     from workbench.inputs import normalise_value
 
