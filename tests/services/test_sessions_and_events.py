@@ -225,6 +225,28 @@ def test_a_broker_killed_mid_run_loses_no_search_and_no_buffered_event(tmp_path:
         broker.stop()
 
 
+def test_an_event_no_queue_is_bound_for_stays_buffered_until_one_is(caplog: pytest.LogCaptureFixture) -> None:
+    """RabbitMQ confirms a message that reached no queue as if it were queued (as after a restart, before the
+    queues' bindings are back): published as mandatory, such an event stays buffered, the warning says why, and
+    it arrives once a queue is bound."""
+    broker = Rabbit().start()
+    try:
+        sink = AmqpSink(broker.url, buffer_size=50, timeout=2, retry_seconds=0.3)
+        for i in range(3):
+            sink.publish(RetrievalCompleted.of(f"unbound {i}", 5, 5, f"unbound-{i}"))
+        wait_until(lambda: sink.stats()["failures"] >= 2, timeout=30)
+        assert sink.stats()["buffered"] == 3 and sink.stats()["published"] == 0
+        assert f"no queue is bound to exchange '{EXCHANGE}'" in caplog.text
+        _bind(broker, "test-unbound")
+        wait_until(lambda: sink.stats()["buffered"] == 0, timeout=30)
+        sink.close()
+        ids = {e["payload"]["trace_id"] for e in _consume(broker, "test-unbound", 3)}
+        assert ids == {"unbound-0", "unbound-1", "unbound-2"}
+        assert sink.stats()["dropped"] == 0
+    finally:
+        broker.stop()
+
+
 def test_the_buffer_bound_is_what_a_long_outage_can_lose(tmp_path: Path) -> None:
     from tests.conftest import free_port
 

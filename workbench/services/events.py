@@ -5,9 +5,9 @@ JSON line per event appended to a file; `amqp://user:pass@host:5672/vhost` = a R
 Publishing never slows or fails a search: `publish` only puts the event in a bounded in-memory buffer
 (WORKBENCH_EVENTS_BUFFER, 1000); a background thread delivers it, with publisher confirms for AMQP, and
 keeps retrying while the broker is down (one warning per outage). When the buffer is full the oldest event is
-dropped and counted. An event leaves the buffer only once the broker confirmed it, so a broker killed
-mid-run loses nothing the buffer held; after a reconnect an event may arrive twice (consumers dedupe by
-`eventId`).
+dropped and counted. An event leaves the buffer only once the broker confirmed it into a queue (published as
+mandatory: an event no queue is bound for stays buffered, and the warning says so), so a broker killed mid-run
+loses nothing the buffer held; after a reconnect an event may arrive twice (consumers dedupe by `eventId`).
 """
 
 from __future__ import annotations
@@ -251,14 +251,25 @@ class AmqpSink(_BufferedSink):
 
         channel = self._connect()
         for event in events:
-            channel.basic_publish(
-                EXCHANGE,
-                ROUTING_KEY,
-                event.model_dump_json().encode("utf-8"),
-                properties=pika.BasicProperties(
-                    content_type="application/json", delivery_mode=2, message_id=event.eventId, type=event.eventType
-                ),
-            )
+            try:
+                channel.basic_publish(
+                    EXCHANGE,
+                    ROUTING_KEY,
+                    event.model_dump_json().encode("utf-8"),
+                    properties=pika.BasicProperties(
+                        content_type="application/json", delivery_mode=2, message_id=event.eventId,
+                        type=event.eventType,
+                    ),
+                    # RabbitMQ confirms a message that reached no queue as readily as a queued one: mandatory has
+                    # it returned instead, so the event stays buffered (a broker just restarted can take
+                    # connections before its queues' bindings are back).
+                    mandatory=True,
+                )  # fmt: skip
+            except pika.exceptions.UnroutableError as exc:
+                raise ConnectionError(
+                    f"no queue is bound to exchange '{EXCHANGE}' for routing key '{ROUTING_KEY}' (the broker would "
+                    "drop the event): bind a queue to receive events"
+                ) from exc
 
     def _disconnect(self) -> None:
         connection, self._connection, self._channel = self._connection, None, None
