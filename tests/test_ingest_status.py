@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -238,8 +239,6 @@ def test_comparing_rerankers_on_a_missing_collection_says_what_it_ingests_first(
     """`eval FOLDER --reranker A --reranker B` on a BEIR folder not yet ingested: the notice, the chunks to embed
     and an ingest bar come before the comparison, as they do for a single reranker's evaluation; with no
     --collection, the collection is the folder's name."""
-    import shutil
-
     second = tmp_path / "tiny-reranker-copy"
     shutil.copytree(tiny_models["reranker"], second)
     monkeypatch.setenv("WORKBENCH_PERSIST_DIR", str(tmp_path / "store"))
