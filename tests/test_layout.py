@@ -27,6 +27,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.extras",
         "workbench.inputs",
         "workbench.models",
+        "workbench.service_calls",
     ),
     "stages": (
         "workbench.embeddings",

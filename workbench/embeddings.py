@@ -6,6 +6,8 @@ read the same on every store.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +21,9 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
-from workbench.redact import redact_text, redact_url, register_secret
+from workbench.redact import plain_text, redact_text, redact_url
 from workbench.rerankers.remote import service_address
+from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
 from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX, SERVED_MODEL_SEPARATOR, SERVICE_SCHEMES
 
 if TYPE_CHECKING:
@@ -172,47 +175,46 @@ class EmbedderAsLangChain(Embeddings):
         return self.embedder.embed_query(text).tolist()
 
 
-class EmbeddingService(LangChainEmbedder):
+class EmbeddingService:
     """A server speaking OpenAI's `POST /embeddings` (Infinity, text-embeddings-inference, vLLM, OpenAI itself),
-    named `http(s)://HOST:PORT[/PATH][#MODEL]` and called through langchain-openai with that base URL.
+    named `http(s)://HOST:PORT[/PATH][#MODEL]`.
 
     The model is the one after '#', else the one the server lists at `GET /models` when it serves exactly one;
     `model_id` then carries it (`http://gpu:7997#all-MiniLM-L6-v2`), so a collection records which served model
     made its vectors. Texts go in batches of WORKBENCH_EMBEDDING_BATCH_SIZE, WORKBENCH_EMBEDDING_CONCURRENCY at
-    once, in order; langchain-openai retries a busy server (WORKBENCH_RERANK_RETRIES times). The token comes from
-    the URL's user info or WORKBENCH_EMBEDDING_API_KEY; neither is ever part of the id."""
+    once. It is called the way the remote rerankers are (`ServiceCaller`: one deadline a try, retries, replicas'
+    own tokens), not through an SDK, because every answer is checked before a vector is kept: one vector for each
+    text, placed by its `index` (never by position), all of one width, every number finite, no vector of zero
+    length; each failure is one line naming the service. The token comes from the URL's user info or
+    WORKBENCH_EMBEDDING_API_KEY; neither is ever part of the id."""
 
     def __init__(self, given: str, settings: Settings) -> None:
-        require_extra("openai", f"Embedding model '{redact_url(given)}'")
-        from langchain_openai import OpenAIEmbeddings
-
         base, _, model = given.partition(SERVED_MODEL_SEPARATOR)
-        address = service_address(base, "", SETTING)
+        address = service_address(base, "/embeddings", SETTING)
         key = address.token or (settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None)
-        if key:
-            register_secret(key)
-        self.base_url = str(address.url).rstrip("/")
+        self.base_url = str(address.url).removesuffix("/embeddings")
         self.timeout = settings.rerank_timeout
-        model = model.strip() or self._served_model(key)
-        embeddings = OpenAIEmbeddings(
-            model=model, base_url=self.base_url, api_key=key or "none", timeout=self.timeout,  # type: ignore[arg-type]
-            max_retries=settings.rerank_retries, check_embedding_ctx_length=False,  # send text, not token ids
-            chunk_size=settings.embedding_batch_size,
+        words = ServiceWords(
+            "The embedding service", SETTING, "set WORKBENCH_EMBEDDING_API_KEY to a valid token, or give it in the "
+            "URL (http://:TOKEN@host)", "WORKBENCH_RERANK_TIMEOUT",
         )  # fmt: skip
-        super().__init__(embeddings, model_id=f"{address.public_id}{SERVED_MODEL_SEPARATOR}{model}")
+        self.service = ServiceCaller(
+            [str(address.url)], [key], words, timeout=self.timeout, retries=settings.rerank_retries
+        )
+        self.model = model.strip() or self._served_model()
+        self.model_id = f"{address.public_id}{SERVED_MODEL_SEPARATOR}{self.model}"
+        self.service.words = dataclasses.replace(words, noun=f"The embedding service for '{self.model}'")
         self.batch_size = settings.embedding_batch_size
         self.concurrency = settings.embedding_concurrency
+        self._dimension: int | None = None
 
-    def _served_model(self, key: str | None) -> str:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+    def _served_model(self) -> str:
         try:
-            listed = httpx.get(f"{self.base_url}/models", headers=headers, timeout=self.timeout)
-            served = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
+            listed = self.service.client.get(f"{self.base_url}/models", headers=self.service.headers())
         except httpx.HTTPError as exc:
-            raise ModelError(
-                f"The embedding service at {redact_url(self.base_url)} cannot be reached "
-                f"({redact_text(str(exc))[:200] or type(exc).__name__}). Check that it is running, or {SETTING}."
-            ) from exc
+            raise self.service.unreachable(exc) from exc
+        try:
+            served = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
         except (ValueError, AttributeError):
             served = []
         if len(served) != 1 or not isinstance(served[0], str):
@@ -220,14 +222,68 @@ class EmbeddingService(LangChainEmbedder):
                 f"The embedding service at {redact_url(self.base_url)} lists {len(served)} models at /models: name "
                 f"the one to use after '#' in {SETTING} (http://HOST:PORT#MODEL)."
             )
-        return served[0]
+        return plain_text(served[0])
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = len(self.embed_query("dimension probe"))
+        return self._dimension
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        try:
+            answer = self.service.post({"model": self.model, "input": texts, "encoding_format": "float"})
+            vectors = served_vectors(answer, len(texts), self._dimension)
+        except InvalidAnswer as exc:
+            raise ModelError(
+                f"{self.service.words.noun} at {self.service.shown_url} answered {exc}: its vectors cannot be "
+                f"trusted, so none are kept. Check the service, or {SETTING}."
+            ) from exc
+        self._dimension = vectors.shape[1]
+        return vectors
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        if len(texts) <= self.batch_size or self.concurrency == 1:
-            return super().embed_documents(texts)
-        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        if not texts:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        if len(batches) == 1 or self.concurrency == 1:
+            return _normalise(np.vstack([self._batch(batch) for batch in batches]))
         with ThreadPoolExecutor(min(self.concurrency, len(batches)), thread_name_prefix="workbench-embed") as pool:
-            return np.vstack(list(pool.map(super().embed_documents, batches)))
+            return _normalise(np.vstack(list(pool.map(self._batch, batches))))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def served_vectors(answer: Any, count: int, width: int | None) -> np.ndarray:
+    """The vectors of an OpenAI-style `/embeddings` answer (`{data: [{index, embedding}]}`), in input order by
+    their `index`; InvalidAnswer for anything a vector cannot be trusted from."""
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(data, list):
+        raise InvalidAnswer("without a list of vectors in 'data'")
+    if len(data) != count:
+        raise InvalidAnswer(f"{len(data)} vectors for {count} texts sent")
+    rows: list[list[float] | None] = [None] * count
+    for item in data:
+        index = item.get("index") if isinstance(item, dict) else None
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+            raise InvalidAnswer(f"index {plain_text(json.dumps(index))[:40]} for {count} texts sent")
+        if rows[index] is not None:
+            raise InvalidAnswer(f"text {index} twice")
+        vector = item.get("embedding")
+        if not isinstance(vector, list) or not vector:
+            shown = "text (base64?)" if isinstance(vector, str) else plain_text(json.dumps(vector))[:20]
+            raise InvalidAnswer(f"{shown} as the vector of text {index}, which is not a list of numbers")
+        rows[index] = [finite_number(x, f"a number of the vector of text {index}") for x in vector]
+    widths = {len(row) for row in rows if row is not None}
+    if len(widths) != 1 or (width is not None and widths != {width}):
+        expected = f" (this service's vectors have {width})" if width is not None else ""
+        raise InvalidAnswer(f"vectors of {sorted(widths)} numbers{expected}")
+    vectors = np.asarray(rows, dtype=np.float32)
+    zero = np.flatnonzero(np.linalg.norm(vectors, axis=1) == 0)
+    if zero.size:
+        raise InvalidAnswer(f"a vector of zero length for text {int(zero[0])}, which matches nothing")
+    return vectors
 
 
 def create_embedder(model_id: str, settings: Settings) -> Embedder:

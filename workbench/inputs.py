@@ -42,6 +42,10 @@ from workbench.vocab import (
 Scalar = str | int | float | bool
 _RATER: Final = re.compile(r"^[\w .:@/-]{1,64}$")  # "/": an LLM judge is named by its model id
 _COLLECTION_NAME: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+# A reranker named by someone outside this process (an API client, an imported file): a bare name found in
+# WORKBENCH_MODELS_DIR or a hub id; never a server folder, a URL or a path that climbs out.
+_MODEL_ID: Final = re.compile(r"^[A-Za-z0-9][\w.\-]{0,127}(/[A-Za-z0-9][\w.\-]{0,127})?$")
+_EXPERIMENT_ID: Final = re.compile(r"^[0-9a-f]{12}$")
 
 
 def validate_query(query: Any, max_chars: int | None = MAX_QUERY_CHARS) -> str:
@@ -343,6 +347,13 @@ def safe_upload_name(name: Any, fallback: str = "upload") -> str:
     return base[:MAX_UPLOAD_NAME_CHARS]
 
 
+def safe_file_stem(name: Any, fallback: str = "report") -> str:
+    """The one way a name (a collection's, an experiment's) becomes the start of a file name: letters, digits,
+    '-' and '_' only (no folder, no dot, no drive), at most 80 characters; `fallback` when nothing is left."""
+    stem = re.sub(r"[^\w\-]+", "_", unicodedata.normalize("NFC", plain_text(str(name or "")))).strip("_")
+    return stem[:80] or fallback
+
+
 def parse_int_list(text: str, name: str) -> list[int]:
     """Whole numbers separated by commas or spaces ('10, 20 50'), for options such as a depth list."""
     values = []
@@ -409,6 +420,25 @@ def validate_idempotency_key(key: Any) -> str:
             f"got {plain_text(repr(key))[:40]}."
         )
     return key
+
+
+def validate_model_id(value: Any) -> str:
+    """A model id an outside caller may name: a folder name in WORKBENCH_MODELS_DIR or a hub id
+    (`org/name`); InputError for a URL, an absolute path or a path that climbs out."""
+    if not isinstance(value, str) or ".." in value or not _MODEL_ID.match(value):
+        raise InputError(
+            "a reranker is 'default', 'none' or a model id such as minilm-l6-scifact-reranker (a folder name or a "
+            f"hub id, not a URL or a path); got {plain_text(repr(value))[:60]}."
+        )
+    return value
+
+
+def validate_experiment_id(value: Any) -> str:
+    """An experiment id as the workbench makes them: 12 lower-case hex digits. The message never echoes the
+    value (it may come from a link anyone can craft)."""
+    if not isinstance(value, str) or not _EXPERIMENT_ID.match(value):
+        raise InputError("An experiment id is 12 hex digits (as `workbench experiments list` shows them).")
+    return value
 
 
 def validate_doc_id(doc_id: Any) -> str:

@@ -181,6 +181,7 @@ MAX_NAME_CHARS: Final = 120  # an experiment's or query set's name, a tag
 MAX_EXPERIMENT_TAGS: Final = 16
 MAX_EXPERIMENT_NOTES: Final = 4000
 MAX_QUERY_SET_QUERIES: Final = 10_000
+MAX_QUERY_SET_TEXT_CHARS: Final = 4096  # a query of a set (judged queries may be long claims or questions)
 # How `workbench gate` exits: the decision as a process status a CI job reads.
 GateOutcome = Literal["ship", "no-ship", "inconclusive"]
 GATE_EXIT_CODES: Final[dict[str, int]] = {"ship": 0, "no-ship": 1, "inconclusive": 3}

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import streamlit as st
 
 from workbench.app.judging import Judging, grade_control
-from workbench.app.state import STATE
+from workbench.app.state import STATE, error_text
 from workbench.app.widgets import text_md
 from workbench.engine import Engine
-from workbench.errors import WorkbenchError, error_message
+from workbench.errors import WorkbenchError
 from workbench.judgments import QueueItem, judgment_rows
 from workbench.judgments.llm import SETTINGS_HINT, JudgeRun, judge_queue, judge_rater
 from workbench.vocab import DEFAULT_JUDGE_CHECK, DEFAULT_JUDGE_LIMIT, GRADE_SCALE, MAX_JUDGE_PAIRS
@@ -43,7 +43,7 @@ def draw(engine: Engine, collection: str, queue: Sequence[QueueItem], rater: str
                 try:
                     run = judge_queue(engine, collection, queue, limit=int(limit), check=int(check))
                 except WorkbenchError as exc:
-                    st.error(error_message(exc), icon=":material/error:")
+                    st.error(error_text(exc), icon=":material/error:")
                 else:
                     STATE.judge_run = (collection, run)
                     st.rerun()  # the queue below loses what the judge graded

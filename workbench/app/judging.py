@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from workbench.app.history import user_session_id
-from workbench.app.state import STATE, log
+from workbench.app.state import STATE, error_text, log
 from workbench.engine import Engine
-from workbench.errors import InputError, WorkbenchError, error_message
+from workbench.errors import InputError, WorkbenchError
 from workbench.inputs import validate_rater
 from workbench.judgments import rate
 from workbench.services.sessions import open_session_store
@@ -85,7 +85,7 @@ def _keep_rater(engine: Engine) -> None:
             raise InputError("Type your name as a rater: grades are kept under it.")
         _store_rater(engine, typed)
     except WorkbenchError as exc:
-        STATE.problem = error_message(exc)
+        STATE.problem = error_text(exc)
         st.session_state[_RATER_KEY] = _remembered_rater(engine)
 
 
@@ -118,7 +118,7 @@ def _record(click: _Click, rater: str) -> bool:
         rating = rate(judging.engine.settings, judging.collection, click.doc_id, click.grade, query=judging.query,
                       rater=rater)  # fmt: skip
     except WorkbenchError as exc:
-        STATE.problem = error_message(exc)
+        STATE.problem = error_text(exc)
         return False
     for twin in click.twins:  # the same document's control in the other list shows the new grade too
         st.session_state[twin] = rating.current_grade
@@ -161,7 +161,7 @@ def _ask_rater(engine: Engine, click: _Click) -> None:
         try:
             name = _store_rater(engine, typed)
         except WorkbenchError as exc:
-            st.error(error_message(exc), icon=":material/error:")
+            st.error(error_text(exc), icon=":material/error:")
             return
         st.session_state[_RATER_KEY] = name
         st.session_state.pop(_PENDING_KEY, None)

@@ -152,19 +152,19 @@ def downloads(report: EvaluationReport) -> None:
     per_query = pd.DataFrame(report.per_query_rows())
     d = st.columns(5)
     d[0].download_button(
-        "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.collection}.before.trec"
+        "Run before (TREC)", trec_run_text(report.before_run, "vector"), f"{report.file_stem}.before.trec"
     )
     d[1].download_button(
-        "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.collection}.after.trec"
+        "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.file_stem}.after.trec"
     )
-    d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.collection}.report.md", "text/markdown")
+    d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.file_stem}.report.md", "text/markdown")
     d[3].download_button(
-        "Per query (CSV)", per_query.to_csv(index=False), f"{report.collection}.per_query.csv", "text/csv"
+        "Per query (CSV)", per_query.to_csv(index=False), f"{report.file_stem}.per_query.csv", "text/csv"
     )
     d[4].download_button(
         "Verdict report (HTML)",
         lambda: report_html(report),  # made when asked for: it carries plotly.js, a few MB
-        f"{report.collection}.report.html",
+        f"{report.file_stem}.report.html",
         "text/html",
         on_click="ignore",
         help="One self-contained file to share: the verdict, metrics with intervals, charts, most helped and hurt "

@@ -9,6 +9,7 @@ import streamlit as st
 from workbench.app.charts import quality_against_latency
 from workbench.app.state import STATE
 from workbench.evaluation.rerankers import RerankerComparison
+from workbench.inputs import safe_file_stem
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
 from workbench.vocab import NDCG_10
 
@@ -51,7 +52,10 @@ def draw(comparison: RerankerComparison) -> None:
     table = pd.DataFrame(priced.table())
     st.dataframe(table, hide_index=True, width="stretch")
     st.download_button(
-        "Rerankers (CSV)", table.to_csv(index=False), f"{comparison.collection}.rerankers.csv", "text/csv"
+        "Rerankers (CSV)",
+        table.to_csv(index=False),
+        f"{safe_file_stem(comparison.collection)}.rerankers.csv",
+        "text/csv",
     )
     timed = [r for r in priced.rows if r.latency_ms_p50 is not None]
     if timed:

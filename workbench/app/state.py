@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 import streamlit as st
 from pydantic import BaseModel, Field, model_validator
 
+from workbench.app.markdown import message_md
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import error_message, is_expected
@@ -244,8 +245,9 @@ def engine_resource() -> Engine:
 
 
 def error_text(exc: BaseException) -> str:
-    """The message a user sees for an exception: the one error table's words (`errors.error_message`)."""
-    return error_message(exc)
+    """The message a user sees for an exception: the one error table's words (`errors.error_message`), as
+    Markdown that shows any text it quotes literally (an id or a name from a link or a file renders no image)."""
+    return message_md(error_message(exc))
 
 
 @contextlib.contextmanager

@@ -7,13 +7,13 @@ fetch anything, and a link must not be clickable).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from workbench.app.markdown import text_md
 from workbench.app.state import bind
 from workbench.evaluation.calibration import Calibration
 from workbench.inputs import safe_upload_name
@@ -21,13 +21,6 @@ from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
 from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS, RETRIEVAL
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$=\"'])")
-# HTML-ish characters and ':' (Streamlit's :color[...] and :icon: directives) as entities: the Markdown parser
-# shows them as text. Bare URLs and e-mail addresses are linked after parsing, from the text itself, so a word
-# joiner (U+2060, invisible) goes inside '://', after 'www' and before '@'.
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", ":": "&#58;", "@": "\u2060&#64;"}
-_JOIN = "\u2060"
-_WWW = re.compile(r"(?i)(www)\\\.")
 SCORE_NOTE = (
     "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
     "0–1 by 1/(1+e^−logit), easier to read but not a calibrated probability."
@@ -63,15 +56,6 @@ def sidebar_note(used: tuple[str, ...], own: str = "") -> None:
 def counted(n: int, one: str, many: str) -> str:
     """'1 search', '2 searches'."""
     return f"{n:,} {one if n == 1 else many}"
-
-
-def text_md(text: object) -> str:
-    """`text` as Markdown that renders literally: no links (not even bare URLs), images, HTML, LaTeX, colours
-    or icons."""
-    flat = " ".join(str(text).split())
-    flat = _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
-    flat = "".join(_ENTITIES.get(ch, ch) for ch in flat).replace("&#58;//", f"&#58;{_JOIN}//")
-    return _WWW.sub(rf"\1{_JOIN}&#46;", flat)
 
 
 def score_note(result: SearchResult) -> str:

@@ -21,7 +21,7 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
 from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
-from workbench.inputs import parse_int_list, validate_collection_name, validate_retrieval
+from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
@@ -238,9 +238,9 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
         if not args.json:
             print(shown(comparison.to_markdown()))
         if args.save_runs:
-            target = Path(args.save_runs) / f"{args.collection}.{comparison.retrieval}.rerankers"
-            target.with_suffix(".md").write_text(comparison.to_markdown(), encoding="utf-8")
-            target.with_suffix(".json").write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
+            target = Path(args.save_runs) / f"{safe_file_stem(args.collection)}.{comparison.retrieval}.rerankers"
+            Path(f"{target}.md").write_text(comparison.to_markdown(), encoding="utf-8")
+            Path(f"{target}.json").write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
             warn(f"comparison written to {target}.md and .json")
     if args.json:
         data = [c.model_dump(mode="json") for c in comparisons]

@@ -55,6 +55,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("No experiments yet: `workbench eval demo` keeps one.")
     for experiment in [] if args.json else found:
         print(shown(_line(experiment)))
+    if found.unreadable:
+        warn(found.unreadable_words())
     return 0
 
 

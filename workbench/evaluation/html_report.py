@@ -206,6 +206,6 @@ def _groups(report: EvaluationReport) -> list[str]:
 def save_report(report: EvaluationReport, folder: str | Path) -> list[Path]:
     """The report's files (TREC runs, Markdown, JSON) and the HTML report, into `folder`."""
     written = report.write(folder)
-    target = Path(folder) / f"{report.collection}.report.html"
+    target = Path(folder) / f"{report.file_stem}.report.html"
     target.write_text(report_html(report), encoding="utf-8")
     return [*written, target]

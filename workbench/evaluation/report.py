@@ -14,6 +14,7 @@ from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.significance import Difference, difference
 from workbench.evaluation.verdict import Verdict
+from workbench.inputs import safe_file_stem
 from workbench.vocab import MRR_10
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
 
@@ -114,6 +115,11 @@ class EvaluationReport(BaseModel):
     candidates: dict[str, list[tuple[str, float, float | None]]] = Field(default_factory=dict, exclude=True)
     qrels: Qrels = Field(default_factory=dict, exclude=True)
     _differences: dict[str, Difference] | None = PrivateAttr(None)
+
+    @property
+    def file_stem(self) -> str:
+        """How the report's files begin (`<stem>.report.md`): the collection's name made safe for a file name."""
+        return safe_file_stem(self.collection, "evaluation")
 
     def summary(self) -> dict[str, Any]:
         """The figures `workbench eval --json` prints."""
@@ -352,7 +358,7 @@ class EvaluationReport(BaseModel):
         """Both TREC runs, the Markdown report, the summary and per-query figures as JSON, into `folder`."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        stem = self.collection
+        stem = self.file_stem
         files = {
             folder / f"{stem}.before.trec": trec_run_text(self.before_run, "vector"),
             folder / f"{stem}.after.trec": trec_run_text(self.after_run, "reranked"),

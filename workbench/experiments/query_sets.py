@@ -7,19 +7,21 @@ from __future__ import annotations
 import csv
 import io
 import math
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.experiments.record import checksum
+from workbench.inputs import validate_doc_id, validate_query
 from workbench.loaders import iter_jsonl
 from workbench.redact import plain_text
 from workbench.types import CheckedModel
-from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES
+from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES, MAX_QUERY_SET_TEXT_CHARS
 
 _ID_COLUMNS = ("id", "_id", "query_id", "qid")
 _TEXT_COLUMNS = ("text", "query", "query_text", "question")
@@ -27,11 +29,30 @@ _WEIGHT_COLUMNS = ("weight", "frequency", "count", "freq")
 
 
 class QueryItem(CheckedModel):
-    """One query of a set: its id, its text, and its weight (1 unless a log said how often it is asked)."""
+    """One query of a set: its id, its text, and its weight (1 unless a log said how often it is asked). Checked
+    the same way however it arrives (a file, the API, MCP): visible text only, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     text: str
     weight: float = 1.0
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        value = validate_doc_id(value)
+        if any(unicodedata.category(ch) == "Cf" for ch in value):
+            raise InputError(
+                f"A query id holds an invisible format character (a bidi mark, a zero-width space): "
+                f"{plain_text(repr(value))[:40]}."
+            )
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return validate_query(value, MAX_QUERY_SET_TEXT_CHARS)
 
     @field_validator("weight")
     @classmethod
@@ -43,6 +64,8 @@ class QueryItem(CheckedModel):
 
 class QuerySet(CheckedModel):
     """A named list of queries, ids unique, texts not blank."""
+
+    model_config = ConfigDict(extra="forbid")
 
     name: str
     source: str = ""
@@ -102,6 +125,15 @@ def _item(number: int, query_id: Any, text: Any, weight: Any, where: str) -> Que
     if not text:
         raise InputError(f"{where}, line {number}: the query is empty.")
     try:
+        return _checked_item(number, query_id, text, weight, where)
+    except InputError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise InputError(f"{where}, line {number}: {exc}") from None
+
+
+def _checked_item(number: int, query_id: Any, text: str, weight: Any, where: str) -> QueryItem:
+    try:
         value = 1.0 if weight in (None, "") else float(weight)
     except (TypeError, ValueError):
         raise InputError(f"{where}, line {number}: the weight '{str(weight)[:40]}' is not a number.") from None
@@ -117,8 +149,9 @@ def _pick(row: dict[str, Any], names: Iterable[str]) -> Any:
 
 def parse_query_set(name: str, raw: bytes, filename: str) -> QuerySet:
     """A query set from a file's bytes: `.jsonl` (objects with `text` or `query`, optional `_id`/`id` and
-    `weight`/`frequency`), `.csv` (a header naming those columns), anything else one query a line. InputError
-    naming the file and line of anything wrong."""
+    `weight`/`frequency`), `.csv` (a header naming those columns), `.tsv` (`id<TAB>text[<TAB>weight]`, as BEIR
+    and TREC topics files are written, or a header naming the columns), anything else one query a line.
+    InputError naming the file and line of anything wrong."""
     where = Path(filename).name
     try:
         text = raw.decode("utf-8-sig")
@@ -143,11 +176,35 @@ def parse_query_set(name: str, raw: bytes, filename: str) -> QuerySet:
             items.append(
                 _item(number, _pick(row, _ID_COLUMNS), _pick(row, _TEXT_COLUMNS), _pick(row, _WEIGHT_COLUMNS), where)
             )
+    elif suffix == ".tsv":
+        items = _tsv_items(text, where)
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 items.append(_item(number, None, line, None, where))
     return QuerySet(name=name, source=f"file {where}", queries=items)
+
+
+def _tsv_items(text: str, where: str) -> list[QueryItem]:
+    rows = [(number, line.split("\t")) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not rows:
+        return []
+    header = [cell.strip().lower() for cell in rows[0][1]]
+    columns = (0, 1, 2)
+    if any(name in header for name in _TEXT_COLUMNS):
+
+        def position(names: tuple[str, ...]) -> int:
+            return next((header.index(n) for n in names if n in header), -1)
+
+        columns = (position(_ID_COLUMNS), position(_TEXT_COLUMNS), position(_WEIGHT_COLUMNS))
+        rows = rows[1:]
+    items = []
+    for number, cells in rows:
+        if columns == (0, 1, 2) and len(cells) < 2:
+            raise InputError(f"{where}, line {number}: a .tsv line is id<TAB>text (optionally <TAB>weight).")
+        cell = {i: cells[i] if 0 <= i < len(cells) else None for i in columns}
+        items.append(_item(number, cell[columns[0]], cell[columns[1]], cell[columns[2]], where))
+    return items
 
 
 def read_query_set(name: str, path: str | Path) -> QuerySet:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import sys
@@ -14,12 +15,13 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import Verdict
+from workbench.inputs import validate_experiment_id
 from workbench.redact import plain_text
 from workbench.types import CheckedModel, SearchPlan
 from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_EXPERIMENT_TAGS, MAX_NAME_CHARS, PRIMARY_METRIC
@@ -129,10 +131,34 @@ class Experiment(CheckedModel):
     before_run: Run
     after_run: Run
 
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_experiment_id(value)
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
         return _label(value, "name")
+
+    @field_validator("report")
+    @classmethod
+    def _report(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """The report must read as the report an evaluation makes, every figure a finite number."""
+        try:
+            EvaluationReport.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "report"
+            raise InputError(f"report.{where}: {str(first.get('msg', 'invalid'))[:120]}") from None
+        _finite(value, "report")
+        return value
+
+    @field_validator("before_run", "after_run")
+    @classmethod
+    def _run(cls, value: Run) -> Run:
+        _finite(value, "run")
+        return value
 
     @field_validator("tags")
     @classmethod
@@ -251,6 +277,36 @@ class ExperimentView(ExperimentSummary):
     warnings: list[str]
     most_hurt: list[dict[str, Any]]
     most_helped: list[dict[str, Any]]
+
+
+def _finite(value: Any, where: str) -> None:
+    """InputError naming the first number in `value` (nested dicts and lists) that is not finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where} holds {value}, where a finite number belongs.")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, f"{where}.{plain_text(str(key))[:40]}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _finite(item, f"{where}[{i}]")
+
+
+def check_checksums(experiment: Experiment) -> None:
+    """InputError when the query set's or the judgments' checksum (or count) is not the one their content gives:
+    an experiment file edited by hand (or damaged) after it was made."""
+    queries, qrels = experiment.queries, experiment.qrels
+    expected = query_set_used(experiment.query_set.name, queries)
+    if (experiment.query_set.checksum, experiment.query_set.queries) != (expected.checksum, expected.queries):
+        raise InputError(
+            "The experiment's queries do not match their checksum: the file was changed after it was made, so its "
+            "figures cannot be trusted. Export it again from the workbench that made it."
+        )
+    graded = sum(len(judged) for judged in qrels.values())
+    if (experiment.judgments.checksum, experiment.judgments.judgments) != (checksum(qrels), graded):
+        raise InputError(
+            "The experiment's judgments do not match their checksum: the file was changed after it was made, so its "
+            "figures cannot be trusted. Export it again from the workbench that made it."
+        )
 
 
 def judgments_used(dataset: Dataset, source: str) -> JudgmentsUsed:

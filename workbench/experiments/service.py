@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,13 +23,14 @@ from workbench.experiments.record import (
     Experiment,
     Manifest,
     changed_inputs,
+    check_checksums,
     judgments_used,
     query_set_used,
 )
 from workbench.experiments.store import open_experiment_store
-from workbench.inputs import json_depth
+from workbench.inputs import json_depth, validate_collection_name, validate_model_id
 from workbench.types import SearchPlan
-from workbench.vocab import MAX_EXPORT_BYTES, MAX_JSON_DEPTH
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_EXPORT_BYTES, MAX_JSON_DEPTH
 
 EXPORT_FORMAT = "rerank-workbench.experiment"
 EXPORT_VERSION = 1
@@ -189,6 +191,23 @@ def export_experiment(experiment: Experiment) -> str:
     )
 
 
+def check_imported(experiment: Experiment) -> None:
+    """What an experiment from outside must hold beyond its shape, as one made here would: checksums that match
+    its queries and judgments, a plan the API would run (a collection name, a reranker named by model id, never a
+    URL or a server path), and a date that has passed."""
+    check_checksums(experiment)
+    plan = experiment.plan
+    if plan.collection is not None:
+        validate_collection_name(plan.collection)
+    if plan.reranks and plan.reranker != DEFAULT_RERANKER_CHOICE:
+        try:
+            validate_model_id(plan.reranker)
+        except InputError as exc:
+            raise InputError(f"Not an experiment this workbench runs: plan.reranker: {exc}") from None
+    if experiment.created_at > datetime.now(UTC) + timedelta(days=1):
+        raise InputError(f"Not an experiment file: it is dated {experiment.created_at:%Y-%m-%d}, in the future.")
+
+
 def import_experiment(engine: Engine, raw: bytes | str) -> Experiment:
     """An exported experiment kept here under its own id; importing the same file twice keeps it once, and a
     different experiment with an id already taken is refused."""
@@ -213,6 +232,7 @@ def import_experiment(engine: Engine, raw: bytes | str) -> Experiment:
         where = ".".join(str(part) for part in first.get("loc", ())) or "experiment"
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
         raise InputError(f"Not an experiment file: {where}: {message[:200]}") from None
+    check_imported(experiment)
     store = open_experiment_store(engine.settings)
     try:
         kept = store.get(experiment.id)

@@ -8,19 +8,49 @@ and sessions are. An experiment is kept whole as one JSON document, with the col
 from __future__ import annotations
 
 import json
+import logging
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from workbench.config import Settings
-from workbench.errors import ExperimentNotFoundError
+from workbench.errors import ExperimentNotFoundError, InputError
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
+from workbench.redact import plain_text
 from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
 _COLUMNS = "id, name, collection, configuration, created_at, body"
+log = logging.getLogger("workbench.experiments")
+
+
+class ExperimentList(list[Experiment]):
+    """Kept experiments, newest first; `unreadable` names the rows that could not be read as an experiment
+    (their id and why), which a listing skips instead of failing."""
+
+    def __init__(self, experiments: list[Experiment], unreadable: list[tuple[str, str]]) -> None:
+        super().__init__(experiments)
+        self.unreadable = unreadable
+
+    def unreadable_words(self) -> str:
+        """One line naming the rows skipped ('' when none was)."""
+        if not self.unreadable:
+            return ""
+        named = "; ".join(f"{shown_id(i)} ({why})" for i, why in self.unreadable[:5])
+        more = f" and {len(self.unreadable) - 5} more" if len(self.unreadable) > 5 else ""
+        return (
+            f"{len(self.unreadable)} kept experiment(s) could not be read and are left out: {named}{more}. "
+            "`workbench experiments delete ID` removes one."
+        )
+
+
+def shown_id(experiment_id: str) -> str:
+    """An id as read from the store, safe to print: quoted, control characters out, at most 40 characters."""
+    return json.dumps(plain_text(str(experiment_id))[:40])
 
 
 class ExperimentStore(KeptStore, ABC):
@@ -39,21 +69,43 @@ class ExperimentStore(KeptStore, ABC):
         with self._errors("read an experiment"):
             body = self._body(experiment_id)
         if body is None:
-            shown = json.dumps(str(experiment_id)[:40])
-            raise ExperimentNotFoundError(f"No experiment has the id {shown}: `workbench experiments list` lists them.")
-        return Experiment.model_validate_json(body)
+            raise ExperimentNotFoundError(
+                f"No experiment has the id {shown_id(experiment_id)}: `workbench experiments list` lists them."
+            )
+        try:
+            return Experiment.model_validate_json(body)
+        except (ValidationError, ValueError) as exc:
+            raise InputError(
+                f"The kept experiment {shown_id(experiment_id)} cannot be read ({_why(exc)}): "
+                "`workbench experiments delete` removes it."
+            ) from None
 
     def list(
         self, *, collection: str | None = None, configuration: str | None = None, limit: int = 200
-    ) -> list[Experiment]:
-        """Experiments, newest first, optionally of one collection or one configuration (a plan's key)."""
+    ) -> ExperimentList:
+        """Experiments, newest first, optionally of one collection or one configuration (a plan's key); a row
+        that cannot be read is left out and named in the list's `unreadable`."""
         with self._errors("list experiments"):
-            bodies = self._bodies(collection, configuration, limit)
-        return [Experiment.model_validate_json(body) for body in bodies]
+            rows = self._bodies(collection, configuration, max(1, limit))
+        experiments, unreadable = [], []
+        for experiment_id, body in rows:
+            try:
+                experiments.append(Experiment.model_validate_json(body))
+            except (ValidationError, ValueError) as exc:
+                unreadable.append((experiment_id, _why(exc)))
+        if unreadable:
+            log.warning("%s", ExperimentList([], unreadable).unreadable_words())
+        return ExperimentList(experiments, unreadable)
 
     def delete(self, experiment_id: str) -> None:
-        """Remove an experiment; ExperimentNotFoundError when there is none with this id."""
-        self.get(experiment_id)
+        """Remove an experiment by its id, without reading it (so one that cannot be read can be removed);
+        ExperimentNotFoundError when there is none with this id."""
+        with self._errors("delete an experiment"):
+            found = self._body(experiment_id) is not None
+        if not found:
+            raise ExperimentNotFoundError(
+                f"No experiment has the id {shown_id(experiment_id)}: `workbench experiments list` lists them."
+            )
         with self._errors("delete an experiment"):
             self._delete(experiment_id)
 
@@ -88,7 +140,7 @@ class ExperimentStore(KeptStore, ABC):
     def _body(self, experiment_id: str) -> str | None: ...
 
     @abstractmethod
-    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[str]: ...
+    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[tuple[str, str]]: ...
 
     @abstractmethod
     def _delete(self, experiment_id: str) -> None: ...
@@ -104,6 +156,14 @@ class ExperimentStore(KeptStore, ABC):
 
     @abstractmethod
     def _delete_set(self, name: str) -> None: ...
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "body"
+        return plain_text(f"{where}: {first.get('msg', 'invalid')}")[:120]
+    return plain_text(str(exc))[:120]
 
 
 def _values(experiment: Experiment, at: Any) -> tuple[Any, ...]:
@@ -160,13 +220,13 @@ class SqliteExperimentStore(SqliteFile, ExperimentStore):
             found = db.execute("SELECT body FROM experiments WHERE id = ?", (experiment_id,)).fetchone()
         return found[0] if found else None
 
-    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[str]:
+    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[tuple[str, str]]:
         where, values = _where(collection, configuration, "?")
         with self._connection() as db:
             found = db.execute(
-                f"SELECT body FROM experiments{where} ORDER BY created_at DESC, id LIMIT ?", (*values, limit)
+                f"SELECT id, body FROM experiments{where} ORDER BY created_at DESC, id LIMIT ?", (*values, limit)
             )
-            return [row[0] for row in found.fetchall()]
+            return [(row[0], row[1]) for row in found.fetchall()]
 
     def _delete(self, experiment_id: str) -> None:
         with self._connection() as db:
@@ -217,14 +277,14 @@ class PostgresExperimentStore(PostgresTables, ExperimentStore):
             found = cur.fetchone()
         return found[0] if found else None
 
-    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[str]:
+    def _bodies(self, collection: str | None, configuration: str | None, limit: int) -> list[tuple[str, str]]:
         where, values = _where(collection, configuration, "%s")
         with self._cursor() as cur:
             cur.execute(
-                f"SELECT body FROM {self._schema}.experiments{where} ORDER BY created_at DESC, id LIMIT %s",
+                f"SELECT id, body FROM {self._schema}.experiments{where} ORDER BY created_at DESC, id LIMIT %s",
                 [*values, limit],
             )
-            return [row[0] for row in cur.fetchall()]
+            return [(row[0], row[1]) for row in cur.fetchall()]
 
     def _delete(self, experiment_id: str) -> None:
         with self._cursor() as cur:

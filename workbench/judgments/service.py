@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +36,7 @@ from workbench.vocab import DEFAULT_RATER, JUDGMENT_EXPORT_FORMATS, JUDGMENT_SOU
 ExportFormat = Literal["trec", "beir", "history"]
 EXPORT_FORMATS: tuple[str, ...] = JUDGMENT_EXPORT_FORMATS
 _MOVED = "moved-to-store"
+_CHUNK_ID = re.compile(r"(.+)::\d+")  # a passage of a document: `<document id>::<index>`
 
 
 def normal_query(text: str) -> str:
@@ -312,6 +314,12 @@ def judge(
     store = engine.registry.get(collection)
     if not store.embeds_documents and not store.content_hashes([doc_id, f"{doc_id}::0"]):
         raise InputError(f"'{collection}' holds no document '{plain_text(doc_id)[:80]}': check the id.")
+    chunk = _CHUNK_ID.fullmatch(doc_id)
+    if chunk and not store.embeds_documents and not store.content_hashes([f"{doc_id}::0"]):
+        raise InputError(
+            f"'{plain_text(doc_id)[:80]}' is a passage's id (a chunk, as `workbench query --json` prints it); grades "
+            f"are kept per document: grade '{plain_text(chunk.group(1))[:80]}'."
+        )
     return rate(
         engine.settings, collection, doc_id, grade, query=query, query_id=query_id, rater=rater, source=source,
         reason=reason, idempotency_key=idempotency_key,

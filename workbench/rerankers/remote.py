@@ -17,7 +17,6 @@ without them, secret query parameters masked, so no id that leaves the process c
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -29,16 +28,15 @@ from typing import Any, ClassVar
 import httpx
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, ModelError, QueryTimeoutError, is_connection_problem
-from workbench.redact import plain_text, redact_text, redact_url, register_secret
+from workbench.errors import ConfigError, ModelError, QueryTimeoutError
+from workbench.redact import plain_text, redact_text, redact_url
 from workbench.rerankers.base import RerankerUsage
 from workbench.rerankers.cache import ScoreCache, cached_scores
+from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
 from workbench.vocab import HOSTED_KEYS, REPLICA_SEPARATOR, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
 SETTING = "RERANKER_MODEL"
 KEY_SETTING = "WORKBENCH_RERANK_API_KEY"
-_BACKOFF = 0.5  # seconds before the first retry; doubled each time
-_MAX_WAIT = 30.0
 
 
 class RemoteReranker:
@@ -50,27 +48,40 @@ class RemoteReranker:
     max_documents: ClassVar[int] = 1000
 
     def __init__(
-        self, model_id: str, settings: Settings, cache: ScoreCache, *, url: str | list[str], key: str | None = None
+        self,
+        model_id: str,
+        settings: Settings,
+        cache: ScoreCache,
+        *,
+        url: str | list[str],
+        key: str | None = None,
+        keys: list[str | None] | None = None,
     ):
-        """`url` is one URL, or the URLs of replicas of one service, asked in turn (round-robin)."""
+        """`url` is one URL, or the URLs of replicas of one service, asked in turn (round-robin); `key` is the
+        token for all of them, or `keys` one for each replica."""
         self.model_id = model_id
         self.urls = [url] if isinstance(url, str) else list(url)
         self.url = self.urls[0]
-        self.shown_url = ", ".join(redact_url(u) for u in self.urls)
-        self._turn = itertools.count()
         self.timeout = settings.rerank_timeout
+        self.service = ServiceCaller(
+            self.urls, keys or [key] * len(self.urls), self._words(), timeout=self.timeout,
+            retries=settings.rerank_retries,
+        )  # fmt: skip
+        self.shown_url = self.service.shown_url
         self.backend = f"{self.kind} {self.shown_url}"
         self.cache = cache
         self.retries = settings.rerank_retries
         self.batch_limit = settings.rerank_max_documents or self.max_documents
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if key:
-            register_secret(key)
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(timeout=self.timeout, headers=headers, follow_redirects=False)
         self._lock = threading.Lock()
         self.model_calls = 0
         self._usage = RerankerUsage()
+
+    def _words(self) -> ServiceWords:
+        if self.kind in HOSTED_KEYS:
+            fix = f"set {HOSTED_KEYS[self.kind]} to a valid key"
+        else:
+            fix = f"set {KEY_SETTING} to a valid token, or give it in the URL (http://:TOKEN@host)"
+        return ServiceWords("The reranker", SETTING, fix, "WORKBENCH_RERANK_TIMEOUT")
 
     # What a kind writes and reads -------------------------------------------------------------------------
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
@@ -131,51 +142,11 @@ class RemoteReranker:
                 self._usage.billed_units += used.billed_units
         return scores
 
-    def _send(self, body: dict[str, Any]) -> httpx.Response:
-        """One try, at the next replica in turn: the whole answer read within `timeout` seconds (httpx alone
-        times each read, so a service sending a byte a second would hold the search for as long as it liked)."""
-        url = self.urls[next(self._turn) % len(self.urls)]
-        until = time.monotonic() + self.timeout
-        with self._client.stream("POST", url, json=body) as response:
-            received = bytearray()
-            for chunk in response.iter_bytes():
-                received += chunk
-                if time.monotonic() > until:
-                    raise httpx.ReadTimeout(f"the answer was still arriving after {self.timeout:g} s")
-        return httpx.Response(response.status_code, headers=response.headers, content=bytes(received))
-
     def _post(self, body: dict[str, Any]) -> Any:
-        wait = _BACKOFF
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._send(body)
-            except httpx.HTTPError as exc:
-                if len(self.urls) > 1 and attempt < self.retries:
-                    continue  # a replica that is down or hung: the next one in turn takes the retry
-                raise self._unreachable(exc) from exc
-            busy = response.status_code == 429 or response.status_code >= 500
-            if busy and attempt < self.retries:
-                time.sleep(min(_retry_after(response) or wait, _MAX_WAIT))
-                wait *= 2
-                continue
-            if response.status_code >= 400:
-                raise self._refused(response, attempt)
-            if response.is_redirect:
-                moved = redact_url(plain_text(response.headers.get("location", ""))[:200]) or "no location"
-                raise ModelError(
-                    f"The reranker at {self.shown_url} answered {response.status_code}, a redirect to {moved}: "
-                    f"set {SETTING} to the URL it moved to (redirects are not followed)."
-                )
-            try:
-                return json.loads(response.content, parse_constant=_no_constant)
-            except InvalidAnswer as exc:
-                raise self._untrusted(exc) from exc
-            except ValueError as exc:
-                raise ModelError(
-                    f"The reranker at {self.shown_url} did not answer with JSON (status {response.status_code}). "
-                    f"Check {SETTING}."
-                ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        try:
+            return self.service.post(body)
+        except InvalidAnswer as exc:
+            raise self._untrusted(exc) from exc
 
     def _untrusted(self, exc: InvalidAnswer) -> ModelError:
         return ModelError(
@@ -183,60 +154,11 @@ class RemoteReranker:
             f"Check the service, or {SETTING}."
         )
 
-    def _unreachable(self, exc: Exception) -> ModelError:
-        reason = redact_text(" ".join(str(exc).split())[:200]) or type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return ModelError(
-                f"The reranker at {self.shown_url} did not answer within {self.timeout:g} s ({type(exc).__name__}). "
-                f"Check that it is running and not overloaded, or raise WORKBENCH_RERANK_TIMEOUT."
-            )
-        where = "cannot be reached" if is_connection_problem(exc) else "failed"
-        return ModelError(
-            f"The reranker at {self.shown_url} {where} ({reason}). Check that it is running and that {SETTING} "
-            "names the right URL."
-        )
-
-    def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
-        detail = redact_text(" ".join(response.text.split())[:300])
-        if response.status_code in {401, 403}:
-            if self.kind in HOSTED_KEYS:
-                fix = f"set {HOSTED_KEYS[self.kind]} to a valid key"
-            else:
-                fix = f"set {KEY_SETTING} to a valid token, or give it in the URL (http://:TOKEN@host)"
-            return ModelError(f"The reranker at {self.shown_url} refused the request ({response.status_code}): {fix}.")
-        tried = f" after {attempt + 1} tries" if attempt else ""
-        return ModelError(
-            f"The reranker at {self.shown_url} answered {response.status_code}{tried}: {detail or 'no detail'}. "
-            f"Check {SETTING}."
-        )
-
     def close(self) -> None:
-        self._client.close()
+        self.service.close()
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return max(float(response.headers.get("retry-after", "")), 0.0)
-    except ValueError:
-        return None
-
-
-class InvalidAnswer(ValueError):
-    """An answer in the right shape whose content cannot be right: a score that is not a number, an index out of
-    range or repeated."""
-
-
-def _no_constant(name: str) -> float:
-    raise InvalidAnswer(f"'{name}' where a number belongs (not JSON)")
-
-
-def _number(value: Any, what: str) -> float:
-    """A JSON number as a finite float; booleans, strings and null are not numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidAnswer(f"{plain_text(json.dumps(value))[:40]} as {what}, which is not a number")
-    if not math.isfinite(value):
-        raise InvalidAnswer(f"{value} as {what}")
-    return float(value)
+_number = finite_number
 
 
 def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
@@ -340,17 +262,18 @@ class RerankService(RemoteReranker):
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
         addresses = [service_address(given, "/rerank") for given in replica_urls(model_id)]
         address = addresses[0]
-        key = address.token or _secret(settings.rerank_api_key)
+        key = _secret(settings.rerank_api_key)
         public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
-        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], key=key)
+        keys = [a.token or key for a in addresses]  # each replica its own token, the setting's where it has none
+        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], keys=keys)
         self.models_url = address.url.copy_with(path=address.url.path.removesuffix("/rerank") + "/models")
         self.served_model = self._served_model()
 
     def _served_model(self) -> str | None:
         try:
-            listed = self._client.get(self.models_url)
+            listed = self.service.client.get(self.models_url, headers=self.service.headers())
         except (httpx.TimeoutException, httpx.ConnectError) as exc:  # down or hung: say so now, once
-            raise self._unreachable(exc) from exc
+            raise self.service.unreachable(exc) from exc
         except httpx.HTTPError:
             return None
         try:
@@ -381,9 +304,10 @@ class TeiReranker(RemoteReranker):
             service_address(given.removeprefix(TEI_PREFIX), "/rerank", prefix=TEI_PREFIX)
             for given in replica_urls(model_id)
         ]
-        key = addresses[0].token or _secret(settings.rerank_api_key)
+        key = _secret(settings.rerank_api_key)
         public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
-        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], key=key)
+        keys = [a.token or key for a in addresses]
+        super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], keys=keys)
 
     def request(self, query: str, documents: list[str]) -> dict[str, Any]:
         return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}

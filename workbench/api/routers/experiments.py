@@ -4,7 +4,6 @@ experiments; run an evaluation now (kept as an experiment); POST /gate for a pip
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Response
@@ -26,16 +25,13 @@ from workbench.experiments import (
 )
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.experiments.record import ExperimentSummary, ExperimentView
+from workbench.inputs import validate_model_id
 from workbench.judgments import load_judgments
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_K, NO_RERANKER, RetrievalMode
 
 router = APIRouter(tags=["experiments"], dependencies=Authorised)
-
-# A reranker a remote client may name: the configured one, none, or a model id (a bare name found in
-# WORKBENCH_MODELS_DIR, or a hub id): never a server folder, a URL or a path that climbs out.
-_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
 
 
 class PlanRequest(BaseModel):
@@ -58,9 +54,12 @@ class PlanRequest(BaseModel):
     def _reranker(cls, value: str | None) -> str | None:
         if value is None or value.strip().lower() in {NO_RERANKER, ""}:
             return None
-        if ".." in value or not _MODEL_ID.match(value):
-            raise ValueError("a reranker is 'default', 'none' or a model id such as minilm-l6-scifact-reranker")
-        return value
+        if value == DEFAULT_RERANKER_CHOICE:
+            return value
+        try:
+            return validate_model_id(value)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
 
     def plan(self, engine: Engine) -> SearchPlan:
         return engine.plan(**self.model_dump())

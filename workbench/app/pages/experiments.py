@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app import diff_view, report_view
+from workbench.app.markdown import message_md
 from workbench.app.state import STATE, controls, engine_resource, error_text, shown_errors
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
@@ -23,6 +24,7 @@ from workbench.experiments import (
     run_again,
 )
 from workbench.experiments.figures import trend_figure
+from workbench.inputs import validate_experiment_id
 from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_NAME_CHARS, NDCG_10
 
 SHOWN = 200  # experiments listed
@@ -40,6 +42,8 @@ def run() -> None:
     )
     store = _store_or_stop(engine)
     experiments = store.list(limit=SHOWN)
+    if experiments.unreadable:
+        st.warning(message_md(experiments.unreadable_words()), icon=":material/warning:")
     opened = _opened(store)
     if opened is not None:
         _open(engine, store, opened)
@@ -70,7 +74,7 @@ def _opened(store: ExperimentStore) -> Experiment | None:
     if not wanted:
         return None
     try:
-        return store.get(str(wanted))
+        return store.get(validate_experiment_id(str(wanted)))
     except WorkbenchError as exc:
         st.error(error_text(exc))
         return None
@@ -114,7 +118,7 @@ def _trend(experiments: list[Experiment]) -> None:
 
 def _open(engine: Engine, store: ExperimentStore, experiment: Experiment) -> None:
     """One experiment: what it ran, its report as Evaluate shows it, and what can be done with it."""
-    st.subheader(f"Experiment {experiment.id}: {text_md(experiment.title)}")
+    st.subheader(f"Experiment {text_md(experiment.id)}: {text_md(experiment.title)}")
     queries, judgments = experiment.query_set, experiment.judgments
     st.caption(
         f"run {experiment.created_at:%Y-%m-%d %H:%M} UTC · {text_md(experiment.configuration)} · query set "
@@ -163,7 +167,7 @@ def _actions(engine: Engine, store: ExperimentStore, experiment: Experiment) -> 
         "application/json", on_click="ignore", key="experiment-export",
     )  # fmt: skip
     with st.expander("Delete this experiment"):
-        typed = st.text_input(f"Type {experiment.id} to delete it", key="experiment-delete-typed")
+        typed = st.text_input(f"Type {text_md(experiment.id)} to delete it", key="experiment-delete-typed")
         if st.button("Delete", disabled=typed.strip() != experiment.id, key="experiment-delete"):
             with shown_errors():
                 store.delete(experiment.id)

@@ -1,0 +1,164 @@
+"""Calling a JSON service over HTTP the one way every remote kind does (reranker servers, hosted rerank APIs,
+embedding servers): replicas asked in turn, each with its own token; one deadline for each try (a service that
+trickles its answer is cut off there, not at each read); retries with exponential backoff on 429 and 5xx (a
+Retry-After header is honoured), and on the next replica when one is down; redirects refused; the answer parsed
+as JSON with NaN and Infinity refused; failures as `ModelError`s that name the redacted URL and the setting to
+change, never the token.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from workbench.errors import ModelError, is_connection_problem
+from workbench.redact import plain_text, redact_text, redact_url, register_secret
+
+_BACKOFF = 0.5  # seconds before the first retry; doubled each time
+_MAX_WAIT = 30.0
+
+
+class InvalidAnswer(ValueError):
+    """An answer in the right shape whose content cannot be right: a number that is not one, an index out of
+    range or repeated, a vector of the wrong width."""
+
+
+def finite_number(value: Any, what: str) -> float:
+    """A JSON number as a finite float; booleans, strings and null are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidAnswer(f"{plain_text(json.dumps(value))[:40]} as {what}, which is not a number")
+    if not math.isfinite(value):
+        raise InvalidAnswer(f"{value} as {what}")
+    return float(value)
+
+
+def _no_constant(name: str) -> float:
+    raise InvalidAnswer(f"'{name}' where a number belongs (not JSON)")
+
+
+@dataclass(frozen=True)
+class ServiceWords:
+    """How failures name the service and what the user can change: `noun` ("The reranker"), the setting that
+    names its URL, the fix for a refused token, and the setting of its deadline."""
+
+    noun: str
+    setting: str
+    auth_fix: str
+    timeout_setting: str
+
+
+class ServiceCaller:
+    """POSTs JSON to one service (or to its replicas in turn) and returns the parsed answer."""
+
+    def __init__(
+        self, urls: list[str], tokens: list[str | None], words: ServiceWords, *, timeout: float, retries: int
+    ) -> None:
+        self.urls = list(urls)
+        self.tokens = list(tokens)
+        for token in self.tokens:
+            if token:
+                register_secret(token)
+        self.words = words
+        self.timeout = timeout
+        self.retries = retries
+        self.shown_url = ", ".join(redact_url(u) for u in self.urls)
+        self._turn = itertools.count()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self.client = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False)
+
+    def headers(self, replica: int = 0) -> dict[str, str]:
+        """The replica's own token as a bearer header (none when it has none)."""
+        token = self.tokens[replica] if replica < len(self.tokens) else None
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _send(self, body: Any) -> httpx.Response:
+        """One try, at the next replica in turn: the whole answer read within `timeout` seconds (httpx alone
+        times each read, so a service sending a byte a second would hold the call for as long as it liked)."""
+        replica = next(self._turn) % len(self.urls)
+        until = time.monotonic() + self.timeout
+        with self.client.stream("POST", self.urls[replica], json=body, headers=self.headers(replica)) as response:
+            received = bytearray()
+            for chunk in response.iter_bytes():
+                received += chunk
+                if time.monotonic() > until:
+                    raise httpx.ReadTimeout(f"the answer was still arriving after {self.timeout:g} s")
+        return httpx.Response(response.status_code, headers=response.headers, content=bytes(received))
+
+    def post(self, body: Any) -> Any:
+        """The service's JSON answer to `body`; ModelError when it cannot be had, InvalidAnswer when it holds
+        NaN or Infinity."""
+        wait = _BACKOFF
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._send(body)
+            except httpx.HTTPError as exc:
+                if len(self.urls) > 1 and attempt < self.retries:
+                    continue  # a replica that is down or hung: the next one in turn takes the retry
+                raise self.unreachable(exc) from exc
+            busy = response.status_code == 429 or response.status_code >= 500
+            if busy and attempt < self.retries:
+                time.sleep(min(_retry_after(response) or wait, _MAX_WAIT))
+                wait *= 2
+                continue
+            if response.status_code >= 400:
+                raise self._refused(response, attempt)
+            if response.is_redirect:
+                moved = redact_url(plain_text(response.headers.get("location", ""))[:200]) or "no location"
+                raise ModelError(
+                    f"{self.words.noun} at {self.shown_url} answered {response.status_code}, a redirect to {moved}: "
+                    f"set {self.words.setting} to the URL it moved to (redirects are not followed)."
+                )
+            try:
+                return json.loads(response.content, parse_constant=_no_constant)
+            except InvalidAnswer:
+                raise
+            except ValueError as exc:
+                raise ModelError(
+                    f"{self.words.noun} at {self.shown_url} did not answer with JSON (status {response.status_code}). "
+                    f"Check {self.words.setting}."
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def unreachable(self, exc: Exception) -> ModelError:
+        """The error for a service that could not be reached, or did not answer in time."""
+        reason = redact_text(" ".join(str(exc).split())[:200]) or type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(
+                f"{self.words.noun} at {self.shown_url} did not answer within {self.timeout:g} s "
+                f"({type(exc).__name__}). Check that it is running and not overloaded, or raise "
+                f"{self.words.timeout_setting}."
+            )
+        where = "cannot be reached" if is_connection_problem(exc) else "failed"
+        return ModelError(
+            f"{self.words.noun} at {self.shown_url} {where} ({reason}). Check that it is running and that "
+            f"{self.words.setting} names the right URL."
+        )
+
+    def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
+        detail = redact_text(" ".join(response.text.split())[:300])
+        if response.status_code in {401, 403}:
+            return ModelError(
+                f"{self.words.noun} at {self.shown_url} refused the request ({response.status_code}): "
+                f"{self.words.auth_fix}."
+            )
+        tried = f" after {attempt + 1} tries" if attempt else ""
+        return ModelError(
+            f"{self.words.noun} at {self.shown_url} answered {response.status_code}{tried}: "
+            f"{detail or 'no detail'}. Check {self.words.setting}."
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(float(response.headers.get("retry-after", "")), 0.0)
+    except ValueError:
+        return None
