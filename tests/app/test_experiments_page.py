@@ -10,7 +10,7 @@ import os
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.test_pages import app_env, new_app  # noqa: F401 - the fixture is used by name
+from tests.app.test_pages import app_env, new_app, same_browser, visible  # noqa: F401 - the fixture is used by name
 from workbench.app import ENTRY_SCRIPT
 from workbench.app.widgets import text_md
 from workbench.cli import main
@@ -43,7 +43,7 @@ def test_an_experiment_the_cli_kept_opens_by_its_link(app_env: dict, capsys: pyt
     assert after == f"{stored.figure():.4f}"
     assert "Kept (1 experiment)" in [h.value for h in at.subheader]
     unknown = _page("no-such-id")
-    assert any("No experiment has the id" in e.value for e in unknown.error)
+    assert any("No experiment has the id" in visible(e.value) for e in unknown.error)
 
 
 def test_evaluate_keeps_its_run_and_two_runs_diff_as_the_service_does(
@@ -108,10 +108,7 @@ def test_a_history_saved_by_the_previous_version_still_opens(app_env: dict) -> N
         "embed_ms": 1.0, "search_ms": 2.0, "rerank_ms": 0.0, "total_ms": 3.0,
     }  # fmt: skip
     open_session_store(Settings()).add_turn(f"app:{user}", "query", flat["query"], flat)
-    at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
-    at.query_params["u"] = user
-    at.run()
-    assert not at.exception, at.exception
+    at = same_browser(user)
     entry = next(b for b in at.button if b.label.startswith("is there a bike to work scheme"))
     assert entry.label.endswith("30 · bm25")  # the label is escaped Markdown (k\\=30)
     entry.click().run()

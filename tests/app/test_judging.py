@@ -8,7 +8,7 @@ import html
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.test_pages import app_env, new_app, search  # noqa: F401 - the fixture is used by name
+from tests.app.test_pages import app_env, new_app, same_browser, search, user_of  # noqa: F401 - the fixture is used by name
 from tests.services.rerank_apis import Behaviour, RerankApis
 from workbench.app import ENTRY_SCRIPT
 from workbench.config import Settings
@@ -31,11 +31,15 @@ def rated_app(name: str = "me") -> AppTest:
 def test_the_raters_name_is_kept_for_this_browser(app_env: dict) -> None:  # noqa: F811
     at = new_app()
     at.text_input(key="wb.rater").input("ann").run()
-    reloaded = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
-    reloaded.query_params["u"] = at.query_params["u"]
-    reloaded.run()
+    reloaded = same_browser(user_of(at))
     assert reloaded.text_input(key="wb.rater").value == "ann"
     assert new_app().text_input(key="wb.rater").value == ""  # another browser: no name until asked
+    # a link copied from ann's address (an earlier version put her id there) never makes its opener ann
+    linked = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    linked.query_params["u"] = user_of(at)
+    linked.run()
+    assert linked.text_input(key="wb.rater").value == "" and user_of(linked) != user_of(at)
+    assert "u" not in linked.query_params and not any(e.label.startswith("History (") for e in linked.expander)
     at.text_input(key="wb.rater").input("ann\x1b[2J").run()  # refused, the kept name stays
     assert not at.exception and at.text_input(key="wb.rater").value == "ann"
 

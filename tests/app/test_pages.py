@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,29 @@ def new_app() -> AppTest:
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def user_of(at: AppTest) -> str:
+    """The user id this app session runs as (what its browser's `wb_user` cookie will hold)."""
+    return at.session_state["wb.history_user"]
+
+
+def same_browser(user: str) -> AppTest:
+    """A new session of the app in the browser that holds `user` in its cookie (a reload, a new tab): AppTest
+    cannot send cookies, so the cookie the browser would send is given to the app's reader for the first run."""
+    from workbench.app import history
+
+    at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(history, "_browser_cookie", lambda: user)
+        at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def visible(markdown: str) -> str:
+    """What a Markdown message shows: escapes and entities undone (the app escapes any text it quotes)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", markdown)).replace("\u2060", "")
 
 
 def search(at: AppTest, query: str = QUERY) -> AppTest:
@@ -120,7 +145,7 @@ def test_sample_queries_come_in_two_groups(app_env: dict) -> None:
 def test_bad_queries_show_an_error_and_the_app_keeps_working(app_env: dict, query: str, message: str | None) -> None:
     at = search(new_app(), query)
     if message:
-        assert any(message in e.value for e in at.error)
+        assert any(message in visible(e.value) for e in at.error)
     else:
         assert any("Type a query" in i.value for i in at.info)
     search(at, QUERY)
@@ -130,11 +155,11 @@ def test_bad_queries_show_an_error_and_the_app_keeps_working(app_env: dict, quer
 def test_a_bad_filter_stops_the_search_with_the_message_on_the_page(app_env: dict) -> None:
     at = search(new_app())
     at.sidebar.text_area(key="w.filters_text").input("no equals sign").run()
-    assert any("key=value" in e.value for e in at.sidebar.error)
-    assert any("The search did not run" in e.value and "key=value" in e.value for e in at.main.error)
+    assert any("key=value" in visible(e.value) for e in at.sidebar.error)
+    assert any("The search did not run" in e.value and "key=value" in visible(e.value) for e in at.main.error)
     assert "Reranked · top 10" not in headers(at)  # never an unfiltered search under a filter that failed
     at.sidebar.text_area(key="w.filters_text").input("page=[1, 2]").run()
-    assert any("one value per name" in e.value for e in at.main.error)
+    assert any("one value per name" in visible(e.value) for e in at.main.error)
     at.sidebar.text_area(key="w.filters_text").input("page=999").run()
     assert any("Nothing matched" in w.value for w in at.warning)
     at.sidebar.text_area(key="w.filters_text").input('page="2"').run()  # the typing rule: "2" is the number 2
@@ -201,7 +226,7 @@ def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.Mo
     try:
         at = new_app()
         assert any(
-            "cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in e.value for e in at.sidebar.error
+            "cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in visible(e.value) for e in at.sidebar.error
         )
         search(at)
         assert not at.exception and "No reranking: first-stage order · top 10" in headers(at)  # said so
@@ -268,7 +293,7 @@ def test_folders_outside_the_allowed_roots_are_refused(app_env: dict, outside: s
     at.text_input(key="new-folder").input(outside.format(home=str(Path.home())))
     next(b for b in at.button if b.label == "Ingest").click().run()
     assert not at.exception
-    assert any("outside the folders this app may read" in e.value for e in at.error)
+    assert any("outside the folders this app may read" in visible(e.value) for e in at.error)
     from workbench.app.state import engine_resource
 
     assert "sneaky" not in {c.name for c in engine_resource().collections()}
@@ -305,7 +330,7 @@ def test_an_upload_without_an_allowed_extension_is_refused_with_a_message(app_en
     )
     next(b for b in at.button if b.label == "Ingest").click().run()
     assert not at.exception, at.exception  # was Streamlit's "Invalid file extension" traceback
-    assert any("left out: a file name must end in .txt" in e.value for e in at.error)
+    assert any("left out: a file name must end in .txt" in visible(e.value) for e in at.error)
     assert any(
         "herons (chroma): 1 documents" in s.value or "herons (chroma): 1 document" in s.value for s in at.success
     )
@@ -404,7 +429,7 @@ def test_evaluate_refuses_top_n_above_k_and_judgments_of_another_collection(app_
     assert not at.error and at.subheader, [e.value for e in at.error]  # a first, good run
     at.number_input(key="eval-top-n").set_value(20)
     next(b for b in at.button if b.label == "Run evaluation").click().run()
-    assert any("top_n must be between 1 and k (10)" in e.value for e in at.error)
+    assert any("top_n must be between 1 and k (10)" in visible(e.value) for e in at.error)
     assert not at.subheader  # the old report is gone, not shown beside the error
     at.number_input(key="eval-top-n").set_value(5)
     other = app_env["allowed"] / "other"
@@ -415,7 +440,7 @@ def test_evaluate_refuses_top_n_above_k_and_judgments_of_another_collection(app_
     engine_resource().ingest(other, "other-docs")
     at.text_input(key="eval-collection-The demo handbook's judgments (50 queries)").input("other-docs")
     next(b for b in at.button if b.label == "Run evaluation").click().run()
-    assert any("belong to another collection" in e.value for e in at.error)
+    assert any("belong to another collection" in visible(e.value) for e in at.error)
 
 
 def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -428,7 +453,7 @@ def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
         assert [t.value for t in at.title] == ["Rerank Workbench"] and not at.sidebar.slider
         at.text_input[0].input("wrong")
         at.button[0].click().run()
-        assert any("not the password" in e.value for e in at.error) and not at.sidebar.slider
+        assert any("not the password" in visible(e.value) for e in at.error) and not at.sidebar.slider
         at.text_input[0].input("correct horse")
         at.button[0].click().run()
         assert [t.value for t in at.title] == ["Explore"]
@@ -439,9 +464,7 @@ def test_password_gate(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_history_counts_one_search_in_the_singular(app_env: dict) -> None:
     at = search(new_app(), "who approves travel over budget")
-    again = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
-    again.query_params["u"] = at.query_params["u"]
-    again.run()
+    again = same_browser(user_of(at))
     assert [e.label for e in again.expander if e.label.startswith("History")] == ["History (1 search)"]
     # The count includes the search the page has just run (it was one behind: drawn before the search)
     search(at, "how do I claim mileage")
@@ -450,10 +473,7 @@ def test_history_counts_one_search_in_the_singular(app_env: dict) -> None:
 
 def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:
     at = search(new_app(), "how long is paid leave for new fathers")
-    user = at.query_params["u"]
-    reloaded = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
-    reloaded.query_params["u"] = user  # the same browser: a reload keeps the URL
-    reloaded.run()
+    reloaded = same_browser(user_of(at))  # the same browser: its cookie names the user
     assert any(e.label.startswith("History (") for e in reloaded.expander)
     entry = next(b for b in reloaded.button if b.label.startswith("how long is paid leave for new fathers"))
     entry.click().run()

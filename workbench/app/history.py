@@ -1,6 +1,6 @@
 """Each user's searches: this session's rows for the Latency page, and a history kept in the session store
 (so it survives a reload) that Explore lists and re-opens. The user is known by an id kept in a cookie of the
-browser and in the page's URL."""
+browser (never in the page's URL, which is shared)."""
 
 from __future__ import annotations
 
@@ -33,14 +33,13 @@ def _browser_cookie() -> str | None:
 
 
 def user_session_id() -> str:
-    """The session-store id of this browser's user: `app:<id>`. The id comes from the browser's cookie (new tabs
-    and visits: a link someone shared, with their ?u=, never makes this browser rate under their name), this
-    session's state, or the URL (?u=..., a reload where cookies are refused), else a new one; it is put back in the
-    URL and in this session's state (Streamlit drops query parameters when the page changes). `remember_browser`
-    writes the cookie."""
-    user = _browser_cookie() or _valid(STATE.history_user) or _valid(st.query_params.get("u")) or uuid.uuid4().hex[:16]
-    if st.query_params.get("u") != user:
-        st.query_params["u"] = user
+    """The session-store id of this browser's user: `app:<id>`. The id comes from the browser's own cookie (new
+    tabs and visits), else this session's state, else a new one. A `?u=` in the address is never taken (an
+    earlier version put the id there, so a copied link carried its author's id: a colleague opening it would have
+    become its author for good); one found is removed. `remember_browser` writes the cookie."""
+    user = _browser_cookie() or _valid(STATE.history_user) or uuid.uuid4().hex[:16]
+    if "u" in st.query_params:
+        del st.query_params["u"]
     STATE.history_user = user
     return f"app:{user}"
 

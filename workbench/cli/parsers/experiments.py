@@ -17,6 +17,16 @@ def dataset_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
 
 
+def _listing_limit(value: str) -> int:
+    try:
+        limit = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--limit takes a whole number from 1 to 500; got {value[:20]!r}") from None
+    if not 1 <= limit <= 500:
+        raise argparse.ArgumentTypeError(f"--limit takes a whole number from 1 to 500; got {limit}")
+    return limit
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _experiment_commands(commands)
     _query_set_commands(commands)
@@ -27,7 +37,7 @@ def _experiment_commands(commands: argparse._SubParsersAction) -> None:  # type:
     verbs = experiments.add_subparsers(dest="verb", required=True, help="what to do with the kept experiments")
     listed = verbs.add_parser("list", help="the kept experiments, newest first")
     listed.add_argument("--collection", help="only this collection's")
-    listed.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listed.add_argument("--limit", type=_listing_limit, default=50, help="at most this many, 1-500 (default 50)")
     listed.add_argument("--json", action="store_true", help="print them as JSON")
     listed.set_defaults(handler="workbench.cli.experiments:cmd_list")
     show = verbs.add_parser("show", help="one experiment's report")
