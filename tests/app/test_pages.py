@@ -226,7 +226,8 @@ def test_a_missing_reranker_model_is_named(app_env: dict, monkeypatch: pytest.Mo
     try:
         at = new_app()
         assert any(
-            "cross-encoder/no-such-reranker" in e.value and "RERANKER_MODEL" in visible(e.value) for e in at.sidebar.error
+            "cross-encoder/no-such-reranker" in visible(e.value) and "RERANKER_MODEL" in visible(e.value)
+            for e in at.sidebar.error
         )
         search(at)
         assert not at.exception and "No reranking: first-stage order · top 10" in headers(at)  # said so
