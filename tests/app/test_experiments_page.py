@@ -42,8 +42,13 @@ def test_an_experiment_the_cli_kept_opens_by_its_link(app_env: dict, capsys: pyt
     after = next(m for m in at.metric if m.label == "ndcg@10 after").value
     assert after == f"{stored.figure():.4f}"
     assert "Kept (1 experiment)" in [h.value for h in at.subheader]
-    unknown = _page("no-such-id")
+    unknown = _page("0123456789ab")
     assert any("No experiment has the id" in visible(e.value) for e in unknown.error)
+    # a crafted link: the id is never echoed, and nothing of it renders as Markdown (an image would be fetched)
+    crafted = _page("![x](http://example.com/p.png)")
+    messages = [e.value for e in crafted.error]
+    assert any("12 hex digits" in visible(m) for m in messages)
+    assert not any("](" in m or "example" in m for m in messages), messages
 
 
 def test_evaluate_keeps_its_run_and_two_runs_diff_as_the_service_does(

@@ -39,6 +39,29 @@ BAD_ANSWERS: dict[str, Any] = {
 }
 
 
+def text_vector(text: str) -> list[float]:
+    """The embedding rule: 4 numbers from the text's length and words, never all zero (0.5 is always there)."""
+    return [0.5, float(len(text) % 7), float(len(text.split())), float(sum(map(ord, text)) % 11)]
+
+
+def _with_first(rows: list[dict[str, Any]], **changed: Any) -> list[dict[str, Any]]:
+    return [{**rows[0], **changed}, *rows[1:]]
+
+
+# How a bad embedding service answers (the rows it would have sent well, changed).
+EMBEDDING_CASES: dict[str, Any] = {
+    "zero": lambda rows: _with_first(rows, embedding=[0.0] * 4),
+    "ragged": lambda rows: _with_first(rows, embedding=[0.5, 1.0]),
+    "too-many": lambda rows: [*rows, {**rows[0], "index": len(rows)}],
+    "too-few": lambda rows: rows[1:],
+    "base64": lambda rows: _with_first(rows, embedding="AAAAPwAAgD8="),
+    "null": lambda rows: _with_first(rows, embedding=None),
+    "index-repeated": lambda rows: [rows[0], {**rows[1], "index": 0}, *rows[2:]],
+    "no-index": lambda rows: _with_first(rows, index=None),
+    "string-number": lambda rows: _with_first(rows, embedding=["0.5", 1, 2, 3]),
+}
+
+
 def overlap(query: str, document: str) -> float:
     """The rule: the share of the query's distinct words that the document contains."""
     words = set(re.findall(r"\w+", query.lower()))
@@ -189,6 +212,36 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
             for i, score in zip(indices, scores, strict=True)
         )
         return Response(f'{{"results": [{results}]}}', media_type="application/json")
+
+    @app.post("/embed/{case}/embeddings")
+    async def embeddings(case: str, request: Request) -> Any:
+        """OpenAI's `/embeddings`, answered well (`good`, or `reverse`: the same vectors listed last first, each
+        with its index) or in one of the ways EMBEDDING_CASES names."""
+        body = await request.json()
+        behaviour.requests.append({"path": request.url.path, "body": body})
+        rows = [{"object": "embedding", "index": i, "embedding": text_vector(t)} for i, t in enumerate(body["input"])]
+        if case == "trickle":
+
+            async def drip() -> Any:
+                for _ in range(60):
+                    yield b" "
+                    await asyncio.sleep(2)
+                yield json.dumps({"data": rows}).encode()
+
+            return StreamingResponse(drip(), media_type="application/json")
+        if case == "html":
+            return Response("<html><body>Bad gateway</body></html>", media_type="text/html")
+        if case == "reverse":
+            rows = rows[::-1]
+        elif case == "nan":
+            return Response(json.dumps({"data": rows}).replace("0.5", "NaN", 1), media_type="application/json")
+        elif case in EMBEDDING_CASES:
+            rows = EMBEDDING_CASES[case](rows)
+        return {"object": "list", "model": body.get("model"), "data": rows}
+
+    @app.get("/embed/{case}/models")
+    async def embedding_models(case: str) -> Any:
+        return {"object": "list", "data": [{"id": "fake-embedder", "object": "model"}]}
 
     @app.get("/service/models")
     async def models() -> Any:
