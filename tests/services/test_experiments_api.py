@@ -142,5 +142,5 @@ def test_export_import_and_delete_over_http(api: ApiServer, kept: str) -> None:
     assert httpx.delete(f"{api.url}/experiments/{kept}", headers=headers).json() == {"deleted": kept}
     assert httpx.get(f"{api.url}/experiments/{kept}", headers=headers).status_code == 404
     back = httpx.post(f"{api.url}/experiments/import", json=exported.json(), headers=headers)
-    assert back.status_code == 200 and back.json()["id"] == kept
+    assert back.status_code == 200 and back.json()["id"] == kept, back.text
     assert httpx.get(f"{api.url}/experiments", headers={}).status_code == 401  # the token guards them too

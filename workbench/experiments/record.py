@@ -22,7 +22,7 @@ from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import Verdict
 from workbench.inputs import validate_experiment_id
-from workbench.redact import plain_text
+from workbench.redact import plain_text, public_name
 from workbench.types import CheckedModel, SearchPlan
 from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_EXPERIMENT_TAGS, MAX_NAME_CHARS, PRIMARY_METRIC
 
@@ -227,12 +227,18 @@ class Experiment(CheckedModel):
             "rerank_ms_p50": float(report.get("latency_p50", {}).get("rerank", 0.0)),
         }
 
+    def shared(self) -> Experiment:
+        """The experiment as it leaves this machine (an export, an API or MCP answer): a reranker that is a folder
+        named by the folder's name, never where it sits on this server; a URL without its secrets."""
+        reranker = public_name(self.plan.reranker) if self.plan.reranks else self.plan.reranker
+        return self.model_copy(update={"plan": self.plan.with_(reranker=reranker)})
+
     def view(self) -> ExperimentView:
         """What opening the experiment shows (the API's and the MCP tool's answer)."""
         report = self.evaluation()
         verdict = report.verdict
         return ExperimentView(
-            **self.summary().model_dump(), plan=self.plan, notes=self.notes,
+            **self.summary().model_dump(), plan=self.shared().plan, notes=self.notes,
             verdict_words=verdict.words() if verdict else None, metrics=report.metric_rows(),
             query_set_used=self.query_set, judgments=self.judgments, manifest=self.manifest,
             latency_p50=report.latency_p50, latency_p95=report.latency_p95, warnings=report.warnings,

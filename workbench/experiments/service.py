@@ -29,6 +29,7 @@ from workbench.experiments.record import (
 )
 from workbench.experiments.store import open_experiment_store
 from workbench.inputs import json_depth, validate_collection_name, validate_model_id
+from workbench.redact import is_local_path
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_EXPORT_BYTES, MAX_JSON_DEPTH
 
@@ -186,7 +187,7 @@ def compare_configurations(
 def export_experiment(experiment: Experiment) -> str:
     """One experiment as one JSON file another workbench imports."""
     return json.dumps(
-        {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "experiment": experiment.model_dump(mode="json")},
+        {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "experiment": experiment.shared().model_dump(mode="json")},
         ensure_ascii=False,
     )
 
@@ -227,6 +228,8 @@ def import_experiment(engine: Engine, raw: bytes | str) -> Experiment:
         )
     try:
         experiment = Experiment.model_validate(document.get("experiment"))
+        if experiment.plan.reranks and is_local_path(experiment.plan.reranker or ""):
+            experiment = experiment.shared()  # an export of an earlier version: the folder by its name
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ())) or "experiment"
