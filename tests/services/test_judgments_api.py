@@ -116,8 +116,13 @@ def test_a_retried_post_with_an_idempotency_key_stores_one_row(server: ApiServer
         after = client.get("/judgments/demo").json()["given"]
         reused = client.post("/judgments", json={**body, "grade": 3, "idempotency_key": "k-0001"})
         fresh = client.post("/judgments", json={**body, "grade": 3}, headers={"Idempotency-Key": "k-0002"})
+        empty = client.post("/judgments", json={**body, "idempotency_key": ""})  # refused, as MCP refuses it
+        long_rater = client.post("/judgments", json={**body, "rater": "r" * 100})
+        final = client.get("/judgments/demo").json()["given"]
     assert [r.status_code for r in (first, again, header)] == [200, 200, 200], header.text
     assert [r.json()["replayed"] for r in (first, again, header)] == [False, True, True]
     assert after == before + 1
     assert reused.status_code == 422 and "k-0001" in reused.json()["message"]
     assert fresh.status_code == 200 and fresh.json()["ratings_of_pair"] == 2 and not fresh.json()["replayed"]
+    assert empty.status_code == 422 and "idempotency" in empty.text.lower() and final == after + 1
+    assert long_rater.status_code == 422 and "64" in long_rater.text and "128" not in long_rater.text

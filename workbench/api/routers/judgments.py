@@ -24,12 +24,12 @@ class JudgmentRequest(BaseModel):
     collection: str = Field(..., max_length=512)
     document_id: str = Field(..., max_length=MAX_DOC_ID_CHARS)
     grade: StrictInt = Field(..., description="0 not relevant, 1 partly relevant, 2 relevant, 3 perfectly relevant")
-    query: str | None = Field(None, max_length=MAX_QUERY_CHARS * 4)
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
     query_id: str | None = Field(None, max_length=512)
-    rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS * 2)
+    rater: str = Field(DEFAULT_RATER, max_length=MAX_RATER_CHARS)
     idempotency_key: str | None = Field(
         None,
-        max_length=256,
+        max_length=128,
         description="a key of your own (a UUID): a retry with the same key stores nothing new and answers "
         "`replayed: true` (the Idempotency-Key header does the same)",
     )
@@ -60,7 +60,7 @@ async def add_judgment(
 ) -> Rating:
     """Store one grade. With an idempotency key (the body's field or the Idempotency-Key header), a retried
     request stores nothing new."""
-    key = body.idempotency_key or idempotency_key
+    key = body.idempotency_key if body.idempotency_key is not None else idempotency_key  # "" is refused, not none
 
     def work() -> Rating:
         return judge(
