@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -18,7 +19,22 @@ from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE
 
 
+def _writable(path: str | None, option: str) -> None:
+    """InputError now, before a run of minutes, when the decision could not be written to `path` after it."""
+    if not path:
+        return
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(f"{option} {shown(path)[:200]}: cannot write the decision there (no such folder, or not "
+                         "writable): the gate did not run.")  # fmt: skip
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"{option} {shown(path)[:200]}: the file is not writable: the gate did not run.")
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
+    _writable(args.junit, "--junit")
+    _writable(args.json_out, "--json-out")
     settings = settings_from(args)
     dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
