@@ -94,7 +94,9 @@ def test_an_evaluation_run_over_the_api_is_kept_and_diffed_against_the_clis(gene
     assert diff.name_a == "from the cli" and diff.name_b == "hybrid"
 
 
-def test_the_gate_over_http_answers_as_the_command_exits(generated: dict, served_data: Settings) -> None:
+def test_the_gate_over_http_answers_as_the_command_exits(
+    generated: dict, served_data: Settings, api: ApiServer
+) -> None:
     client = generated["client"]
     models = importlib.import_module("experiments_client.models")
     gate = importlib.import_module("experiments_client.api.experiments.gate_gate_post")
@@ -106,6 +108,13 @@ def test_the_gate_over_http_answers_as_the_command_exits(generated: dict, served
     kept = open_experiment_store(served_data).get(decision.candidate_experiment)
     assert decision.comparison.b.additional_properties["ndcg@10"] == pytest.approx(kept.figure())
     assert decision.comparison.a.additional_properties["ndcg@10"] == pytest.approx(kept.figure(stage="before"))
+    # the same gate again on the now warm server, with a latency budget: its searches are timed, not cached
+    timed = httpx.post(
+        f"{api.url}/gate", timeout=600, headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"candidate": {"retrieval": "bm25"}, "max_queries": 10, "budgets": {"max_latency_ms": 1e9}},
+    ).json()  # fmt: skip
+    latency = next(c for c in timed["checks"] if c["name"] == "latency")
+    assert latency["passed"] and "p95 total" in latency["detail"], timed
 
 
 @pytest.mark.parametrize(
@@ -121,6 +130,12 @@ def test_the_gate_over_http_answers_as_the_command_exits(generated: dict, served
         ("GET", "/experiments/nope", None, 404, "No experiment has the id"),
         ("DELETE", "/experiments/nope", None, 404, "No experiment has the id"),
         ("POST", "/query-sets", {"name": "s", "queries": []}, 422, "has no queries"),
+        ("POST", "/query-sets", {"name": "s", "queries": [{"id": "q1", "text": " "}]}, 422, "query is empty"),
+        ("POST", "/query-sets", {"name": "s", "queries": [{"id": "q\u0000", "text": "a"}]}, 422, "document id"),
+        ("POST", "/query-sets", {"name": "s", "queries": [{"id": "q\u202e1", "text": "a"}]}, 422, "invisible"),
+        ("POST", "/query-sets", {"name": "s", "queries": [{"id": "q1", "text": "a", "wieght": 2}]}, 422, "wieght"),
+        ("POST", "/query-sets", {"name": "s", "extra": 1, "queries": [{"id": "q1", "text": "a"}]}, 422, "extra"),
+        ("POST", "/gate", {"budgets": {"max_latency": 5}}, 422, "max_latency"),
         ("POST", "/experiments/import", {"format": "other"}, 422, "Not an experiment file"),
     ],
 )

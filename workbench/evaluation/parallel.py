@@ -22,13 +22,15 @@ def search_all(
     plan: SearchPlan,
     texts: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    use_cache: bool = True,
 ) -> list[SearchResult]:
     """Each text searched as `plan` says (the whole text: evaluation scores it all), in order; `progress(done,
-    total)` after each search, from the calling thread."""
+    total)` after each search, from the calling thread. `use_cache=False` does the real work of every search (a
+    latency budget is checked on searches that ran, never on cached ones)."""
     workers = min(concurrency_for(engine, plan), max(len(texts), 1))
 
     def one(text: str) -> SearchResult:
-        return engine.search(text, plan, max_query_chars=None)
+        return engine.search(text, plan, max_query_chars=None, use_cache=use_cache)
 
     if workers == 1:
         results = []

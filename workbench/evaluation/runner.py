@@ -39,6 +39,7 @@ def run_evaluation(
     retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_queries: int | None = None,
+    use_cache: bool = True,
 ) -> EvaluationReport:
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
     order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. A collection's
@@ -47,7 +48,7 @@ def run_evaluation(
     collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
-    answers = _answers(engine, plan, items, progress)
+    answers = _answers(engine, plan, items, progress, use_cache)
     before_run, after_run = answers.before_run, answers.after_run
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
     before, per_before = evaluate(qrels, before_run, k)
@@ -122,10 +123,14 @@ class _Answers:
 
 
 def _answers(
-    engine: Engine, plan: SearchPlan, items: list[tuple[str, str]], progress: Callable[[int, int], None] | None
+    engine: Engine,
+    plan: SearchPlan,
+    items: list[tuple[str, str]],
+    progress: Callable[[int, int], None] | None,
+    use_cache: bool = True,
 ) -> _Answers:
     answers = _Answers()
-    results = search_all(engine, plan, [text for _, text in items], progress)
+    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
     for (qid, _), result in zip(items, results, strict=True):
         answers.candidates[qid] = scored_chunks(result.candidates)
         for candidate in result.candidates:

@@ -112,8 +112,10 @@ def evaluate_dataset(
     ingest_progress: Progress | None = None,
     ingest_announce: Callable[[str], None] | None = None,
     latency_budget_ms: float | None = None,
+    use_cache: bool = True,
 ) -> EvaluationReport:
-    """Judged queries answered as `plan` says: metrics before and after reranking, significance, optional depth
+    """Judged queries answered as `plan` says (`use_cache=False`: every search does its real work, so its time is
+    measured): metrics before and after reranking, significance, optional depth
     curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
     with warnings about anything that makes the figures doubtful. A collection's
     name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
@@ -125,7 +127,7 @@ def evaluate_dataset(
         engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
         ingest_announce=ingest_announce,
     )  # fmt: skip
-    report = run_evaluation(engine, dataset, plan, progress=progress, max_queries=max_queries)
+    report = run_evaluation(engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache)
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "

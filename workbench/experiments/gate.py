@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine import Engine
 from workbench.errors import InputError
@@ -31,6 +31,8 @@ from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
 class Budgets(BaseModel):
     """Limits the candidate must keep, whatever its quality: the 95th percentile of a search's total time over
     the queries that ran a model, and the documents the reranker scores per query (what hosted rerankers bill)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt budget is refused, never silently not checked
 
     max_latency_ms: float | None = Field(None, gt=0)
     max_rerank_pairs: int | None = Field(None, ge=0)
@@ -154,7 +156,7 @@ def run_gate(
     earlier = kept.get(baseline) if isinstance(baseline, str) else None
     run = run_experiment(
         engine, dataset, candidate, source=source, query_set=query_set, max_queries=max_queries, progress=progress,
-        tags=tags,
+        tags=tags, use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
     )  # fmt: skip
     if earlier is not None:
         return decide(run, diff_experiments(earlier, run), f"experiment {earlier.id} ({earlier.title})", budgets,

@@ -97,11 +97,15 @@ def run_experiment(
     depth: Sequence[int] = (),
     progress: Progress | None = None,
     save: bool = True,
+    use_cache: bool = True,
 ) -> Experiment:
-    """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it."""
+    """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it;
+    `use_cache=False` times every search's real work."""
     if query_set is not None:
         dataset = query_set.judged(dataset)
-    report = evaluate_dataset(engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress)
+    report = evaluate_dataset(
+        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress, use_cache=use_cache
+    )
     return keep_report(
         engine, report, plan, dataset, source=source, query_set=query_set.name if query_set else None,
         name=name, tags=tags, notes=notes, save=save,
