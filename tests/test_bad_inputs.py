@@ -285,3 +285,17 @@ def test_no_error_escapes_as_an_unexpected_one(nature: Engine) -> None:
     """Everything above was a WorkbenchError (or a ValueError subclass of one): no raw client exceptions."""
     for _, _arguments, error, _ in ENGINE_CASES:
         assert issubclass(error, WorkbenchError)
+
+
+def test_a_passages_id_is_refused_as_a_graded_document(nature: Engine) -> None:
+    """`workbench query --json` prints chunk ids (`<document>::<n>`); a grade given to one was kept and never
+    counted (judgments key on documents). It is refused, naming the document to grade."""
+    from workbench.judgments import judge
+
+    chunk = nature.search("herons", k=3, top_n=1, collection="nature").candidates[0].id
+    document = chunk.rsplit("::", 1)[0]
+    assert chunk != document
+    with pytest.raises(InputError, match="is a passage's id") as refused:
+        judge(nature, "nature", chunk, 2, query="herons", rater="ann")
+    assert f"grade '{document}'" in str(refused.value)
+    assert judge(nature, "nature", document, 2, query="herons", rater="ann").grade == 2

@@ -46,6 +46,9 @@ def test_jsonl_takes_beir_ids_and_weights() -> None:
         (b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', "twice.jsonl", "names the query id 'a' twice"),
         (b"\xff\xfe\x00", "binary.txt", "not UTF-8 text"),
         (b'["a list"]\n', "list.jsonl", "expected a JSON object"),
+        (b"q1 only an id and no tab\n", "ids.tsv", "line 1: a .tsv line is id<TAB>text"),
+        (b'{"_id": "q\\u202e1", "text": "x"}\n', "bidi.jsonl", "line 1: id: A query id holds an invisible"),
+        (b'{"_id": "q1", "text": "\\u200b \\u200b"}\n', "invisible.jsonl", "line 1: text: The query is empty"),
     ],
 )
 def test_a_broken_file_is_refused_naming_the_file_and_line(raw: bytes, filename: str, words: str) -> None:
@@ -53,6 +56,16 @@ def test_a_broken_file_is_refused_naming_the_file_and_line(raw: bytes, filename:
         parse_query_set("s", raw, f"/tmp/uploads/{filename}")
     assert words in str(caught.value)
     assert "/tmp" not in str(caught.value)
+
+
+def test_tsv_is_id_tab_text_with_an_optional_weight_or_a_header() -> None:
+    plain = parse_query_set("s", b"q1\tparental leave\nq2\ttravel expenses\t3\n", "topics.tsv")
+    assert [(q.id, q.text, q.weight) for q in plain.queries] == [
+        ("q1", "parental leave", 1.0),
+        ("q2", "travel expenses", 3.0),
+    ]
+    headed = parse_query_set("s", b"query\tqid\nparental leave\tq9\n", "log.tsv")
+    assert [(q.id, q.text) for q in headed.queries] == [("q9", "parental leave")]
 
 
 def test_names_are_checked() -> None:
