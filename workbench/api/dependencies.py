@@ -79,9 +79,16 @@ def deadline(state: ServiceState) -> float:
     return time.monotonic() + state.settings.query_timeout
 
 
-async def run_bounded(state: ServiceState, function: Callable[[], Any], *, evaluation: bool = False) -> Any:
+async def run_bounded(
+    state: ServiceState,
+    function: Callable[[], Any],
+    *,
+    evaluation: bool = False,
+    smaller: str = "try a smaller k",
+) -> Any:
     """Run engine work in a worker thread, at most WORKBENCH_QUERY_TIMEOUT seconds (504 after that); an
-    `evaluation` (a whole judged query set) at most WORKBENCH_EVALUATION_TIMEOUT."""
+    `evaluation` (a whole judged query set) at most WORKBENCH_EVALUATION_TIMEOUT. `smaller` says what the caller
+    can send less of (a search's k, a rerank's documents)."""
     timeout = state.settings.evaluation_timeout if evaluation else state.settings.query_timeout
     try:
         return await asyncio.wait_for(anyio.to_thread.run_sync(function, abandon_on_cancel=True), timeout)
@@ -92,5 +99,5 @@ async def run_bounded(state: ServiceState, function: Callable[[], Any], *, evalu
                 "raise the limit."
             ) from exc
         raise QueryTimeoutError(
-            f"The search took longer than {timeout:g} s (WORKBENCH_QUERY_TIMEOUT); try a smaller k or raise the limit."
+            f"The request took longer than {timeout:g} s (WORKBENCH_QUERY_TIMEOUT); {smaller} or raise the limit."
         ) from exc

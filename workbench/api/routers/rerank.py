@@ -134,7 +134,7 @@ async def _rerank(body: RerankRequest, state: State, api_version: str) -> dict[s
             deadline=until,
         )
 
-    return await run_bounded(state, work)
+    return await run_bounded(state, work, smaller="send fewer documents (or shorter ones)")
 
 
 @router.post("/rerank", response_model=RerankResponse, response_model_exclude_none=True)
