@@ -259,3 +259,20 @@ def test_comparing_rerankers_on_a_missing_collection_says_what_it_ingests_first(
     listed = Engine(Settings(persist_dir=tmp_path / "store", embedding_model=str(tiny_models["embedder"]),
                              reranker_model="none", offline=True)).collection_info("beir")  # fmt: skip
     assert listed.count == 60
+
+
+def test_a_status_whose_pid_now_names_another_process_reads_as_interrupted(tmp_path: Path) -> None:
+    """The ingest died and the system gave its pid to a newer process: the status names the pid, but the process
+    behind it started later, so the ingest is not running."""
+    from workbench.ingest_status import IngestTracker, ingest_statuses, process_started
+
+    tracker = IngestTracker(tmp_path, "chroma:x", "c1", "some-embedder")
+    tracker(0, 10)  # the first batch's progress writes the status file
+    [status] = ingest_statuses(tmp_path).values()
+    assert status.pid == os.getpid() and status.running  # this process wrote it and still runs
+    mine = process_started(os.getpid())
+    assert mine is not None
+    stale = status.model_copy(update={"process_started": mine - 3600.0})  # our pid, an hour-older process
+    tracker.path.write_text(stale.model_dump_json())
+    [read] = ingest_statuses(tmp_path).values()
+    assert read.pid == os.getpid() and read.running is False

@@ -49,11 +49,27 @@ def _status_file(data_dir: Path, store_location: str, collection: str) -> Path:
     return _status_dir(data_dir) / f"{key}.json"
 
 
-def _alive(pid: int, host: str) -> bool:
+def process_started(pid: int) -> float | None:
+    """When a process of this machine started, in seconds since boot (Linux's /proc); None where it cannot be
+    read (no such process, no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _alive(pid: int, host: str, started: float | None = None) -> bool:
+    """Whether the process that wrote a status still runs: its pid is alive and, where its start was recorded,
+    started then (a pid the system gave to a newer process after the ingest died is not the ingest)."""
     if pid <= 0:
         return False
     if host != socket.gethostname():
         return True  # another machine's process: trust its file
+    if started is not None:
+        now = process_started(pid)
+        if now is not None and abs(now - started) > 1.0:
+            return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -75,7 +91,7 @@ def ingest_statuses(data_dir: Path) -> dict[tuple[str, str], IngestStatus]:
         except (OSError, ValueError):
             continue  # a file being replaced, or one that is not ours
         found[(status.store_location, status.collection)] = status.model_copy(
-            update={"running": _alive(status.pid, status.host)}
+            update={"running": _alive(status.pid, status.host, status.process_started)}
         )
     return found
 
@@ -155,6 +171,7 @@ class IngestTracker:
         self.status = IngestStatus(
             collection=collection, store_location=store_location, embedding_model=embedding_model,
             done=0, total=0, started=now, updated=now, pid=os.getpid(), host=socket.gethostname(),
+            process_started=process_started(os.getpid()),
             character_rate=kept_rate(embedding_model), estimated=True,
         )  # fmt: skip
         self._began: float | None = None

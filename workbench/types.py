@@ -314,6 +314,7 @@ class IngestStatus(BaseModel):
     updated: float
     pid: int
     host: str
+    process_started: float | None = None  # when the process started (seconds since boot): a reused pid differs
     rate: float | None = None  # chunks per second, measured in this ingest
     characters_left: int | None = None  # in the chunks still to embed, once they are known
     character_rate: float | None = None  # characters embedded and stored per second
