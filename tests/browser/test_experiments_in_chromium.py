@@ -95,3 +95,34 @@ def test_trend_diff_and_a_shared_link(app_url: str, kept: dict) -> None:
         r for r in requests if not r.startswith(app_url)
     ][:5]
     assert bm25.configuration != monday.configuration
+
+
+def test_a_crafted_link_and_marked_up_fields_fetch_nothing(app_url: str, kept: dict, tmp_path: Path) -> None:
+    """Issue 36, item 3: an id in the link and a name, tags and notes holding Markdown images render as text, so
+    opening them makes the browser fetch nothing from any host but the app's."""
+    from workbench.experiments import export_experiment, import_experiment
+
+    image = "![x](http://example.com/pixel.png)"
+    marked = kept["experiments"][0].model_copy(
+        update={"id": "00000000beef", "name": f"n {image}", "tags": [image], "notes": f"see {image} <img src=x>"}
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in kept["env"].items():
+            patch.setenv(name, value)
+        from workbench.engine import Engine
+
+        import_experiment(Engine(Settings()), export_experiment(marked))
+    for link in (f"{app_url}/experiments?experiment={image}", f"{app_url}/experiments?experiment=00000000beef"):
+        requests: list[str] = []
+        with chromium_page(link, requests) as page:
+            page.get_by_role("heading", name="Experiments", exact=True).first.wait_for()
+            if "beef" in link:
+                page.get_by_text("Experiment 00000000beef").first.wait_for()
+                page.get_by_text("<img src=x>").first.wait_for()  # the notes, shown as text
+            else:
+                page.get_by_text("12 hex digits").first.wait_for()
+            page.wait_for_timeout(1_000)
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert page.locator("img[src*='example.com']").count() == 0
+        elsewhere = [r for r in requests if not (r.startswith("http://127.0.0.1") or r.startswith("data:"))]
+        assert not elsewhere, elsewhere[:5]

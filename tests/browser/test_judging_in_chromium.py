@@ -144,6 +144,19 @@ def test_the_first_grade_asks_for_the_raters_name_and_a_new_tab_keeps_it(app_url
         _rater_shown(shared, "bea")  # this browser still rates as itself
         assert "u=0123456789abcdef" not in shared.url
 
+        # bea's own address copied to a colleague whose browser has never seen the app: it never makes them bea
+        bea = next(c["value"] for c in page.context.cookies() if c["name"] == "wb_user")
+        stranger = page.context.browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+        stranger.set_default_timeout(180_000)
+        stranger.goto(f"{app_url}/?u={bea}")
+        on_page(stranger, "Explore")
+        stranger.get_by_text("History (1 search)").first.wait_for(state="detached", timeout=5_000)
+        assert stranger.get_by_label("Rating as", exact=True).input_value() == ""
+        stranger.wait_for_function("() => document.cookie.includes('wb_user=')")
+        theirs = next(c["value"] for c in stranger.context.cookies() if c["name"] == "wb_user")
+        assert theirs != bea and f"u={bea}" not in stranger.url
+        no_exception(stranger)
+
 
 def _at_document(page, number: int) -> None:
     page.get_by_text(re.compile(rf"document {number} of \d+")).first.wait_for()

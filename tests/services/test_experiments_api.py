@@ -79,6 +79,15 @@ def test_an_experiment_the_cli_kept_is_listed_and_opened(generated: dict, kept: 
     assert opened.metrics[0].additional_properties["metric"] == "ndcg@10"
     assert opened.verdict_words == stored.verdict.words()
     assert opened.manifest.embedder == stored.manifest.embedder
+    assert "/" not in str(opened.plan.reranker)  # the reranker's folder by its name, never where it sits
+    # the errors are declared, so the generated client parses them instead of answering None
+    models = importlib.import_module("experiments_client.models")
+    missing = _api("open_experiment").sync(experiment_id="0123456789ab", client=client)
+    assert isinstance(missing, models.ErrorBody) and "No experiment has the id" in missing.message
+    package = importlib.import_module("experiments_client")
+    stranger = package.AuthenticatedClient(base_url=client._base_url, token="wrong", timeout=httpx.Timeout(60))
+    refused = _api("list_experiments").sync(client=stranger)
+    assert isinstance(refused, models.ErrorBody) and refused.message
 
 
 def test_an_evaluation_run_over_the_api_is_kept_and_diffed_against_the_clis(generated: dict, kept: str) -> None:

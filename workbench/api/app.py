@@ -34,6 +34,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from workbench.api.dependencies import ServiceState
@@ -108,8 +109,32 @@ def create_app(
     app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
     for area in (health, search, rerank, explain, judgments, collections, sessions, experiments, docs):
-        app.include_router(area.router)
+        app.include_router(area.router, responses=ERROR_RESPONSES)
     return app
+
+
+class ErrorBody(BaseModel):
+    """Every error's body but a 422's: the readable sentence, twice (`detail` for clients that read FastAPI's)."""
+
+    detail: str
+    message: str
+
+
+# The answers every route may give besides its own, declared in the OpenAPI so generated clients parse them (a 422
+# keeps FastAPI's declaration: its `detail` is the list of `{loc, msg, type}`).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in {
+        400: "the body is not UTF-8 text",
+        401: "a missing or wrong token (when WORKBENCH_API_TOKEN is set)",
+        404: "no such collection, experiment or query set",
+        413: "the body is larger than WORKBENCH_MAX_BODY_BYTES",
+        415: "the body was not sent as JSON",
+        421: "a Host header that does not name this machine",
+        503: "a model, a store or a setting the service cannot use as configured",
+        504: "the work ran past WORKBENCH_QUERY_TIMEOUT (or WORKBENCH_EVALUATION_TIMEOUT)",
+    }.items()
+}
 
 
 async def _check_host(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
