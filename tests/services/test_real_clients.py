@@ -80,12 +80,15 @@ def test_the_cohere_sdk_v1_and_v2_clients(served: ApiServer, served_data: Settin
     # Object documents ranked on rank_fields: the same scores as the text "field: value" lines they make.
     objects = [{"title": f"doc {i}", "body": d, "extra": {"kept": True}} for i, d in enumerate(DOCS)]
     by_fields = cohere.Client(api_key=TOKEN, base_url=served.url).rerank(
-        model="tiny-reranker", query=QUERY, documents=objects, rank_fields=["title", "body"]
+        model="tiny-reranker", query=QUERY, documents=objects, rank_fields=["title", "body"], return_documents=True
     )
     texts = [f"title: doc {i}\nbody: {d}" for i, d in enumerate(DOCS)]
     logits, _ = reranker.score(QUERY, texts, use_cache=False)
     for result in by_fields.results:
         assert result.relevance_score == pytest.approx(to_probability(logits[result.index], "logit"), abs=1e-6)
+        sent = objects[result.index]  # given back as sent (the text it was ranked on only where it had none)
+        returned = result.document.dict() if hasattr(result.document, "dict") else dict(result.document)
+        assert returned.get("title") == sent["title"] and returned.get("body") == sent["body"], returned
 
 
 def test_cohere_errors_are_typed_and_name_the_problem(served: ApiServer) -> None:

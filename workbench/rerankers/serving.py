@@ -123,7 +123,7 @@ def rerank_answer(
     results = []
     for i in order:
         score = float(scores[i]) if raw_scores else to_probability(scores[i], reranker.score_scale)
-        document = {"document": {"text": texts[i]}} if return_documents else {}
+        document = {"document": returned_document(documents[i], texts[i])} if return_documents else {}
         results.append({"index": i, "relevance_score": score, **document})
     tokens = prompt_tokens(reranker, query, ranked_texts)
     return {
@@ -135,6 +135,14 @@ def rerank_answer(
         "meta": {"api_version": {"version": api_version}, "billed_units": {"search_units": 1}},
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
+
+
+def returned_document(sent: str | dict[str, Any], ranked_text: str) -> dict[str, Any]:
+    """A document as a result carries it back: a string as `{text}`; an object as it was sent, all its fields
+    (Cohere v1 answers `rank_fields` documents so), with the text it was ranked on only where it had no `text`."""
+    if isinstance(sent, dict):
+        return sent if isinstance(sent.get("text"), str) else {**sent, "text": ranked_text}
+    return {"text": sent}
 
 
 def model_list(reranker: Reranker, served: Sequence[str] = (), started: float | None = None) -> dict[str, Any]:

@@ -55,6 +55,10 @@ class RerankRequest(BaseModel):
 
 
 class RerankDocumentText(BaseModel):
+    """The document as it was sent: its text, and an object document's other fields."""
+
+    model_config = ConfigDict(extra="allow")
+
     text: str
 
 
