@@ -39,6 +39,11 @@ if [ "$want_test" = 1 ]; then
   fi
 fi
 
+# pip is quiet (its own output runs to thousands of lines): a line every 30 s says the set-up is still at work.
+( while sleep 30; do echo "setup: still installing (${SECONDS} s so far; a fresh machine takes 4-8 minutes)"; done ) &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null || true' EXIT
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
