@@ -150,3 +150,13 @@ def test_links_out_of_the_folder_are_not_followed(tmp_path: Path) -> None:
 def test_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="No files to ingest"):
         load_path(tmp_path)
+
+
+def test_a_markdown_file_without_page_marks_has_no_pages(tmp_path: Path) -> None:
+    """Issue 36, item 10: a Markdown upload's passages carried "p. 1" on every card though the file has no pages."""
+    path = tmp_path / "birds.md"
+    path.write_text("# Birds\n\n## Owls\nOwls hunt at night.\n\n## Herons\nHerons wade.\n")
+    documents = load_path(path).documents
+    assert [d.metadata.get("section") for d in documents] == ["Owls", "Herons"]
+    assert all("page" not in d.metadata for d in documents)
+    assert all(d.metadata["title"] == "Birds" and "# Birds" not in d.text for d in documents)

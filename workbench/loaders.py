@@ -155,10 +155,11 @@ def _slug(heading: str) -> str:
 
 
 def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
-    """One document per `## ` section; `# ` gives the title, `<!-- page: N -->` marks pages."""
+    """One document per `## ` section; `# ` gives the title, `<!-- page: N -->` marks pages (a file without
+    such marks has no pages: its passages carry none)."""
     meta, body = _front_matter(text)
     title = meta.pop("title", None)
-    page = 1
+    page: int | None = None
     section = ""
     index = 0
     seen_heading = False
@@ -168,7 +169,9 @@ def _load_markdown(text: str, stem: str, source: str) -> Iterator[Document]:
         nonlocal index
         content = "\n".join(lines).strip()
         if content:
-            metadata = {"title": title or stem, "source": source, "page": page, **meta}
+            metadata = {"title": title or stem, "source": source, **meta}
+            if page is not None:
+                metadata["page"] = page
             if section:
                 metadata["section"] = section
                 if "url" in meta:

@@ -272,6 +272,7 @@ def test_collections_ingest_refreshes_the_list_and_reports_bad_files(app_env: di
     frames = [d.value for d in at.dataframe]
     listing = next(f for f in frames if "name" in f.columns)
     assert "bird-notes" in list(listing["name"])  # the list shows it without a manual refresh
+    assert not listing.isin([None, "None"]).any().any() and "ingest" in listing.columns  # blanks, never "None"
     skipped = next(f for f in frames if "file" in f.columns)
     assert list(skipped["file"]) == ["c.txt"] and "not UTF-8" in skipped["why it was skipped"][0]
     assert any("2 chunks in 'bird-notes'" in c.value for c in at.caption)  # browse shows the total

@@ -81,7 +81,10 @@ def label_of(metadata: dict, text: str) -> str:
 
 
 def _where(metadata: dict) -> str:
-    parts = [str(metadata["title"])] if metadata.get("title") else []
+    """Where a passage sits (its document's title, its page), less what its card's label already says."""
+    shown_label = metadata.get("section") or metadata.get("title")
+    title = metadata.get("title")
+    parts = [str(title)] if title and title != shown_label else []
     if metadata.get("page") not in (None, ""):
         parts.append(f"p. {metadata['page']}")
     return " · ".join(parts)

@@ -59,7 +59,10 @@ def _collections_table(engine: Engine) -> list[CollectionInfo]:
     with shown_errors():
         infos = engine.collections()
     names = [i.name for i in infos]
-    table = pd.DataFrame([i.model_dump() for i in infos])
+    rows = [
+        {**i.model_dump(exclude={"ingesting"}), "ingest": i.ingesting.words() if i.ingesting else ""} for i in infos
+    ]
+    table = pd.DataFrame(rows).astype(object).fillna("")  # what is not known shows blank, never as "None"
     if table.empty:
         st.info("No collections yet.")
     else:

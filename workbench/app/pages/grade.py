@@ -41,6 +41,14 @@ class Walk:
     given: dict[int, int] = field(default_factory=dict)  # item index -> grade given on this walk
 
 
+def rank_words(before: int | None, after: int | None) -> str:
+    """Where a document stood in the two top-n lists, in words ('#7 before → #2 after reranking', 'not in the top n
+    before → #3 after reranking')."""
+    first = f"#{before} before" if before else "not in the top n before"
+    second = f"#{after} after reranking" if after else "not in the top n after reranking"
+    return f"{first} → {second}"
+
+
 def run() -> None:
     """The Grade page: pick what to walk, then grade its documents one by one."""
     engine = engine_resource()
@@ -141,7 +149,7 @@ def _current(engine: Engine, c: Controls, walk: Walk) -> None:
         current = match[1].get(item.doc_id) if match else None
         with st.container(border=True):
             st.markdown(f"**Query:** {text_md(item.query)}")
-            ranks = f"rank {item.rank_before or '—'} before → {item.rank_after or '—'} after reranking"
+            ranks = rank_words(item.rank_before, item.rank_after)
             title = f"**{text_md(item.title)}** · " if item.title else ""
             st.markdown(f"{title}`{item.doc_id.replace('`', '')}` · {ranks}")
             text = " ".join(item.text.split())
