@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from workbench.app import calibration_view, queue_view, report_view, rerankers_view
+from workbench.app.progress import bar_with_time_left
 from workbench.app.state import STATE, Controls, controls, engine_resource, error_text
 from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note
@@ -133,9 +134,10 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
                 st, "Queries (BEIR queries.jsonl or id<TAB>text)", ["jsonl", "tsv", "txt"], "eval-queries"
             )
             qrels_file = file_picker(st, "Qrels (BEIR TSV or TREC qrels)", ["tsv", "txt", "qrels"], "eval-qrels")
-        outside_file = file_picker(
-            st, "Optional: an outside TREC run to compare", ["trec", "txt", "run"], "eval-outside"
-        )
+        with st.expander("Optional: compare with an outside TREC run"):
+            outside_file = file_picker(
+                st, "An outside TREC run (your production ranking, say)", ["trec", "txt", "run"], "eval-outside"
+            )
         c1, c2, c3, c4 = st.columns(4)
         collection = c1.text_input(
             "Collection (ingested from a BEIR corpus when missing)",
@@ -225,7 +227,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             depth=depth,
             outside_run=outside,
             outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
-            progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} queries"),
+            progress=bar_with_time_left(bar, "queries"),
             ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             ingest_announce=ingest_estimate.caption,
         )
@@ -241,7 +243,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
                 asked.compared,
                 max_queries=asked.max_queries or None,
                 prices=STATE.prices,
-                progress=lambda d, t: side.progress(d / t, text=f"rerankers: {d}/{t} searches"),
+                progress=bar_with_time_left(side, "searches of the rerankers side by side"),
             )
         elif asked.compared:
             st.info("Pick two or more rerankers to see them side by side.")
