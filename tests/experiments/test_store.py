@@ -139,3 +139,17 @@ def test_a_hostile_experiment_file_is_refused_with_words(tmp_path: Path, raw: by
     with pytest.raises(InputError, match=words.replace("(", r"\(").replace(".", r"\.")):
         import_experiment(engine, raw)
     assert open_experiment_store(engine.settings).list() == []
+
+
+def test_the_trend_of_one_run_spans_hours_and_its_labels_are_text() -> None:
+    """Issue 36, item 10: a trend of one run had sub-millisecond ticks; names and notes are escaped for Plotly,
+    which renders tags in labels."""
+    from workbench.experiments.figures import trend_figure
+
+    one = make_experiment(name="<a href='http://x'>x</a>", notes="<img src=x>")
+    figure = trend_figure([one], "ndcg@10", "trend")
+    start, end = (datetime.fromisoformat(str(v)) for v in figure.layout.xaxis.range)
+    assert end - start >= timedelta(hours=6)
+    reranked = figure.data[1]
+    assert "<a" not in reranked.text[0] and "&lt;a" in reranked.text[0]
+    assert "<img" not in reranked.customdata[0] and "&lt;img" in reranked.customdata[0]
