@@ -27,6 +27,14 @@ def test_the_smallest_k_as_good_as_the_best_is_recommended_and_a_falling_curve_i
     assert "at 9% of the rerank time of k = 100" in found.words  # 363 / 4000
 
 
+def test_a_fall_inside_the_intervals_is_not_called_a_trend() -> None:
+    """Issue 36, item 10: "quality falls as k grows: 0.834 at k = 10, 0.822 at k = 50" beside a verdict that could
+    not tell ±0.09 from noise. Overlapping intervals say nothing about a trend."""
+    curve = [_point(10, 0.834, (0.78, 0.88), 300, 350), _point(50, 0.822, (0.77, 0.87), 1500, 1800)]
+    found = recommend(curve)
+    assert found is not None and found.falls_with_k is None and "falls" not in found.words
+
+
 def test_a_deeper_best_still_recommends_the_smallest_k_within_its_interval() -> None:
     curve = [
         _point(10, 0.70, (0.60, 0.74), 300, 350),  # its interval misses the best's

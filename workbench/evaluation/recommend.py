@@ -1,7 +1,8 @@
 """The answer to "at this k and top n?": the depth curve's points (quality with its interval, the first stage's
 recall ceiling, rerank time) and the recommendation drawn from them: the smallest k whose nDCG@10 interval
 overlaps the best point's and whose p95 fits the latency budget, and the smallest top n whose recall interval
-overlaps the largest top n's; said in one sentence, and where quality falls as k grows, said too."""
+overlaps the largest top n's; said in one sentence, and where quality falls as k grows (the deepest k's interval
+below the best's, not touching it), said too."""
 
 from __future__ import annotations
 
@@ -118,7 +119,9 @@ def recommend(
     chosen = next((p for p in pool if p is best or _overlaps(p.after_ci, best.after_ci)), best)
     deepest = ordered[-1]
     falls = None
-    if deepest.k > best.k and deepest.after[PRIMARY_METRIC] < best.after[PRIMARY_METRIC]:
+    lower = deepest.after[PRIMARY_METRIC] < best.after[PRIMARY_METRIC]
+    # said only when the two intervals do not overlap: a fall inside the noise is no trend
+    if deepest.k > best.k and lower and deepest.after_ci and not _overlaps(deepest.after_ci, best.after_ci):
         falls = (best.k, best.after[PRIMARY_METRIC], deepest.k, deepest.after[PRIMARY_METRIC])
     recommendation = Recommendation(
         k=chosen.k, quality=chosen.after[PRIMARY_METRIC], best_k=best.k, best_quality=best.after[PRIMARY_METRIC],
