@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.evaluation.recommend import DepthPoint, TopNPoint, recommend
 
 
@@ -72,3 +74,17 @@ def test_the_smallest_top_n_that_keeps_as_much_as_the_largest() -> None:
         "Keep the top 10: it holds 88% of what is relevant, not measurably less than the top 20 (94%)." in found.words
     )
     assert recommend([]) is None
+
+
+def test_the_apps_depth_chart_draws_the_intervals_on_a_full_axis() -> None:
+    """Issue 36, item 10: the app's depth chart had no intervals and a y axis from 0.815 to 0.835."""
+    from workbench.evaluation.figures import quality_by_depth
+
+    figure = quality_by_depth(
+        [p.k for p in CURVE], [0.5] * 4, [p.after["ndcg@10"] for p in CURVE], [p.rerank_ms_p50 for p in CURVE],
+        "ndcg@10", [p.after_ci for p in CURVE],
+    )  # fmt: skip
+    reranked = figure.data[1]
+    assert list(reranked.error_y.array) == pytest.approx([0.90 - 0.861, 0.89 - 0.850, 0.89 - 0.848, 0.75 - 0.70])
+    assert list(reranked.error_y.arrayminus) == pytest.approx([0.861 - 0.82, 0.850 - 0.81, 0.848 - 0.80, 0.05])
+    assert tuple(figure.layout.yaxis.range) == (0, 1.05)

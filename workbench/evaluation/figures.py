@@ -37,16 +37,35 @@ def delta_bars(query_ids: Sequence[str], deltas: Sequence[float], metric: str) -
 
 
 def quality_by_depth(
-    ks: Sequence[int], before: Sequence[float], after: Sequence[float], rerank_ms: Sequence[float | None], metric: str
+    ks: Sequence[int],
+    before: Sequence[float],
+    after: Sequence[float],
+    rerank_ms: Sequence[float | None],
+    metric: str,
+    after_ci: Sequence[tuple[float, float] | None] = (),
 ) -> go.Figure:
-    """The depth curve: metric before and after reranking, and rerank time, against k."""
+    """The depth curve: metric before and after reranking (with its 95 % interval as error bars, as the HTML
+    report draws it), and rerank time, against k. The quality axis starts at 0, so a difference inside the noise
+    does not fill the chart."""
     fig = go.Figure()
+    bars = None
+    if after_ci and all(ci is not None for ci in after_ci):
+        bars = {
+            "type": "data", "symmetric": False, "color": "#4f46e5", "thickness": 1.2,
+            "array": [ci[1] - a for ci, a in zip(after_ci, after, strict=True)],  # type: ignore[index]
+            "arrayminus": [a - ci[0] for ci, a in zip(after_ci, after, strict=True)],  # type: ignore[index]
+        }  # fmt: skip
     fig.add_trace(
         go.Scatter(x=list(ks), y=list(before), name=f"{metric} vector", mode="lines+markers", line={"color": "#6b7280"})
     )
     fig.add_trace(
         go.Scatter(
-            x=list(ks), y=list(after), name=f"{metric} reranked", mode="lines+markers", line={"color": "#4f46e5"}
+            x=list(ks),
+            y=list(after),
+            name=f"{metric} reranked (95 % interval)" if bars else f"{metric} reranked",
+            mode="lines+markers",
+            line={"color": "#4f46e5"},
+            error_y=bars,
         )
     )
     fig.add_trace(
@@ -63,6 +82,7 @@ def quality_by_depth(
         title="Quality and rerank time as k grows",
         xaxis_title="k",
         yaxis_title=metric,
+        yaxis={"range": [0, 1.05]},
         yaxis2={"title": "rerank ms", "overlaying": "y", "side": "right"},
         height=360,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -79,4 +99,5 @@ def report_depth_curve(report: EvaluationReport) -> go.Figure:
         [p.after[PRIMARY_METRIC] for p in report.depth],
         [p.rerank_ms_p50 for p in report.depth],
         PRIMARY_METRIC,
+        [p.after_ci for p in report.depth],
     )
