@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workbench.engine import Engine
@@ -80,3 +82,28 @@ def test_every_shipped_configuration_is_fully_judged(demo_engine: Engine) -> Non
             assert verdict.direction == "none"
         else:
             assert verdict.direction in {"helps", "hurts"}
+
+
+def test_the_demos_judgments_say_whose_grades_they_hold(tmp_path: Path) -> None:
+    """Issue 36, item 10: three grades given on Grade went into "the demo handbook's judgments", and the same plan
+    then scored otherwise under the same label. The label now says whose grades the figures rest on."""
+    from workbench.config import Settings
+    from workbench.judgments import attach_judgments, judgment_rows, rate
+    from workbench.paths import demo_dir
+    from workbench.services.demo import DEMO_RATER, demo_dataset
+
+    settings = Settings(data_dir=tmp_path)
+    attach_judgments(
+        settings, "demo", demo_dir() / "qrels" / "test.tsv", demo_dir() / "queries.jsonl", replace=False,
+        rater=DEMO_RATER,
+    )  # fmt: skip
+    shipped = demo_dataset("test", settings)
+    assert shipped.name == "the demo handbook"
+    qid = next(iter(shipped.queries))
+    doc = next(iter(shipped.qrels[qid]))
+    for grade in (0, 1):
+        rate(settings, "demo", doc, grade, query_id=qid, rater="ann")
+    rate(settings, "demo", doc, 3, query_id=qid, rater="bea")
+    handbook = sum(1 for row in judgment_rows(settings, "demo") if row.rater == DEMO_RATER)
+    graded = demo_dataset("test", settings)
+    assert graded.name == f"the demo handbook's {handbook:,} grades + 2 by ann, 1 by bea"

@@ -36,6 +36,7 @@ from workbench.judgments.service import (
     normal_query,
     rate,
     typed_query_id,
+    whose,
 )
 from workbench.judgments.store import JudgmentRow, current_grades, open_judgment_store
 from workbench.judgments.walk import WalkItem, grading_walk, queue_walk, rater_progress
@@ -78,4 +79,5 @@ __all__ = [
     "rater_agreement",
     "rater_progress",
     "typed_query_id",
+    "whose",
 ]

@@ -14,7 +14,7 @@ from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.evaluation.io import Dataset
 from workbench.ingest import ProgressCallback
-from workbench.judgments import attach_judgments, load_judgments
+from workbench.judgments import attach_judgments, judgment_rows, load_judgments, whose
 from workbench.paths import demo_dir
 from workbench.types import CollectionInfo
 from workbench.vocab import DEMO_COLLECTION
@@ -68,6 +68,7 @@ def sample_queries(group: str | None = None) -> list[SampleQuery]:
 
 
 DEMO_RATER = "demo handbook"  # who the shipped judgments are by, as raters are listed
+DEMO_JUDGMENTS = "the demo handbook"  # the demo's judgments as shipped, by name
 
 
 def ensure_demo_collection(
@@ -103,11 +104,16 @@ def demo_dataset(split: str = "test", settings: Settings | None = None) -> Datas
     them (the shipped ones, and every rating given since, under the judgment policy); otherwise the shipped files'.
     Queries typed and rated on the demo are evaluated with the collection's own judgments, not here."""
     dataset = Dataset.from_beir(demo_dir(), split)
-    stored = load_judgments(settings, DEMO_COLLECTION) if settings is not None and split == "test" else None
+    name = DEMO_JUDGMENTS
+    rows = judgment_rows(settings, DEMO_COLLECTION) if settings is not None and split == "test" else []
+    stored = load_judgments(settings, DEMO_COLLECTION, rows=rows) if settings is not None and rows else None
     if stored is not None:
         qrels = {qid: stored.qrels.get(qid, {}) for qid in dataset.queries}
         dataset = Dataset(dataset.name, dataset.queries, qrels, dataset.corpus, dataset.groups)
-    dataset.name = "the demo handbook"
+        mine = [row for row in rows if row.query_id in dataset.queries]
+        if any(row.rater != DEMO_RATER for row in mine):  # grades given since: the label says whose they are
+            name = whose(mine, DEMO_RATER)
+    dataset.name = name
     # Groups by the words the app uses, so the CLI, the JSON and the app name them alike.
     dataset.groups = {qid: GROUPS.get(group, group) for qid, group in dataset.groups.items()}
     return dataset
