@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.judging import Judging, record_grade
+from workbench.app.progress import bar_with_time_left
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import counted, sidebar_note, text_md
 from workbench.engine import Engine
@@ -68,8 +69,11 @@ def run() -> None:
 
 
 def _start(engine: Engine, c: Controls) -> None:
-    """What to walk: a query set searched with the sidebar's plan, or Evaluate's judging queue."""
-    sources = [QUERY_SET] + ([QUEUE] if STATE.eval_report is not None else [])
+    """What to walk: the collection's judged queries (no detour: they are there), a query set searched with the
+    sidebar's plan, or Evaluate's judging queue."""
+    judged = judged_queries(engine.settings, c.collection) if c.collection else {}
+    own = f"The judged queries of '{c.collection}' ({counted(len(judged), 'query', 'queries')})" if judged else None
+    sources = ([own] if own else []) + [QUERY_SET] + ([QUEUE] if STATE.eval_report is not None else [])
     source = st.radio("Walk through", sources, key="walk-source", horizontal=True)
     with shown_errors():
         if source == QUEUE:
@@ -82,6 +86,13 @@ def _start(engine: Engine, c: Controls) -> None:
                     queue_walk(engine, report.collection, queue),
                 )
             return
+        if source == own:
+            left, right = st.columns([2, 1], vertical_alignment="bottom")
+            left.caption("Each judged query searched with the sidebar's plan: its top n before and after reranking.")
+            unjudged = right.checkbox("Only documents without a grade", value=True, key="walk-unjudged")
+            if st.button("Start grading", key="walk-start", type="primary"):
+                _walk_texts(engine, c, list(judged.values()), f"the judged queries of {c.collection}", unjudged)
+            return
         names = open_experiment_store(engine.settings).query_set_names()
         if not names:
             st.info(
@@ -93,15 +104,19 @@ def _start(engine: Engine, c: Controls) -> None:
         unjudged = right.checkbox("Only documents without a grade", value=True, key="walk-unjudged")
         if c.collection and st.button("Start grading", key="walk-start", type="primary"):
             query_set = open_experiment_store(engine.settings).query_set(chosen)
-            texts = [q.text for q in query_set.queries]
-            bar = st.progress(0.0, text="searching")
-            items = grading_walk(
-                engine, texts, c.plan(engine), judgments=load_judgments(engine.settings, c.collection),
-                only_unjudged=unjudged,
-                progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} queries"),
-            )  # fmt: skip
-            bar.empty()
-            st.session_state[_WALK] = Walk(c.collection, f"'{chosen}' on {c.collection}", items)
+            _walk_texts(engine, c, [q.text for q in query_set.queries], f"'{chosen}' on {c.collection}", unjudged)
+
+
+def _walk_texts(engine: Engine, c: Controls, texts: list[str], label: str, only_unjudged: bool) -> None:
+    """A walk through each text's top n before and after reranking, searched with the sidebar's plan."""
+    collection = c.collection or engine.settings.collection
+    bar = st.progress(0.0, text="searching")
+    items = grading_walk(
+        engine, texts, c.plan(engine), judgments=load_judgments(engine.settings, collection),
+        only_unjudged=only_unjudged, progress=bar_with_time_left(bar, "queries searched"),
+    )  # fmt: skip
+    bar.empty()
+    st.session_state[_WALK] = Walk(collection, label, items)
 
 
 def _progress(engine: Engine, walk: Walk) -> None:
