@@ -173,3 +173,18 @@ def test_compact_rows_keep_every_card_and_its_grade_control(app_env: dict) -> No
     assert not at.exception and len(_grade_controls(at)) == controls == 20
     assert not [e for e in at.expander if e.label == "Full text"]  # one line of text a card
     assert len([c for c in at.caption if c.value.endswith("…")]) >= len(long_cards)
+
+
+def test_grade_walks_the_collections_judged_queries_without_a_detour(app_env: dict) -> None:  # noqa: F811
+    """Issue 36, item 10: Grade first needed a query set kept on Experiments. The demo's 50 judged queries are
+    offered first, and a walk through them starts with one click."""
+    at = rated_app("dee")
+    at.switch_page("app/pages/grade.py").run()
+    assert not at.exception, at.exception
+    options = at.radio(key="walk-source").options
+    assert options[0] == "The judged queries of 'demo' (50 queries)" and len(options) >= 2
+    at.checkbox(key="walk-unjudged").uncheck()
+    next(b for b in at.button if b.key == "walk-start").click().run()
+    assert not at.exception, at.exception
+    walk = at.session_state["wb.grading_walk"]
+    assert walk.label == "the judged queries of demo" and len(walk.items) >= 50
