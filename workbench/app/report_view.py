@@ -31,6 +31,8 @@ def headline(report: EvaluationReport) -> None:
     for warning in report.warnings:
         st.warning(warning, icon=":material/warning:")
     st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")
+    for note in report.interval_notes():
+        st.caption(text_md(note))
     m = st.columns(4)
     measured = report.verdict is not None and report.verdict.direction in {"helps", "hurts"}
     m[0].metric(

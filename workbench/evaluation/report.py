@@ -202,6 +202,31 @@ class EvaluationReport(BaseModel):
             )
         return rows
 
+    def interval_notes(self) -> list[str]:
+        """Where a metric's interval and its p-value disagree (one excludes no change, the other does not), why: the
+        interval is a bootstrap of the mean change, p a sign-flip test of it, and when few queries change at all the
+        test cannot reach a small p (with n changed queries its smallest p is 2 / 2^n)."""
+        notes = []
+        for row in self.metric_rows():
+            if row["p"] is None:
+                continue
+            excludes_zero = row["ci low"] > 0 or row["ci high"] < 0
+            if excludes_zero == (row["p"] < 0.05):
+                continue
+            m = row["metric"]
+            changed = sum(1 for o in self.per_query if abs(o.after[m] - o.before[m]) > 1e-12)
+            floor = 2 / 2**changed if changed < 60 else 0.0
+            notes.append(
+                f"{m}: the 95 % interval {'excludes' if excludes_zero else 'includes'} no change while p = "
+                f"{row['p']:.4f}. The interval resamples the queries (bootstrap); p flips the signs of the changes. "
+                f"Only {changed} of {len(self.per_query)} queries changed, so the smallest p possible is about "
+                f"{floor:.4f}: take the change as not shown."
+                if excludes_zero
+                else f"{m}: p = {row['p']:.4f} while the 95 % interval includes no change; the two methods differ at "
+                "the edge: take the change as not shown."
+            )
+        return notes
+
     def metric_differences(self) -> dict[str, Difference]:
         """Each metric's change after reranking over the same queries: mean, paired bootstrap 95 % interval and
         randomization p. Computed once (10,000 resamples each): the page's table and both reports read it."""
@@ -262,6 +287,7 @@ class EvaluationReport(BaseModel):
                 f"| {r['metric']} | {r['before rerank']:.4f} | {r['after rerank']:.4f} | {r['change']:+.4f} | "
                 f"{interval} |"
             )
+        lines += [f"\n{note}" for note in self.interval_notes()]
         if self.latency_p50:
             stages = " · ".join(
                 f"{s} {self.latency_p50[s]:.0f} / {self.latency_p95.get(s, 0):.0f}" for s in self.latency_p50
