@@ -46,12 +46,13 @@ def test_an_interval_and_a_p_value_that_disagree_are_explained() -> None:
             query="q",
             before={"ndcg@10": 0.5, "judged@10": 1.0},
             after={"ndcg@10": 0.5, "judged@10": 0.9 if i < 4 else 1.0},
-        )  # fmt: skip
+        )
         for i in range(50)
     ]
     report = EvaluationReport(
         dataset="d", collection="c", embedding_model="e", reranker_model="r", k=10, top_n=10, queries=50,
-        before={"ndcg@10": 0.5, "judged@10": 1.0}, after={"ndcg@10": 0.5, "judged@10": 0.992}, p_value=0.5, p_value_ttest=0.5, wins=0, ties=46,
+        before={"ndcg@10": 0.5, "judged@10": 1.0}, after={"ndcg@10": 0.5, "judged@10": 0.992}, p_value=0.5,
+        p_value_ttest=0.5, wins=0, ties=46,
         losses=4, unjudged_before=0, unjudged_after=4, judged_looked_at=500, seconds=1.0, score_cache_hits=0,
         per_query=outcomes,
     )  # fmt: skip
