@@ -130,8 +130,8 @@ def test_eval_demo_builds_the_demo_and_reports_both_groups(cli_env: Path, capsys
     assert data["collection"] == "demo" and data["queries"] == 50
     # named as the app names them
     assert {group["group"] for group in data["groups"]} == {
-        "where vector search already works",
-        "where reranking should help",
+        "plain questions",
+        "hard questions: a negation, a number, a condition or an exact term",
     }
 
 

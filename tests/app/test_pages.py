@@ -132,7 +132,8 @@ def test_sample_queries_come_in_two_groups(app_env: dict) -> None:
     groups = at.get("button_group")
     assert len(groups) == 2
     texts = [m.value for m in at.markdown]
-    assert "**Where vector search already works**" in texts and "**Where reranking should help**" in texts
+    assert "**Plain questions**" in texts
+    assert "**Hard questions: a negation, a number, a condition or an exact term**" in texts
     groups[1].set_value("which travel expenses will the company not pay back").run()
     assert not at.exception
     assert at.text_input(key="w.query").value == "which travel expenses will the company not pay back"

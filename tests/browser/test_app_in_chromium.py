@@ -168,7 +168,7 @@ def test_sample_query_pill_in_the_hard_group(page) -> None:
     from playwright.sync_api import expect
 
     page.get_by_text("Sample queries").first.click()  # the expander folds once a query is typed
-    shown(page, "Where reranking should help", exact=True)
+    shown(page, "Hard questions: a negation, a number, a condition or an exact term", exact=True)
     pill = page.get_by_text("my mum passed away, how long can I stay home", exact=True)
     pill.wait_for()
     click_until(
