@@ -222,7 +222,19 @@ def _agreement(results: dict[str, SearchResult]) -> None:
     m[1].metric("Jaccard", f"{agree.jaccard:.2f}")
     m[2].metric("Kendall τ (shared)", "—" if agree.kendall_tau is None else f"{agree.kendall_tau:.2f}")
     m[3].metric("RBO (p=0.9)", f"{agree.rbo:.2f}")
-    m[4].metric("total ms A / B", f"{results['A'].timings.total_ms:.0f} / {results['B'].timings.total_ms:.0f}")
+    backends = [results[side].reranker_backend for side in ("A", "B")]
+    m[4].metric(
+        "total ms A / B", f"{results['A'].timings.total_ms:.0f} / {results['B'].timings.total_ms:.0f}",
+        help=f"A scored on {backends[0] or 'no reranker'}, B on {backends[1] or 'no reranker'}",
+    )  # fmt: skip
+    local = all(b and "://" not in b for b in backends)  # two services differ by URL: that is no backend choice
+    if local and backends[0] != backends[1]:
+        st.warning(
+            f"The two sides ran on different backends (A {text_md(backends[0])}, B {text_md(backends[1])}): the time "
+            "difference is the backends' as much as the models'. Set RERANKER_BACKEND (torch, onnx, onnx-int8, "
+            "openvino) to run both on one.",
+            icon=":material/warning:",
+        )
 
     summary = pd.DataFrame([{"metric": k, "value": v} for k, v in agree.model_dump().items()])
     st.download_button("Agreement (CSV)", summary.to_csv(index=False), "agreement.csv", "text/csv")
