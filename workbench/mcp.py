@@ -338,6 +338,43 @@ async def _serve_stdio(server: Any) -> None:
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
+def shallow_id(line: str) -> str | int | None:
+    """The `id` of a JSON-RPC object read from its top level only, for a line too deep to parse whole (its answer
+    must still carry its id): the characters are scanned with strings skipped and depth counted, and only a
+    top-level key's value is decoded."""
+    decoder = json.JSONDecoder()
+    depth, i, expecting_key = 0, 0, False
+    while i < len(line):
+        ch = line[i]
+        if ch == '"':
+            try:
+                text, end = decoder.raw_decode(line, i)
+            except ValueError:
+                return None
+            if depth == 1 and expecting_key and text == "id":
+                rest = line[end:].lstrip()
+                if rest.startswith(":"):
+                    value_at = end + (len(line[end:]) - len(rest)) + 1
+                    value_at += len(line[value_at:]) - len(line[value_at:].lstrip())
+                    try:
+                        value, _ = decoder.raw_decode(line, value_at)
+                    except (ValueError, RecursionError):
+                        return None
+                    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+            expecting_key = False
+            i = end
+            continue
+        if ch in "{[":
+            depth += 1
+            expecting_key = ch == "{" and depth == 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            expecting_key = True
+        i += 1
+    return None
+
+
 def rpc_error_for(line: str) -> dict[str, Any] | None:
     """The JSON-RPC error a request line deserves before it reaches the SDK, or None when it may go on."""
 
@@ -347,7 +384,7 @@ def rpc_error_for(line: str) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
     except RecursionError:
-        return error(-32700, f"Parse error: the message nests over {MAX_JSON_DEPTH} levels.")
+        return error(-32700, f"Parse error: the message nests over {MAX_JSON_DEPTH} levels.", shallow_id(line))
     except ValueError as exc:
         return error(-32700, f"Parse error: not JSON ({plain_text(str(exc))[:100]}).")
     if not isinstance(message, dict):

@@ -259,6 +259,15 @@ def test_every_malformed_stdio_request_gets_a_json_rpc_error(served_data: Settin
         send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": deep}})
         answer = reply()
         assert answer["id"] == 3 and answer["error"]["code"] == -32600 and "nests" in answer["error"]["message"]
+        # nested 100,000 deep: too deep to parse whole, still answered under its id
+        send(
+            '{"jsonrpc": "2.0", "method": "tools/call", "params": {"a": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + '}, "id": 5}'
+        )
+        answer = reply()
+        assert answer["id"] == 5 and answer["error"]["code"] == -32700 and "nests" in answer["error"]["message"]
         send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
         assert reply()["id"] == 4
     finally:
