@@ -147,6 +147,16 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(wheel: Path, tmp_path: Pa
         import httpx
 
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).status_code == 200
+        # a browser on a host with many cookies sends a Cookie line over 8,192 bytes: the page's websocket still
+        # opens (it hung for ever, with no answer and no log: the handshake parser's default line limit)
+        from websockets.sync.client import connect
+
+        cookies = "; ".join(f"other{i}={'x' * 1000}" for i in range(9))
+        with connect(
+            f"ws://127.0.0.1:{port}/_stcore/stream", additional_headers={"Cookie": cookies},
+            subprotocols=["streamlit"], open_timeout=60,  # type: ignore[list-item]
+        ) as socket:  # fmt: skip
+            assert socket.protocol.state.name == "OPEN"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -54,7 +54,7 @@ def app_server(
 ) -> Iterator[tuple[str, Path, Path]]:
     """`workbench app` as a user starts it, on a free port and a fresh data folder (the demo collection is built on
     first start): its URL, data folder and upload root. The server's log may hold no traceback."""
-    from workbench.cli.servers import app_command
+    from workbench.cli.servers import APP_ENVIRONMENT, app_command
 
     port = free_port()
     data = tmp_path_factory.mktemp(f"{name}-data")
@@ -67,6 +67,7 @@ def app_server(
         "WORKBENCH_MODELS_DIR": str(reranker_dir.parent),
         "RERANKER_MODEL": reranker_dir.name,
         "HF_HUB_OFFLINE": "1",
+        **APP_ENVIRONMENT,
         **(extra_env or {}),
     }
     url = f"http://127.0.0.1:{port}"

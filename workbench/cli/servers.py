@@ -21,6 +21,12 @@ from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
 from workbench.stores.localpg import LocalPostgres
 
+# The environment the app's server starts with. Streamlit's server reads the websocket handshake with the
+# `websockets` library, whose header lines stop at 8,192 bytes: a Cookie line over it (a host with many cookies, a
+# proxy's session cookie) left the page loading for ever, with no answer and no log (streamlit#15492). 64 KiB is
+# what Streamlit's earlier server took.
+APP_ENVIRONMENT = {"WEBSOCKETS_MAX_LINE_LENGTH": "65536"}
+
 
 def app_command(port: int, host: str, headless: bool = True) -> list[str]:
     """The `streamlit run` command line of the installed app (one place, for the CLI and the tests). The app's
@@ -87,6 +93,8 @@ def cmd_app(args: argparse.Namespace) -> int:
     command = app_command(args.port, args.host, headless=args.headless or not sys.stdout.isatty())
     sys.stdout.flush()
     sys.stderr.flush()
+    for name, value in APP_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     # Streamlit replaces this process, so a signal to `workbench app` (a service manager's SIGTERM, a test's
     # terminate) reaches the server itself instead of leaving it running as an orphan.
     os.execv(command[0], command)
