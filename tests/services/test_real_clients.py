@@ -227,3 +227,32 @@ def test_the_hosted_kinds_pointed_at_a_workbench_rerank_through_it(
     assert scores == pytest.approx(expected["probability"], abs=1e-6)
     usage = reranker.usage
     assert usage.requests == 1 and usage.billed_units == 1 and usage.tokens > 0
+
+
+def test_voyage_and_text_embeddings_inference_clients_rerank_here(
+    served: ApiServer, expected: dict[str, list[float]]
+) -> None:
+    """Issue 36, item 9: the `voyageai` SDK and the `rerankers` library's voyage and TEI providers broke on /rerank
+    (`data[]` and `top_k` expected; TEI sends `texts` and reads a list). Each now gets the model's scores."""
+    import voyageai
+    from rerankers.models.api_rankers import APIRanker
+
+    best = _ranked(expected["probability"])
+    voyage = voyageai.Client(api_key=TOKEN, base_url=served.url, max_retries=0)
+    answer = voyage.rerank(QUERY, DOCS, model="tiny-reranker", top_k=2)
+    assert [r.index for r in answer.results] == best[:2] and answer.total_tokens > 0
+    for result in answer.results:
+        assert result.relevance_score == pytest.approx(expected["probability"][result.index], abs=1e-6)
+        assert result.document == DOCS[result.index]
+    for provider in ("voyage", "text-embeddings-inference"):
+        ranker = APIRanker("tiny-reranker", TOKEN, provider, verbose=0, url=f"{served.url}/rerank")
+        ranked = ranker.rank(QUERY, DOCS)
+        assert [DOCS.index(r.document.text) for r in ranked.results] == best, provider
+        assert [r.score for r in ranked.results] == pytest.approx([expected["probability"][i] for i in best])
+    tei = httpx.post(
+        f"{served.url}/rerank", headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"query": QUERY, "texts": DOCS, "raw_scores": True, "return_text": True, "truncate": True},
+    ).json()  # fmt: skip
+    assert isinstance(tei, list) and [r["index"] for r in tei] == best
+    assert [r["score"] for r in tei] == pytest.approx([expected["logit"][i] for i in best], abs=1e-5)
+    assert all(r["text"] == DOCS[r["index"]] for r in tei)

@@ -14,7 +14,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from workbench.errors import InputError, ModelError
 from workbench.redact import plain_text, public_name
@@ -143,6 +143,29 @@ def returned_document(sent: str | dict[str, Any], ranked_text: str) -> dict[str,
     if isinstance(sent, dict):
         return sent if isinstance(sent.get("text"), str) else {**sent, "text": ranked_text}
     return {"text": sent}
+
+
+AnswerShape = Literal["cohere", "voyage", "tei"]
+
+
+def in_shape(answer: dict[str, Any], shape: AnswerShape) -> Any:
+    """A rerank answer in the shape its client reads: Cohere's, Jina's and Infinity's as made; Voyage's with the
+    results also in `data`; text-embeddings-inference's as its list of `{index, score, text?}`."""
+    if shape == "voyage":  # Voyage's results carry the document as a plain string
+        data = [
+            {**r, "document": r["document"]["text"]} if "document" in r else r for r in answer["results"]
+        ]  # fmt: skip
+        return {**answer, "object": "list", "data": data}
+    if shape == "tei":
+        return [
+            {
+                "index": r["index"],
+                "score": r["relevance_score"],
+                **({"text": r["document"]["text"]} if "document" in r else {}),
+            }
+            for r in answer["results"]
+        ]
+    return answer
 
 
 def model_list(reranker: Reranker, served: Sequence[str] = (), started: float | None = None) -> dict[str, Any]:

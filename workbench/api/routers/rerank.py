@@ -1,5 +1,6 @@
 """The workbench as a reranker service: `POST /rerank`, `/v1/rerank` and `/v2/rerank` in the shape the Cohere
-(v1 and v2), Jina and Infinity clients speak, and `GET /models`. Pairs go through the engine's reranker: its score
+(v1 and v2), Jina and Infinity clients speak, Voyage's (`top_k`, an answer in `data`) and text-embeddings-
+inference's (`texts`, a list answered), and `GET /models`. Pairs go through the engine's reranker: its score
 cache, and micro-batching with concurrent searches and rerank requests (`workbench.rerankers.serving`)."""
 
 from __future__ import annotations
@@ -7,20 +8,25 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from workbench.api.dependencies import Authorised, State, deadline, run_bounded
 from workbench.inputs import validate_query
 from workbench.rerankers.serving import (
     MAX_RERANK_DOCUMENTS,
+    AnswerShape,
+    in_shape,
     model_list,
     rerank_answer,
     served_reranker,
 )
 
 router = APIRouter(tags=["rerank"], dependencies=Authorised)
-HONOURED = "query, documents, model, top_n, return_documents, rank_fields, max_tokens_per_doc, raw_scores"
-IGNORED = "max_chunks_per_doc (Cohere v1), truncation (Voyage), priority (Cohere v2) and any other field"
+HONOURED = (
+    "query, documents, model, top_n, return_documents, rank_fields, max_tokens_per_doc, raw_scores; Voyage's top_k "
+    "(the answer then also in `data`); text-embeddings-inference's texts and return_text (the answer then a list)"
+)
+IGNORED = "max_chunks_per_doc (Cohere v1), truncation (Voyage, TEI), priority (Cohere v2) and any other field"
 
 
 class RerankRequest(BaseModel):
@@ -31,14 +37,21 @@ class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     query: str = Field(..., description="1-512 characters after trimming")
-    documents: list[str | dict[str, Any]] = Field(
-        ...,
+    documents: list[str | dict[str, Any]] | None = Field(
+        None,
         min_length=1,
         max_length=MAX_RERANK_DOCUMENTS,
         description="strings, or objects ranked on their `text` (or on `rank_fields`); extra keys are kept aside",
     )
+    texts: list[str] | None = Field(
+        None, min_length=1, max_length=MAX_RERANK_DOCUMENTS,
+        description="text-embeddings-inference's name for the documents: the answer is then TEI's list",
+    )  # fmt: skip
     model: str | None = Field(None, description="a served name (GET /models); default: the served model")
     top_n: int | None = Field(None, ge=1, description="keep the best n (default: all)")
+    top_k: int | None = Field(None, ge=1, description="Voyage's name for top_n: the answer then also in `data`")
+    truncation: bool | None = Field(None, description="Voyage's; accepted (documents are cut at the model's window)")
+    return_text: StrictBool = Field(False, description="text-embeddings-inference's: each result carries its text")
     return_documents: StrictBool = Field(False, description="each result carries its document's text")
     rank_fields: list[str] | None = Field(
         None, max_length=32, description="for object documents: the fields ranked on, in order"
@@ -53,6 +66,21 @@ class RerankRequest(BaseModel):
     def _query(cls, value: str) -> str:
         return validate_query(value)
 
+    @model_validator(mode="after")
+    def _one_list(self) -> RerankRequest:
+        if (self.documents is None) == (self.texts is None):
+            raise ValueError("send the documents as `documents` (Cohere, Jina, Voyage) or `texts` (TEI), not both")
+        if self.top_n is not None and self.top_k is not None:
+            raise ValueError("top_n and top_k are the same limit: send one")
+        return self
+
+    @property
+    def shape(self) -> AnswerShape:
+        """Which client's answer shape the request asks for."""
+        if self.texts is not None:
+            return "tei"
+        return "voyage" if self.top_k is not None or self.truncation is not None else "cohere"
+
 
 class RerankDocumentText(BaseModel):
     """The document as it was sent: its text, and an object document's other fields."""
@@ -66,6 +94,22 @@ class RerankResult(BaseModel):
     index: int
     relevance_score: float
     document: RerankDocumentText | None = None
+
+
+class VoyageResult(BaseModel):
+    """One entry of Voyage's `data`: the document, when asked for, as a plain string."""
+
+    index: int
+    relevance_score: float
+    document: str | None = None
+
+
+class TeiResult(BaseModel):
+    """One entry of text-embeddings-inference's answer."""
+
+    index: int
+    score: float
+    text: str | None = None
 
 
 class ApiVersion(BaseModel):
@@ -94,6 +138,7 @@ class RerankResponse(BaseModel):
     created: int
     model: str
     results: list[RerankResult]
+    data: list[VoyageResult] | None = Field(None, description="the results again, as Voyage's clients read them")
     meta: RerankMeta
     usage: RerankUsage
 
@@ -119,31 +164,32 @@ async def models(state: State) -> dict[str, Any]:
     return await run_bounded(state, lambda: model_list(served_reranker(state.engine.reranker()), served))
 
 
-async def _rerank(body: RerankRequest, state: State, api_version: str) -> dict[str, Any]:
+async def _rerank(body: RerankRequest, state: State, api_version: str) -> Any:
     until = deadline(state)
 
-    def work() -> dict[str, Any]:
-        return rerank_answer(
+    def work() -> Any:
+        answer = rerank_answer(
             served_reranker(state.engine.reranker()),
             body.query,
-            body.documents,
+            body.documents if body.documents is not None else list(body.texts or []),
             model=body.model,
             served=state.settings.served_model_names(),
-            top_n=body.top_n,
-            return_documents=body.return_documents,
+            top_n=body.top_n or body.top_k,
+            return_documents=body.return_documents or body.return_text,
             rank_fields=body.rank_fields,
             max_tokens_per_doc=body.max_tokens_per_doc,
             raw_scores=body.raw_scores,
             api_version=api_version,
             deadline=until,
         )
+        return in_shape(answer, body.shape)
 
     return await run_bounded(state, work, smaller="send fewer documents (or shorter ones)")
 
 
-@router.post("/rerank", response_model=RerankResponse, response_model_exclude_none=True)
-async def rerank(body: RerankRequest, state: State) -> dict[str, Any]:
-    """Rerank documents (Infinity, Jina and Cohere-compatible clients)."""
+@router.post("/rerank", response_model=RerankResponse | list[TeiResult], response_model_exclude_none=True)
+async def rerank(body: RerankRequest, state: State) -> Any:
+    """Rerank documents (Infinity, Jina, Cohere-compatible, Voyage and text-embeddings-inference clients)."""
     return await _rerank(body, state, "2")
 
 
