@@ -53,7 +53,8 @@ def _figures(**backends: tuple[float, float | None]) -> list[BackendFigures]:
     [
         ({"onnx": (1.0, 0.0), "onnx_int8": (1.02, -0.003)}, "torch"),  # issue 11's machine: nothing is faster
         ({"onnx": (2.6, 0.0), "onnx_int8": (4.3, 0.048)}, "onnx"),  # int8 is fastest but loses too much
-        ({"onnx": (2.2, 0.0), "onnx_int8": (3.6, 0.004)}, "onnx-int8"),  # the fastest within the loss
+        ({"onnx": (2.2, 0.0), "onnx_int8": (3.6, 0.004)}, "onnx"),  # int8's scores move with their batch-mates
+        ({"onnx": (1.0, 0.0), "onnx_int8": (3.6, -0.003)}, "torch"),  # however fast and however good on average
         ({"onnx": (1.05, 0.0), "onnx_int8": (0.9, 0.0)}, "torch"),  # under 1.1x: not worth an export
         ({"onnx": (3.0, None)}, "torch"),  # a loss nobody measured is never taken
     ],

@@ -199,3 +199,30 @@ def test_a_failed_computation_reaches_every_waiting_search() -> None:
     with pytest.raises(RuntimeError):
         cache.resolve([key], boom)
     assert cache.resolve([key], lambda indices: [np.float32(3.0) for _ in indices])[0] == [3.0]
+
+
+def test_a_pairs_score_on_dynamic_int8_moves_with_its_batch_mates_and_auto_never_takes_it(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """Issue 37: on onnx-int8 the same pair scored alone and beside other pairs differs (dynamic quantization
+    scales each call's activations), on fp32 torch it does not; so `auto` never takes a batch-dependent backend."""
+    from workbench.rerankers.machine import BackendFigures, decide
+    from workbench.vocab import BATCH_DEPENDENT_BACKENDS
+
+    pair = [("rivers and deltas", TEXTS[0])]
+    mates = [("rivers and deltas", t) for t in TEXTS[1:]] + [("x " * 200, "y " * 200)]
+
+    def alone_and_beside(backend: str) -> tuple[float, float]:
+        settings = _settings(tmp_path, tiny_models, reranker_backend=backend)
+        reranker = CrossEncoderReranker(str(tiny_models["reranker"]), settings)
+        return reranker.score_pairs(pair)[0], reranker.score_pairs(pair + mates)[0]
+
+    alone, beside = alone_and_beside("torch")
+    assert beside == pytest.approx(alone, abs=1e-5)
+    alone, beside = alone_and_beside("onnx-int8")
+    assert abs(beside - alone) > 1e-4, "dynamic int8 no longer depends on batch-mates: revisit the rule"
+    fastest = [
+        BackendFigures(backend="torch", ms_per_50_pairs=100, speedup=1.0, loss=0.0, loss_source="reference"),
+        BackendFigures(backend="onnx-int8", ms_per_50_pairs=10, speedup=10.0, loss=-0.01, loss_source="measured"),
+    ]
+    assert "onnx-int8" in BATCH_DEPENDENT_BACKENDS and decide(fastest) == "torch"

@@ -70,6 +70,11 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino"]  # what runs a model on the CPU
 BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
 EXPORTED_BACKENDS: Final[tuple[str, ...]] = BACKENDS[1:]  # those run from an export kept under <data>/exports
+# Backends whose score for a pair depends on the other pairs in its batch: dynamic int8 quantization scales each
+# call's activations by that call's range, so the same pair moved by up to 0.05 with other batch-mates, and the top
+# 10 with it. `auto` never chooses one: a figure must not depend on what else was scored at the same time. Named
+# outright (RERANKER_BACKEND=onnx-int8) they run, and every figure names its backend.
+BATCH_DEPENDENT_BACKENDS: Final[frozenset[str]] = frozenset({"onnx-int8"})
 BackendChoice = Literal["auto", Backend]  # "auto" picks one of BACKENDS
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 Device = Literal["auto", "cpu", "cuda", "mps"]

@@ -7,7 +7,8 @@ complete judgments), scored by each backend. A backend's speed is its time for t
 its quality loss is the measured table's for the model (`MEASURED`; for int8, only when this CPU takes the same
 quantization the table was measured with), otherwise the drop in nDCG@10 on those judged passages against fp32
 torch. `decide` is the rule: the fastest backend whose loss is within
-MAX_LOSS and which is at least MIN_SPEEDUP faster than torch, else torch.
+MAX_LOSS, which is at least MIN_SPEEDUP faster than torch, and whose scores do not depend on their batch-mates
+(dynamic int8 never: `vocab.BATCH_DEPENDENT_BACKENDS`), else torch.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 from workbench.extras import has_extra
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
-from workbench.vocab import BACKENDS, Backend
+from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, Backend
 
 MAX_LOSS = 0.005  # nDCG@10 a backend may lose against fp32 torch
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
@@ -90,7 +91,10 @@ class BackendChoice(BaseModel):
     pairs: int
     seconds: float
     measured_at: datetime
-    rule: str = f"the fastest backend within {MAX_LOSS} nDCG@10 of fp32 torch and {MIN_SPEEDUP}x faster, else torch"
+    rule: str = (
+        f"the fastest backend within {MAX_LOSS} nDCG@10 of fp32 torch and {MIN_SPEEDUP}x faster, whose scores do not "
+        "depend on their batch-mates (never dynamic int8), else torch"
+    )
 
     def summary(self) -> str:
         """One line: the choice and each backend's speed and loss."""
@@ -149,18 +153,27 @@ def kept_choice(root: str | Path, model_print: str, facts: MachineFacts) -> Back
     """The choice measured earlier for this model on this machine, or None (never measured, unreadable, or naming
     a backend that does not exist: such a file is never acted on, and the calibration replaces it)."""
     try:
-        return BackendChoice.model_validate_json(choice_path(root, model_print, facts).read_text(encoding="utf-8"))
+        kept = BackendChoice.model_validate_json(choice_path(root, model_print, facts).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    rule = decide(kept.figures)  # a choice kept under an earlier rule is decided again by today's
+    return kept if kept.chosen == rule else kept.model_copy(update={"chosen": rule})
 
 
 def decide(figures: Sequence[BackendFigures]) -> str:
-    """The rule: the fastest backend whose loss is known and within MAX_LOSS and whose speed is at least
+    """The rule: the fastest backend whose scores do not depend on their batch-mates (never a dynamically
+    quantized one: BATCH_DEPENDENT_BACKENDS), whose loss is known and within MAX_LOSS and whose speed is at least
     MIN_SPEEDUP times torch's; torch when none is."""
     good = [
         (f.speedup, f.backend)
         for f in figures
-        if f.backend == "torch" or (f.loss is not None and f.loss <= MAX_LOSS and f.speedup >= MIN_SPEEDUP)
+        if f.backend == "torch"
+        or (
+            f.backend not in BATCH_DEPENDENT_BACKENDS
+            and f.loss is not None
+            and f.loss <= MAX_LOSS
+            and f.speedup >= MIN_SPEEDUP
+        )
     ]
     return max(good)[1] if good else "torch"
 
