@@ -107,3 +107,10 @@ def test_the_demos_judgments_say_whose_grades_they_hold(tmp_path: Path) -> None:
     handbook = sum(1 for row in judgment_rows(settings, "demo") if row.rater == DEMO_RATER)
     graded = demo_dataset("test", settings)
     assert graded.name == f"the demo handbook's {handbook:,} grades + 2 by ann, 1 by bea"
+    # the judgments as shipped stay one option away, whatever was graded since (nothing is deleted)
+    from workbench.evaluation.sources import judged_dataset
+    from workbench.services.demo import others_graded_demo
+
+    as_shipped = judged_dataset(settings, demo=True, shipped=True)
+    assert as_shipped.name == "the demo handbook (as shipped)" and as_shipped.qrels == demo_dataset("test").qrels
+    assert others_graded_demo(settings) and len(judgment_rows(settings, "demo")) == handbook + 3

@@ -135,7 +135,7 @@ def judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Datase
         args.collection = args.collection or DEMO_COLLECTION
     dataset = judged_dataset(
         settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
-        split=args.split, collection=args.collection,
+        split=args.split, collection=args.collection, shipped=getattr(args, "shipped_judgments", False),
     )  # fmt: skip
     if not args.collection and dataset.corpus is not None and args.dataset:
         args.collection = _folder_collection(args.dataset)

@@ -21,14 +21,20 @@ def judged_dataset(
     beir: str | Path | None = None,
     split: str = "test",
     collection: str | None = None,
+    shipped: bool = False,
 ) -> Dataset:
     """The judged queries from the first source given, in this order: `queries` with `qrels` (BEIR or TREC
-    files), the demo's (`demo`), a BEIR folder (`beir`, its `split`), the judgments stored for `collection`.
-    InputError when only one of the files is given, or when no source is."""
+    files), the demo's (`demo`: with the grades given since, or `shipped` as it came), a BEIR folder (`beir`, its
+    `split`), the judgments stored for `collection`. InputError when only one of the files is given, or when no
+    source is."""
     if queries is not None or qrels is not None:
         if queries is None or qrels is None:
             raise InputError("The queries and the qrels go together: give both (--qrels and --queries).")
         return Dataset.from_files(queries, qrels)
+    if demo and shipped:  # named so, so that no figure made on them reads as made on the grades given since
+        dataset = demo_dataset(split)
+        dataset.name = f"{dataset.name} (as shipped)"
+        return dataset
     if demo:
         return demo_dataset(split, settings)
     if beir is not None:

@@ -27,6 +27,7 @@ __all__ = [
     "demo_dir",
     "demo_needs_building",
     "ensure_demo_collection",
+    "others_graded_demo",
     "prepare_demo",
     "sample_queries",
 ]
@@ -119,6 +120,13 @@ def demo_dataset(split: str = "test", settings: Settings | None = None) -> Datas
     # Groups by the words the app uses, so the CLI, the JSON and the app name them alike.
     dataset.groups = {qid: GROUPS.get(group, group) for qid, group in dataset.groups.items()}
     return dataset
+
+
+def others_graded_demo(settings: Settings) -> bool:
+    """Whether anyone besides the shipped judgments has graded the demo's queries (Evaluate then also offers the
+    judgments as shipped)."""
+    queries = Dataset.from_beir(demo_dir(), "test").queries
+    return any(r.rater != DEMO_RATER and r.query_id in queries for r in judgment_rows(settings, DEMO_COLLECTION))
 
 
 def _demo_info(engine: Engine) -> CollectionInfo | None:

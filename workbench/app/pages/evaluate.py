@@ -28,12 +28,13 @@ from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
-from workbench.services.demo import DEMO_COLLECTION, demo_dir
+from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
 
 ALL_QUERIES = "every judged query"
 DEMO = "The demo handbook's judgments (50 queries)"
+SHIPPED = "The demo handbook's judgments as shipped, without the grades given since"
 ATTACHED = "Judgments of the collection in the sidebar (rated and imported)"
 FOLDER = "A BEIR folder on this machine"
 UPLOAD = "Upload queries and qrels"
@@ -100,6 +101,8 @@ def _presets(engine: Engine, c: Controls) -> dict[str, Path | None]:
     """Where judgments can come from: the demo's, the sidebar collection's (when it has some), the BEIR folders
     found in the allowed folders, a folder typed in, an upload."""
     presets: dict[str, Path | None] = {DEMO: demo_dir()}
+    if others_graded_demo(engine.settings):
+        presets[SHIPPED] = demo_dir()
     if c.collection and load_judgments(engine.settings, c.collection) is not None:
         presets[ATTACHED] = None
     for folder in beir_folders(engine.settings):
@@ -117,6 +120,7 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
     source = st.radio("Judgments", list(presets), key="eval-source", on_change=_forget_result)
     default_collection = {
         DEMO: DEMO_COLLECTION,
+        SHIPPED: DEMO_COLLECTION,
         ATTACHED: c.collection or "",
     }.get(source, (presets[source].name if presets.get(source) else c.collection or ""))
     with st.form("eval-form"):
@@ -127,7 +131,7 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
                 "BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), inside the allowed folders",
                 key="eval-folder",
             )
-        if source not in {UPLOAD, ATTACHED, DEMO}:
+        if source not in {UPLOAD, ATTACHED, DEMO, SHIPPED}:
             split = st.text_input("qrels split", "test", key="eval-split")
         if source == UPLOAD:
             queries_file = file_picker(
@@ -184,13 +188,14 @@ def _dataset(engine: Engine, c: Controls, presets: dict[str, Path | None], asked
     if uploaded and (asked.queries_file is None or asked.qrels_file is None):
         raise InputError("Upload both a queries file and a qrels file.")
     beir = None
-    if asked.source not in {UPLOAD, ATTACHED, DEMO}:
+    if asked.source not in {UPLOAD, ATTACHED, DEMO, SHIPPED}:
         beir = presets[asked.source] or server_path(asked.folder_text, engine.settings, "BEIR folder")
     return judged_dataset(
         engine.settings,
         queries=save_upload(asked.queries_file, tmp) if uploaded else None,
         qrels=save_upload(asked.qrels_file, tmp) if uploaded else None,
-        demo=asked.source == DEMO,
+        demo=asked.source in {DEMO, SHIPPED},
+        shipped=asked.source == SHIPPED,
         beir=beir,
         split=asked.split.strip() or "test",
         collection=c.collection if asked.source == ATTACHED else None,

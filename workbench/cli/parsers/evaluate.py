@@ -28,6 +28,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE, 50)")
     evaluate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN, 10)")
     evaluate.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
+    evaluate.add_argument(
+        "--shipped-judgments", action="store_true",
+        help="for `demo`: its judgments as shipped, without the grades given since",
+    )  # fmt: skip
     evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
     evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
     evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")

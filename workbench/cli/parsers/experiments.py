@@ -13,6 +13,10 @@ def dataset_options(parser: argparse.ArgumentParser) -> None:
         "--collection", help="the collection (default: the BEIR folder's name; for `demo`, the demo collection)"
     )
     parser.add_argument("--split", default="test", help="qrels split of a BEIR folder (default test)")
+    parser.add_argument(
+        "--shipped-judgments", action="store_true",
+        help="for `demo`: its judgments as shipped, without the grades given since",
+    )  # fmt: skip
     parser.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC)")
     parser.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
 
