@@ -217,7 +217,6 @@ def test_datasets_and_filters_and_names() -> None:
 CLI_CASES = [
     (["gate", "demo", "--junit", "/nonexistent-folder/gate.xml"], "--junit /nonexistent-folder/gate.xml: cannot write"),
     (["gate", "demo", "--json-out", "{tests}"], "cannot write the decision there"),
-    (["experiments", "list", "--limit", "-1"], "--limit takes a whole number from 1 to 500"),
     (["query", "", "--collection", "nature"], "query is empty"),
     (["query", "q" * 513, "--collection", "nature"], "513 characters"),
     (["query", "q", "--collection", "nature", "-k", "500"], "k must be between 1 and 200"),

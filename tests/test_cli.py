@@ -178,6 +178,8 @@ def test_a_filter_that_matches_nothing_names_the_keys(
         (["serve", "--port", "99999"], "port '99999' is not a TCP port"),
         (["app", "--port", "0"], "port '0' is not a TCP port"),
         (["mcp", "--http", "eighty"], "port 'eighty' is not a TCP port"),
+        (["experiments", "list", "--limit", "-1"], "--limit takes a whole number from 1 to 500; got -1"),
+        (["experiments", "list", "--limit", "all"], "--limit takes a whole number from 1 to 500; got 'all'"),
     ],
 )
 def test_an_address_that_cannot_be_listened_on_is_one_line(

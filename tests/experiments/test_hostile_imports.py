@@ -44,8 +44,6 @@ HOSTILE = {
     "a query text changed": (_set("queries.q1", "something else"), "queries do not match"),
     "a checksum deadbeef": (_set("judgments.checksum", "deadbeef"), "judgments do not match"),
     "a reranker URL": (_set("plan.reranker", "http://10.0.0.1:7997"), "not a URL or a path"),
-    "a server path": (_set("plan.reranker", "/etc/models/x"), "not a URL or a path"),
-    "a climbing model id": (_set("plan.reranker", "../../models"), "not a URL or a path"),
     "an empty id": (_set("id", ""), "12 hex digits"),
     "an id with CR LF": (_set("id", "abc\r\nSet-Cookie: x"), "12 hex digits"),
     "an id of 100 kB": (_set("id", "a" * 100_000), "12 hex digits"),
@@ -64,6 +62,16 @@ def test_an_imported_experiment_is_checked_whole_before_it_is_kept(case: str, tm
     assert words in str(refused.value), str(refused.value)
     assert "http://h" not in str(refused.value) and "\r" not in str(refused.value)
     assert open_experiment_store(engine.settings).list() == []
+
+
+@pytest.mark.parametrize(("given", "kept"), [("/etc/models/x", "x"), ("../../models", "models")])
+def test_an_imported_folder_reranker_travels_by_its_name_never_as_a_path(tmp_path: Path, given: str, kept: str) -> None:
+    """A server path in an imported plan is never used as one: the folder is named by its name (as an export
+    names it), which `rerun` resolves in this machine's models folder."""
+    engine = Engine(Settings(data_dir=tmp_path))
+    imported = import_experiment(engine, _file(_set("plan.reranker", given)))
+    assert imported.plan.reranker == kept
+    assert open_experiment_store(engine.settings).get(imported.id).plan.reranker == kept
 
 
 def _kept_raw(settings: Settings, body: str, experiment_id: str = "0123456789ab") -> None:
