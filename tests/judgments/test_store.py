@@ -171,3 +171,15 @@ def test_a_retried_rating_with_an_idempotency_key_is_stored_once(settings: Setti
                 idempotency_key="retry-8b1c").ratings_of_pair == 2  # fmt: skip
     with pytest.raises(InputError, match="idempotency key must be"):
         rate(settings, "demo", "leave-policy.md#2", 3, query="carry over leave", idempotency_key="bad key\x00")
+
+
+def test_a_collections_judgments_say_whose_grades_they_hold(tmp_path: Path) -> None:
+    """Issue 36, item 10: every figure resting on judgments says whose they are."""
+    from workbench.judgments import load_judgments, rate
+
+    settings = Settings(data_dir=tmp_path)
+    for rater, doc in (("ann", "d1"), ("ann", "d2"), ("bea", "d1")):
+        rate(settings, "birds", doc, 2, query="which birds wade", rater=rater)
+    judged = load_judgments(settings, "birds")
+    assert judged is not None and judged.provenance == "ann's 2 grades + 1 by bea"
+    assert judged.dataset().name == "birds (judgments store: ann's 2 grades + 1 by bea)"

@@ -56,6 +56,7 @@ class Judgments(BaseModel):
     policy: str = "latest"
     given: int = 0
     raters: list[str] = []
+    provenance: str = ""  # whose grades these are, in words (`whose`)
 
     def for_query(self, text: str) -> tuple[str, dict[str, int]] | None:
         """The judged query with this text (case and spacing ignored) and its grades, or None."""
@@ -73,7 +74,8 @@ class Judgments(BaseModel):
         """These judgments as an evaluation dataset (InputError when no judged query has a text)."""
         if not self.qrels:
             raise InputError(f"'{self.collection}' has no judgments yet: rate documents or import qrels first.")
-        return Dataset(f"{self.collection} (judgments store)", self.queries, self.qrels)
+        whose_grades = f": {self.provenance}" if self.provenance else ""
+        return Dataset(f"{self.collection} (judgments store{whose_grades})", self.queries, self.qrels)
 
 
 class Rating(BaseModel):
@@ -147,6 +149,7 @@ def load_judgments(
         policy=policy,
         given=len(rows),
         raters=sorted({r.rater for r in rows}),
+        provenance=whose(rows),
     )
 
 
