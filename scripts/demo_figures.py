@@ -1,0 +1,221 @@
+"""The demo's figures that the README and docs/evaluation.md quote, measured by a run and written into them, so
+that they cannot drift from what a run prints.
+
+    .venv/bin/python scripts/demo_figures.py            # measure (about 10 minutes on 2 cores), then write
+    .venv/bin/python scripts/demo_figures.py --write    # write the blocks again from docs/figures/demo.json
+
+A run evaluates the demo's 50 queries on its shipped judgments (dense, BM25 and hybrid candidates, k = 50, top 10;
+the depth curve on dense) and the three gates the README quotes, in a fresh data folder, and keeps every figure with
+what made it (the reranker's backend, the machine, the versions, the date) in `docs/figures/demo.json`. Each block
+between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` in the README and docs/evaluation.md is then rewritten
+from that file; `tests/test_docs_figures.py` checks that every block still reads as the file renders it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RECORD = REPO / "docs" / "figures" / "demo.json"
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "evaluation.md")
+BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL)
+STAGES = ("dense", "bm25", "hybrid")
+BLOCK_NAMES = ("demo-table", "demo-groups", "demo-answer", "demo-gates", "demo-summary")
+STAGE_NAMES = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
+GATES = {
+    "bm25": {"retrieval": "bm25"},
+    "scifact": {"retrieval": "dense", "reranker": "minilm-l6-scifact-reranker"},
+    "dense": {"retrieval": "dense"},
+}
+
+
+def _machine() -> dict[str, Any]:
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    widest = next((f for f in ("avx512_vnni", "avx512f", "avx2") if f in flags), "no AVX2")
+    return {"cpu": cpu, "cores": os.cpu_count() or 1, "vector": widest.replace("_", "-").upper()}
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in ("rerank-workbench", "torch", "sentence-transformers", "onnxruntime"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def measure() -> dict[str, Any]:
+    """Every figure the blocks quote, from one run in a fresh data folder."""
+    from workbench.config import Settings
+    from workbench.engine import Engine
+    from workbench.evaluation import evaluate_dataset
+    from workbench.experiments.gate import run_gate
+    from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+
+    with tempfile.TemporaryDirectory(prefix="demo-figures-") as folder:
+        engine = Engine(Settings(data_dir=Path(folder)))
+        ensure_demo_collection(engine)
+        dataset = demo_dataset("test")  # the judgments as shipped, whatever anyone graded here since
+        record: dict[str, Any] = {"stages": {}, "gates": {}}
+        for stage in STAGES:
+            plan = engine.plan(collection=DEMO_COLLECTION, retrieval=stage, k=50, top_n=10)
+            report = evaluate_dataset(engine, dataset, plan, depth=[10, 20, 50] if stage == "dense" else [])
+            record["backend"] = engine.reranker_of(plan).backend
+            change = report.metric_differences()["ndcg@10"]
+            figures = {
+                "before": report.before, "after": report.after, "wins": report.wins, "ties": report.ties,
+                "losses": report.losses, "direction": report.verdict.direction, "delta": change.delta,
+                "ci_low": change.ci_low, "ci_high": change.ci_high, "p": change.p_value,
+            }  # fmt: skip
+            if stage == "dense":
+                figures["recommendation"] = report.recommendation.words if report.recommendation else ""
+                figures["sureness"] = report.verdict.sureness()
+                figures["groups"] = [
+                    {"group": g.group, "before": g.before, "after": g.after, "wins": g.wins, "ties": g.ties,
+                     "losses": g.losses, "p": g.p_value}
+                    for g in report.groups
+                ]  # fmt: skip
+                figures["depth"] = [
+                    {"k": d.k, "after": d.after["ndcg@10"], "ci": d.after_ci, "rerank_ms_p50": d.rerank_ms_p50,
+                     "recall": d.recall_ceiling}
+                    for d in report.depth
+                ]  # fmt: skip
+            record["stages"][stage] = figures
+        for name, fields in GATES.items():
+            candidate = engine.plan(collection=DEMO_COLLECTION, k=50, top_n=10, **fields)
+            decision = run_gate(engine, dataset, candidate, source=dataset.name)
+            diff = decision.comparison.change
+            assert diff is not None, "the gate ran on the demo's judgments: its comparison has a change"
+            record["gates"][name] = {
+                "exit": decision.exit_code, "delta": diff.delta, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
+                "p": diff.p_value,
+            }  # fmt: skip
+    record.update(
+        queries=len(dataset.queries), machine=_machine(), versions=_versions(),
+        measured_at=datetime.now(UTC).strftime("%Y-%m-%d"),
+    )  # fmt: skip
+    return record
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}" if p >= 0.01 else f"p = {p:.4f}"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def _made_by(record: dict[str, Any]) -> str:
+    m = record["machine"]
+    return (
+        f"Measured by `scripts/demo_figures.py` on {record['measured_at']}: reranker backend {record['backend']}, "
+        f"{m['cpu']} ({m['cores']} cores, {m['vector']}), workbench {record['versions'].get('rerank-workbench', '?')}."
+    )
+
+
+def _verdict(s: dict[str, Any]) -> str:
+    words = {"helps": "**helps**", "hurts": "**hurts**"}.get(s["direction"], "no measurable difference")
+    return f"{words}: {_signed(s['delta'])} (95 % CI {_signed(s['ci_low'])} to {_signed(s['ci_high'])}, {_p(s['p'])})"
+
+
+def render(name: str, record: dict[str, Any]) -> str:
+    """The text of one block, from the record."""
+    stages, gates = record["stages"], record["gates"]
+    if name == "demo-table":
+        rows = [
+            "| first stage (k = 50) | nDCG@10 before → reranked | MRR@10 | helped / tied / hurt | verdict |",
+            "|---|---|---|---|---|",
+        ]
+        for stage in STAGES:
+            s = stages[stage]
+            rows.append(
+                f"| {STAGE_NAMES[stage]} | {s['before']['ndcg@10']:.3f} → **{s['after']['ndcg@10']:.3f}** | "
+                f"{s['before']['mrr@10']:.3f} → {s['after']['mrr@10']:.3f} | {s['wins']} / {s['ties']} / "
+                f"{s['losses']} | {_verdict(s)} |"
+            )
+        return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
+    if name == "demo-groups":
+        dense = stages["dense"]
+        groups = "; ".join(
+            f"{g['group']} {g['before']['ndcg@10']:.3f} → {g['after']['ndcg@10']:.3f} (MRR {g['before']['mrr@10']:.3f} "
+            f"→ {g['after']['mrr@10']:.3f}, {g['wins']} / {g['ties']} / {g['losses']}, {_p(g['p'])})"
+            for g in dense["groups"]
+        )
+        depth = dense["depth"]
+        listed = ", ".join(f"k = {d['k']} {d['after']:.3f} ({d['ci'][0]:.3f}–{d['ci'][1]:.3f})" for d in depth)
+        times = ", ".join(f"{d['rerank_ms_p50']:.0f}" for d in depth)
+        recall = ", ".join(f"{d['recall']:.3f}" for d in depth)
+        return (
+            f"By group (dense): {groups}. Depth (dense), nDCG@10 after reranking the first k candidates with its 95 % "
+            f"interval: {listed}; the rerank stage took {times} ms a query (p50), and the first stage's Recall@k, "
+            f"the ceiling reranking cannot pass, is {recall}. {_made_by(record)}\n"
+        )
+    if name == "demo-answer":
+        dense = stages["dense"]
+        return f'On the demo: "{dense["recommendation"]}" and "{dense["sureness"]}" ({_made_by(record)})\n'
+    if name == "demo-gates":
+        words = {0: "exits 0", 1: "exits 1", 3: "exits 3"}
+        said = [
+            f"`gate demo --retrieval bm25` {words[gates['bm25']['exit']]} ({_gate(gates['bm25'])})",
+            f"`gate demo --reranker minilm-l6-scifact-reranker` {words[gates['scifact']['exit']]} "
+            f"({_gate(gates['scifact'])}: the domain-tuned model)",
+            f"`gate demo --retrieval dense` {words[gates['dense']['exit']]} ({_gate(gates['dense'])})",
+        ]
+        return f"On the demo: {', '.join(said)}. {_made_by(record)}\n"
+    if name == "demo-summary":
+        s = stages
+        return (
+            f"The demo, {record['queries']} queries, k = 50, its judgments as shipped: nDCG@10 dense "
+            f"{s['dense']['before']['ndcg@10']:.3f} → {s['dense']['after']['ndcg@10']:.3f} ({_verdict(s['dense'])}), "
+            f"BM25 {s['bm25']['before']['ndcg@10']:.3f} → {s['bm25']['after']['ndcg@10']:.3f} "
+            f"({_verdict(s['bm25'])}), hybrid {s['hybrid']['before']['ndcg@10']:.3f} → "
+            f"{s['hybrid']['after']['ndcg@10']:.3f} ({_verdict(s['hybrid'])}). {_made_by(record)}\n"
+        )
+    raise KeyError(f"no block named {name!r}: {RECORD.name} renders {', '.join(BLOCK_NAMES)}")
+
+
+def _gate(g: dict[str, Any]) -> str:
+    return f"nDCG@10 {_signed(g['delta'])}, 95 % CI {_signed(g['ci_low'])} to {_signed(g['ci_high'])}, {_p(g['p'])}"
+
+
+def rewrite(text: str, record: dict[str, Any]) -> str:
+    """`text` with each figures block rendered anew from the record."""
+    return BLOCK.sub(lambda m: m.group(1) + render(m.group("name"), record) + m.group(4), text)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
+    args = parser.parse_args(argv)
+    if not args.write:
+        record = measure()
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    record = json.loads(RECORD.read_text(encoding="utf-8"))
+    for document in DOCUMENTS:
+        document.write_text(rewrite(document.read_text(encoding="utf-8"), record), encoding="utf-8")
+    print(_made_by(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
