@@ -200,6 +200,12 @@ def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     marked = [m.value for m in at.markdown if ":violet-badge[only in " in m.value]
     assert marked and all(m.startswith("**\\#") for m in marked)
     assert not any(c.value.startswith("only in") for c in at.caption)
+    # both sides' cross-encoders pinned to one backend: the timing names it for each, and no warning is needed
+    at.selectbox(key="compare-backend").set_value("onnx").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    timing = next(m for m in at.metric if m.label == "total ms A / B")
+    assert timing.help == "A scored on onnx:cpu, B on onnx:cpu"
+    assert not any("different backends" in w.value for w in at.warning)
 
 
 def test_across_stores_offers_to_copy_the_collection_on_first_use(app_env: dict) -> None:

@@ -55,6 +55,14 @@ def split_backend(model_id: str) -> tuple[str, str | None]:
     return (base, backend) if separator and base and backend in BACKEND_CHOICES else (model_id, None)
 
 
+def on_backend(model_id: str, backend: str) -> str:
+    """The id of the same local cross-encoder on `backend` ('minilm@onnx-int8', 'torch' -> 'minilm@torch');
+    a service or hosted id as it is (its backend is the service's)."""
+    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+        return model_id
+    return f"{split_backend(model_id)[0]}{BACKEND_SEPARATOR}{backend}"
+
+
 def _cross_encoder(
     model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
 ) -> Reranker:

@@ -28,6 +28,7 @@ from workbench.evaluation.calibration import load_calibration
 from workbench.experiments import compare_configurations, open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
+from workbench.rerankers.factory import on_backend
 from workbench.services.agreement import agreement
 from workbench.services.store_comparison import (
     StoreComparison,
@@ -38,7 +39,17 @@ from workbench.services.store_comparison import (
     release,
 )
 from workbench.types import SearchResult
-from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES, STORE_KINDS, STORES
+from workbench.vocab import (
+    BACKENDS,
+    DEFAULT_RERANKER_CHOICE,
+    MAX_K,
+    RETRIEVAL,
+    RETRIEVAL_MODES,
+    STORE_KINDS,
+    STORES,
+)
+
+AS_CONFIGURED = "as each is configured"
 
 PRESETS = {
     "reranker off vs on": (CompareSide(rerank=False), CompareSide(rerank=True)),
@@ -72,9 +83,14 @@ def run() -> None:
         a = _configuration(c, names, choices, "compare_a", "Configuration A")
     with right:
         b = _configuration(c, names, choices, "compare_b", "Configuration B")
+    backend = st.selectbox(
+        "Backend of both rerankers", [AS_CONFIGURED, *BACKENDS], key="compare-backend",
+        help="Run both local cross-encoders on one backend, so that their times compare models, not backends "
+        "(a service's backend is its own).",
+    )  # fmt: skip
     _over_a_query_set(engine, c, a, b)
     query, top_n = _query_and_top_n(c, a, b)
-    results = _search_both(engine, c, query, top_n, a, b)
+    results = _search_both(engine, c, query, top_n, a, b, None if backend == AS_CONFIGURED else backend)
     _agreement(results)
     _lists(engine, c, results, {"A": a, "B": b}, {m.id: m for m in choices})
     _across_stores(engine, c, names, query)
@@ -190,13 +206,17 @@ def _over_a_query_set(engine: Engine, c: Controls, a: CompareSide, b: CompareSid
 
 
 def _search_both(
-    engine: Engine, c: Controls, query: str, top_n: int, a: CompareSide, b: CompareSide
+    engine: Engine, c: Controls, query: str, top_n: int, a: CompareSide, b: CompareSide, backend: str | None
 ) -> dict[str, SearchResult]:
-    """The query through both configurations, each with its progress; the page stops when one fails."""
+    """The query through both configurations (their local cross-encoders on `backend` when one is given), each
+    with its progress; the page stops when one fails."""
     results = {}
     for name, config in (("A", a), ("B", b)):
         with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
             plan = config.plan(engine, top_n, c.filters)
+            if backend is not None and plan.reranks:
+                model = engine.settings.reranker_model if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
+                plan = plan.with_(reranker=on_backend(str(model), backend))
             bar = st.empty() if plan.reranks else None
             results[name] = search_with_progress(
                 lambda progress, plan=plan: engine.search(query, plan, progress=progress),
@@ -231,8 +251,8 @@ def _agreement(results: dict[str, SearchResult]) -> None:
     if local and backends[0] != backends[1]:
         st.warning(
             f"The two sides ran on different backends (A {text_md(backends[0])}, B {text_md(backends[1])}): the time "
-            "difference is the backends' as much as the models'. Set RERANKER_BACKEND (torch, onnx, onnx-int8, "
-            "openvino) to run both on one.",
+            "difference is the backends' as much as the models'. Pick one in 'Backend of both rerankers' to run both "
+            "on it.",
             icon=":material/warning:",
         )
 
