@@ -50,6 +50,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.cli",
         "workbench.api",
         "workbench.mcp",
+        "workbench.mcp_tools",
         "workbench.streamlit_app",
         "workbench",  # the package's public face re-exports from every floor
     ),

@@ -273,3 +273,16 @@ def test_every_malformed_stdio_request_gets_a_json_rpc_error(served_data: Settin
     finally:
         process.kill()
         process.wait(timeout=30)
+
+
+def test_the_mcp_server_answers_initialize_before_the_engine_is_imported() -> None:
+    """Issue 36, item 9: `workbench mcp` over stdio took 29 s to start under load, past MCP Inspector's 15 s: it
+    imported the engine and the evaluation stack first. The command and the server now import neither; the tools
+    are added beside the running session, and a request for them waits for them."""
+    code = (
+        "import sys, workbench.cli.mcp_command; "
+        "print(sorted(m for m in ('workbench.engine', 'workbench.evaluation', 'workbench.mcp_tools', 'torch', "
+        "'scipy') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", loaded

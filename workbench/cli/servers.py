@@ -15,7 +15,6 @@ from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback
-from workbench.mcp import run as run_mcp
 from workbench.rerankers.backends import measure_backends_in_background
 from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
@@ -151,14 +150,3 @@ def _log_to_stderr(name: str) -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-
-
-def cmd_mcp(args: argparse.Namespace) -> int:
-    require_extra("mcp", "workbench mcp")
-    settings = settings_from(args)
-    if args.http is not None:
-        if not is_loopback(args.host):
-            raise ConfigError("The MCP server over HTTP has no authentication: keep it on 127.0.0.1.")
-        warn(f"Serving MCP over streamable HTTP at http://{args.host}:{args.http}/mcp")
-    run_mcp(settings, args.http, args.host)
-    return 0

@@ -41,7 +41,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "--host", type=HOST, default="127.0.0.1", help="with --http: address to listen on (127.0.0.1 only)"
     )
     store_options(mcp)
-    mcp.set_defaults(handler="workbench.cli.servers:cmd_mcp")
+    mcp.set_defaults(handler="workbench.cli.mcp_command:cmd_mcp")
 
     postgres = commands.add_parser("postgres", help="start or stop a local PostgreSQL with pgvector (offline)")
     postgres.add_argument("action", choices=["start", "stop"], help="start or stop the local server")
