@@ -153,3 +153,17 @@ def test_the_trend_of_one_run_spans_hours_and_its_labels_are_text() -> None:
     reranked = figure.data[1]
     assert "<a" not in reranked.text[0] and "&lt;a" in reranked.text[0]
     assert "<img" not in reranked.customdata[0] and "&lt;img" in reranked.customdata[0]
+
+
+def test_a_diff_says_when_the_two_ran_on_different_backends() -> None:
+    """Issue 37: figures move with the backend; a diff of two experiments says so as it says judgments differ."""
+    from workbench.experiments import diff_experiments
+
+    first = make_experiment(name="torch")
+    second = make_experiment(name="int8", days=0)
+    second = second.model_copy(
+        update={"manifest": second.manifest.model_copy(update={"reranker_backend": "onnx-int8:cpu"})}
+    )
+    warnings = diff_experiments(first, second).warnings
+    assert any("different backends (torch:cpu and onnx-int8:cpu)" in w for w in warnings)
+    assert not any("backends" in w for w in diff_experiments(first, first).warnings)

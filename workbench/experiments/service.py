@@ -152,6 +152,12 @@ def diff_experiments(first: Experiment, second: Experiment) -> RunDiff:
             f"The two experiments were scored on different judgments ({first.judgments.checksum} and "
             f"{second.judgments.checksum}); both are scored here on the second's."
         )
+    backends = (first.manifest.reranker_backend, second.manifest.reranker_backend)
+    if all(backends) and backends[0] != backends[1]:
+        diff.warnings.append(
+            f"The experiments' rerankers ran on different backends ({backends[0]} and {backends[1]}): scores, and so "
+            "figures, move with the backend as well as the model."
+        )
     if first.plan.collection != second.plan.collection:
         diff.warnings.append(
             f"The experiments searched different collections ('{first.plan.collection}' and "
