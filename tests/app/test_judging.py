@@ -182,7 +182,8 @@ def test_grade_walks_the_collections_judged_queries_without_a_detour(app_env: di
     at.switch_page("app/pages/grade.py").run()
     assert not at.exception, at.exception
     options = at.radio(key="walk-source").options
-    assert options[0] == "The judged queries of 'demo' (50 queries)" and len(options) >= 2
+    # the demo's 50, and any query an earlier test typed and graded on this data folder
+    assert options[0].startswith("The judged queries of 'demo' (") and len(options) >= 2
     at.checkbox(key="walk-unjudged").uncheck()
     next(b for b in at.button if b.key == "walk-start").click().run()
     assert not at.exception, at.exception
