@@ -30,7 +30,8 @@ RECORD = REPO / "docs" / "figures" / "demo.json"
 DOCUMENTS = (REPO / "README.md", REPO / "docs" / "evaluation.md")
 BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL)
 STAGES = ("dense", "bm25", "hybrid")
-BLOCK_NAMES = ("demo-table", "demo-groups", "demo-answer", "demo-gates", "demo-summary")
+BLOCK_NAMES = ("demo-table", "demo-groups", "demo-answer", "demo-gates", "demo-summary", "demo-rerankers")
+RERANKERS = ("minilm-l6-qa-reranker", "minilm-l6-qa-reranker@onnx-int8", "minilm-l6-scifact-reranker")
 STAGE_NAMES = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 GATES = {
     "bm25": {"retrieval": "bm25"},
@@ -68,6 +69,7 @@ def measure() -> dict[str, Any]:
     from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.evaluation import evaluate_dataset
+    from workbench.evaluation.rerankers import compare_rerankers
     from workbench.experiments.gate import run_gate
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
@@ -100,6 +102,20 @@ def measure() -> dict[str, Any]:
                     for d in report.depth
                 ]  # fmt: skip
             record["stages"][stage] = figures
+        plan = engine.plan(collection=DEMO_COLLECTION, retrieval="dense", k=50, top_n=10)
+        engine.clear_caches()  # every reranker scores afresh, so each one's time is measured
+        compared = compare_rerankers(engine, dataset, plan, RERANKERS)
+        record["rerankers"] = {
+            "first_stage": compared.first_stage["ndcg@10"],
+            "rows": [
+                {"name": row.name, "ndcg": row.metrics["ndcg@10"], "mrr": row.metrics["mrr@10"],
+                 "judged": row.judged_at_10, "delta": row.vs_first_stage["ndcg@10"].delta,
+                 "ci_low": row.vs_first_stage["ndcg@10"].ci_low, "ci_high": row.vs_first_stage["ndcg@10"].ci_high,
+                 "p": row.vs_first_stage["ndcg@10"].p_value, "p50": row.latency_ms_p50, "p95": row.latency_ms_p95,
+                 "pairs_per_second": row.pairs_per_second}
+                for row in compared.rows
+            ],
+        }  # fmt: skip
         for name, fields in GATES.items():
             candidate = engine.plan(collection=DEMO_COLLECTION, k=50, top_n=10, **fields)
             decision = run_gate(engine, dataset, candidate, source=dataset.name)
@@ -169,6 +185,20 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"interval: {listed}; the rerank stage took {times} ms a query (p50), and the first stage's Recall@k, "
             f"the ceiling reranking cannot pass, is {recall}. {_made_by(record)}\n"
         )
+    if name == "demo-rerankers":
+        compared = record["rerankers"]
+        rows = [
+            f"| reranker | nDCG@10 (first stage {compared['first_stage']:.3f}) | vs first stage, 95 % CI, p | MRR@10 | "
+            "judged@10 | rerank ms p50 / p95 | pairs/s |",
+            "|---|---:|---|---:|---:|---:|---:|",
+        ]
+        for r in compared["rows"]:
+            rows.append(
+                f"| `{r['name']}` | {r['ndcg']:.3f} | {_signed(r['delta'])} [{_signed(r['ci_low'])}, "
+                f"{_signed(r['ci_high'])}], {_p(r['p'])} | {r['mrr']:.3f} | {r['judged'] * 100:.0f} % | "
+                f"{r['p50'] or 0:.0f} / {r['p95'] or 0:.0f} | {r['pairs_per_second'] or 0:.0f} |"
+            )
+        return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
     if name == "demo-answer":
         dense = stages["dense"]
         return f'On the demo: "{dense["recommendation"]}" and "{dense["sureness"]}" ({_made_by(record)})\n'
