@@ -157,18 +157,16 @@ def render(name: str, record: dict[str, Any]) -> str:
     """The text of one block, from the record."""
     stages, gates = record["stages"], record["gates"]
     if name == "demo-table":
-        rows = [
-            "| first stage (k = 50) | nDCG@10 before → reranked | MRR@10 | helped / tied / hurt | verdict |",
-            "|---|---|---|---|---|",
-        ]
-        for stage in STAGES:
-            s = stages[stage]
-            rows.append(
-                f"| {STAGE_NAMES[stage]} | {s['before']['ndcg@10']:.3f} → **{s['after']['ndcg@10']:.3f}** | "
-                f"{s['before']['mrr@10']:.3f} → {s['after']['mrr@10']:.3f} | {s['wins']} / {s['ties']} / "
-                f"{s['losses']} | {_verdict(s)} |"
-            )
-        return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
+        header = ["first stage (k = 50)", "nDCG@10 before → reranked", "MRR@10", "helped / tied / hurt", "verdict"]
+        cells = [
+            [
+                STAGE_NAMES[stage], f"{s['before']['ndcg@10']:.3f} → **{s['after']['ndcg@10']:.3f}**",
+                f"{s['before']['mrr@10']:.3f} → {s['after']['mrr@10']:.3f}",
+                f"{s['wins']} / {s['ties']} / {s['losses']}", _verdict(s),
+            ]
+            for stage, s in stages.items()
+        ]  # fmt: skip
+        return _table(header, "|---|---|---|---|---|", cells, record)
     if name == "demo-groups":
         dense = stages["dense"]
         groups = "; ".join(
@@ -187,18 +185,20 @@ def render(name: str, record: dict[str, Any]) -> str:
         )
     if name == "demo-rerankers":
         compared = record["rerankers"]
-        rows = [
-            f"| reranker | nDCG@10 (first stage {compared['first_stage']:.3f}) | vs first stage, 95 % CI, p | MRR@10 | "
-            "judged@10 | rerank ms p50 / p95 | pairs/s |",
-            "|---|---:|---|---:|---:|---:|---:|",
-        ]
-        for r in compared["rows"]:
-            rows.append(
-                f"| `{r['name']}` | {r['ndcg']:.3f} | {_signed(r['delta'])} [{_signed(r['ci_low'])}, "
-                f"{_signed(r['ci_high'])}], {_p(r['p'])} | {r['mrr']:.3f} | {r['judged'] * 100:.0f} % | "
-                f"{r['p50'] or 0:.0f} / {r['p95'] or 0:.0f} | {r['pairs_per_second'] or 0:.0f} |"
-            )
-        return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
+        header = [
+            "reranker", f"nDCG@10 (first stage {compared['first_stage']:.3f})", "vs first stage, 95 % CI, p", "MRR@10",
+            "judged@10", "rerank ms p50 / p95", "pairs/s",
+        ]  # fmt: skip
+        cells = [
+            [
+                f"`{r['name']}`", f"{r['ndcg']:.3f}",
+                f"{_signed(r['delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}], {_p(r['p'])}",
+                f"{r['mrr']:.3f}", f"{r['judged'] * 100:.0f} %", f"{r['p50'] or 0:.0f} / {r['p95'] or 0:.0f}",
+                f"{r['pairs_per_second'] or 0:.0f}",
+            ]
+            for r in compared["rows"]
+        ]  # fmt: skip
+        return _table(header, "|---|---:|---|---:|---:|---:|---:|", cells, record)
     if name == "demo-answer":
         dense = stages["dense"]
         return f'On the demo: "{dense["recommendation"]}" and "{dense["sureness"]}" ({_made_by(record)})\n'
@@ -221,6 +221,12 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"{s['hybrid']['after']['ndcg@10']:.3f} ({_verdict(s['hybrid'])}). {_made_by(record)}\n"
         )
     raise KeyError(f"no block named {name!r}: {RECORD.name} renders {', '.join(BLOCK_NAMES)}")
+
+
+def _table(header: list[str], rule: str, cells: list[list[str]], record: dict[str, Any]) -> str:
+    """A Markdown table and, under it, what made its figures."""
+    rows = ["| " + " | ".join(header) + " |", rule, *("| " + " | ".join(row) + " |" for row in cells)]
+    return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
 
 
 def _gate(g: dict[str, Any]) -> str:

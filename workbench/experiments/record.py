@@ -23,7 +23,7 @@ from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import Verdict
 from workbench.inputs import validate_experiment_id
 from workbench.redact import plain_text, public_name
-from workbench.types import CheckedModel, SearchPlan
+from workbench.types import CheckedModel, SearchPlan, input_error
 from workbench.vocab import MAX_EXPERIMENT_NOTES, MAX_EXPERIMENT_TAGS, MAX_NAME_CHARS, PRIMARY_METRIC
 
 _PACKAGES = ("torch", "sentence-transformers", "transformers", "chromadb", "qdrant-client", "ir-measures", "numpy")
@@ -148,9 +148,7 @@ class Experiment(CheckedModel):
         try:
             EvaluationReport.model_validate(value)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first.get("loc", ())) or "report"
-            raise InputError(f"report.{where}: {str(first.get('msg', 'invalid'))[:120]}") from None
+            raise InputError(f"report.{str(input_error(exc))[:160]}") from None
         _finite(value, "report")
         return value
 

@@ -22,6 +22,7 @@ from workbench.experiments.record import Experiment
 from workbench.redact import plain_text
 from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
+from workbench.types import input_error
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
 _COLUMNS = "id, name, collection, configuration, created_at, body"
@@ -159,11 +160,7 @@ class ExperimentStore(KeptStore, ABC):
 
 
 def _why(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "body"
-        return plain_text(f"{where}: {first.get('msg', 'invalid')}")[:120]
-    return plain_text(str(exc))[:120]
+    return plain_text(str(input_error(exc) if isinstance(exc, ValidationError) else exc))[:120]
 
 
 def _values(experiment: Experiment, at: Any) -> tuple[Any, ...]:

@@ -119,15 +119,13 @@ def judged_queries(settings: Settings, collection: str) -> dict[str, str]:
 
 def whose(rows: Iterable[JudgmentRow], first: str | None = None) -> str:
     """Whose grades these are, in words, `first` (the shipped judgments' rater) first, then by count:
-    "the demo handbook's 1,715 grades + 3 by ann, 1 by bea". Every figure resting on judgments says it."""
+    "demo handbook's 1,715 grades + 3 by ann, 1 by bea". Every figure resting on judgments says it."""
     counts = Counter(row.rater for row in rows)
     if not counts:
         return "no grades"
     raters = sorted(counts, key=lambda r: (r != first, -counts[r], r))
     lead, *rest = raters
     words = f"{plain_text(lead)}'s {counts[lead]:,} {'grade' if counts[lead] == 1 else 'grades'}"
-    if lead == first and first.startswith("demo"):
-        words = "the " + words
     if rest:
         words += " + " + ", ".join(f"{counts[r]:,} by {plain_text(r)}" for r in rest)
     return words

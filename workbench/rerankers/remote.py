@@ -158,9 +158,6 @@ class RemoteReranker:
         self.service.close()
 
 
-_number = finite_number
-
-
 def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
     """Scores from `[{index, <field>}]` in input order; every input must have exactly one, and no other index
     may appear."""
@@ -173,7 +170,7 @@ def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[floa
             raise InvalidAnswer(f"index {plain_text(json.dumps(index))[:40]} for {count} documents sent")
         if scores[index] is not None:
             raise InvalidAnswer(f"document {index} twice")
-        scores[index] = _number(item[field], f"the score of document {index}")
+        scores[index] = finite_number(item[field], f"the score of document {index}")
     if any(s is None for s in scores):
         raise InvalidAnswer(f"{scores.count(None)} of {count} documents without a score")
     return [float(s) for s in scores]  # type: ignore[arg-type]
@@ -182,7 +179,7 @@ def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[floa
 def check_scores(scores: list[float], scale: ScoreScale) -> None:
     """Every score finite, and within [0, 1] on the probability scale."""
     for i, score in enumerate(scores):
-        _number(score, f"the score of document {i}")
+        finite_number(score, f"the score of document {i}")
         if scale == "probability" and not 0.0 <= score <= 1.0:
             raise InvalidAnswer(f"{score:g} as the score of document {i}, which is no probability (0 to 1)")
 

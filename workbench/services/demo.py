@@ -115,7 +115,7 @@ def demo_dataset(split: str = "test", settings: Settings | None = None) -> Datas
         dataset = Dataset(dataset.name, dataset.queries, qrels, dataset.corpus, dataset.groups)
         mine = [row for row in rows if row.query_id in dataset.queries]
         if any(row.rater != DEMO_RATER for row in mine):  # grades given since: the label says whose they are
-            name = whose(mine, DEMO_RATER)
+            name = f"the {whose(mine, DEMO_RATER)}"
     dataset.name = name
     # Groups by the words the app uses, so the CLI, the JSON and the app name them alike.
     dataset.groups = {qid: GROUPS.get(group, group) for qid, group in dataset.groups.items()}
