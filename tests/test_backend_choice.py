@@ -1,5 +1,5 @@
 """`auto` measured where it runs: the decision rule on faked timings, the int8 configuration a CPU takes, a real
-calibration of the tiny model (kept, reused, followed), its quality loss recomputed with pytrec_eval, and
+calibration of the tiny model (kept, reused, followed, its pairs' length recounted), and
 `workbench doctor`."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import pytrec_eval
 
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -29,38 +28,42 @@ from workbench.rerankers.backends import (
 from workbench.rerankers.machine import (
     BackendChoice,
     BackendFigures,
+    FaithfulBackends,
     calibration_pairs,
     choice_path,
     decide,
     int8_config,
+    keep_faithful,
     machine_facts,
 )
 
 
-def _figures(**backends: tuple[float, float | None]) -> list[BackendFigures]:
-    return [
-        BackendFigures(backend="torch", ms_per_50_pairs=100, speedup=1.0, loss=0.0, loss_source="the reference"),
-        *(
-            BackendFigures(backend=name.replace("_", "-"), ms_per_50_pairs=100 / speed, speedup=speed, loss=loss,
-                           loss_source="faked")
-            for name, (speed, loss) in backends.items()
-        ),
-    ]  # fmt: skip
+def _figures(**backends: tuple[float, bool | None]) -> tuple[list[BackendFigures], dict[str, bool] | None]:
+    """Faked timings, and the parity audit's verdicts (None: that backend was never audited)."""
+    figures = [BackendFigures(backend="torch", ms_per_50_pairs=100, speedup=1.0)]
+    faithful: dict[str, bool] = {}
+    for name, (speed, verdict) in backends.items():
+        figures.append(BackendFigures(backend=name.replace("_", "-"), ms_per_50_pairs=100 / speed, speedup=speed))
+        if verdict is not None:
+            faithful[name.replace("_", "-")] = verdict
+    return figures, faithful or None
 
 
 @pytest.mark.parametrize(
     ("backends", "chosen"),
     [
-        ({"onnx": (1.0, 0.0), "onnx_int8": (1.02, -0.003)}, "torch"),  # issue 11's machine: nothing is faster
-        ({"onnx": (2.6, 0.0), "onnx_int8": (4.3, 0.048)}, "onnx"),  # int8 is fastest but loses too much
-        ({"onnx": (2.2, 0.0), "onnx_int8": (3.6, 0.004)}, "onnx"),  # int8's scores move with their batch-mates
-        ({"onnx": (1.0, 0.0), "onnx_int8": (3.6, -0.003)}, "torch"),  # however fast and however good on average
-        ({"onnx": (1.05, 0.0), "onnx_int8": (0.9, 0.0)}, "torch"),  # under 1.1x: not worth an export
-        ({"onnx": (3.0, None)}, "torch"),  # a loss nobody measured is never taken
+        ({"onnx": (1.0, True), "onnx_int8": (1.02, True)}, "torch"),  # issue 11's machine: nothing is faster
+        ({"onnx": (2.6, True), "onnx_int8": (4.3, False)}, "onnx"),  # int8 is fastest but not faithful
+        ({"onnx": (2.2, True), "onnx_int8": (3.6, True)}, "onnx"),  # int8's scores move with their batch-mates
+        ({"onnx": (2.0, False), "openvino": (1.5, True)}, "openvino"),  # the fastest faithful one
+        ({"onnx": (1.05, True), "onnx_int8": (0.9, True)}, "torch"),  # under 1.1x: not worth an export
+        ({"onnx": (3.0, None)}, "torch"),  # never audited: never taken, however fast
     ],
 )
 def test_the_decision_rule_on_faked_timings(backends: dict, chosen: str) -> None:
-    assert decide(_figures(**backends)) == chosen
+    figures, faithful = _figures(**backends)
+    assert decide(figures, faithful) == chosen
+    assert decide(figures) == "torch"  # without an audit, auto is the reference
 
 
 def test_the_int8_configuration_follows_the_cpu() -> None:
@@ -87,9 +90,9 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
     assert choice is not None and any(m.startswith("Measuring the reranker's backends") for m in heard)
     assert [f.backend for f in choice.figures] == ["torch", "onnx", "onnx-int8", "openvino"]
     torch_row = choice.figures[0]
-    assert torch_row.speedup == 1.0 and torch_row.loss == 0.0
-    assert all(f.ms_per_50_pairs > 0 and f.loss_source.startswith("demo judgments") for f in choice.figures[1:])
-    assert choice.chosen == decide(choice.figures) and choice.machine == facts
+    assert torch_row.speedup == 1.0 and all(f.ms_per_50_pairs > 0 and f.tokens_per_pair > 0 for f in choice.figures)
+    assert choice.chosen == "torch" and choice.audited is None and choice.machine == facts  # nothing audited yet
+    assert "No parity audit yet" in choice.summary()
     assert choice_path(ExportCache(settings.exports_dir).choices_root, fingerprint(model), facts).is_file()
     assert backend_measured(model, exports_root=settings.exports_dir)
     loading = engine.first_use(plan)  # measured: only the load is left
@@ -97,21 +100,11 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
     engine.reranker(model)
     assert engine.first_use(plan) is None and engine.first_use(plan.with_(reranker=None)) is None
 
-    # the losses, recomputed: nDCG@10 of each backend's scores on the same judged pairs, by pytrec_eval
-    pairs, keys, qrels = calibration_pairs()
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
-
-    def ndcg(backend: str) -> float:
-        settings = Settings(data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_backend=backend, offline=True)
-        scores = CrossEncoderReranker(model, settings).score_pairs(pairs)
-        run: dict[str, dict[str, float]] = {}
-        for (qid, doc), score in zip(keys, scores, strict=True):
-            run.setdefault(qid, {})[doc] = float(score)
-        per_query = evaluator.evaluate(run)
-        return sum(q["ndcg_cut_10"] for q in per_query.values()) / len(per_query)
-
-    onnx = next(f for f in choice.figures if f.backend == "onnx")
-    assert onnx.loss == pytest.approx(ndcg("torch") - ndcg("onnx"), abs=1e-6)
+    # the pairs' mean length, recounted with the model's own tokenizer (truncated as the reranker truncates)
+    pairs = calibration_pairs()[0]
+    reranker = CrossEncoderReranker(model, settings.model_copy(update={"reranker_backend": "torch"}))
+    lengths = [len(ids) for query, text in pairs for ids, _ in reranker.encode(query, [text])]
+    assert torch_row.tokens_per_pair == pytest.approx(sum(lengths) / len(lengths), abs=0.5)
 
     heard.clear()  # kept: the next use reads it, measuring nothing
     _, again = backend_choice(model, exports_root=settings.exports_dir, progress=heard.append)
@@ -119,21 +112,31 @@ def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_mod
 
 
 def test_auto_follows_the_kept_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
-    """A kept choice whose (faked) figures make ONNX the fastest within the loss: `auto` loads ONNX."""
+    """A kept choice whose (faked) figures make ONNX the fastest faithful backend: `auto` loads ONNX."""
     model = str(tiny_models["reranker"])
     settings = Settings(
         data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_model=model, reranker_max_length=200, offline=True
     )
     facts = machine_facts("cpu")
-    figures = _figures(onnx=(1.8, 0.0), onnx_int8=(2.5, 0.02))
+    figures, faithful = _figures(onnx=(1.8, True), onnx_int8=(2.5, False))
     faked = BackendChoice(
-        model="tiny-reranker", model_print=fingerprint(model), machine=facts, chosen=decide(figures), figures=figures,
+        model="tiny-reranker", model_print=fingerprint(model), machine=facts, chosen="torch", figures=figures,
         pairs=100, seconds=1.0, measured_at=datetime.now(UTC),
     )  # fmt: skip
-    path = choice_path(ExportCache(settings.exports_dir).choices_root, fingerprint(model), facts)
+    root = ExportCache(settings.exports_dir).choices_root
+    path = choice_path(root, fingerprint(model), facts)
     path.parent.mkdir(parents=True)
     path.write_text(faked.model_dump_json())
-    assert CrossEncoderReranker(model, settings).backend == "onnx:cpu"
+    assert CrossEncoderReranker(model, settings).backend == "torch:cpu"  # timed, never audited: the reference
+    keep_faithful(
+        root,
+        FaithfulBackends(
+            model="tiny-reranker", model_print=fingerprint(model), machine=facts, faithful=faithful or {},
+            reasons={}, queries=50, measured_at=datetime.now(UTC),
+        ),
+    )  # fmt: skip
+    audited = settings.model_copy(update={"reranker_max_length": 199})  # a new load: this process kept the torch one
+    assert CrossEncoderReranker(model, audited).backend == "onnx:cpu"
 
 
 def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
@@ -169,7 +172,7 @@ def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_to
     (victim / "keep").mkdir(parents=True)
     (victim / "keep" / "file.txt").write_text("precious")
     facts = machine_facts("cpu")
-    figures = _figures(onnx=(1.8, 0.0), onnx_int8=(2.5, 0.02))
+    figures, _ = _figures(onnx=(1.8, True), onnx_int8=(2.5, False))
     faked = BackendChoice(
         model="tiny-reranker", model_print=fingerprint(model), machine=facts, chosen="onnx", figures=figures,
         pairs=100, seconds=1.0, measured_at=datetime.now(UTC),
@@ -184,7 +187,7 @@ def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_to
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "data" not in p.parts)
 
     reranker = CrossEncoderReranker(model, settings)
-    assert reranker.backend == "torch:cpu"  # the table's choice for a model it does not hold: as if none kept
+    assert reranker.backend == "torch:cpu"  # as if none were kept: torch
     assert (victim / "keep" / "file.txt").read_text() == "precious"
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "data" not in p.parts) == before
     assert (sibling / "marker").read_text() == "an earlier export"

@@ -75,6 +75,14 @@ EXPORTED_BACKENDS: Final[tuple[str, ...]] = BACKENDS[1:]  # those run from an ex
 # 10 with it. `auto` never chooses one: a figure must not depend on what else was scored at the same time. Named
 # outright (RERANKER_BACKEND=onnx-int8) they run, and every figure names its backend.
 BATCH_DEPENDENT_BACKENDS: Final[frozenset[str]] = frozenset({"onnx-int8"})
+# The parity audit (`workbench doctor --parity`): a backend is faithful to fp32 torch when the paired 95 % interval of
+# its nDCG@10 change lies within ±PARITY_TOLERANCE, its top n set changes on at most PARITY_MAX_SET_CHANGES of the
+# queries, and no pair's score moves by more than BATCH_SCORE_TOLERANCE with its batch-mates (torch's own padding
+# moves a score by about 3e-6; dynamic int8's moved one by 1.2).
+PARITY_TOLERANCE: Final = 0.01
+PARITY_MAX_SET_CHANGES: Final = 0.10
+BATCH_SCORE_TOLERANCE: Final = 1e-4
+PARITY_REFERENCE: Final = "torch"
 BackendChoice = Literal["auto", Backend]  # "auto" picks one of BACKENDS
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 Device = Literal["auto", "cpu", "cuda", "mps"]

@@ -1,5 +1,6 @@
-"""`workbench doctor`: what this machine is, and what `auto` runs the reranker on here, with the figures the
-choice rests on (measured once per model and machine, and kept)."""
+"""`workbench doctor`: what this machine is, what `auto` runs the reranker on here with the figures the choice
+rests on (measured once per model and machine, and kept), each backend's speed against the machine's measured
+ceiling, and with `--parity COLLECTION` the audit that holds every backend to fp32 torch."""
 
 from __future__ import annotations
 
@@ -7,19 +8,34 @@ import argparse
 import json
 
 from workbench.cli.common import settings_from, shown, warn
-from workbench.rerankers.factory import reranker_backend_choice
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation.parity import audit_parity
+from workbench.evaluation.service import check_plan
+from workbench.evaluation.sources import judged_dataset
+from workbench.models import resolve_model
+from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
+from workbench.rerankers.factory import reranker_backend_choice, split_backend
+from workbench.rerankers.machine import BackendChoice
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if args.parity:
+        return _parity(args)
     model = settings.reranker_model
     measured = reranker_backend_choice(settings, recalibrate=args.recalibrate, progress=warn)
     if measured is None:
         print(shown(f"The reranker {model} is a service: it has no local backend to choose."))
         return 0
     facts, choice = measured
+    ceiling = _ceiling(model, settings, choice) if choice is not None else []
     if args.json:
-        body = {"machine": facts.model_dump(), "choice": choice.model_dump(mode="json") if choice else None}
+        body = {
+            "machine": facts.model_dump(), "choice": choice.model_dump(mode="json") if choice else None,
+            "peak": measure_peak().model_dump() if choice else None, "ceiling": [row.model_dump() for row in ceiling],
+        }  # fmt: skip
         print(shown(json.dumps(body, indent=2)))
         return 0
     flags = ", ".join(facts.flags) or "none of note"
@@ -32,4 +48,52 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(shown(choice.summary()))
     used = choice.chosen if settings.reranker_backend == "auto" else settings.reranker_backend
     print(shown(f"runs on: {used}; measured {choice.measured_at:%Y-%m-%d %H:%M} UTC in {choice.seconds:.1f} s"))
+    peak = measure_peak()
+    print(
+        shown(
+            f"this machine's peak per core: fp32 {peak.fp32_gflops_per_core:.0f} GFLOP/s, int8 "
+            f"{peak.int8_gops_per_core:.0f} GOP/s ({peak.how})"
+        )
+    )
+    for row in ceiling:
+        print(shown(f"  {row.words()}"))
+    return 0
+
+
+def _ceiling(model: str, settings: Settings, choice: BackendChoice) -> list[CeilingRow]:
+    """Each timed backend's speed on the calibration pairs against this machine's measured peak."""
+    import torch
+
+    folder = resolve_model(split_backend(model)[0], settings, setting="RERANKER_MODEL")
+    shape, peak, cores = model_shape(folder), measure_peak(), torch.get_num_threads()
+    return [
+        against_ceiling(f.backend, 50_000 / f.ms_per_50_pairs, cores, shape, f.tokens_per_pair, peak)
+        for f in choice.figures
+        if f.tokens_per_pair > 0 and f.ms_per_50_pairs > 0
+    ]
+
+
+def _parity(args: argparse.Namespace) -> int:
+    """The parity audit on the named collection's judged queries; its verdicts kept for `auto` unless --no-keep."""
+    settings = settings_from(args)
+    top_n = args.n if args.n is not None else min(10, args.k) if isinstance(args.k, int) and args.k > 0 else 10
+    check_plan(args.k, top_n, args.max_queries)
+    engine = Engine(settings)
+    if args.parity == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    dataset = judged_dataset(
+        settings, demo=args.parity == DEMO_COLLECTION and not args.dataset, beir=args.dataset, collection=args.parity
+    )
+    plan = engine.plan(collection=args.parity, k=args.k, top_n=top_n, reranker=settings.reranker_model)
+    audit = audit_parity(
+        engine, dataset, plan, served=args.served or (), max_queries=args.max_queries, tolerance=args.tolerance,
+        keep=not args.no_keep, progress=warn,
+    )  # fmt: skip
+    if args.json:
+        print(shown(audit.model_dump_json(indent=2)))
+        return 0
+    for line in audit.lines():
+        print(shown(line))
+    if not audit.judged:
+        warn("no judgments for these queries: τ, set changes and batch-mates only; nothing kept for auto")
     return 0

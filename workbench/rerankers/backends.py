@@ -10,8 +10,8 @@ stale, half-written or damaged export is found and rebuilt, never used.
 
 `auto` chooses per device: on CUDA, torch in half precision; on the CPU, what a short calibration measured on this
 machine for this model (`machine.calibrate`, run once and kept under `<exports_dir>/backend-choices/`): the
-fastest backend within 0.005 nDCG@10 of fp32 torch and at least 1.1x faster, else torch. With calibration off
-(WORKBENCH_CALIBRATE_BACKENDS=0) and nothing kept, the development machine's table (`machine.MEASURED`) decides.
+fastest backend that the parity audit (`workbench doctor --parity`) found faithful to fp32 torch here and that is
+at least 1.1x faster, else torch. With nothing kept (never measured, never audited), torch.
 The int8 export follows the CPU: `avx512_vnni`, `avx512`, `avx2` or `arm64`. A reranker loaded before its
 model was ever measured here runs on torch at once while `measure_in_background` measures, then switches.
 """
@@ -35,13 +35,10 @@ from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
 from workbench.redact import plain_text
 from workbench.rerankers.machine import (
-    MEASURED,
     BackendChoice,
-    BackendFigures,
     MachineFacts,
     calibrate,
     choice_path,
-    decide,
     installed_backends,
     kept_choice,
     machine_facts,
@@ -98,23 +95,14 @@ def _file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def choose_backend(requested: str, device: str, model_print: str, calibrated: str | None = None) -> str:
-    """The backend to run: the requested one; for `auto`, torch on a GPU, else the choice calibrated on this
-    machine, else the development machine's table (torch for models it does not hold)."""
+def choose_backend(requested: str, device: str, calibrated: str | None = None) -> str:
+    """The backend to run: the requested one; for `auto`, torch on a GPU, else the choice kept for this machine
+    (timed, and admitted by the parity audit), else torch, the reference every other backend is audited against."""
     if requested != "auto":
         return requested
     if device.startswith("cuda") or device == "mps":
         return "torch"
-    if calibrated is not None:
-        return calibrated
-    measured = MEASURED.get(model_print[:16], {})
-    return decide(
-        [
-            BackendFigures(backend=name, ms_per_50_pairs=0, speedup=f.get("speedup", 1.0), loss=f.get("loss"),
-                           loss_source="measured table")
-            for name, f in measured.items()
-        ]
-    )  # fmt: skip
+    return calibrated if calibrated is not None else "torch"
 
 
 class ExportCache:
@@ -273,7 +261,7 @@ def _load_backend(
         calibrated = kept.chosen if kept is not None else None
         if calibrated not in (None, *installed_backends()):  # measured with a runtime since uninstalled
             calibrated = None
-    chosen = choose_backend(backend, device, model_print, calibrated)
+    chosen = choose_backend(backend, device, calibrated)
     if chosen == "openvino":
         require_extra("openvino", "The openvino backend")
     identity = torch.nn.Identity()

@@ -1,14 +1,12 @@
 """`auto` measured where it runs: what this machine is (CPU flags, architecture, GPU), which int8 configuration
 its CPU takes, and a short calibration that times each available backend of a model on real pairs, once per
-model and machine, and keeps the choice with its figures.
+model and machine, and keeps the timings.
 
-The pairs are the demo handbook's: a few of its queries, each with every passage judged for it (the shipped,
-complete judgments), scored by each backend. A backend's speed is its time for those pairs against fp32 torch's;
-its quality loss is the measured table's for the model (`MEASURED`; for int8, only when this CPU takes the same
-quantization the table was measured with), otherwise the drop in nDCG@10 on those judged passages against fp32
-torch. `decide` is the rule: the fastest backend whose loss is within
-MAX_LOSS, which is at least MIN_SPEEDUP faster than torch, and whose scores do not depend on their batch-mates
-(dynamic int8 never: `vocab.BATCH_DEPENDENT_BACKENDS`), else torch.
+Speed alone never moves `auto` off fp32 torch: a backend is taken only when the parity audit
+(`workbench doctor --parity`, `evaluation/parity.py`) found it faithful to fp32 torch for this model on this
+machine, over a whole query set, and kept that verdict here (`keep_faithful`). `decide` is the rule: the fastest
+backend the audit found faithful, at least MIN_SPEEDUP faster than torch, whose scores do not depend on their
+batch-mates (dynamic int8 never: `vocab.BATCH_DEPENDENT_BACKENDS`), else torch.
 """
 
 from __future__ import annotations
@@ -19,12 +17,11 @@ import json
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import ir_measures
 from pydantic import BaseModel
 
 from workbench.extras import has_extra
@@ -32,7 +29,6 @@ from workbench.loaders import load_path
 from workbench.paths import demo_dir
 from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, Backend
 
-MAX_LOSS = 0.005  # nDCG@10 a backend may lose against fp32 torch
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
 CPU_BACKENDS = BACKENDS
 
@@ -44,20 +40,6 @@ def installed_backends() -> tuple[str, ...]:
 
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
-_NDCG = ir_measures.parse_measure("nDCG@10")
-
-# Measured on the 2-core development machine (AMD EPYC, AVX2 without VNNI): for each model fingerprint prefix,
-# each backend's worst nDCG@10 loss against fp32 torch (SciFact and Cranfield, k = 20 and 50) and its CPU speed
-# relative to fp32 torch. See docs/performance.md for the runs. The losses stand for every machine; the speeds
-# are that machine's, and the calibration measures them anew where the workbench runs.
-MEASURED_INT8_CONFIG = "avx2"  # the table's int8 losses hold for this quantization only
-MEASURED: dict[str, dict[str, dict[str, float]]] = {
-    # ../shared/models/minilm-l6-qa-reranker. "loss" is the worst nDCG@10 drop (negative: it scored higher).
-    "ac223383d8fad187": {
-        "onnx": {"loss": 0.0, "speedup": 1.00},
-        "onnx-int8": {"loss": -0.0036, "speedup": 1.01},
-    },
-}
 
 
 class MachineFacts(BaseModel):
@@ -71,13 +53,25 @@ class MachineFacts(BaseModel):
 
 
 class BackendFigures(BaseModel):
-    """One backend measured on the calibration pairs."""
+    """One backend timed on the calibration pairs."""
 
     backend: Backend
     ms_per_50_pairs: float
     speedup: float  # fp32 torch's time over this backend's
-    loss: float | None  # nDCG@10 drop against fp32 torch (None: unknown, never chosen)
-    loss_source: str
+    tokens_per_pair: float = 0.0  # the pairs' mean length in tokens, padding left out (what a pair's FLOPs follow)
+
+
+class FaithfulBackends(BaseModel):
+    """What the parity audit found for one model on one machine: per backend, whether it is faithful to fp32 torch
+    (kept beside the timings; `decide` reads it), with the audit's one-line reasons."""
+
+    model: str
+    model_print: str
+    machine: MachineFacts
+    faithful: dict[str, bool]
+    reasons: dict[str, str]
+    queries: int
+    measured_at: datetime
 
 
 class BackendChoice(BaseModel):
@@ -91,18 +85,27 @@ class BackendChoice(BaseModel):
     pairs: int
     seconds: float
     measured_at: datetime
+    audited: FaithfulBackends | None = None  # the parity audit's verdicts, when one was run here for this model
     rule: str = (
-        f"the fastest backend within {MAX_LOSS} nDCG@10 of fp32 torch and {MIN_SPEEDUP}x faster, whose scores do not "
-        "depend on their batch-mates (never dynamic int8), else torch"
+        f"the fastest backend the parity audit found faithful to fp32 torch and at least {MIN_SPEEDUP}x faster, whose "
+        "scores do not depend on their batch-mates (never dynamic int8), else torch"
     )
 
     def summary(self) -> str:
-        """One line: the choice and each backend's speed and loss."""
+        """One line: the choice, each backend's speed and what the audit said of it."""
         parts = []
         for f in self.figures:
-            loss = "loss unknown" if f.loss is None else f"loss {f.loss:+.4f} ({f.loss_source})"
-            parts.append(f"{f.backend} {f.ms_per_50_pairs:.0f} ms/50 pairs, {f.speedup:.2f}x, {loss}")
-        return f"auto → {self.chosen} (measured on this machine over {self.pairs} pairs: {'; '.join(parts)})"
+            if f.backend == "torch":
+                verdict = "the reference"
+            elif self.audited is None or f.backend not in self.audited.faithful:
+                verdict = "not audited"
+            else:
+                verdict = "faithful" if self.audited.faithful[f.backend] else "not faithful"
+            parts.append(f"{f.backend} {f.ms_per_50_pairs:.0f} ms/50 pairs, {f.speedup:.2f}x, {verdict}")
+        said = f"auto → {self.chosen} (measured on this machine over {self.pairs} pairs: {'; '.join(parts)})"
+        if self.audited is None:
+            said += ". No parity audit yet: `workbench doctor --parity demo` lets auto consider the faster backends"
+        return said
 
 
 @functools.cache  # the CPU does not change while the process runs
@@ -149,31 +152,53 @@ def choice_path(root: str | Path, model_print: str, facts: MachineFacts) -> Path
     return Path(root) / f"{model_print[:16]}-{machine}.json"
 
 
+def faithful_path(root: str | Path, model_print: str, facts: MachineFacts) -> Path:
+    """Where the parity audit's verdicts for this model on this machine are kept (beside the timings)."""
+    return choice_path(root, model_print, facts).with_suffix(".parity.json")
+
+
+def kept_faithful(root: str | Path, model_print: str, facts: MachineFacts) -> FaithfulBackends | None:
+    """The parity audit's verdicts kept for this model on this machine, or None (never audited, unreadable)."""
+    try:
+        text = faithful_path(root, model_print, facts).read_text(encoding="utf-8")
+        return FaithfulBackends.model_validate_json(text)
+    except (OSError, ValueError):
+        return None
+
+
+def keep_faithful(root: str | Path, verdicts: FaithfulBackends) -> Path:
+    """Keep the parity audit's verdicts, so that `auto` decides by them from now on (written whole or not at all)."""
+    path = faithful_path(root, verdicts.model_print, verdicts.machine)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(verdicts.model_dump_json(indent=2), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
 def kept_choice(root: str | Path, model_print: str, facts: MachineFacts) -> BackendChoice | None:
-    """The choice measured earlier for this model on this machine, or None (never measured, unreadable, or naming
-    a backend that does not exist: such a file is never acted on, and the calibration replaces it)."""
+    """The choice measured earlier for this model on this machine, with the parity audit's verdicts when kept, or
+    None (never measured, unreadable, or naming a backend that does not exist: such a file is never acted on, and
+    the calibration replaces it)."""
     try:
         kept = BackendChoice.model_validate_json(choice_path(root, model_print, facts).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    rule = decide(kept.figures)  # a choice kept under an earlier rule is decided again by today's
-    return kept if kept.chosen == rule else kept.model_copy(update={"chosen": rule})
+    audited = kept_faithful(root, model_print, facts)
+    rule = decide(kept.figures, audited.faithful if audited else None)  # today's rule and today's audit decide
+    return kept.model_copy(update={"chosen": rule, "audited": audited})
 
 
-def decide(figures: Sequence[BackendFigures]) -> str:
-    """The rule: the fastest backend whose scores do not depend on their batch-mates (never a dynamically
-    quantized one: BATCH_DEPENDENT_BACKENDS), whose loss is known and within MAX_LOSS and whose speed is at least
-    MIN_SPEEDUP times torch's; torch when none is."""
+def decide(figures: Sequence[BackendFigures], faithful: Mapping[str, bool] | None = None) -> str:
+    """The rule: the fastest backend the parity audit found faithful (`faithful`; none without an audit), whose
+    scores do not depend on their batch-mates (never a dynamically quantized one: BATCH_DEPENDENT_BACKENDS) and
+    whose speed is at least MIN_SPEEDUP times torch's; torch when none is."""
+    admitted = faithful or {}
     good = [
         (f.speedup, f.backend)
         for f in figures
         if f.backend == "torch"
-        or (
-            f.backend not in BATCH_DEPENDENT_BACKENDS
-            and f.loss is not None
-            and f.loss <= MAX_LOSS
-            and f.speedup >= MIN_SPEEDUP
-        )
+        or (f.backend not in BATCH_DEPENDENT_BACKENDS and admitted.get(f.backend) is True and f.speedup >= MIN_SPEEDUP)
     ]
     return max(good)[1] if good else "torch"
 
@@ -193,11 +218,13 @@ def calibration_pairs(queries: int = CALIBRATION_QUERIES) -> tuple[list[tuple[st
     return [(wanted[q], texts[d]) for q, d in keys], keys, qrels
 
 
-def _ndcg(scores: Sequence[float], keys: Sequence[tuple[str, str]], qrels: dict) -> float:
-    run: dict[str, dict[str, float]] = {}
-    for (qid, doc), score in zip(keys, scores, strict=True):
-        run.setdefault(qid, {})[doc] = float(score)
-    return float(ir_measures.calc_aggregate([_NDCG], qrels, run)[_NDCG])
+def mean_tokens(model: Any, pairs: Sequence[tuple[str, str]]) -> float:
+    """The pairs' mean length in tokens as `model` (a CrossEncoder) reads them: truncated, padding left out."""
+    encoded = model.tokenizer(
+        [q for q, _ in pairs], [d for _, d in pairs], truncation="only_second", max_length=model.max_length
+    )
+    lengths = [len(ids) for ids in encoded["input_ids"]]
+    return sum(lengths) / len(lengths) if lengths else 0.0
 
 
 def calibrate(
@@ -209,47 +236,38 @@ def calibrate(
     say: Callable[[str], None],
 ) -> BackendChoice:
     """Time each CPU backend of the model (`load(backend)` gives a CrossEncoder) on the demo's judged pairs,
-    decide, and keep the choice under `root`."""
+    decide by the kept parity audit (if any), and keep the timings under `root`."""
     backends = installed_backends()
     say(
         f"Measuring the reranker's backends ({', '.join(backends)}) for {Path(model_path).name} on this machine "
         "(once; the choice is kept)…"
     )
     started = time.perf_counter()
-    pairs, keys, qrels = calibration_pairs()
-    measured = MEASURED.get(model_print[:16], {})
+    pairs = calibration_pairs()[0]
     seconds: dict[str, float] = {}
-    quality: dict[str, float] = {}
+    tokens = 0.0
     for backend in backends:
         model = load(backend)
+        tokens = tokens or mean_tokens(model, pairs)
         model.predict(pairs[:8], batch_size=32, show_progress_bar=False)  # warm: first-call costs are not speed
-        times, scores = [], []
+        times = []
         for _ in range(2):
             begun = time.perf_counter()
-            scores = model.predict(pairs, batch_size=32, show_progress_bar=False)
+            model.predict(pairs, batch_size=32, show_progress_bar=False)
             times.append(time.perf_counter() - begun)
         seconds[backend] = statistics.median(times)
-        quality[backend] = _ndcg(list(scores), keys, qrels)
         del model
-    figures = []
-    for backend in backends:
-        if backend == "torch":
-            loss, source = 0.0, "the reference"
-        elif backend in measured and (backend != "onnx-int8" or facts.int8_config == MEASURED_INT8_CONFIG):
-            loss, source = measured[backend]["loss"], "measured table"
-        else:
-            loss, source = quality["torch"] - quality[backend], f"demo judgments, {len(qrels)} queries"
-        figures.append(
-            BackendFigures(
-                backend=backend,
-                ms_per_50_pairs=1000 * seconds[backend] * 50 / len(pairs),
-                speedup=seconds["torch"] / seconds[backend],
-                loss=loss,
-                loss_source=source,
-            )
+    figures = [
+        BackendFigures(
+            backend=backend, ms_per_50_pairs=1000 * seconds[backend] * 50 / len(pairs),
+            speedup=seconds["torch"] / seconds[backend], tokens_per_pair=tokens,
         )
+        for backend in backends
+    ]  # fmt: skip
+    audited = kept_faithful(root, model_print, facts)
     choice = BackendChoice(
-        model=Path(model_path).name, model_print=model_print, machine=facts, chosen=decide(figures), figures=figures,
+        model=Path(model_path).name, model_print=model_print, machine=facts,
+        chosen=decide(figures, audited.faithful if audited else None), figures=figures, audited=audited,
         pairs=len(pairs), seconds=time.perf_counter() - started, measured_at=datetime.now(UTC),
     )  # fmt: skip
     path = choice_path(root, model_print, facts)

@@ -4,12 +4,41 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.vocab import PARITY_TOLERANCE
+
+PARITY_K = 20  # the audit's default depth: 50 queries x 20 candidates = 1,000 pairs a backend
+
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     doctor = commands.add_parser(
-        "doctor", help="this machine, and the reranker backend `auto` chose here with its measured figures"
+        "doctor",
+        help="this machine, the reranker backend `auto` chose here, its speed against the machine's ceiling, and "
+        "(--parity) every backend audited against fp32 torch",
     )
     doctor.add_argument("--recalibrate", action="store_true", help="measure the backends again")
-    doctor.add_argument("--json", action="store_true", help="print the machine and the choice as JSON")
+    doctor.add_argument("--json", action="store_true", help="print the figures as JSON")
     doctor.add_argument("--reranker", help="the reranker to check (default: RERANKER_MODEL)")
+    doctor.add_argument(
+        "--parity", metavar="COLLECTION",
+        help="audit every backend of the reranker against fp32 torch on this collection's judged queries (`demo`: "
+        "its 50); `auto` then takes the fastest faithful backend on this machine",
+    )  # fmt: skip
+    doctor.add_argument("--dataset", help="with --parity: a BEIR folder whose judged queries to audit on")
+    doctor.add_argument(
+        "--served", action="append", metavar="ID",
+        help="with --parity: a server of the same model to audit too (http://host:port for Infinity or `workbench "
+        "serve`, tei+http://... for TEI); repeat for more",
+    )  # fmt: skip
+    doctor.add_argument("-k", type=int, default=PARITY_K, help=f"with --parity: candidates per query ({PARITY_K})")
+    doctor.add_argument(
+        "-n", type=int, help="with --parity: the top n whose set is compared (10, or k when k is smaller)"
+    )
+    doctor.add_argument("--max-queries", type=int, help="with --parity: only the first N judged queries")
+    doctor.add_argument(
+        "--tolerance", type=float, default=PARITY_TOLERANCE,
+        help=f"with --parity: how far the nDCG@10 change's interval may reach (±{PARITY_TOLERANCE})",
+    )  # fmt: skip
+    doctor.add_argument(
+        "--no-keep", action="store_true", help="with --parity: report only; `auto` keeps deciding as before"
+    )
     doctor.set_defaults(handler="workbench.cli.doctor:cmd_doctor")

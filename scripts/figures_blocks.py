@@ -1,0 +1,104 @@
+"""What every figures script shares: the marked blocks in the README and docs, the record of what made a figure
+(machine, versions, date), and the number formats the blocks use.
+
+A block is the text between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`. Each script owns the blocks whose
+names begin with its prefix, renders them from its record in `docs/figures/`, and leaves every other block alone;
+`tests/test_docs_figures.py` checks that every block reads as its record renders it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+FIGURES = REPO / "docs" / "figures"
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "evaluation.md", REPO / "docs" / "performance.md")
+BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL)
+
+
+def machine() -> dict[str, Any]:
+    """The CPU, its core count and its widest vector instructions (what speed and int8 figures depend on)."""
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    widest = next((f for f in ("avx512_vnni", "avx512f", "avx2") if f in flags), "no AVX2")
+    return {"cpu": cpu, "cores": os.cpu_count() or 1, "vector": widest.replace("_", "-").upper()}
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for name in ("rerank-workbench", "torch", "sentence-transformers", "onnxruntime", "openvino"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def stamp(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with the machine, the versions and today's date added."""
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    return {**record, "machine": machine(), "versions": versions(), "measured_at": today}
+
+
+def made_by(record: dict[str, Any], script: str) -> str:
+    """One sentence: which script, when, on which backend and machine."""
+    m = record["machine"]
+    return (
+        f"Measured by `scripts/{script}` on {record['measured_at']}: reranker backend {record['backend']}, "
+        f"{m['cpu']} ({m['cores']} cores, {m['vector']}), workbench {record['versions'].get('rerank-workbench', '?')}."
+    )
+
+
+def p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}" if p >= 0.01 else f"p = {p:.4f}"
+
+
+def signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def table(header: list[str], rule: str, cells: list[list[str]], footer: str) -> str:
+    """A Markdown table and, under it, what made its figures."""
+    rows = ["| " + " | ".join(header) + " |", rule, *("| " + " | ".join(row) + " |" for row in cells)]
+    return "\n".join(rows) + f"\n\n{footer}\n"
+
+
+def blocks_named(prefix: str) -> list[str]:
+    """The names of the blocks beginning with `prefix` in every document."""
+    return [
+        m.group("name")
+        for document in DOCUMENTS
+        for m in BLOCK.finditer(document.read_text(encoding="utf-8"))
+        if m.group("name").startswith(prefix)
+    ]
+
+
+def rewrite(text: str, prefix: str, render: Callable[[str], str]) -> str:
+    """`text` with each block whose name begins with `prefix` rendered anew; other blocks as they are."""
+
+    def block(m: re.Match[str]) -> str:
+        if not m.group("name").startswith(prefix):
+            return m.group(0)
+        return m.group(1) + render(m.group("name")) + m.group(4)
+
+    return BLOCK.sub(block, text)
+
+
+def write_documents(prefix: str, render: Callable[[str], str]) -> None:
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        document.write_text(rewrite(text, prefix, render), encoding="utf-8")
