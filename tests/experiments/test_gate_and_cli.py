@@ -88,6 +88,7 @@ def test_the_gate_against_a_kept_experiment_and_another_configuration(
     decision = json.loads(capsys.readouterr().out)
     assert code == 0 and decision["baseline_experiment"] == baseline and decision["outcome"] == "ship"
     assert decision["baseline"].startswith(f"experiment {baseline} (bm25 alone)")
+    assert decision["candidate"].endswith("(reranker on torch:cpu)")  # a verdict holds for the backend it ran on
     code = main(["gate", "demo", "--retrieval", "dense", "--baseline-retrieval", "bm25", "--baseline-reranker",
                  "none", "--json"])  # fmt: skip
     decision = json.loads(capsys.readouterr().out)
@@ -122,6 +123,11 @@ def test_eval_keeps_an_experiment_that_lists_shows_diffs_and_runs_again_to_the_l
     assert same and changed == [] and again.id != first.id and again.name == "qa dense"
     _, changed = reproduced(first, second)
     assert changed == ["the search plan"]
+    # the report names the backend its reranker ran on; a rerun on another backend says that it differed
+    assert first.report["reranker_backend"] == "torch:cpu"
+    assert main(["experiments", "show", first_id]) == 0 and "on `torch:cpu`" in capsys.readouterr().out
+    assert main(["experiments", "rerun", first_id, "--backend", "onnx"]) == 0
+    assert "the reranker's backend" in capsys.readouterr().out
 
     path = tmp_path / "exp.json"
     assert main(["experiments", "export", first_id, "-o", str(path)]) == 0

@@ -25,7 +25,8 @@ def headline(report: EvaluationReport) -> None:
         f"top {report.top_n}"
     )
     st.caption(
-        f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}` · {report.retrieval} "
+        f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}`"
+        f"{f' on `{report.reranker_backend}`' if report.reranker_backend else ''} · {report.retrieval} "
         f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
     )
     for warning in report.warnings:

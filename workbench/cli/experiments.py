@@ -172,7 +172,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         again = run_again(engine, first, progress=bar)
     same, changed = reproduced(first, again)
     print(shown(_line(again)))
-    if same:
+    if same and changed:  # another backend (or embedder) can give the same figures: say what differed anyway
+        print(shown(f"The same figures to the last digit, though {', '.join(changed)} differed."))
+    elif same:
         print("The same figures to the last digit.")
     else:
         why = ", ".join(changed) if changed else "no input (see the two manifests: the machine or a library version)"

@@ -132,6 +132,7 @@ def _head(report: EvaluationReport) -> list[str]:
             f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
             for k, v in (
                 ("reranker", report.reranker_model or "none"),
+                ("reranker backend", report.reranker_backend or "—"),
                 ("embedder", report.embedding_model),
                 ("first stage", report.retrieval),
                 ("candidates k / top n", f"{report.k} / {report.top_n}"),

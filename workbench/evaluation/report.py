@@ -78,6 +78,7 @@ class EvaluationReport(BaseModel):
     collection: str
     embedding_model: str
     reranker_model: str | None
+    reranker_backend: str | None = None  # what ran the reranker ('torch:cpu', 'onnx:cpu', a service): figures follow it
     score_scale: str | None = None
     retrieval: str = "dense"
     k: int
@@ -145,6 +146,7 @@ class EvaluationReport(BaseModel):
             },
             "embedding_model": self.embedding_model,
             "reranker_model": self.reranker_model,
+            "reranker_backend": self.reranker_backend,
             "seconds": round(self.seconds, 1),
             "score_cache_hits": self.score_cache_hits,
             "warnings": self.warnings,
@@ -270,8 +272,8 @@ class EvaluationReport(BaseModel):
         lines = [
             f"# Evaluation: {self.dataset} on '{self.collection}'",
             "",
-            f"- embedder `{self.embedding_model}`, reranker `{self.reranker_model or 'none'}`, "
-            f"retrieval {self.retrieval}",
+            f"- embedder `{self.embedding_model}`, reranker `{self.reranker_model or 'none'}`"
+            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}, retrieval {self.retrieval}",
             f"- {self.queries} judged queries, k = {self.k} candidates, top n = {self.top_n}",
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]

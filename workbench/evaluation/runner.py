@@ -73,6 +73,7 @@ def run_evaluation(
         collection=collection,
         embedding_model=answers.embedding_model,
         reranker_model=answers.reranker_model,
+        reranker_backend=answers.reranker_backend if answers.reranker_model else None,
         score_scale=answers.score_scale,
         retrieval=plan.retrieval,
         k=k,
@@ -119,6 +120,7 @@ class _Answers:
     timings: list[StageTimings] = field(default_factory=list)
     embedding_model: str = ""
     reranker_model: str | None = None
+    reranker_backend: str | None = None
     score_scale: str | None = None
 
 
@@ -143,6 +145,7 @@ def _answers(
             answers.timings.append(result.timings)
         answers.embedding_model = result.embedding_model or ""
         answers.reranker_model, answers.score_scale = result.reranker_model, result.score_scale
+        answers.reranker_backend = result.reranker_backend or answers.reranker_backend
     return answers
 
 

@@ -125,10 +125,16 @@ def decide(
         outcome = "no-ship"
     reason = "; ".join(c.detail for c in broken) if broken else quality.detail
     return GateDecision(
-        outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=reason, candidate=candidate.plan.key,
+        outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=reason, candidate=_named(candidate),
         baseline=baseline, candidate_experiment=candidate.id, baseline_experiment=baseline_id, checks=checks,
         comparison=comparison,
     )  # fmt: skip
+
+
+def _named(run: Experiment) -> str:
+    """An experiment's configuration with the backend its reranker ran on: a verdict holds for that backend."""
+    backend = run.manifest.reranker_backend
+    return f"{run.plan.key} (reranker on {backend})" if backend else run.plan.key
 
 
 def run_gate(
@@ -159,13 +165,13 @@ def run_gate(
         tags=tags, use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
     )  # fmt: skip
     if earlier is not None:
-        return decide(run, diff_experiments(earlier, run), f"experiment {earlier.id} ({earlier.title})", budgets,
-                      earlier.id)  # fmt: skip
+        named = f"experiment {earlier.id} ({earlier.title}): {_named(earlier)}"
+        return decide(run, diff_experiments(earlier, run), named, budgets, earlier.id)
     if isinstance(baseline, SearchPlan):
         other = run_experiment(
             engine, dataset, baseline, source=source, query_set=query_set, max_queries=max_queries, tags=tags
         )
-        return decide(run, diff_experiments(other, run), f"configuration {baseline.key}", budgets, other.id)
+        return decide(run, diff_experiments(other, run), f"configuration {_named(other)}", budgets, other.id)
     first_stage = f"its first stage ({candidate.retrieval} k={candidate.k}, no reranker)"
     comparison = compare_run_pair(
         run.before_run, run.after_run, run.queries, top_n=candidate.top_n, k=candidate.k, qrels=run.qrels,

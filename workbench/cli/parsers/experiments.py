@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import store_options
+from workbench.vocab import BACKEND_CHOICES, spoken
 
 
 def dataset_options(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +63,11 @@ def _experiment_commands(commands: argparse._SubParsersAction) -> None:  # type:
         parser = verbs.add_parser(verb, help=text)
         parser.add_argument("id", help="the experiment's id")
         parser.set_defaults(handler=handler)
+        if verb == "rerun":
+            parser.add_argument(
+                "--backend",
+                help=f"run the reranker on this backend ({spoken(BACKEND_CHOICES)}; default RERANKER_BACKEND)",
+            )
     export = verbs.add_parser("export", help="one experiment as one JSON file")
     export.add_argument("id", help="the experiment's id")
     export.add_argument("-o", "--output", help="the file (default: standard output)")
