@@ -560,7 +560,11 @@ def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytes
             assert any(m.value == "#### Rerankers side by side" for m in at.markdown)
             table = next(d for d in at.dataframe if "judged@10" in d.value.columns)
             assert table.value["reranker"].iloc[0] == "first stage (no reranker)" and len(table.value) == 3
+            assert list(table.value["backend"])[1:] == ["torch:cpu", f"service {service}/rerank"]
+            assert any("is the cheapest" in m.value or "is the best" in m.value for m in at.markdown)
             assert len(at.get("plotly_chart")) == 2  # per-query deltas, quality against latency
+            at.number_input(key="rerankers-budget").set_value(0.001).run()  # no reranker answers that fast
+            assert any(m.value.startswith("No reranker as good as the best") for m in at.markdown)
             assert any(b.label == "Rerankers (CSV)" for b in at.get("download_button"))
         finally:
             engine_resource.clear()

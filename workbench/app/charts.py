@@ -10,8 +10,9 @@ import plotly.graph_objects as go
 
 from workbench.app.widgets import label_of
 from workbench.evaluation.figures import STAGE_COLORS
+from workbench.evaluation.rerankers import RerankerComparison
 from workbench.types import Candidate, SearchResult, StageTimings
-from workbench.vocab import RETRIEVAL
+from workbench.vocab import NDCG_10, RETRIEVAL
 
 MOVE_COLORS = {"up": "#16a34a", "down": "#dc2626", "new": "#2563eb", "same": "#6b7280", "dropped": "#9ca3af"}
 
@@ -242,49 +243,58 @@ def depth_chart(ks: Sequence[int], rerank_p50: Sequence[float], rerank_p95: Sequ
     return fig
 
 
-def quality_against_latency(
-    names: Sequence[str],
-    quality: Sequence[float],
-    latency_ms: Sequence[float],
-    on_front: Sequence[bool],
-    first_stage: float,
-    metric: str,
-) -> go.Figure:
-    """Each reranker's quality against its latency per query (p50), the Pareto front joined and marked, the
-    first stage's quality as a line: up and to the left is better."""
+def quality_against_latency(comparison: RerankerComparison, budget_ms: float | None = None) -> go.Figure:
+    """Each reranker's nDCG@10 (with the paired 95 % interval of its gain over the first stage) against its rerank
+    time per query (p95), its cost in the hover, the Pareto front joined and marked, the first stage's quality and
+    the latency budget as lines: up and to the left is better."""
+    rows = [r for r in comparison.rows if r.latency_ms_p95 is not None]
     fig = go.Figure()
-    fig.add_hline(y=first_stage, line={"color": "#9ca3af", "dash": "dash"}, annotation_text="first stage")
-    front = sorted((lat, q) for lat, q, flag in zip(latency_ms, quality, on_front, strict=True) if flag)
+    fig.add_hline(
+        y=comparison.first_stage[NDCG_10], line={"color": "#9ca3af", "dash": "dash"}, annotation_text="first stage"
+    )
+    if budget_ms is not None:
+        fig.add_vline(x=budget_ms, line={"color": "#dc2626", "dash": "dash"}, annotation_text="latency budget")
+    front = sorted((r.latency_ms_p95 or 0.0, r.metrics[NDCG_10]) for r in rows if r.pareto)
     if len(front) > 1:
         fig.add_trace(
             go.Scatter(
-                x=[p[0] for p in front],
-                y=[p[1] for p in front],
-                mode="lines",
-                name="Pareto front",
+                x=[p[0] for p in front], y=[p[1] for p in front], mode="lines", name="Pareto front",
                 line={"color": "#4f46e5", "dash": "dot"},
             )
-        )
+        )  # fmt: skip
+    gains = [r.vs_first_stage[NDCG_10] for r in rows]
+    costs = [
+        f"${r.cost_per_1000_queries:.2f}" if r.cost_per_1000_queries is not None
+        else f"{r.compute_seconds_per_1000_queries or 0:.0f} s of rerank time"
+        for r in rows
+    ]  # fmt: skip
     fig.add_trace(
         go.Scatter(
-            x=list(latency_ms),
-            y=list(quality),
+            x=[r.latency_ms_p95 for r in rows],
+            y=[r.metrics[NDCG_10] for r in rows],
+            error_y={
+                "type": "data", "symmetric": False, "color": "#6b7280",
+                "array": [g.ci_high - g.delta for g in gains], "arrayminus": [g.delta - g.ci_low for g in gains],
+            },
             mode="markers+text",
-            text=[_plain(n, 28) for n in names],
+            text=[_plain(f"{r.name} ({r.backend})" if r.backend else r.name, 40) for r in rows],
+            customdata=[[_plain(c, 40)] for c in costs],
             textposition="top center",
             marker={
                 "size": 13,
-                "color": ["#4f46e5" if flag else "#9ca3af" for flag in on_front],
-                "symbol": ["star" if flag else "circle" for flag in on_front],
+                "color": ["#4f46e5" if r.pareto else "#9ca3af" for r in rows],
+                "symbol": ["star" if r.pareto else "circle" for r in rows],
             },
-            name="rerankers (star: on the front)",
-            hovertemplate="%{text}<br>%{y:.4f} at %{x:.0f} ms<extra></extra>",
+            name="rerankers (star: on the front; bars: 95 % interval of the gain)",
+            hovertemplate=(
+                "%{text}<br>%{y:.4f} at %{x:.0f} ms p95<br>per 1,000 queries: %{customdata[0]}<extra></extra>"
+            ),
         )
-    )
+    )  # fmt: skip
     fig.update_layout(
-        title=f"{metric} against rerank time per query",
-        xaxis_title="rerank ms per query (p50)",
-        yaxis_title=metric,
+        title=f"{NDCG_10} against rerank time per query",
+        xaxis_title="rerank ms per query (p95)",
+        yaxis_title=NDCG_10,
         height=380,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         legend={"orientation": "h", "y": -0.25},

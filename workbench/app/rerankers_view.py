@@ -7,11 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.charts import quality_against_latency
+from workbench.app.markdown import text_md
 from workbench.app.state import STATE
 from workbench.evaluation.rerankers import RerankerComparison
 from workbench.inputs import safe_file_stem
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
-from workbench.vocab import NDCG_10
 
 
 def _prices() -> dict[str, Price]:
@@ -57,19 +57,12 @@ def draw(comparison: RerankerComparison) -> None:
         f"{safe_file_stem(comparison.collection)}.rerankers.csv",
         "text/csv",
     )
-    timed = [r for r in priced.rows if r.latency_ms_p50 is not None]
-    if timed:
-        st.plotly_chart(
-            quality_against_latency(
-                [r.name for r in timed],
-                [r.metrics[NDCG_10] for r in timed],
-                [r.latency_ms_p50 or 0.0 for r in timed],
-                [r.pareto for r in timed],
-                comparison.first_stage[NDCG_10],
-                NDCG_10,
-            ),
-            width="stretch",
-            key="rerankers-pareto",
-        )
+    budget = st.number_input(
+        "Latency budget (ms per query, p95; 0 for none)", min_value=0.0, value=0.0, step=50.0, key="rerankers-budget"
+    )
+    budget_ms = budget or None
+    st.markdown(text_md(priced.cheapest(budget_ms).words))
+    if any(r.latency_ms_p95 is not None for r in priced.rows):
+        st.plotly_chart(quality_against_latency(priced, budget_ms), width="stretch", key="rerankers-pareto")
     else:
         st.caption("Every score came from the cache: no latency was measured in this run.")

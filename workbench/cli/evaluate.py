@@ -236,13 +236,16 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
             )
         comparisons.append(comparison)
         if not args.json:
-            print(shown(comparison.to_markdown()))
+            print(shown(comparison.to_markdown(args.latency_budget_ms)))
         if args.save_runs:
             target = Path(args.save_runs) / f"{safe_file_stem(args.collection)}.{comparison.retrieval}.rerankers"
-            Path(f"{target}.md").write_text(comparison.to_markdown(), encoding="utf-8")
+            Path(f"{target}.md").write_text(comparison.to_markdown(args.latency_budget_ms), encoding="utf-8")
             Path(f"{target}.json").write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
             warn(f"comparison written to {target}.md and .json")
     if args.json:
-        data = [c.model_dump(mode="json") for c in comparisons]
+        data = [
+            {**c.model_dump(mode="json"), "cheapest": c.cheapest(args.latency_budget_ms).model_dump()}
+            for c in comparisons
+        ]
         print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     return 0

@@ -41,6 +41,7 @@ class RerankerRow(BaseModel):
     reranker: str
     name: str
     kind: str
+    backend: str = ""  # what ran it ('torch:cpu', 'onnx:cpu', a service): the same model on two backends is two rows
     score_scale: str
     metrics: dict[str, float]
     judged_at_10: float
@@ -54,8 +55,23 @@ class RerankerRow(BaseModel):
     tokens_per_query: float
     billed_units_per_query: float
     cost_per_1000_queries: float | None = Field(None, description="US dollars; None: no per-query price (local)")
+    compute_seconds_per_1000_queries: float | None = Field(
+        None, description="rerank seconds 1,000 queries take at this run's mean (what a local model costs)"
+    )
     price: str | None = None
     pareto: bool = False
+
+
+class CheapestChoice(BaseModel):
+    """Which reranker to ship on cost: the cheapest row whose nDCG@10 is not measurably below the best's (its
+    paired 95 % interval against the best includes 0) and whose p95 fits the latency budget."""
+
+    best: str
+    chosen: str | None  # None: no row fits the budget
+    as_good: list[str]  # the rows not measurably below the best
+    budget_ms: float | None
+    by: str  # what "cheapest" was measured by: dollars, or rerank time where a row has no price
+    words: str
 
 
 class RerankerComparison(BaseModel):
@@ -78,6 +94,40 @@ class RerankerComparison(BaseModel):
         rows = [row.model_copy(update=_cost(row, prices)) for row in self.rows]
         return self.model_copy(update={"rows": rows})
 
+    def cheapest(self, budget_ms: float | None = None) -> CheapestChoice:
+        """The cheapest reranker as good as the best (see `CheapestChoice`), within `budget_ms` at p95 when given."""
+        best = next(r for r in self.rows if r.reranker == self.best)
+        as_good = [
+            r for r in self.rows
+            if r.reranker == self.best or ((d := r.vs_best.get(NDCG_10)) is not None and d.ci_low <= 0 <= d.ci_high)
+        ]  # fmt: skip
+        fits = [
+            r for r in as_good if budget_ms is None or (r.latency_ms_p95 is not None and r.latency_ms_p95 <= budget_ms)
+        ]
+        priced = all(r.cost_per_1000_queries is not None for r in fits)
+        by = "US$ per 1,000 queries" if fits and priced else "rerank ms per query (p95)"
+
+        def cost(row: RerankerRow) -> float:
+            if priced:
+                return row.cost_per_1000_queries or 0.0
+            return row.latency_ms_p95 if row.latency_ms_p95 is not None else float("inf")
+
+        chosen = min(fits, key=cost) if fits else None
+        budget = f" within the budget of {budget_ms:.0f} ms p95" if budget_ms is not None else ""
+        if chosen is None:
+            words = f"No reranker as good as the best ({best.name}) fits{budget}."
+        elif chosen is best:
+            words = f"{best.name} is the best, and the cheapest of those as good as it{budget} (by {by})."
+        else:
+            words = (
+                f"{chosen.name} is the cheapest{budget} (by {by}) of the rerankers whose nDCG@10 is not measurably "
+                f"below the best's ({best.name}: its paired 95 % interval against it includes 0)."
+            )
+        return CheapestChoice(
+            best=best.name, chosen=chosen.name if chosen else None, as_good=[r.name for r in as_good],
+            budget_ms=budget_ms, by=by, words=words,
+        )  # fmt: skip
+
     def table(self) -> list[dict[str, Any]]:
         """One flat row per reranker (first stage first), for a table or a CSV."""
         out: list[dict[str, Any]] = [
@@ -91,6 +141,7 @@ class RerankerComparison(BaseModel):
         for row in self.rows:
             flat: dict[str, Any] = {
                 "reranker": row.name,
+                "backend": row.backend,
                 NDCG_10: row.metrics[NDCG_10],
                 MRR_10: row.metrics[MRR_10],
                 "judged@10": row.judged_at_10,
@@ -112,6 +163,7 @@ class RerankerComparison(BaseModel):
                     "tokens / query": row.tokens_per_query,
                     "billed units / query": row.billed_units_per_query,
                     "$ / 1,000 queries": row.cost_per_1000_queries,
+                    "rerank s / 1,000 queries": row.compute_seconds_per_1000_queries,
                     "price": row.price,
                     "Pareto front": row.pareto,
                     "id": row.reranker,
@@ -121,8 +173,8 @@ class RerankerComparison(BaseModel):
             out.append(flat)
         return out
 
-    def to_markdown(self) -> str:
-        """The comparison as a Markdown table with its settings."""
+    def to_markdown(self, budget_ms: float | None = None) -> str:
+        """The comparison as a Markdown table with its settings, then which reranker to ship on cost."""
         lines = [
             f"# Rerankers on {self.dataset} / '{self.collection}'",
             "",
@@ -130,9 +182,9 @@ class RerankerComparison(BaseModel):
             f"first stage nDCG@10 {self.first_stage[NDCG_10]:.4f}, MRR@10 {self.first_stage[MRR_10]:.4f}, "
             f"judged@10 {self.first_stage_judged_at_10:.0%}.",
             "",
-            "| reranker | nDCG@10 (vs first stage, 95 % CI, p) | MRR@10 | judged@10 | p50 / p95 ms | pairs/s | "
-            "$ / 1,000 queries | Pareto |",
-            "|---|---|---:|---:|---:|---:|---:|---|",
+            "| reranker | backend | nDCG@10 (vs first stage, 95 % CI, p) | MRR@10 | judged@10 | p50 / p95 ms | pairs/s "
+            "| $ / 1,000 queries | Pareto |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|",
         ]
         for row in self.rows:
             d = row.vs_first_stage[NDCG_10]
@@ -140,10 +192,12 @@ class RerankerComparison(BaseModel):
             cost = "—" if row.cost_per_1000_queries is None else f"{row.cost_per_1000_queries:.2f}"
             speed = "—" if row.pairs_per_second is None else f"{row.pairs_per_second:.1f}"
             lines.append(
-                f"| {row.name} | {row.metrics[NDCG_10]:.4f} ({d.delta:+.4f} [{d.ci_low:+.4f}, {d.ci_high:+.4f}], "
+                f"| {row.name} | {row.backend} | {row.metrics[NDCG_10]:.4f} ({d.delta:+.4f} [{d.ci_low:+.4f}, "
+                f"{d.ci_high:+.4f}], "
                 f"p = {d.p_value:.4f}) | {row.metrics[MRR_10]:.4f} | {row.judged_at_10:.0%} | {latency} | {speed} | "
                 f"{cost} | {'yes' if row.pareto else ''} |"
             )
+        lines += ["", self.cheapest(budget_ms).words]
         return "\n".join(lines) + "\n"
 
 
@@ -252,7 +306,7 @@ def compare_rerankers(
         for rid in ids
     ]  # fmt: skip
     timed_rows = [r for r in rows if r.latency_ms_p50 is not None]
-    front = pareto_front([(r.metrics[NDCG_10], r.latency_ms_p50 or 0.0) for r in timed_rows])
+    front = pareto_front([(r.metrics[NDCG_10], r.latency_ms_p95 or 0.0) for r in timed_rows])
     on_front = {r.reranker for r, flag in zip(timed_rows, front, strict=True) if flag}
     return RerankerComparison(
         dataset=dataset.name,
@@ -324,6 +378,7 @@ def _row(
         reranker=rid,
         name=short_model_name(rid),
         kind=reranker_kind(rid).name,
+        backend=model.backend,
         score_scale=model.score_scale,
         metrics=m.means,
         judged_at_10=m.judged,
@@ -333,6 +388,7 @@ def _row(
         latency_ms_p95=float(np.percentile(m.latencies, 95)) if m.latencies else None,
         timed_queries=len(m.latencies),
         pairs_per_second=m.pairs / seconds if seconds > 0 else None,
+        compute_seconds_per_1000_queries=seconds / len(m.latencies) * 1000 if m.latencies else None,
         usage=m.usage,
         tokens_per_query=m.usage.tokens / asked if asked else 0.0,
         billed_units_per_query=m.usage.billed_units / asked if asked else 0.0,
