@@ -261,6 +261,26 @@ def test_latency_counts_each_search_once_and_runs_a_load_run(app_env: dict) -> N
     assert len(at.get("plotly_chart")) >= 3
 
 
+def test_latency_runs_the_parity_audit_on_the_demo_and_auto_follows_it(app_env: dict) -> None:
+    """Issue 37: the Latency page audits the reranker's backends against fp32 torch on the demo's judged queries,
+    shows each backend's verdict and speed against the ceiling, and keeps the verdicts for `auto`."""
+    at = new_app()  # the demo collection, built at start
+    at.switch_page("app/pages/latency.py").run()
+    assert not at.exception
+    assert any("No parity audit of" in c.value for c in at.caption)
+    at.number_input(key="parity-queries").set_value(4).run()
+    next(b for b in at.button if b.key == "parity-run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "batch-mates drift" in d.value.columns)
+    assert table["backend"].iloc[0] == "torch" and bool(table["faithful"].iloc[0])
+    assert set(table["backend"]) >= {"torch", "onnx", "onnx-int8"}
+    assert not bool(table.set_index("backend").loc["onnx-int8", "faithful"])  # its scores move with batch-mates
+    assert all(0 < share <= 1 for share in table["share of the ceiling"])
+    assert any("Kept for this machine" in m.value and "auto now runs" in m.value for m in at.markdown)
+    at.run()
+    assert any(c.value.startswith("Kept audit") and "4 queries" in c.value for c in at.caption)
+
+
 def test_collections_ingest_refreshes_the_list_and_reports_bad_files(app_env: dict) -> None:
     folder = app_env["allowed"] / "notes"
     folder.mkdir()

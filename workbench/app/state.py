@@ -152,6 +152,7 @@ class AppState:
     judge_run: _Field[Any] = _Field(None)  # the LLM judge's last run on Evaluate's queue
     load_run: _Field[Any] = _Field(None)
     depth_points: _Field[Any] = _Field(None)
+    parity: _Field[Any] = _Field(None)  # the last parity audit run on the Latency page
     flash: _Field[str | None] = _Field(None)
     problem: _Field[str | None] = _Field(None)  # what a callback could not do, shown once at the top of the next run
     ingest_report: _Field[Any] = _Field(None)

@@ -117,6 +117,25 @@ class ParityAudit(BaseModel):
     auto_runs: str | None = None  # when the verdicts were kept: the backend `auto` runs from now on, on this machine
     measured_at: datetime
 
+    def table(self) -> list[dict[str, object]]:
+        """One flat row per backend, for a table or a CSV."""
+        return [
+            {
+                "backend": r.backend, "runs on": r.runs_on, "faithful": r.faithful,
+                "τ median": r.tau_median, "τ lowest": r.tau_min,
+                f"top {self.top_n} set changed (queries)": r.top_n_changed,
+                "largest score drift": r.max_drift,
+                "nDCG@10 change": None if r.ndcg_change is None else r.ndcg_change.delta,
+                "95 % interval": None if r.ndcg_change is None
+                else f"[{r.ndcg_change.ci_low:+.4f}, {r.ndcg_change.ci_high:+.4f}]",
+                "batch-mates drift": r.batch_drift,
+                "pairs/s per core": None if r.ceiling is None else r.ceiling.pairs_per_second_per_core,
+                "share of the ceiling": None if r.ceiling is None else r.ceiling.share_of_ceiling,
+                "why not faithful": "; ".join(r.reasons),
+            }
+            for r in self.rows
+        ]  # fmt: skip
+
     def lines(self) -> list[str]:
         """The audit in words, a line per backend, then the rule."""
         said = [

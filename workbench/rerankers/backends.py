@@ -36,11 +36,13 @@ from workbench.models import LOADED, load_failure, pick_device, quiet_transforme
 from workbench.redact import plain_text
 from workbench.rerankers.machine import (
     BackendChoice,
+    FaithfulBackends,
     MachineFacts,
     calibrate,
     choice_path,
     installed_backends,
     kept_choice,
+    kept_faithful,
     machine_facts,
 )
 from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, spoken
@@ -313,6 +315,12 @@ def _load_backend(
             f"The reranker {Path(model_path).name} cannot be loaded for the {chosen} backend "
             f"({type(exc).__name__}: {exc}). {advice}."
         ) from exc
+
+
+def kept_audit(model_path: str, *, exports_root: str | Path) -> FaithfulBackends | None:
+    """The parity audit's verdicts kept for the model on this CPU (what `auto` decides by), or None; measures
+    nothing."""
+    return kept_faithful(ExportCache(exports_root).choices_root, fingerprint(model_path), machine_facts("cpu"))
 
 
 def backend_measured(model_path: str, device: str = "auto", *, exports_root: str | Path) -> bool:

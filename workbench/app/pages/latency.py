@@ -1,4 +1,5 @@
-"""Latency: stage timings of this session's searches, a load run, and rerank time against k."""
+"""Latency: stage timings of this session's searches, a load run, rerank time against k, and the parity audit of the
+reranker's backends (held to fp32 torch, with speed against the machine's ceiling)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,22 @@ import pandas as pd
 import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
+from workbench.app.markdown import text_md
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import SIDEBAR_CONTROLS, counted, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.parity import audit_parity
+from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
-from workbench.services.demo import sample_queries
+from workbench.models import resolve_model
+from workbench.rerankers.backends import kept_audit
+from workbench.rerankers.factory import reranker_kind, split_backend
+from workbench.services.demo import DEMO_COLLECTION, sample_queries
 from workbench.services.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
 from workbench.types import StageTimings
+from workbench.vocab import CROSS_ENCODER_KIND
 
 
 def run() -> None:
@@ -31,6 +39,7 @@ def run() -> None:
     queries = _load_run_queries(engine)
     _load_run(engine, c, queries)
     _rerank_time(engine, c, queries)
+    _backends(engine, c)
 
 
 def _session_searches() -> None:
@@ -166,6 +175,45 @@ def _rerank_time(engine: Engine, c: Controls, queries: list[str]) -> None:
         depth = pd.DataFrame([p.model_dump() for p in points])
         st.dataframe(depth, hide_index=True, width="stretch")
         st.download_button("Rerank time by k (CSV)", depth.to_csv(index=False), "rerank_by_k.csv", "text/csv")
+
+
+def _backends(engine: Engine, c: Controls) -> None:
+    """The parity audit: the configured reranker on every backend here, held to fp32 torch on this collection's
+    judged queries, with each backend's speed against the machine's ceiling; `auto` follows its verdicts."""
+    st.divider()
+    st.subheader("Backends: held to fp32 torch")
+    model = engine.settings.reranker_model
+    kept = None
+    if reranker_kind(model).name == CROSS_ENCODER_KIND:
+        with shown_errors():
+            folder = resolve_model(split_backend(model)[0], engine.settings, setting="RERANKER_MODEL")
+            kept = kept_audit(folder, exports_root=engine.settings.exports_dir)
+    if kept is None:
+        st.caption(
+            f"No parity audit of {text_md(model)} on this machine yet: `auto` runs fp32 torch, the reference. The "
+            "audit scores the same candidates on every backend and lets `auto` take the fastest faithful one."
+        )
+    else:
+        verdicts = ", ".join(f"{b} {'faithful' if ok else 'not faithful'}" for b, ok in kept.faithful.items())
+        st.caption(text_md(f"Kept audit ({kept.queries} queries, {kept.measured_at:%Y-%m-%d}): {verdicts}."))
+    audit_queries = st.number_input("Queries to audit on", 1, 500, value=50, key="parity-queries")
+    if st.button("Run the parity audit", disabled=c.collection is None, key="parity-run"):
+        with shown_errors():
+            dataset = judged_dataset(engine.settings, demo=c.collection == DEMO_COLLECTION, collection=c.collection)
+            with st.spinner("Scoring the same candidates on every backend…"):
+                STATE.parity = audit_parity(
+                    engine, dataset, c.plan(engine).with_(reranker=model, filters={}), max_queries=int(audit_queries)
+                )
+    audit = STATE.parity
+    if audit is not None:
+        for line in audit.lines()[-2:]:
+            st.markdown(text_md(line))
+        st.dataframe(pd.DataFrame(audit.table()), hide_index=True, width="stretch")
+        if audit.peak is not None:
+            st.caption(
+                f"This machine's peak per core: fp32 {audit.peak.fp32_gflops_per_core:.0f} GFLOP/s, int8 "
+                f"{audit.peak.int8_gops_per_core:.0f} GOP/s ({audit.peak.how})."
+            )
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
