@@ -6,31 +6,26 @@ that they cannot drift from what a run prints.
 
 A run evaluates the demo's 50 queries on its shipped judgments (dense, BM25 and hybrid candidates, k = 50, top 10;
 the depth curve on dense) and the three gates the README quotes, in a fresh data folder, and keeps every figure with
-what made it (the reranker's backend, the machine, the versions, the date) in `docs/figures/demo.json`. Each block
-between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` in the README and docs/evaluation.md is then rewritten
-from that file; `tests/test_docs_figures.py` checks that every block still reads as the file renders it.
+what made it (the reranker's backend, the machine, the versions, the date) in `docs/figures/demo.json`. The blocks named
+`demo-*` in the README and docs are then rewritten from that file (see `scripts/figures_blocks.py`);
+`tests/test_docs_figures.py` checks that every block still reads as the file renders it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import re
 import sys
 import tempfile
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RECORD = REPO / "docs" / "figures" / "demo.json"
-DOCUMENTS = (REPO / "README.md", REPO / "docs" / "evaluation.md")
-BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures_blocks import FIGURES, made_by, p_text, signed, stamp, table, write_documents
+
+RECORD = FIGURES / "demo.json"
+PREFIX = "demo-"
 STAGES = ("dense", "bm25", "hybrid")
-BLOCK_NAMES = ("demo-table", "demo-groups", "demo-answer", "demo-gates", "demo-summary", "demo-rerankers")
 RERANKERS = ("minilm-l6-qa-reranker", "minilm-l6-qa-reranker@onnx-int8", "minilm-l6-scifact-reranker")
 STAGE_NAMES = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 GATES = {
@@ -38,30 +33,6 @@ GATES = {
     "scifact": {"retrieval": "dense", "reranker": "minilm-l6-scifact-reranker"},
     "dense": {"retrieval": "dense"},
 }
-
-
-def _machine() -> dict[str, Any]:
-    cpu, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    widest = next((f for f in ("avx512_vnni", "avx512f", "avx2") if f in flags), "no AVX2")
-    return {"cpu": cpu, "cores": os.cpu_count() or 1, "vector": widest.replace("_", "-").upper()}
-
-
-def _versions() -> dict[str, str]:
-    found = {}
-    for name in ("rerank-workbench", "torch", "sentence-transformers", "onnxruntime"):
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
 
 
 def measure() -> dict[str, Any]:
@@ -125,32 +96,17 @@ def measure() -> dict[str, Any]:
                 "exit": decision.exit_code, "delta": diff.delta, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
                 "p": diff.p_value,
             }  # fmt: skip
-    record.update(
-        queries=len(dataset.queries), machine=_machine(), versions=_versions(),
-        measured_at=datetime.now(UTC).strftime("%Y-%m-%d"),
-    )  # fmt: skip
-    return record
-
-
-def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}" if p >= 0.01 else f"p = {p:.4f}"
-
-
-def _signed(x: float) -> str:
-    return f"{x:+.3f}".replace("-", "−")
+    record["queries"] = len(dataset.queries)
+    return stamp(record)
 
 
 def _made_by(record: dict[str, Any]) -> str:
-    m = record["machine"]
-    return (
-        f"Measured by `scripts/demo_figures.py` on {record['measured_at']}: reranker backend {record['backend']}, "
-        f"{m['cpu']} ({m['cores']} cores, {m['vector']}), workbench {record['versions'].get('rerank-workbench', '?')}."
-    )
+    return made_by(record, "demo_figures.py")
 
 
 def _verdict(s: dict[str, Any]) -> str:
     words = {"helps": "**helps**", "hurts": "**hurts**"}.get(s["direction"], "no measurable difference")
-    return f"{words}: {_signed(s['delta'])} (95 % CI {_signed(s['ci_low'])} to {_signed(s['ci_high'])}, {_p(s['p'])})"
+    return f"{words}: {signed(s['delta'])} (95 % CI {signed(s['ci_low'])} to {signed(s['ci_high'])}, {p_text(s['p'])})"
 
 
 def render(name: str, record: dict[str, Any]) -> str:
@@ -171,7 +127,7 @@ def render(name: str, record: dict[str, Any]) -> str:
         dense = stages["dense"]
         groups = "; ".join(
             f"{g['group']} {g['before']['ndcg@10']:.3f} → {g['after']['ndcg@10']:.3f} (MRR {g['before']['mrr@10']:.3f} "
-            f"→ {g['after']['mrr@10']:.3f}, {g['wins']} / {g['ties']} / {g['losses']}, {_p(g['p'])})"
+            f"→ {g['after']['mrr@10']:.3f}, {g['wins']} / {g['ties']} / {g['losses']}, {p_text(g['p'])})"
             for g in dense["groups"]
         )
         depth = dense["depth"]
@@ -192,7 +148,7 @@ def render(name: str, record: dict[str, Any]) -> str:
         cells = [
             [
                 f"`{r['name']}`", f"{r['ndcg']:.3f}",
-                f"{_signed(r['delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}], {_p(r['p'])}",
+                f"{signed(r['delta'])} [{signed(r['ci_low'])}, {signed(r['ci_high'])}], {p_text(r['p'])}",
                 f"{r['mrr']:.3f}", f"{r['judged'] * 100:.0f} %", f"{r['p50'] or 0:.0f} / {r['p95'] or 0:.0f}",
                 f"{r['pairs_per_second'] or 0:.0f}",
             ]
@@ -220,22 +176,15 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"({_verdict(s['bm25'])}), hybrid {s['hybrid']['before']['ndcg@10']:.3f} → "
             f"{s['hybrid']['after']['ndcg@10']:.3f} ({_verdict(s['hybrid'])}). {_made_by(record)}\n"
         )
-    raise KeyError(f"no block named {name!r}: {RECORD.name} renders {', '.join(BLOCK_NAMES)}")
+    raise KeyError(f"no block named {name!r} in {RECORD.name}")
 
 
 def _table(header: list[str], rule: str, cells: list[list[str]], record: dict[str, Any]) -> str:
-    """A Markdown table and, under it, what made its figures."""
-    rows = ["| " + " | ".join(header) + " |", rule, *("| " + " | ".join(row) + " |" for row in cells)]
-    return "\n".join(rows) + f"\n\n{_made_by(record)}\n"
+    return table(header, rule, cells, _made_by(record))
 
 
 def _gate(g: dict[str, Any]) -> str:
-    return f"nDCG@10 {_signed(g['delta'])}, 95 % CI {_signed(g['ci_low'])} to {_signed(g['ci_high'])}, {_p(g['p'])}"
-
-
-def rewrite(text: str, record: dict[str, Any]) -> str:
-    """`text` with each figures block rendered anew from the record."""
-    return BLOCK.sub(lambda m: m.group(1) + render(m.group("name"), record) + m.group(4), text)
+    return f"nDCG@10 {signed(g['delta'])}, 95 % CI {signed(g['ci_low'])} to {signed(g['ci_high'])}, {p_text(g['p'])}"
 
 
 def main(argv: list[str]) -> int:
@@ -247,8 +196,7 @@ def main(argv: list[str]) -> int:
         RECORD.parent.mkdir(parents=True, exist_ok=True)
         RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     record = json.loads(RECORD.read_text(encoding="utf-8"))
-    for document in DOCUMENTS:
-        document.write_text(rewrite(document.read_text(encoding="utf-8"), record), encoding="utf-8")
+    write_documents(PREFIX, lambda name: render(name, record))
     print(_made_by(record))
     return 0
 

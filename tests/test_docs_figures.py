@@ -1,39 +1,51 @@
-"""Issue 36, item 10: the demo figures the README and docs/evaluation.md quote come from a run
-(`scripts/demo_figures.py`, kept in docs/figures/demo.json with the backend and machine that made them), so they
-cannot drift: every block reads as the record renders it."""
+"""Issue 36, item 10: every figure the README and the docs quote comes from a run of a script (`scripts/*_figures.py`,
+each keeping its record in docs/figures/ with the backend and machine that made it), so none can drift: every
+marked block reads as its record renders it, and every block belongs to a script."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = ("demo_figures", "collection_figures", "backend_figures")
 
 
-def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("demo_figures", REPO / "scripts" / "demo_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _script(name: str) -> ModuleType:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
 
 
-def test_every_figures_block_reads_as_the_kept_run_renders_it() -> None:
-    figures = _script()
-    record = json.loads(figures.RECORD.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_block_of_a_script_reads_as_its_kept_run_renders_it(name: str) -> None:
+    script = _script(name)
+    common = _script("figures_blocks")
+    record = json.loads(script.RECORD.read_text(encoding="utf-8"))
     assert record["backend"] and record["machine"]["cpu"] and record["measured_at"] and record["versions"]
-    named = []
-    for document in figures.DOCUMENTS:
+    named = common.blocks_named(script.PREFIX)
+    assert named, f"{name} renders no block in the README or docs"
+    for document in common.DOCUMENTS:
         text = document.read_text(encoding="utf-8")
-        named += [m.group("name") for m in figures.BLOCK.finditer(text)]
-        assert figures.rewrite(text, record) == text, f"{document.name}: run scripts/demo_figures.py --write"
-    assert sorted(named) == sorted(figures.BLOCK_NAMES)
+        rendered = common.rewrite(text, script.PREFIX, lambda block: script.render(block, record))
+        assert rendered == text, f"{document.name}: run scripts/{name}.py --write"
+    for block in named:  # each says which machine made it
+        assert record["machine"]["cpu"] in script.render(block, record), block
 
 
-def test_a_block_says_which_backend_and_machine_made_it() -> None:
-    figures = _script()
-    record = json.loads(figures.RECORD.read_text(encoding="utf-8"))
-    for name in figures.BLOCK_NAMES:
-        text = figures.render(name, record)
-        assert f"backend {record['backend']}" in text and record["machine"]["cpu"] in text, name
+def test_every_block_belongs_to_a_script() -> None:
+    common = _script("figures_blocks")
+    prefixes = tuple(_script(name).PREFIX for name in SCRIPTS)
+    every = common.blocks_named("")
+    assert every and all(block.startswith(prefixes) for block in every), every
