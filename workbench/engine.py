@@ -62,6 +62,16 @@ class UseDefault:
 DEFAULT: Final = UseDefault()
 
 
+def refuse_attached(info: CollectionInfo, action: str) -> None:
+    """InputError for a write to an attached collection: the workbench reads another tool's collection, never
+    writes it."""
+    if info.read_only:
+        raise InputError(
+            f"'{info.name}' was written by {info.written_by or 'another tool'} and is attached read-only: the "
+            f"workbench does not {action} it. Ingest into a collection of its own to copy it."
+        )
+
+
 def reranker_argument(plan: SearchPlan) -> str | UseDefault | None:
     """A plan's reranker as `Engine.reranker` takes it: DEFAULT for 'default', else the id, or None."""
     return DEFAULT if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
@@ -249,9 +259,12 @@ class Engine:
                 "with the embedder that built it, or ingest it again with this one."
             )
         if info.dimension and embedder.dimension != info.dimension:
+            made_by = info.embedding_model or f"an embedder it does not record ({info.written_by or 'unknown'})"
             raise ConfigError(
-                f"Collection '{name}' holds {info.dimension}-dimensional vectors ({info.embedding_model}), but the "
-                f"embedder '{embedder.model_id}' makes {embedder.dimension}-dimensional ones."
+                f"Collection '{name}' holds {info.dimension}-dimensional vectors ({made_by}), but the embedder "
+                f"'{public_name(embedder.model_id)}' makes {embedder.dimension}-dimensional ones. Declare the embedder "
+                f'that made them in workbench.toml: [collections.{name}] embedding_model = "..." (a model id or '
+                "folder, or an OpenAI-compatible server's URL)."
             )
         return embedder
 
@@ -417,8 +430,10 @@ class Engine:
         return self.registry.get(name).browse(offset, limit)
 
     def delete_collection(self, name: str) -> None:
-        """Delete a collection (raises CollectionNotFoundError when there is none), and its BM25 index."""
+        """Delete a collection (raises CollectionNotFoundError when there is none), and its BM25 index; an attached
+        collection (another tool's) is refused."""
         store = self.registry.get(name)
+        refuse_attached(store.info(), "delete")
         where = self.registry.config(name).where
         self.registry.delete(name)
         forget_ingest(self.settings.data_dir, where, name)
@@ -453,7 +468,9 @@ class Engine:
         size = self.settings.chunk_size if isinstance(chunk_size, UseDefault) else chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         try:
-            recorded = self.registry.get(collection).embedding_model()
+            existing = self.registry.get(collection)
+            refuse_attached(existing.info(), "ingest into")
+            recorded = existing.embedding_model()
         except CollectionNotFoundError:
             recorded = None
         embedder = self.embedder(recorded)

@@ -358,6 +358,8 @@ class CollectionInfo(BaseModel):
     embedding_model: str | None = None
     dimension: int | None = None
     ingesting: IngestStatus | None = None  # an ingest under way (or interrupted) into it
+    written_by: str | None = None  # who filled an attached collection ("LangChain", "LlamaIndex", a mapping)
+    read_only: bool = False  # attached: the workbench reads it and never writes it
 
     def public(self) -> CollectionInfo:
         """This information as a remote client (the API, an MCP client) sees it: the location and the embedder

@@ -26,7 +26,10 @@ def cmd_collections(args: argparse.Namespace) -> int:
         return 0
     print(f"{'name':<24} {'store':<9} {'count':>8}  {'dim':>5}  embedding model")
     for i in infos:
-        print(shown(f"{i.name:<24} {i.store:<9} {i.count:>8}  {i.dimension or '—':>5}  {i.embedding_model or '—'}"))
+        embedder = i.embedding_model or ("not recorded: declare it (embedding_model)" if i.read_only else "—")
+        print(shown(f"{i.name:<24} {i.store:<9} {i.count:>8}  {i.dimension or '—':>5}  {embedder}"))
+        if i.read_only:
+            print(shown(f"{'':<24} attached read-only: written by {i.written_by}"))
         if i.ingesting is not None:
             print(shown(f"{'':<24} {i.ingesting.words()}"))
     return 0

@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError
+from workbench.errors import CollectionNotFoundError, InputError, StoreConnectionError, StoreError
 from workbench.redact import redact_url
 from workbench.stores.base import (
     CONTENT_HASH_KEY,
@@ -32,6 +33,7 @@ from workbench.stores.base import (
     clean_metadata,
     translate_store_error,
 )
+from workbench.stores.layouts import WORKBENCH, Layout, detect, mapped
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -56,7 +58,11 @@ def _similarity(distance: float, space: str) -> float:
 class ChromaCollection(Collection):
     store: ClassVar[str] = "chroma"
 
-    def __init__(self, collection: Any, location: str, timeout: float | None = None) -> None:
+    def __init__(
+        self, collection: Any, location: str, timeout: float | None = None, options: dict[str, Any] | None = None
+    ) -> None:
+        self.options = options or {}
+        self._layout: Layout | None = None
         self._collection = collection
         self.name = collection.name
         self.location = location
@@ -68,16 +74,46 @@ class ChromaCollection(Collection):
     def count(self) -> int:
         return int(self._collection.count())
 
+    def layout(self) -> Layout:
+        """Who wrote this collection: the workbench (its metadata says so), the mapping in workbench.toml, else
+        what its first record shows (Chroma keeps the text as the document, the metadata flat)."""
+        if self._layout is None:
+            layout = WORKBENCH if EMBEDDING_MODEL_KEY in (self._collection.metadata or {}) else mapped(self.options)
+            if layout is None:
+                got = self._collection.get(limit=1, include=["metadatas"])
+                layout = detect(dict((got.get("metadatas") or [{}])[0] or {}), has_document=True)
+            self._layout = replace(layout, metadata_key=None)  # type: ignore[arg-type]
+        return self._layout
+
+    def _dimension(self) -> int | None:
+        """An attached collection records no width: its first vector's."""
+        got = self._collection.get(limit=1, include=["embeddings"])
+        embeddings = got.get("embeddings")
+        return len(embeddings[0]) if embeddings is not None and len(embeddings) else None
+
     def info(self) -> CollectionInfo:
         metadata = self._collection.metadata or {}
+        layout = self.layout()
         return CollectionInfo(
             name=self.name,
             store=self.store,
             location=self.location,
             count=self.count(),
-            embedding_model=metadata.get(EMBEDDING_MODEL_KEY),
-            dimension=metadata.get(DIMENSION_KEY),
+            embedding_model=metadata.get(EMBEDDING_MODEL_KEY) or self.options.get("embedding_model"),
+            dimension=metadata.get(DIMENSION_KEY) or (self._dimension() if layout.read_only else None),
+            written_by=layout.writer if layout.read_only else None,
+            read_only=layout.read_only,
         )
+
+    def _chunk(self, record_id: str, document: str | None, metadata: Any) -> Chunk:
+        return self.layout().chunk(record_id, dict(metadata or {}), document)
+
+    def _writable(self) -> None:
+        layout = self.layout()
+        if layout.read_only:
+            raise StoreError(
+                f"'{self.name}' was written by {layout.writer}: the workbench reads it and never writes it."
+            )
 
     def search(
         self, k: int, filters: Metadata | None = None, *, vector: np.ndarray | None = None, text: str | None = None
@@ -93,7 +129,7 @@ class ChromaCollection(Collection):
         metadatas = (result.get("metadatas") or [[]])[0] or [{}] * len(ids)
         distances = result["distances"][0]
         return [
-            Hit(id=i, text=d or "", metadata=dict(m or {}), score=_similarity(float(dist), self.space))
+            Hit(**self._chunk(i, d, m).model_dump(), score=_similarity(float(dist), self.space))
             for i, d, m, dist in zip(ids, documents, metadatas, distances, strict=True)
         ]
 
@@ -102,6 +138,7 @@ class ChromaCollection(Collection):
             return
         if vectors is None:
             raise InputError("Chroma collections store the workbench's vectors: pass vectors to upsert.")
+        self._writable()
         self._collection.upsert(
             ids=[c.id for c in chunks],
             embeddings=np.asarray(vectors, dtype=np.float32).tolist(),
@@ -124,15 +161,13 @@ class ChromaCollection(Collection):
         return found
 
     def delete_chunks(self, ids: Sequence[str]) -> None:
+        self._writable()
         for batch in batched(list(ids), _ID_BATCH):
             self._collection.delete(ids=list(batch))
 
     def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
         got = self._collection.get(offset=offset, limit=limit, include=["documents", "metadatas"])
-        return [
-            Chunk(id=i, text=d or "", metadata=dict(m or {}))
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-        ]
+        return [self._chunk(i, d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)]
 
     def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
         ids: list[str] = []
@@ -202,11 +237,19 @@ class ChromaBackend(StoreBackend):
     kind: ClassVar[str] = "chroma"
 
     def __init__(
-        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_STORE_TIMEOUT
+        self,
+        path: str | Path | None = None,
+        url: str | None = None,
+        *,
+        timeout: float = DEFAULT_STORE_TIMEOUT,
+        **options: Any,
     ) -> None:
+        """`options`: an attached collection's `embedding_model`, `layout` and keys (`stores/layouts.py`), from
+        its `[collections.<name>]` table."""
         if (path is None) == (url is None):
             raise InputError("Chroma needs exactly one of a persist folder or a server URL.")
         self.timeout = timeout
+        self.options = options
         self.location = redact_url(url) if url else str(Path(path).resolve())  # type: ignore[arg-type]
         self._client = self._client_for(path, url, timeout)
 
@@ -243,7 +286,10 @@ class ChromaBackend(StoreBackend):
             return _clients.setdefault(key, client)
 
     def list_collections(self) -> list[CollectionInfo]:
-        return [ChromaCollection(c, self.location, self.timeout).info() for c in self._client.list_collections()]
+        return [
+            ChromaCollection(c, self.location, self.timeout, self.options).info()
+            for c in self._client.list_collections()
+        ]
 
     def exists(self, name: str) -> bool:
         return name in {c.name for c in self._client.list_collections()}
@@ -257,7 +303,7 @@ class ChromaBackend(StoreBackend):
                     name, f"chroma at {self.location}", [c.name for c in self._client.list_collections()]
                 ) from exc
             raise
-        return ChromaCollection(collection, self.location, self.timeout)
+        return ChromaCollection(collection, self.location, self.timeout, self.options)
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> ChromaCollection:
         check_collection_name(name)
@@ -267,7 +313,7 @@ class ChromaBackend(StoreBackend):
             configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
             embedding_function=None,
         )
-        return ChromaCollection(collection, self.location, self.timeout)
+        return ChromaCollection(collection, self.location, self.timeout, self.options)
 
     def delete(self, name: str) -> None:
         self.get(name)

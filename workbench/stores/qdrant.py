@@ -2,7 +2,9 @@
 
 Points carry `{"chunk_id", "text", "metadata"}`; their Qdrant id is a UUID derived from the chunk id, so the
 same chunk always lands on the same point. Filters address `metadata.<key>`. An `api_key` query parameter
-in the URL becomes the client's API key and is never shown.
+in the URL becomes the client's API key and is never shown. A collection another tool wrote (LangChain, LlamaIndex,
+or keys named in workbench.toml: `stores/layouts.py`) is attached read-only: read through its writer's layout, with
+the embedder its `[collections.<name>]` table declares (`embedding_model`) and its named vector (`vector_name`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from workbench.stores.base import (
     clean_metadata,
     translate_store_error,
 )
+from workbench.stores.layouts import LANGCHAIN, WORKBENCH, Layout, detect, mapped, unknown_layout
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -48,12 +51,12 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, chunk_id))
 
 
-def qdrant_filter(filters: Metadata | None, extra: list[Any] | None = None) -> Any:
-    """Metadata equalities (and any extra conditions) as a Qdrant filter."""
+def qdrant_filter(filters: Metadata | None, extra: list[Any] | None = None, layout: Layout = WORKBENCH) -> Any:
+    """Metadata equalities (and any extra conditions) as a Qdrant filter, addressed where the layout keeps them."""
     from qdrant_client import models
 
     must: list[Any] = [
-        models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
+        models.FieldCondition(key=layout.filter_key(key), match=models.MatchValue(value=value))
         for key, value in (filters or {}).items()
     ]
     must += extra or []
@@ -63,28 +66,65 @@ def qdrant_filter(filters: Metadata | None, extra: list[Any] | None = None) -> A
 class QdrantCollection(Collection):
     store: ClassVar[str] = "qdrant"
 
-    def __init__(self, client: Any, name: str, location: str, timeout: float | None = None) -> None:
+    def __init__(
+        self, client: Any, name: str, location: str, timeout: float | None = None, options: dict[str, Any] | None = None
+    ) -> None:
         self._client = client
         self.name = name
         self.location = location
         self.timeout = timeout
+        self.options = options or {}
+        self._layout: Layout | None = None
 
     def count(self) -> int:
         return int(self._client.count(self.name, exact=True).count)
 
-    def info(self) -> CollectionInfo:
+    def _details(self) -> tuple[dict[str, Any], int | None]:
+        """The collection's metadata and its (named) vector's width."""
         details = self._client.get_collection(self.name)
-        metadata = getattr(details.config, "metadata", None) or {}
         vectors = details.config.params.vectors
-        dimension = getattr(vectors, "size", None)
+        if isinstance(vectors, dict):  # named vectors: the declared one, else the only one
+            name = self.options.get("vector_name")
+            name = name if name is not None else next(iter(vectors)) if len(vectors) == 1 else None
+            vectors = vectors.get(name) if name is not None else None
+        return getattr(details.config, "metadata", None) or {}, getattr(vectors, "size", None)
+
+    def layout(self) -> Layout:
+        """Who wrote this collection and where its fields sit: the workbench's own (its metadata says so), the
+        mapping in workbench.toml, else what its first record shows."""
+        if self._layout is None:
+            metadata, _ = self._details()
+            layout = WORKBENCH if EMBEDDING_MODEL_KEY in metadata else mapped(self.options)
+            if layout is None:
+                records, _ = self._client.scroll(self.name, limit=1, with_payload=True)
+                if not records:
+                    return LANGCHAIN  # an empty collection of another tool's: nothing to read yet, nothing written
+                layout = detect(records[0].payload or {})
+                if layout is None:
+                    raise unknown_layout(self.name, list((records[0].payload or {}).keys()))
+            self._layout = layout
+        return self._layout
+
+    def info(self) -> CollectionInfo:
+        metadata, dimension = self._details()
+        layout = self.layout()
         return CollectionInfo(
             name=self.name,
             store=self.store,
             location=self.location,
             count=self.count(),
-            embedding_model=metadata.get(EMBEDDING_MODEL_KEY),
+            embedding_model=metadata.get(EMBEDDING_MODEL_KEY) or self.options.get("embedding_model"),
             dimension=metadata.get(DIMENSION_KEY, dimension),
+            written_by=None if not layout.read_only else layout.writer,
+            read_only=layout.read_only,
         )
+
+    def _writable(self) -> None:
+        layout = self.layout()
+        if layout.read_only:
+            raise StoreError(
+                f"'{self.name}' was written by {layout.writer}: the workbench reads it and never writes it."
+            )
 
     def search(
         self,
@@ -97,31 +137,28 @@ class QdrantCollection(Collection):
     ) -> list[Hit]:
         from qdrant_client import models
 
+        layout = self.layout()
         response = self._client.query_points(
             self.name,
             query=self.require_vector(vector),
+            using=self.options.get("vector_name"),
             limit=k,
-            query_filter=qdrant_filter(filters),
+            query_filter=qdrant_filter(filters, layout=layout),
             with_payload=True,
             search_params=models.SearchParams(exact=True) if exact else None,
         )
         return [self._hit(p) for p in response.points]
 
-    @staticmethod
-    def _hit(point: Any) -> Hit:
-        payload = point.payload or {}
-        return Hit(
-            id=str(payload.get("chunk_id", point.id)),
-            text=str(payload.get("text", "")),
-            metadata=dict(payload.get("metadata") or {}),
-            score=float(getattr(point, "score", 0.0) or 0.0),
-        )
+    def _hit(self, point: Any) -> Hit:
+        chunk = self.layout().chunk(point.id, point.payload or {})
+        return Hit(**chunk.model_dump(), score=float(getattr(point, "score", 0.0) or 0.0))
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         if not chunks:
             return
         if vectors is None:
             raise InputError("Qdrant collections store the workbench's vectors: pass vectors to upsert.")
+        self._writable()
         from qdrant_client import models
 
         points = [
@@ -165,6 +202,7 @@ class QdrantCollection(Collection):
         return found
 
     def delete_chunks(self, ids: Sequence[str]) -> None:
+        self._writable()
         from qdrant_client import models
 
         for batch in batched(list(ids), _ID_BATCH):
@@ -186,7 +224,12 @@ class QdrantCollection(Collection):
             )
             for record in records:
                 ids.append(str((record.payload or {}).get("chunk_id", record.id)))
-                rows.append(record.vector)
+                vector = record.vector
+                rows.append(
+                    vector[self.options.get("vector_name") or next(iter(vector))]
+                    if isinstance(vector, dict)
+                    else vector
+                )
             if offset is None:
                 break
         return ids, np.asarray(rows, dtype=np.float32)
@@ -209,12 +252,20 @@ class QdrantBackend(StoreBackend):
     kind: ClassVar[str] = "qdrant"
 
     def __init__(
-        self, path: str | Path | None = None, url: str | None = None, *, timeout: float = DEFAULT_STORE_TIMEOUT
+        self,
+        path: str | Path | None = None,
+        url: str | None = None,
+        *,
+        timeout: float = DEFAULT_STORE_TIMEOUT,
+        **options: Any,
     ) -> None:
+        """`options`: an attached collection's `embedding_model`, `vector_name`, `layout` and keys
+        (`stores/layouts.py`), from its `[collections.<name>]` table."""
         if (path is None) == (url is None):
             raise InputError("Qdrant needs exactly one of a local folder (or ':memory:') or a server URL.")
         require_extra("qdrant", "The Qdrant store")
         self.timeout = timeout
+        self.options = options
         if url:
             self.location = redact_url(url)
             key = url
@@ -266,7 +317,7 @@ class QdrantBackend(StoreBackend):
 
     def list_collections(self) -> list[CollectionInfo]:
         names = [c.name for c in self._client.get_collections().collections]
-        return [QdrantCollection(self._client, n, self.location, self.timeout).info() for n in names]
+        return [QdrantCollection(self._client, n, self.location, self.timeout, self.options).info() for n in names]
 
     def exists(self, name: str) -> bool:
         return bool(self._client.collection_exists(name))
@@ -275,7 +326,7 @@ class QdrantBackend(StoreBackend):
         if not self._client.collection_exists(name):
             names = [c.name for c in self._client.get_collections().collections]
             raise CollectionNotFoundError(name, f"qdrant at {self.location}", names)
-        return QdrantCollection(self._client, name, self.location, self.timeout)
+        return QdrantCollection(self._client, name, self.location, self.timeout, self.options)
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> QdrantCollection:
         from qdrant_client import models
@@ -289,7 +340,7 @@ class QdrantBackend(StoreBackend):
             )
             if self.location.startswith(("http://", "https://")):  # local mode has no payload indexes
                 self._client.create_payload_index(name, f"metadata.{ORIGIN_KEY}", models.PayloadSchemaType.KEYWORD)
-        return QdrantCollection(self._client, name, self.location, self.timeout)
+        return QdrantCollection(self._client, name, self.location, self.timeout, self.options)
 
     def delete(self, name: str) -> None:
         self.get(name)
