@@ -178,6 +178,10 @@ def test_a_collection_another_library_wrote_is_attached_read_only_and_searched_a
             assert got == expected[query], query  # the writing library's own top 4, in its order
             assert all(c.text in texts for c in result.candidates)  # every text, none empty or dropped
             assert all(c.metadata.get("title") for c in result.candidates)
+        for retrieval in ("bm25", "hybrid"):  # BM25's index is built from the collection's own texts
+            found = engine.search(QUERIES[0], engine.plan(collection=name, k=4, reranker=None, retrieval=retrieval))
+            assert found.candidates and all(c.text in texts for c in found.candidates), retrieval
+        assert engine.search(QUERIES[0], engine.plan(collection=name, k=4, retrieval="bm25")).candidates[0].text
         with pytest.raises(InputError, match=f"written by {written_by} and is attached read-only"):
             engine.ingest(Path(__file__), name)
         with pytest.raises(InputError, match="attached read-only"):
@@ -185,7 +189,7 @@ def test_a_collection_another_library_wrote_is_attached_read_only_and_searched_a
         assert engine.collection_info(name).count == len(PASSAGES)
     finally:
         _forget_qdrant_clients()
-    assert _files_digest(folder) == before  # nothing of the store was written
+    assert _files_digest(folder) == before  # nothing of the store was written (BM25's index lives in the data folder)
 
 
 def test_wider_vectors_name_their_dimension_and_how_to_declare_the_embedder(tmp_path: Path) -> None:
