@@ -19,7 +19,7 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
-from workbench.evaluation.sources import judged_dataset
+from workbench.evaluation.sources import attach_candidates, judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
@@ -53,9 +53,18 @@ def _modes(text: str | None) -> list[str | None]:
 def cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     depth, modes, folder = _checked_arguments(args, settings)
+    if args.candidates:
+        if modes != [None] and modes != ["dense"]:
+            raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
+        args.collection = args.collection or "candidates"  # the file's collection replaces it below
     dataset, demo = judged_queries(args, settings)
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
+    if args.candidates:
+        found = attach_candidates(engine, args.candidates, dataset, corpus=args.corpus)
+        for problem in found.problems:
+            warn(problem)
+        args.collection, demo = found.name, False
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     if args.corpus_sample is not None:

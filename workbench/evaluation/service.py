@@ -44,12 +44,15 @@ def check_plan(
 
 def judged_coverage(engine: Engine, dataset: Dataset, collection: str) -> tuple[int, int]:
     """How many of (a sample of) the judged documents the collection holds, and how many were checked.
-    A document is there when its first chunk (`<document id>::0`) is. (0, 0) when the store cannot tell."""
+    A document is there when its first chunk (`<document id>::0`) is. (0, 0) when the store cannot tell: a store
+    object, or an attached collection (another tool's ids; a candidates file names what it lacks itself)."""
     judged = sorted({doc for judgments in dataset.qrels.values() for doc, grade in judgments.items() if grade > 0})
     sample = judged[:_SAMPLE]
     if not sample:
         return 0, 0
     store = engine.registry.get(collection)
+    if store.info().read_only:
+        return 0, 0
     if store.embeds_documents and not store.content_hashes([f"{sample[0]}::0"]) and store.count() < 0:
         return 0, 0
     found = store.content_hashes([f"{doc}::0" for doc in sample])

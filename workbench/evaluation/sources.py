@@ -1,15 +1,19 @@
 """Where the judged queries to evaluate come from, for every front end (`workbench eval`, the Evaluate page):
-files (queries and qrels), the demo handbook's, a BEIR folder, or the judgments store's for a collection."""
+files (queries and qrels), the demo handbook's, a BEIR folder, or the judgments store's for a collection; and the
+first-stage candidates a production system exported, as a read-only collection (`attach_candidates`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from workbench.config import Settings
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
+from workbench.inputs import safe_file_stem
 from workbench.judgments import load_judgments
 from workbench.services.demo import demo_dataset
+from workbench.stores.candidates import CandidatesFile
 
 
 def judged_dataset(
@@ -45,3 +49,15 @@ def judged_dataset(
         "Name what to evaluate: a BEIR folder, `demo`, --qrels FILE --queries FILE, or --collection NAME "
         "when that collection has judgments (rated, or imported with `workbench judgments import`)."
     )
+
+
+def attach_candidates(
+    engine: Engine, path: str | Path, dataset: Dataset, *, corpus: str | Path | None = None
+) -> CandidatesFile:
+    """A file of a production system's first-stage candidates (JSONL, or a TREC run with its corpus) registered
+    with the engine as a read-only collection named after the file, so that an evaluation, the gate or Compare
+    reranks exactly those candidates for the dataset's queries. Its `problems` say what it could not use."""
+    name = f"candidates-{safe_file_stem(Path(path).stem, 'file')}"
+    found = CandidatesFile.read(path, name, queries=dataset.queries, corpus=corpus or dataset.corpus)
+    engine.registry.register_collection(name, found)
+    return found

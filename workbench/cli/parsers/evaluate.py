@@ -36,6 +36,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
     evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
     evaluate.add_argument(
+        "--candidates", metavar="FILE",
+        help="rerank the first stage your system returned: JSONL ({query_id, query, hits: [{id, text, score}]}), "
+        "or a TREC run with --corpus for the texts",
+    )  # fmt: skip
+    evaluate.add_argument("--corpus", help="with a TREC run as --candidates: the BEIR corpus its ids come from")
+    evaluate.add_argument(
         "--depth",
         help="k values for the depth curve and the recommended k and top n (default: "
         + ",".join(map(str, DEPTH_SWEEP))
