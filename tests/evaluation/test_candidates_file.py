@@ -133,3 +133,11 @@ def test_eval_on_a_trec_run_with_its_corpus_from_the_command_line(tmp_path: Path
     assert summary["before"]["ndcg@10"] == pytest.approx((expected["q1"]["ndcg_cut_10"] + 1.0) / 2, abs=1e-9)
     assert "1 hits name documents the corpus does not hold: d9" in done.stderr
     assert "1 queries of the run are not judged here: q7" in done.stderr and "Traceback" not in done.stderr
+    gate = subprocess.run(
+        [str(Path(sys.executable).parent / "workbench"), "gate", "--queries", str(queries), "--qrels", str(qrels),
+         "--candidates", str(run_file), "--corpus", str(corpus), "-k", "3", "-n", "2", "--json"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    decision = json.loads(gate.stdout)
+    assert gate.returncode == decision["exit_code"] in (0, 1, 3), gate.stderr
+    assert decision["candidate"].startswith("candidates-prod · dense k=3 → 2")

@@ -8,10 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, print_json, settings_from, shown
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.cli.evaluate import judged_queries
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.sources import attach_candidates
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
@@ -36,8 +37,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
     _writable(args.junit, "--junit")
     _writable(args.json_out, "--json-out")
     settings = settings_from(args)
+    if args.candidates:
+        if args.retrieval not in (None, "dense"):
+            raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
+        args.collection = args.collection or "candidates"  # the file's collection replaces it below
     dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
+    if args.candidates:
+        found = attach_candidates(engine, args.candidates, dataset, corpus=args.corpus)
+        for problem in found.problems:
+            warn(problem)
+        args.collection, demo = found.name, False
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     candidate = engine.plan(
