@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -255,3 +256,13 @@ def test_each_store_kind_is_registered_once_and_everything_agrees() -> None:
         assert info.kind == kind and info.url_field in Settings.model_fields, kind
         assert getattr(Settings(**{info.url_field: ""}), info.url_field) is None, kind
         assert info.url_env in str(Settings.model_fields[info.url_field].validation_alias), kind
+
+
+def test_every_word_of_the_vocabulary_is_read_somewhere() -> None:
+    """Issue 38: one place for the vocabulary, and nothing in it that no module reads (a constant nobody uses is a
+    second, silent spelling of what the code says elsewhere)."""
+    vocab = (PACKAGE / "vocab.py").read_text(encoding="utf-8")
+    names = re.findall(r"^([A-Z][A-Z0-9_]+)(?::[^=\n]*)? =", vocab, flags=re.M)
+    others = "\n".join(path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py") if path.name != "vocab.py")
+    unread = [name for name in names if not re.search(rf"\b{name}\b", others)]
+    assert names and unread == [], f"vocab.py names these and no module reads them: {unread}"

@@ -86,12 +86,10 @@ PARITY_REFERENCE: Final = "torch"
 BackendChoice = Literal["auto", Backend]  # "auto" picks one of BACKENDS
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 Device = Literal["auto", "cpu", "cuda", "mps"]
-DEVICES: Final[tuple[str, ...]] = get_args(Device)
 NO_RERANKER: Final = "none"
 DEFAULT_RERANKER_CHOICE: Final = "default"  # in a SearchPlan: the reranker the settings configure
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
 ScoreScale = Literal["logit", "probability"]
-SCORE_SCALES: Final[tuple[str, ...]] = get_args(ScoreScale)
 # Reranker kinds (rerankers/factory.py registers one builder each): what `reranker_kind(id).name` says.
 CROSS_ENCODER_KIND: Final = "cross-encoder"  # a folder or hub id: a local cross-encoder
 SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server
@@ -102,7 +100,6 @@ SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere
 TEI_PREFIX: Final = "tei+"
 REPLICA_SEPARATOR: Final = ","  # replicas of one reranker service: http://gpu1:7997,http://gpu2:7997
 TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank
-HOSTED_PREFIXES: Final = ("cohere:", "jina:", "voyage:")  # hosted APIs, keys from the environment
 HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}
 DEFAULT_RERANK_TIMEOUT: Final = 30.0  # seconds a reranker service may take per request (WORKBENCH_RERANK_TIMEOUT)
 DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -198,5 +195,4 @@ MAX_QUERY_SET_TEXT_CHARS: Final = 4096  # a query of a set (judged queries may b
 # How `workbench gate` exits: the decision as a process status a CI job reads.
 GateOutcome = Literal["ship", "no-ship", "inconclusive"]
 GATE_EXIT_CODES: Final[dict[str, int]] = {"ship": 0, "no-ship": 1, "inconclusive": 3}
-GATE_BASELINES: Final = ("first-stage", "experiment", "configuration")
 MAX_EXPORT_BYTES: Final = 200_000_000  # an experiment file to import

@@ -38,7 +38,7 @@ from workbench.evaluation.io import Qrels
 from workbench.evaluation.report import EvaluationReport
 from workbench.rerankers import to_probability
 from workbench.types import SearchResult
-from workbench.vocab import CALIBRATION_BINS, CALIBRATION_FOLDS, DEFAULT_TARGET_PRECISION
+from workbench.vocab import CALIBRATION_BINS, CALIBRATION_FOLDS, CALIBRATION_METHODS, DEFAULT_TARGET_PRECISION
 
 UNCALIBRATED = "uncalibrated"
 _HISTOGRAM_BINS = 20
@@ -325,7 +325,7 @@ def calibrate(
     checks = []
     raw = np.array([to_probability(s, scale) for s in scores])
     checks.append(_check(UNCALIBRATED, raw, relevant))
-    for method in ("logistic", "isotonic"):
+    for method in CALIBRATION_METHODS:
         checks.append(_check(method, held_out_probabilities(method, scores, relevant, qids, folds), relevant))
     best = min(checks[1:], key=lambda c: c.ece)
     coef, intercept, x, y = _fit(best.method, scores, relevant)
