@@ -142,6 +142,7 @@ class Settings(BaseSettings):
     persist_dir: Path | None = Field(None, validation_alias=_alias("persist_dir", "WORKBENCH_PERSIST_DIR"))
     chroma_url: str | None = Field(None, validation_alias=_alias("chroma_url", "WORKBENCH_CHROMA_URL"))
     qdrant_url: str | None = Field(None, validation_alias=_alias("qdrant_url", "WORKBENCH_QDRANT_URL"))
+    search_url: str | None = Field(None, validation_alias=_alias("search_url", "WORKBENCH_SEARCH_URL"))
     pg_url: str | None = Field(None, validation_alias=_alias("pg_url", "WORKBENCH_PG_URL"))
     pg_schema: str = Field("workbench", validation_alias=_alias("pg_schema", "WORKBENCH_PG_SCHEMA"))
     store_timeout: float = Field(

@@ -54,10 +54,20 @@ class ServiceWords:
 
 
 class ServiceCaller:
-    """POSTs JSON to one service (or to its replicas in turn) and returns the parsed answer."""
+    """Sends JSON to one service (or to its replicas in turn), POST by default, and returns the parsed answer.
+    `headers` are sent with every request (a search service's own; their secret values are registered, so no
+    message shows them)."""
 
     def __init__(
-        self, urls: list[str], tokens: list[str | None], words: ServiceWords, *, timeout: float, retries: int
+        self,
+        urls: list[str],
+        tokens: list[str | None],
+        words: ServiceWords,
+        *,
+        timeout: float,
+        retries: int,
+        method: str = "POST",
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.urls = list(urls)
         self.tokens = list(tokens)
@@ -69,20 +79,26 @@ class ServiceCaller:
         self.retries = retries
         self.shown_url = ", ".join(redact_url(u) for u in self.urls)
         self._turn = itertools.count()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        self.client = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False)
+        self.method = method
+        for value in (headers or {}).values():
+            register_secret(value)
+        sent = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+        self.client = httpx.Client(timeout=timeout, headers=sent, follow_redirects=False)
 
     def headers(self, replica: int = 0) -> dict[str, str]:
         """The replica's own token as a bearer header (none when it has none)."""
         token = self.tokens[replica] if replica < len(self.tokens) else None
         return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _send(self, body: Any) -> httpx.Response:
+    def _send(self, body: Any, params: dict[str, Any] | None = None) -> httpx.Response:
         """One try, at the next replica in turn: the whole answer read within `timeout` seconds (httpx alone
         times each read, so a service sending a byte a second would hold the call for as long as it liked)."""
         replica = next(self._turn) % len(self.urls)
         until = time.monotonic() + self.timeout
-        with self.client.stream("POST", self.urls[replica], json=body, headers=self.headers(replica)) as response:
+        sent = {"json": body} if self.method != "GET" else {}
+        with self.client.stream(
+            self.method, self.urls[replica], params=params, headers=self.headers(replica), **sent
+        ) as response:
             received = bytearray()
             for chunk in response.iter_bytes():
                 received += chunk
@@ -90,13 +106,13 @@ class ServiceCaller:
                     raise httpx.ReadTimeout(f"the answer was still arriving after {self.timeout:g} s")
         return httpx.Response(response.status_code, headers=response.headers, content=bytes(received))
 
-    def post(self, body: Any) -> Any:
-        """The service's JSON answer to `body`; ModelError when it cannot be had, InvalidAnswer when it holds
-        NaN or Infinity."""
+    def post(self, body: Any, params: dict[str, Any] | None = None) -> Any:
+        """The service's JSON answer to `body` (and query `params`); ModelError when it cannot be had,
+        InvalidAnswer when it holds NaN or Infinity."""
         wait = _BACKOFF
         for attempt in range(self.retries + 1):
             try:
-                response = self._send(body)
+                response = self._send(body, params)
             except httpx.HTTPError as exc:
                 if len(self.urls) > 1 and attempt < self.retries:
                     continue  # a replica that is down or hung: the next one in turn takes the retry

@@ -17,7 +17,7 @@ def spoken(names: tuple[str, ...] | list[str], last: str = "or") -> str:
 
 
 # Stores -----------------------------------------------------------------------------------------------------
-StoreKind = Literal["chroma", "qdrant", "pgvector"]
+StoreKind = Literal["chroma", "qdrant", "pgvector", "http"]  # http: a search service's API (read-only)
 STORE_KINDS: Final[tuple[str, ...]] = get_args(StoreKind)
 
 
@@ -37,6 +37,7 @@ STORES: Final[dict[str, StoreKindInfo]] = {
     "chroma": StoreKindInfo("chroma", "chroma_url", "WORKBENCH_CHROMA_URL", True, "http://127.0.0.1:8000"),
     "qdrant": StoreKindInfo("qdrant", "qdrant_url", "WORKBENCH_QDRANT_URL", True, "http://127.0.0.1:6333"),
     "pgvector": StoreKindInfo("pgvector", "pg_url", "WORKBENCH_PG_URL", False, "postgresql://user@127.0.0.1:5432/db"),
+    "http": StoreKindInfo("http", "search_url", "WORKBENCH_SEARCH_URL", False, "https://search.internal/api/search"),
 }
 LANGCHAIN_STORE: Final = "langchain"  # a LangChain VectorStore object registered in code
 URL_SCHEMES: Final = ("http://", "https://", "postgresql://", "postgres://")

@@ -18,6 +18,7 @@ from workbench.ingest_status import ingest_statuses
 from workbench.redact import redact_url
 from workbench.stores.base import Collection, StoreBackend
 from workbench.stores.chroma import ChromaBackend
+from workbench.stores.http_search import HttpSearchBackend
 from workbench.stores.langchain import LangChainCollection
 from workbench.stores.pgvector import PgVectorBackend
 from workbench.stores.qdrant import QdrantBackend
@@ -27,7 +28,7 @@ from workbench.vocab import LANGCHAIN_STORE, STORE_KINDS, STORES, spoken
 # The one registry of store kinds: each backend class carries its kind (named in `vocab.STORES`, with its URL
 # setting and whether it runs embedded; tests/test_layout.py checks the two agree). A new kind is one class here.
 STORE_BACKENDS: dict[str, type[StoreBackend]] = {
-    backend.kind: backend for backend in (ChromaBackend, QdrantBackend, PgVectorBackend)
+    backend.kind: backend for backend in (ChromaBackend, QdrantBackend, PgVectorBackend, HttpSearchBackend)
 }
 SERVER_STORES = STORE_KINDS
 
