@@ -19,6 +19,8 @@ def spoken(names: tuple[str, ...] | list[str], last: str = "or") -> str:
 # Stores -----------------------------------------------------------------------------------------------------
 StoreKind = Literal["chroma", "qdrant", "pgvector", "http"]  # http: a search service's API (read-only)
 STORE_KINDS: Final[tuple[str, ...]] = get_args(StoreKind)
+SEARCH_SERVICE_STORE: Final = "http"  # the kind that is a search service's API: no vectors to copy or compare
+VECTOR_STORE_KINDS: Final[tuple[str, ...]] = tuple(k for k in STORE_KINDS if k != SEARCH_SERVICE_STORE)
 
 
 @dataclass(frozen=True)

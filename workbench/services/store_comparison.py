@@ -25,7 +25,7 @@ from workbench.services.agreement import Agreement, agreement
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata, SearchPlan
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, NDCG_10, STORE_KINDS, STORES, URL_SCHEMES, recall_at, spoken
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, NDCG_10, STORES, URL_SCHEMES, VECTOR_STORE_KINDS, recall_at, spoken
 
 _PAGE = 1000
 EXACT = "exact scan"
@@ -40,9 +40,9 @@ class StoreTarget(BaseModel):
     @classmethod
     def parse(cls, text: str) -> StoreTarget:
         kind, _, location = text.partition(":")
-        if kind not in STORES:
+        if kind not in VECTOR_STORE_KINDS:
             raise InputError(
-                f"A store is {spoken(STORE_KINDS)}, optionally with ':location'; got '{redact_url(text)}'."
+                f"A store is {spoken(VECTOR_STORE_KINDS)}, optionally with ':location'; got '{redact_url(text)}'."
             )
         return cls(kind=kind, location=location or None)
 

@@ -30,7 +30,7 @@ from workbench.redact import plain_text, redact_url
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
 from workbench.stores.base import CONTENT_HASH_KEY, Collection, StoreBackend
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-from workbench.vocab import DEFAULT_STORE_TIMEOUT
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, SEARCH_SERVICE_STORE
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FIELDS = ("id", "text", "title", "score", "metadata")
@@ -79,7 +79,7 @@ def _at(value: Any, path: str) -> Any:
 class HttpSearchCollection(Collection):
     """A search service's answers as a read-only collection (it embeds and ranks by itself)."""
 
-    store: ClassVar[str] = "http"
+    store: ClassVar[str] = SEARCH_SERVICE_STORE
     embeds_queries: ClassVar[bool] = True
     embeds_documents: ClassVar[bool] = True
 
@@ -202,7 +202,7 @@ class HttpSearchCollection(Collection):
 class HttpSearchBackend(StoreBackend):
     """Search services named in workbench.toml (`store = "http"`): each collection is one service's API."""
 
-    kind: ClassVar[str] = "http"
+    kind: ClassVar[str] = SEARCH_SERVICE_STORE
 
     def __init__(
         self,

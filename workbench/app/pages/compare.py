@@ -45,8 +45,8 @@ from workbench.vocab import (
     MAX_K,
     RETRIEVAL,
     RETRIEVAL_MODES,
-    STORE_KINDS,
     STORES,
+    VECTOR_STORE_KINDS,
 )
 
 AS_CONFIGURED = "as each is configured"
@@ -323,7 +323,7 @@ def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) ->
         "--copy-from`): do they return the same candidates, how fast, and how close is each store's HNSW search to an "
         "exact scan of the same vectors."
     )
-    available = [kind for kind in STORE_KINDS if STORES[kind].embedded or engine.settings.url_of(kind)]
+    available = [kind for kind in VECTOR_STORE_KINDS if STORES[kind].embedded or engine.settings.url_of(kind)]
     picked = st.multiselect("Stores", available, default=available[:2], key="stores-picked")
     collection = c.collection or names[0]
     targets = [StoreTarget(kind=kind) for kind in picked]

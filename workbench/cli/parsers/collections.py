@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import store_options
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, STORE_KINDS, spoken
+from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, VECTOR_STORE_KINDS, spoken
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -76,7 +76,7 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
         dest="store_in",
         action="append",
         metavar="STORE",
-        help=f"{spoken(STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
+        help=f"{spoken(VECTOR_STORE_KINDS)}, optionally :location (folder or URL); repeat for each",
     )
     compare.add_argument(
         "--copy-from", metavar="STORE", help="first copy the collection from this store into the others"
