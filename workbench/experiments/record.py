@@ -70,6 +70,8 @@ class Manifest(BaseModel):
     reranker_fingerprint: str | None = None
     reranker_backend: str | None = None
     collection_chunks: int | None = None
+    source: str | None = None  # the first stage's kind and place, and who wrote it ("qdrant /srv/q · LangChain")
+    source_mapping: str | None = None  # checksum of its [collections.<name>] table (layout, keys, URL, template)
 
     @classmethod
     def here(
@@ -79,6 +81,8 @@ class Manifest(BaseModel):
         reranker_fingerprint: str | None,
         reranker_backend: str | None,
         collection_chunks: int | None,
+        source: str | None = None,
+        source_mapping: str | None = None,
     ) -> Manifest:
         """This process's manifest."""
         packages = {}
@@ -102,6 +106,8 @@ class Manifest(BaseModel):
             reranker_fingerprint=reranker_fingerprint,
             reranker_backend=reranker_backend,
             collection_chunks=collection_chunks,
+            source=source,
+            source_mapping=source_mapping,
         )
 
 
@@ -339,5 +345,9 @@ def changed_inputs(first: Experiment, second: Experiment) -> list[str]:
         "the reranker's model files": (first.manifest.reranker_fingerprint, second.manifest.reranker_fingerprint),
         "the reranker's backend": (first.manifest.reranker_backend, second.manifest.reranker_backend),
         "the collection's size": (first.manifest.collection_chunks, second.manifest.collection_chunks),
+        "the first stage's source": (
+            (first.manifest.source, first.manifest.source_mapping),
+            (second.manifest.source, second.manifest.source_mapping),
+        ),
     }
     return [what for what, (a, b) in checks.items() if a != b]

@@ -24,12 +24,13 @@ from workbench.experiments.record import (
     Manifest,
     changed_inputs,
     check_checksums,
+    checksum,
     judgments_used,
     query_set_used,
 )
 from workbench.experiments.store import open_experiment_store
 from workbench.inputs import json_depth, validate_collection_name, validate_model_id
-from workbench.redact import is_local_path
+from workbench.redact import is_local_path, public_name
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_EXPORT_BYTES, MAX_JSON_DEPTH
 
@@ -58,9 +59,12 @@ def keep_report(
     collection = plan.collection or engine.settings.collection
     reranker = engine.reranker_of(plan)
     try:
-        chunks: int | None = engine.collection_info(collection).count
-    except Exception:  # the count is informative only: a store that cannot count leaves it out
-        chunks = None
+        info = engine.collection_info(collection)
+        chunks: int | None = info.count if info.count >= 0 else None
+        source: str | None = " · ".join(p for p in (f"{info.store} {public_name(info.location)}", info.written_by) if p)
+    except Exception:  # informative only: a store that cannot say leaves them out
+        chunks = source = None
+    mapping = engine.settings.collections.get(collection)
     experiment = Experiment(
         name=name,
         tags=list(tags),
@@ -73,6 +77,8 @@ def keep_report(
             reranker_fingerprint=getattr(reranker, "fingerprint", None) if reranker else None,
             reranker_backend=reranker.backend if reranker else None,
             collection_chunks=chunks,
+            source=source,
+            source_mapping=checksum(mapping) if mapping else None,
         ),
         report=report.model_dump(mode="json"),
         queries=queries,
