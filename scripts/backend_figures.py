@@ -12,15 +12,13 @@ k = 20, top 10), in a fresh data folder and a fresh exports folder (nothing it f
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, REPO, stamp, table, write_documents
+from figures_blocks import FIGURES, script_main, stamp, table
 
 RECORD = FIGURES / "backends.json"
 PREFIX = "backends-"
@@ -117,18 +115,15 @@ def render(name: str, record: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
-    parser.add_argument("--shared", default=str(REPO.parent / "shared"), help="the shared folder (data/ inside)")
-    args = parser.parse_args(argv)
-    if not args.write:
-        record = measure(Path(args.shared))
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    record = json.loads(RECORD.read_text(encoding="utf-8"))
-    write_documents(PREFIX, lambda name: render(name, record))
-    print(_made_by(record))
-    return 0
+    return script_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        record=RECORD,
+        prefix=PREFIX,
+        measure=measure,
+        render=render,
+        footer=_made_by,
+    )
 
 
 if __name__ == "__main__":

@@ -14,24 +14,13 @@ the demo's); and SciFact's ANN-against-exact study across Chroma and Qdrant. Eve
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import (
-    FIGURES,
-    REPO,
-    made_by,
-    p_text,
-    signed,
-    stamp,
-    table,
-    write_documents,
-)
+from figures_blocks import FIGURES, made_by, p_text, script_main, signed, stamp, table
 
 RECORD = FIGURES / "collections.json"
 PREFIX = "collections-"
@@ -245,18 +234,15 @@ def _summary(record: dict[str, Any], footer: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
-    parser.add_argument("--shared", default=str(REPO.parent / "shared"), help="the shared folder (data/ inside)")
-    args = parser.parse_args(argv)
-    if not args.write:
-        record = measure(Path(args.shared))
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    record = json.loads(RECORD.read_text(encoding="utf-8"))
-    write_documents(PREFIX, lambda name: render(name, record))
-    print(made_by(record, "collection_figures.py"))
-    return 0
+    return script_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        record=RECORD,
+        prefix=PREFIX,
+        measure=measure,
+        render=render,
+        footer=lambda record: made_by(record, "collection_figures.py"),
+    )
 
 
 if __name__ == "__main__":

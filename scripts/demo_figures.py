@@ -13,15 +13,13 @@ what made it (the reranker's backend, the machine, the versions, the date) in `d
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, made_by, p_text, signed, stamp, table, write_documents
+from figures_blocks import FIGURES, made_by, p_text, script_main, signed, stamp, table
 
 RECORD = FIGURES / "demo.json"
 PREFIX = "demo-"
@@ -188,17 +186,15 @@ def _gate(g: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
-    args = parser.parse_args(argv)
-    if not args.write:
-        record = measure()
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    record = json.loads(RECORD.read_text(encoding="utf-8"))
-    write_documents(PREFIX, lambda name: render(name, record))
-    print(_made_by(record))
-    return 0
+    return script_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        record=RECORD,
+        prefix=PREFIX,
+        measure=lambda _shared: measure(),
+        render=render,
+        footer=_made_by,
+    )
 
 
 if __name__ == "__main__":
