@@ -271,33 +271,34 @@ def audit_parity(
     queries = _candidates(engine, dataset, plan, max_queries)
     if not queries:
         raise InputError(f"{dataset.name} has no queries to audit on.")
-    judged = any(any(g > 0 for g in dataset.qrels.get(qid, {}).values()) for qid, *_ in queries)
+    judged = any(any(g > 0 for g in dataset.qrels.get(q.query_id, {}).values()) for q in queries)
     peak = measure_peak()
     folder = resolve_model(base, engine.settings, setting="RERANKER_MODEL")
     shape, cores = model_shape(folder), _threads()
-    say(f"Scoring {sum(len(q[4]) for q in queries):,} pairs on fp32 {PARITY_REFERENCE} (the reference)…")
-    reference_scores, reference_row = _scored(engine, on_backend(base, PARITY_REFERENCE), queries, judged, dataset)
+    say(f"Scoring {sum(len(q.texts) for q in queries):,} pairs on fp32 {PARITY_REFERENCE} (the reference)…")
+    reference = _scored(engine, on_backend(base, PARITY_REFERENCE), queries, judged, dataset)
     rows = []
     for name in [PARITY_REFERENCE, *backends, *served]:
         reranker_id = name if name in served else on_backend(base, name)
         if name == PARITY_REFERENCE:
-            scores, run_row = reference_scores, reference_row
+            run = reference
         else:
             say(f"Scoring the same pairs on {redact_url(name)}…")
-            scores, run_row = _scored(engine, reranker_id, queries, judged, dataset)
+            run = _scored(engine, reranker_id, queries, judged, dataset)
         reranker = engine.reranker(reranker_id)
         assert reranker is not None
         per_query = [
-            compare_query(qid, ids, reference_scores[qid], scores[qid], plan.top_n) for qid, _, ids, _, _ in queries
+            compare_query(q.query_id, q.ids, reference.scores[q.query_id], run.scores[q.query_id], plan.top_n)
+            for q in queries
         ]
-        change = difference(reference_row["ndcg"], run_row["ndcg"]) if judged else None
+        change = difference(reference.ndcg, run.ndcg) if judged else None
         drift = _batch_drift(reranker, queries)
         changed = sum(q.top_n_changed for q in per_query)
         taus = [q.kendall_tau for q in per_query if q.kendall_tau is not None]
         ceiling = None
         if name not in served:
             tokens = _mean_tokens(reranker, queries)
-            ceiling = against_ceiling(name, run_row["pairs_per_second"], cores, shape, tokens, peak)
+            ceiling = against_ceiling(name, run.pairs_per_second, cores, shape, tokens, peak)
         reasons = faithfulness(change, changed, len(queries), drift, tolerance=tolerance)
         rows.append(
             BackendParity(
@@ -326,40 +327,45 @@ def _threads() -> int:
 
 def _mean_tokens(reranker: Reranker, queries: list[QueryCandidates]) -> float:
     """The pairs' mean length in tokens as the local reranker feeds them to its model (truncated, unpadded)."""
-    lengths = [len(ids) for _, text, _, _, texts in queries for ids, _ in reranker.encode(text, texts)]  # type: ignore[attr-defined]
+    encode = reranker.encode  # type: ignore[attr-defined]  # a local cross-encoder's
+    lengths = [len(ids) for q in queries for ids, _ in encode(q.text, q.texts)]
     return sum(lengths) / len(lengths) if lengths else 0.0
 
 
+class _Scored(NamedTuple):
+    """One reranker over the audit's candidates."""
+
+    scores: dict[str, list[float]]  # per query, in candidate order
+    ndcg: list[float]  # per judged query (sorted by id): nDCG@10 of the reranked documents; empty without judgments
+    pairs_per_second: float
+
+
 def _scored(
-    engine: Engine,
-    reranker_id: str,
-    queries: list[QueryCandidates],
-    judged: bool,
-    dataset: Dataset,
-) -> tuple[dict[str, list[float]], dict[str, object]]:
-    """Every query's candidates scored afresh by one reranker (one call per query, as a search scores them): the
-    scores, each query's nDCG@10 of the reranked documents (with judgments), and pairs per second."""
+    engine: Engine, reranker_id: str, queries: list[QueryCandidates], judged: bool, dataset: Dataset
+) -> _Scored:
+    """Every query's candidates scored afresh by one reranker (one call per query, as a search scores them)."""
     reranker = engine.reranker(reranker_id)
     assert reranker is not None
-    reranker.score(queries[0][1], queries[0][4][:2], use_cache=False)  # load and warm: first calls are not speed
+    first = queries[0]
+    reranker.score(first.text, first.texts[:2], use_cache=False)  # load and warm: first calls are not speed
     scores: dict[str, list[float]] = {}
     started = time.perf_counter()
-    for qid, text, _, _, texts in queries:
-        scores[qid] = reranker.score(text, texts, use_cache=False)[0]
+    for q in queries:
+        scores[q.query_id] = reranker.score(q.text, q.texts, use_cache=False)[0]
     seconds = time.perf_counter() - started
-    pairs = sum(len(q[4]) for q in queries)
+    pairs = sum(len(q.texts) for q in queries)
     ndcg: list[float] = []
     if judged:
         run: dict[str, dict[str, float]] = {}
-        for qid, _, _, documents, _ in queries:
+        for q in queries:
             folded: dict[str, float] = {}
-            for doc, score in zip(documents, scores[qid], strict=True):
+            for doc, score in zip(q.documents, scores[q.query_id], strict=True):
                 folded[doc] = max(folded.get(doc, -math.inf), score)
-            run[qid] = folded
-        qrels = {qid: dataset.qrels[qid] for qid, *_ in queries if qid in dataset.qrels}
-        per_query = evaluate(qrels, run, max(len(q[4]) for q in queries))[1]
+            run[q.query_id] = folded
+        qrels = {q.query_id: dataset.qrels[q.query_id] for q in queries if q.query_id in dataset.qrels}
+        per_query = evaluate(qrels, run, max(len(q.texts) for q in queries))[1]
         ndcg = [per_query[qid][NDCG_10] for qid in sorted(per_query)]
-    return scores, {"ndcg": ndcg, "pairs_per_second": pairs / seconds if seconds > 0 else 0.0}
+    return _Scored(scores, ndcg, pairs / seconds if seconds > 0 else 0.0)
 
 
 def _keep_for_auto(engine: Engine, folder: str | Path, audit: ParityAudit) -> str:
