@@ -66,6 +66,15 @@ def test_the_decision_rule_on_faked_timings(backends: dict, chosen: str) -> None
     assert decide(figures) == "torch"  # without an audit, auto is the reference
 
 
+def test_the_audits_speeds_on_the_collections_own_pairs_decide_over_the_calibrations() -> None:
+    figures, faithful = _figures(onnx=(1.0, True), openvino=(1.02, True))  # short demo pairs: nothing gains
+    assert decide(figures, faithful) == "torch"
+    assert decide(figures, faithful, {"onnx": 1.35, "openvino": 1.95}) == "openvino"  # long passages: it does
+    assert decide(figures, faithful, {"onnx": 1.05, "openvino": 1.0}) == "torch"
+    figures, faithful = _figures(onnx=(2.0, True))
+    assert decide(figures, faithful, {"onnx": 0.9}) == "torch"  # the audit measured no gain where it counts
+
+
 def test_the_int8_configuration_follows_the_cpu() -> None:
     assert int8_config("aarch64", set()) == "arm64" and int8_config("arm64", {"avx2"}) == "arm64"
     assert int8_config("x86_64", {"avx2", "avx512f", "avx512_vnni"}) == "avx512_vnni"

@@ -164,7 +164,7 @@ class ParityAudit(BaseModel):
         if self.auto_runs:
             said.append(
                 f"Kept for this machine: auto now runs {self.auto_runs} (the fastest faithful backend at least "
-                f"{MIN_SPEEDUP}x faster than {self.reference} in the kept timings, else {self.reference})."
+                f"{MIN_SPEEDUP}x faster than {self.reference} on these pairs, else {self.reference})."
             )
         return said
 
@@ -372,6 +372,7 @@ def _keep_for_auto(engine: Engine, folder: str | Path, audit: ParityAudit) -> st
     """The local backends' verdicts, kept for this model on this machine: `auto` decides by them from now on.
     Returns the backend `auto` now runs (torch while the backends' timings were never measured here)."""
     local = [r for r in audit.rows if r.ceiling is not None]
+    torch_rate = next((r.ceiling.pairs_per_second for r in local if r.backend == PARITY_REFERENCE and r.ceiling), 0.0)
     root, model_print, facts = (
         ExportCache(engine.settings.exports_dir).choices_root,
         fingerprint(str(folder)),
@@ -383,6 +384,7 @@ def _keep_for_auto(engine: Engine, folder: str | Path, audit: ParityAudit) -> st
             model=audit.model, model_print=model_print, machine=facts,
             faithful={r.backend: r.faithful for r in local}, reasons={r.backend: "; ".join(r.reasons) for r in local},
             queries=audit.queries, measured_at=audit.measured_at,
+            speedups={r.backend: r.ceiling.pairs_per_second / torch_rate for r in local if r.ceiling and torch_rate},
         ),
     )  # fmt: skip
     kept = kept_choice(root, model_print, facts)

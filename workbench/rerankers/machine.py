@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from workbench.extras import has_extra
 from workbench.loaders import load_path
@@ -70,6 +70,9 @@ class FaithfulBackends(BaseModel):
     machine: MachineFacts
     faithful: dict[str, bool]
     reasons: dict[str, str]
+    # each backend's speed over torch's on the audit's own pairs (the collection's real lengths): what `decide` takes
+    # over the calibration's short demo pairs, where a backend's gain on long passages does not show
+    speedups: dict[str, float] = Field(default_factory=dict)
     queries: int
     measured_at: datetime
 
@@ -185,22 +188,32 @@ def kept_choice(root: str | Path, model_print: str, facts: MachineFacts) -> Back
     except (OSError, ValueError):
         return None
     audited = kept_faithful(root, model_print, facts)
-    rule = decide(kept.figures, audited.faithful if audited else None)  # today's rule and today's audit decide
+    rule = audited_rule(kept.figures, audited)  # today's rule and today's audit decide
     return kept.model_copy(update={"chosen": rule, "audited": audited})
 
 
-def decide(figures: Sequence[BackendFigures], faithful: Mapping[str, bool] | None = None) -> str:
+def decide(
+    figures: Sequence[BackendFigures],
+    faithful: Mapping[str, bool] | None = None,
+    speedups: Mapping[str, float] | None = None,
+) -> str:
     """The rule: the fastest backend the parity audit found faithful (`faithful`; none without an audit), whose
     scores do not depend on their batch-mates (never a dynamically quantized one: BATCH_DEPENDENT_BACKENDS) and
-    whose speed is at least MIN_SPEEDUP times torch's; torch when none is."""
-    admitted = faithful or {}
-    good = [
-        (f.speedup, f.backend)
-        for f in figures
-        if f.backend == "torch"
-        or (f.backend not in BATCH_DEPENDENT_BACKENDS and admitted.get(f.backend) is True and f.speedup >= MIN_SPEEDUP)
-    ]
+    whose speed is at least MIN_SPEEDUP times torch's (the audit's `speedups` where it measured them, else the
+    calibration's); torch when none is."""
+    admitted, measured = faithful or {}, speedups or {}
+    good = []
+    for f in figures:
+        speed = measured.get(f.backend, f.speedup)
+        allowed = f.backend not in BATCH_DEPENDENT_BACKENDS and admitted.get(f.backend) is True
+        if f.backend == "torch" or (allowed and speed >= MIN_SPEEDUP):
+            good.append((1.0 if f.backend == "torch" else speed, f.backend))
     return max(good)[1] if good else "torch"
+
+
+def audited_rule(figures: Sequence[BackendFigures], audited: FaithfulBackends | None) -> str:
+    """`decide` with what a kept audit says (nothing: torch)."""
+    return decide(figures, audited.faithful, audited.speedups) if audited else decide(figures)
 
 
 def calibration_pairs(queries: int = CALIBRATION_QUERIES) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict]:
@@ -267,7 +280,7 @@ def calibrate(
     audited = kept_faithful(root, model_print, facts)
     choice = BackendChoice(
         model=Path(model_path).name, model_print=model_print, machine=facts,
-        chosen=decide(figures, audited.faithful if audited else None), figures=figures, audited=audited,
+        chosen=audited_rule(figures, audited), figures=figures, audited=audited,
         pairs=len(pairs), seconds=time.perf_counter() - started, measured_at=datetime.now(UTC),
     )  # fmt: skip
     path = choice_path(root, model_print, facts)
