@@ -190,6 +190,7 @@ def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     at.switch_page("app/pages/compare.py").run()
     at.text_input(key="w.compare_query").input(QUERY).run()
     assert not at.exception and not at.error
+    assert at.selectbox(key="compare-backend").value == "torch"  # one backend for both unless asked otherwise
     labels = [m.label for m in at.metric]
     assert {"Jaccard", "Kendall τ (shared)", "RBO (p=0.9)"} <= set(labels)
     next(b for b in at.button if b.label == "dense vs hybrid candidates (both reranked)").click().run()
@@ -394,6 +395,7 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("the demo handbook on 'demo': 8 queries" in h.value for h in at.subheader)
+    assert any("on `torch:cpu`" in c.value for c in at.caption)  # the report names the backend its reranker ran on
     # Either the calibration view is drawn or the page says why not (too few relevant candidates for tiny models)
     assert any("Scores against relevance" in m.value for m in at.markdown)
     assert any(p.key == "cutoff-curve" for p in at.get("plotly_chart")) or any(

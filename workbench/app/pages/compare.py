@@ -84,9 +84,9 @@ def run() -> None:
     with right:
         b = _configuration(c, names, choices, "compare_b", "Configuration B")
     backend = st.selectbox(
-        "Backend of both rerankers", [AS_CONFIGURED, *BACKENDS], key="compare-backend",
-        help="Run both local cross-encoders on one backend, so that their times compare models, not backends "
-        "(a service's backend is its own).",
+        "Backend of both rerankers", [*BACKENDS, AS_CONFIGURED], key="compare-backend",
+        help="Both local cross-encoders run on one backend (fp32 torch, the reference, unless you pick another), so "
+        "that their scores and times compare models, not backends (a service's backend is its own).",
     )  # fmt: skip
     _over_a_query_set(engine, c, a, b)
     query, top_n = _query_and_top_n(c, a, b)
