@@ -12,6 +12,7 @@ import streamlit as st
 from workbench.app import PAGES_DIR, STATIC_DIR
 from workbench.app.history import remember_browser
 from workbench.app.judging import ask_rater_when_needed, rater_input, start_run
+from workbench.app.markdown import text_md
 from workbench.app.state import (
     STATE,
     Controls,
@@ -76,7 +77,11 @@ def ensure_demo(engine: Engine) -> None:
 
 def _collection_caption(info: CollectionInfo) -> str:
     embedder = short_model_name(info.embedding_model)
-    return f"**{info.store}** · {info.count:,} chunks · {info.dimension or '?'}-d · embedder `{embedder}`"
+    count = f"{info.count:,} chunks" if info.count >= 0 else "count unknown"
+    said = f"**{info.store}** · {count} · {info.dimension or '?'}-d · embedder `{embedder}`"
+    if info.read_only:  # attached: another tool's collection, or a search service, read and never written
+        said += f" · read-only, {text_md(info.written_by or 'attached')}"
+    return said
 
 
 def sidebar(engine: Engine) -> Controls:
