@@ -28,7 +28,7 @@ def app_env(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Pat
         patch.setenv("WORKBENCH_EMBEDDING_MODEL", str(tiny_models["embedder"]))
         patch.setenv("RERANKER_MODEL", str(tiny_models["reranker"]))
         engine_resource.clear()
-        yield {"data": data, "allowed": allowed, "reranker": tiny_models["reranker"]}
+        yield {"data": data, "allowed": allowed, **tiny_models}
         engine_resource.clear()
 
 
@@ -207,6 +207,43 @@ def test_compare_shows_agreement_figures_and_presets(app_env: dict) -> None:
     timing = next(m for m in at.metric if m.label == "total ms A / B")
     assert timing.help == "A scored on onnx:cpu, B on onnx:cpu"
     assert not any("different backends" in w.value for w in at.warning)
+
+
+def test_compare_offers_your_attached_search_against_the_workbenchs_hybrid(
+    app_env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: a collection LangChain wrote, attached in workbench.toml, is in the pickers, and Compare's preset
+    puts it (its own ranking, reranked) against the workbench's hybrid."""
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from workbench.app.state import engine_resource
+
+    folder = tmp_path / "their-chroma"
+    texts = ["Expense receipts are due within 30 days.", "Laptops are replaced every three years."]
+    Chroma.from_documents([Document(page_content=t) for t in texts], DeterministicFakeEmbedding(size=32),
+                          persist_directory=str(folder), collection_name="their_docs")  # fmt: skip
+    config = tmp_path / "workbench.toml"
+    config.write_text(
+        f'[collections.their_docs]\nstore = "chroma"\npersist_dir = "{folder}"\n'
+        f'embedding_model = "{app_env["embedder"]}"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("WORKBENCH_CONFIG", str(config))
+    engine_resource.clear()
+    try:
+        at = new_app()
+        at.switch_page("app/pages/compare.py").run()
+        at.text_input(key="w.compare_query").input("when are receipts due").run()
+        preset = next(b for b in at.button if b.label.startswith("your search (their_docs)"))
+        preset.click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert at.selectbox(key="w.compare_a.collection").value == "their_docs"
+        assert at.selectbox(key="w.compare_b.collection").value == "demo"
+        assert at.radio(key="w.compare_b.retrieval").value == "hybrid"
+    finally:
+        engine_resource.clear()
 
 
 def test_across_stores_offers_to_copy_the_collection_on_first_use(app_env: dict) -> None:

@@ -75,9 +75,9 @@ def run() -> None:
         "The same query through two configurations: reranker on or off, dense or hybrid candidates, two depths, two "
         "rerankers, or two collections (and so two embedders). The sidebar's filters apply to both."
     )
-    names = _collection_names(engine)
+    names, attached = _collection_names(engine)
     choices = discover_rerankers(engine.settings)
-    _presets(c)
+    _presets(c, attached)
     left, right = st.columns(2)
     with left:
         a = _configuration(c, names, choices, "compare_a", "Configuration A")
@@ -96,32 +96,41 @@ def run() -> None:
     _across_stores(engine, c, names, query)
 
 
-def _collection_names(engine: Engine) -> list[str]:
-    """The collections to compare in; the page stops when there are none."""
-    names = []
+def _collection_names(engine: Engine) -> tuple[list[str], list[str]]:
+    """The collections to compare in, and those of them attached (another tool's, or a search service); the page
+    stops when there are none."""
+    infos = []
     with shown_errors():
-        names = [info.name for info in engine.collections()]
-    if not names:
+        infos = engine.collections()
+    if not infos:
         st.info("No collections yet: create one on the Collections page.")
         st.stop()
-    return names
+    return [info.name for info in infos], [info.name for info in infos if info.read_only]
 
 
-def _presets(c: Controls) -> None:
-    """One-click starting points, from the sidebar's collection and k."""
+def _presets(c: Controls, attached: list[str]) -> None:
+    """One-click starting points, from the sidebar's collection and k; with an attached source (your search as it
+    runs) and a collection of the workbench's in the sidebar, your search against the workbench's hybrid."""
+    presets = dict(PRESETS)
+    if attached and c.collection and c.collection not in attached:
+        yours = attached[0]
+        presets[f"your search ({yours}) vs the workbench's hybrid"] = (
+            CompareSide(collection=yours, retrieval="dense"),
+            CompareSide(collection=c.collection, retrieval="hybrid"),
+        )
 
     def _apply_preset(name: str) -> None:
-        a, b = PRESETS[name]
+        a, b = presets[name]
         for side, preset in (("compare_a", a), ("compare_b", b)):
             current: CompareSide = getattr(STATE, side)
             for field in ("rerank", "retrieval"):
                 set_value(f"{side}.{field}", getattr(preset, field))
             set_value(f"{side}.k", c.k)
-            set_value(f"{side}.collection", c.collection or current.collection)
+            set_value(f"{side}.collection", preset.collection or c.collection or current.collection)
 
     st.markdown("Start from:")
-    preset_columns = st.columns(len(PRESETS))
-    for column, preset in zip(preset_columns, PRESETS, strict=True):
+    preset_columns = st.columns(len(presets))
+    for column, preset in zip(preset_columns, presets, strict=True):
         column.button(preset, on_click=_apply_preset, args=(preset,), width="stretch")
 
 
