@@ -27,7 +27,8 @@ def cmd_collections(args: argparse.Namespace) -> int:
     print(f"{'name':<24} {'store':<9} {'count':>8}  {'dim':>5}  embedding model")
     for i in infos:
         embedder = i.embedding_model or ("not recorded: declare it (embedding_model)" if i.read_only else "—")
-        print(shown(f"{i.name:<24} {i.store:<9} {i.count:>8}  {i.dimension or '—':>5}  {embedder}"))
+        count = str(i.count) if i.count >= 0 else "?"  # a search service does not say
+        print(shown(f"{i.name:<24} {i.store:<9} {count:>8}  {i.dimension or '—':>5}  {embedder}"))
         if i.read_only:
             print(shown(f"{'':<24} attached read-only: written by {i.written_by}"))
         if i.ingesting is not None:
