@@ -80,6 +80,7 @@ def test_get_templates_and_a_secret_header_from_the_environment(
                  "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"}, **FIELDS},
     )  # fmt: skip
     assert engine.search("expense receipts", engine.plan(collection="by_get", k=5, reranker=None)).candidates
+    assert {"by_get", "guarded"} <= {i.name for i in engine.collections()}  # listed without the secret being set
     with pytest.raises(Exception, match=r"\$\{SEARCH_TOKEN\}, which is not set"):
         engine.search("expense receipts", engine.plan(collection="guarded", k=5, reranker=None))
     monkeypatch.setenv("SEARCH_TOKEN", "wrong-token")

@@ -87,25 +87,35 @@ class HttpSearchCollection(Collection):
         self.name = name
         self.location = redact_url(url)
         self.options = options
-        where = f"[collections.{plain_text(name)[:40]}]"
-        method = str(options.get("method", "POST")).upper()
-        if method not in {"GET", "POST"}:
-            raise ConfigError(f"{where} method must be GET or POST; got {plain_text(method)[:10]}.")
-        headers = {
-            str(k): _environment(str(v), f"{where} headers.{k}") for k, v in (options.get("headers") or {}).items()
-        }
-        words = ServiceWords(
-            noun=f"The search service '{plain_text(name)[:40]}'", setting=f"{where} url",
-            auth_fix=f"check {where} headers (their secrets come from the environment)",
-            timeout_setting="WORKBENCH_STORE_TIMEOUT",
-        )  # fmt: skip
-        retries = int(options.get("retries", 2))
-        self.caller = ServiceCaller(
-            [url], [None], words, timeout=timeout, retries=retries, method=method, headers=headers
-        )
-        self.template = options.get("body" if method == "POST" else "params") or {"query": "{query}", "k": "{k}"}
+        self.where = f"[collections.{plain_text(name)[:40]}]"
+        self.method = str(options.get("method", "POST")).upper()
+        self.url = url
+        self.timeout = timeout
+        self._caller: ServiceCaller | None = None
+        self.template = options.get("body" if self.method == "POST" else "params") or {"query": "{query}", "k": "{k}"}
         self.fields = {field: options.get(field, field) for field in _FIELDS}
         self.hits_path = str(options.get("hits", "hits"))
+
+    def caller(self) -> ServiceCaller:
+        """The service's caller, made on the first search: its headers' `${VAR}`s are read then (so listing the
+        collections never needs a secret that is not set)."""
+        if self._caller is None:
+            if self.method not in {"GET", "POST"}:
+                raise ConfigError(f"{self.where} method must be GET or POST; got {plain_text(self.method)[:10]}.")
+            headers = {
+                str(k): _environment(str(v), f"{self.where} headers.{k}")
+                for k, v in (self.options.get("headers") or {}).items()
+            }
+            words = ServiceWords(
+                noun=f"The search service '{plain_text(self.name)[:40]}'", setting=f"{self.where} url",
+                auth_fix=f"check {self.where} headers (their secrets come from the environment)",
+                timeout_setting="WORKBENCH_STORE_TIMEOUT",
+            )  # fmt: skip
+            self._caller = ServiceCaller(
+                [self.url], [None], words, timeout=self.timeout, retries=int(self.options.get("retries", 2)),
+                method=self.method, headers=headers,
+            )  # fmt: skip
+        return self._caller
 
     def count(self) -> int:
         return -1  # a service does not say
@@ -123,8 +133,8 @@ class HttpSearchCollection(Collection):
             raise InputError(f"The search service '{self.name}' is asked by query text: pass text=.")
         request = _filled(self.template, text, k, filters)
         try:
-            answer = self.caller.post(request if self.caller.method == "POST" else None,
-                                      request if self.caller.method == "GET" else None)  # fmt: skip
+            get = self.method == "GET"
+            answer = self.caller().post(None if get else request, request if get else None)
             return self._hits(answer)[:k]
         except (ModelError, InvalidAnswer) as exc:
             raise StoreError(str(exc) if isinstance(exc, ModelError) else self._wrong(str(exc))) from exc
