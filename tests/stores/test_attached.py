@@ -228,3 +228,28 @@ def test_the_listing_names_who_wrote_an_attached_collection(minilm: SentenceTran
     listed = {c["name"]: c for c in json.loads(done.stdout)}
     assert listed["lc_chroma"]["read_only"] and listed["lc_chroma"]["written_by"] == "LangChain"
     assert listed["lc_chroma"]["dimension"] == 384
+
+
+def test_a_collection_of_unknown_keys_is_listed_and_its_search_names_the_keys_to_map(tmp_path: Path) -> None:
+    from qdrant_client import QdrantClient, models
+
+    folder = tmp_path / "custom"
+    client = QdrantClient(path=str(folder))
+    client.create_collection("custom", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    client.upsert("custom", points=[models.PointStruct(id=1, vector=[0.1] * 384, payload={"body": "Herons fish."})])
+    client.close()
+    table = {"store": "qdrant", "persist_dir": str(folder), "embedding_model": DEFAULT_EMBEDDING_MODEL}
+    engine = Engine(Settings(data_dir=tmp_path / "data", reranker_model="none", offline=True,
+                             collections={"custom": table}))  # fmt: skip
+    try:
+        listed = {i.name: i for i in engine.collections()}
+        assert listed["custom"].read_only and "name its keys" in (listed["custom"].written_by or "")
+        with pytest.raises(Exception, match=r'text_key = "\.\.\."') as caught:
+            engine.search("herons", engine.plan(collection="custom", k=1))
+        assert "body" in str(caught.value)  # the keys its records hold
+        mapped = Engine(Settings(data_dir=tmp_path / "data2", reranker_model="none", offline=True,
+                                 collections={"custom": {**table, "text_key": "body"}}))  # fmt: skip
+        _forget_qdrant_clients()
+        assert mapped.search("herons", mapped.plan(collection="custom", k=1)).candidates[0].text == "Herons fish."
+    finally:
+        _forget_qdrant_clients()

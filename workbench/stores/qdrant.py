@@ -107,7 +107,10 @@ class QdrantCollection(Collection):
 
     def info(self) -> CollectionInfo:
         metadata, dimension = self._details()
-        layout = self.layout()
+        try:
+            writer = self.layout().writer if self.layout().read_only else None
+        except StoreError:  # listed all the same; searching it says which keys to map
+            writer = "another tool (name its keys in workbench.toml)"
         return CollectionInfo(
             name=self.name,
             store=self.store,
@@ -115,8 +118,8 @@ class QdrantCollection(Collection):
             count=self.count(),
             embedding_model=metadata.get(EMBEDDING_MODEL_KEY) or self.options.get("embedding_model"),
             dimension=metadata.get(DIMENSION_KEY, dimension),
-            written_by=None if not layout.read_only else layout.writer,
-            read_only=layout.read_only,
+            written_by=writer,
+            read_only=writer is not None,
         )
 
     def _writable(self) -> None:
