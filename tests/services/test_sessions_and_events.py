@@ -213,9 +213,8 @@ def test_a_broker_killed_mid_run_loses_no_search_and_no_buffered_event(tmp_path:
         assert time.perf_counter() - started < 2
         wait_until(lambda: sink.stats()["connected"] is False and sink.stats()["buffered"] == 100, timeout=30)
         broker.start()
-        deadline = time.monotonic() + 60
-        while sink.stats()["buffered"] and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # a restarted broker on a loaded 2-core machine can take a minute or more before the buffer drains
+        wait_until(lambda: sink.stats()["buffered"] == 0, timeout=240)
         sink.close()
         events = _consume(broker, "test-kill", 120)
         ids = {e["payload"]["trace_id"] for e in events}
