@@ -89,7 +89,7 @@ def measure(shared: Path) -> dict[str, Any]:
     return stamp(record)
 
 
-def _made_by(record: dict[str, Any]) -> str:
+def footer(record: dict[str, Any]) -> str:
     return made_by(record, "attach_figures.py")
 
 
@@ -102,22 +102,10 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"{record['attach_first_answer_seconds']:.1f} s, against {record['reingest_seconds'] / 60:.1f} minutes for "
             f"the workbench's own ingest of the same corpus; dense nDCG@10 (k = 100, every judged query) "
             f"{record['attached_ndcg']:.4f} attached against {record['ingested_ndcg']:.4f} ingested "
-            f"(difference {abs(record['attached_ndcg'] - record['ingested_ndcg']):.4f}). {_made_by(record)}\n"
+            f"(difference {abs(record['attached_ndcg'] - record['ingested_ndcg']):.4f}). {footer(record)}\n"
         )
     raise KeyError(f"no block named {name!r} in {RECORD.name}")
 
 
-def main(argv: list[str]) -> int:
-    return script_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        record=RECORD,
-        prefix=PREFIX,
-        measure=measure,
-        render=render,
-        footer=_made_by,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))

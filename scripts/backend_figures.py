@@ -52,7 +52,7 @@ def measure(shared: Path, scifact_queries: int = SCIFACT_QUERIES) -> dict[str, A
     return stamp(record)
 
 
-def _made_by(record: dict[str, Any]) -> str:
+def footer(record: dict[str, Any]) -> str:
     m = record["machine"]
     return (
         f"Measured by `scripts/backend_figures.py` on {record['measured_at']}: {m['cpu']} ({m['cores']} cores, "
@@ -88,12 +88,12 @@ def render(name: str, record: dict[str, Any]) -> str:
                     f"{ceiling.get('share_of_ceiling', 0):.0%}", "yes" if row["faithful"] else "**no**",
                 ])  # fmt: skip
         peak = next(iter(audits.values()))["peak"]
-        footer = (
+        said = (
             f"Dense candidates, k = {K}, top {TOP_N}. The ceiling: this machine's measured peak per core, fp32 "
             f"{peak['fp32_gflops_per_core']:.0f} GFLOP/s and int8 {peak['int8_gops_per_core']:.0f} GOP/s "
-            f"({peak['how']}), against each pair's FLOPs at the query set's mean length. {_made_by(record)}"
+            f"({peak['how']}), against each pair's FLOPs at the query set's mean length. {footer(record)}"
         )
-        return table(header, "|---|---|---:|---:|---:|---|---:|---:|---:|---|", cells, footer)
+        return table(header, "|---|---|---:|---:|---:|---|---:|---:|---:|---|", cells, said)
     if name == "backends-summary":
         parts = []
         for which, audit in audits.items():
@@ -109,22 +109,10 @@ def render(name: str, record: dict[str, Any]) -> str:
         return (
             "| what | figure |\n|---|---|\n"
             f"| the reranker on every backend against fp32 torch (`workbench doctor --parity`) | {'. '.join(parts)} |"
-            f"\n\n{_made_by(record)}\n"
+            f"\n\n{footer(record)}\n"
         )
     raise KeyError(f"no block named {name!r} in {RECORD.name}")
 
 
-def main(argv: list[str]) -> int:
-    return script_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        record=RECORD,
-        prefix=PREFIX,
-        measure=measure,
-        render=render,
-        footer=_made_by,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))

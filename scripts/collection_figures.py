@@ -117,20 +117,20 @@ def _stage_rows(record: dict[str, Any], part: str) -> list[tuple[str, str, dict[
 
 def render(name: str, record: dict[str, Any]) -> str:
     """The text of one block, from the record."""
-    footer = made_by(record, "collection_figures.py")
+    said = footer(record)
     if name == "collections-first-stage":
         header = ["collection", "first stage", "queries", "nDCG@10", "MRR@10", "Recall@100", "MAP@100"]
         cells = [
             [c, s, str(f["queries"]), *(f"{f['before'][m]:.4f}" for m in FIRST_STAGE_METRICS)]
             for c, s, f in _stage_rows(record, "first_stage")
         ]
-        return table(header, "|---|---|---:|---:|---:|---:|---:|", cells, footer)
+        return table(header, "|---|---|---:|---:|---:|---:|---:|", cells, said)
     if name == "collections-references":
         cells = [
             [what, f"{expected:.3f}", f"{record['collections'][c]['first_stage'][s]['before']['ndcg@10']:.4f}"]
             for (c, s), (what, expected) in REFERENCES.items()
         ]
-        return table(["reference", "expected", "measured"], "|---|---:|---:|", cells, footer)
+        return table(["reference", "expected", "measured"], "|---|---:|---:|", cells, said)
     if name == "collections-reranked":
         header = [
             "collection", "candidates", "queries", "nDCG@10 before", "nDCG@10 after", "MRR@10 before → after",
@@ -145,7 +145,7 @@ def render(name: str, record: dict[str, Any]) -> str:
             ]
             for c, s, f in _stage_rows(record, "reranked")
         ]  # fmt: skip
-        return table(header, "|---|---|---:|---:|---:|---|---:|---|---:|---|", cells, footer)
+        return table(header, "|---|---|---:|---:|---:|---|---:|---|---:|---|", cells, said)
     if name == "collections-depth":
         header = [
             "collection", "candidates", "nDCG@10 before", "k = 10", "k = 20", "k = 50",
@@ -158,9 +158,9 @@ def render(name: str, record: dict[str, Any]) -> str:
             ]
             for c, s, f in _stage_rows(record, "reranked")
         ]  # fmt: skip
-        return table(header, "|---|---|---:|---:|---:|---:|---|", cells, footer)
+        return table(header, "|---|---|---:|---:|---:|---:|---|", cells, said)
     if name == "collections-stores":
-        return _stores(record, footer)
+        return _stores(record, said)
     if name == "collections-calibration":
         rows = [
             ("demo, 50 queries (complete judgments)", record["demo_calibration"]),
@@ -170,10 +170,14 @@ def render(name: str, record: dict[str, Any]) -> str:
             "collection, k = 50, QA reranker", "pairs (relevant)", "ROC AUC reranker / first stage",
             "ECE held out: σ / logistic / isotonic", f"min_score for precision {TARGET_PRECISION:.2f}",
         ]  # fmt: skip
-        return table(header, "|---|---:|---:|---:|---:|", [_calibration_row(w, c) for w, c in rows], footer)
+        return table(header, "|---|---:|---:|---:|---:|", [_calibration_row(w, c) for w, c in rows], said)
     if name == "collections-summary":
-        return _summary(record, footer)
+        return _summary(record, said)
     raise KeyError(f"no block named {name!r} in {RECORD.name}")
+
+
+def footer(record: dict[str, Any]) -> str:
+    return made_by(record, "collection_figures.py")
 
 
 def _calibration_row(what: str, c: dict[str, Any]) -> list[str]:
@@ -189,7 +193,7 @@ def _calibration_row(what: str, c: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
-def _stores(record: dict[str, Any], footer: str) -> str:
+def _stores(record: dict[str, Any], said: str) -> str:
     header = [
         "store", "queries", "k", "recall@k against exact", "nDCG@10 (first stage)", "nDCG@10 after reranking",
         "search p50 ms",
@@ -205,10 +209,10 @@ def _stores(record: dict[str, Any], footer: str) -> str:
                 f"{row[f'recall@{k} vs exact']:.4f}", f"{row['ndcg@10 before']:.4f}",
                 f"{row['ndcg@10 after']:.4f}" if reranked else "", f"{row['search ms p50']:.1f}",
             ])  # fmt: skip
-    return table(header, "|---|---:|---:|---:|---:|---:|---:|", cells, footer)
+    return table(header, "|---|---:|---:|---:|---:|---:|---:|", cells, said)
 
 
-def _summary(record: dict[str, Any], footer: str) -> str:
+def _summary(record: dict[str, Any], said: str) -> str:
     """The README's rows: after reranking on each collection, and the first stages alone."""
     sci, cran = record["collections"]["scifact"], record["collections"]["cranfield"]
 
@@ -229,21 +233,9 @@ def _summary(record: dict[str, Any], footer: str) -> str:
         f"| SciFact, first {RERANKED_QUERIES} queries, k = 50: dense / BM25 / hybrid candidates "
         f"| nDCG@10 {stages(sci, 'dense')} |\n"
         f"| Cranfield (out of the reranker's domain), same runs | {stages(cran, 'hybrid')} |\n"
-        f"| first stage, all queries, k = 100 (SciFact / Cranfield) | nDCG@10 {first} |\n\n{footer}\n"
-    )
-
-
-def main(argv: list[str]) -> int:
-    return script_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        record=RECORD,
-        prefix=PREFIX,
-        measure=measure,
-        render=render,
-        footer=lambda record: made_by(record, "collection_figures.py"),
+        f"| first stage, all queries, k = 100 (SciFact / Cranfield) | nDCG@10 {first} |\n\n{said}\n"
     )
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))

@@ -33,7 +33,7 @@ GATES = {
 }
 
 
-def measure() -> dict[str, Any]:
+def measure(shared: Path | None = None) -> dict[str, Any]:
     """Every figure the blocks quote, from one run in a fresh data folder."""
     from workbench.config import Settings
     from workbench.engine import Engine
@@ -98,7 +98,7 @@ def measure() -> dict[str, Any]:
     return stamp(record)
 
 
-def _made_by(record: dict[str, Any]) -> str:
+def footer(record: dict[str, Any]) -> str:
     return made_by(record, "demo_figures.py")
 
 
@@ -135,7 +135,7 @@ def render(name: str, record: dict[str, Any]) -> str:
         return (
             f"By group (dense): {groups}. Depth (dense), nDCG@10 after reranking the first k candidates with its 95 % "
             f"interval: {listed}; the rerank stage took {times} ms a query (p50), and the first stage's Recall@k, "
-            f"the ceiling reranking cannot pass, is {recall}. {_made_by(record)}\n"
+            f"the ceiling reranking cannot pass, is {recall}. {footer(record)}\n"
         )
     if name == "demo-rerankers":
         compared = record["rerankers"]
@@ -155,7 +155,7 @@ def render(name: str, record: dict[str, Any]) -> str:
         return _table(header, "|---|---:|---|---:|---:|---:|---:|", cells, record)
     if name == "demo-answer":
         dense = stages["dense"]
-        return f'On the demo: "{dense["recommendation"]}" and "{dense["sureness"]}" ({_made_by(record)})\n'
+        return f'On the demo: "{dense["recommendation"]}" and "{dense["sureness"]}" ({footer(record)})\n'
     if name == "demo-gates":
         words = {0: "exits 0", 1: "exits 1", 3: "exits 3"}
         said = [
@@ -164,7 +164,7 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"({_gate(gates['scifact'])}: the domain-tuned model)",
             f"`gate demo --retrieval dense` {words[gates['dense']['exit']]} ({_gate(gates['dense'])})",
         ]
-        return f"On the demo: {', '.join(said)}. {_made_by(record)}\n"
+        return f"On the demo: {', '.join(said)}. {footer(record)}\n"
     if name == "demo-summary":
         s = stages
         return (
@@ -172,30 +172,18 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"{s['dense']['before']['ndcg@10']:.3f} → {s['dense']['after']['ndcg@10']:.3f} ({_verdict(s['dense'])}), "
             f"BM25 {s['bm25']['before']['ndcg@10']:.3f} → {s['bm25']['after']['ndcg@10']:.3f} "
             f"({_verdict(s['bm25'])}), hybrid {s['hybrid']['before']['ndcg@10']:.3f} → "
-            f"{s['hybrid']['after']['ndcg@10']:.3f} ({_verdict(s['hybrid'])}). {_made_by(record)}\n"
+            f"{s['hybrid']['after']['ndcg@10']:.3f} ({_verdict(s['hybrid'])}). {footer(record)}\n"
         )
     raise KeyError(f"no block named {name!r} in {RECORD.name}")
 
 
 def _table(header: list[str], rule: str, cells: list[list[str]], record: dict[str, Any]) -> str:
-    return table(header, rule, cells, _made_by(record))
+    return table(header, rule, cells, footer(record))
 
 
 def _gate(g: dict[str, Any]) -> str:
     return f"nDCG@10 {signed(g['delta'])}, 95 % CI {signed(g['ci_low'])} to {signed(g['ci_high'])}, {p_text(g['p'])}"
 
 
-def main(argv: list[str]) -> int:
-    return script_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        record=RECORD,
-        prefix=PREFIX,
-        measure=lambda _shared: measure(),
-        render=render,
-        footer=_made_by,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))

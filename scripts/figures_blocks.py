@@ -106,27 +106,19 @@ def write_documents(prefix: str, render: Callable[[str], str]) -> None:
         document.write_text(rewrite(text, prefix, render), encoding="utf-8")
 
 
-def script_main(
-    argv: list[str],
-    *,
-    description: str,
-    record: Path,
-    prefix: str,
-    measure: Callable[[Path], dict[str, Any]],
-    render: Callable[[str, dict[str, Any]], str],
-    footer: Callable[[dict[str, Any]], str],
-) -> int:
-    """A figures script's command line: measure (with the shared folder) and keep the record, unless `--write`;
-    then render the script's blocks from the kept record into every document."""
-    parser = argparse.ArgumentParser(description=description)
+def script_main(argv: list[str], script: Any) -> int:
+    """A figures script's command line, from the script module's own names (`__doc__`, RECORD, PREFIX, `measure`,
+    `render`, `footer`): measure with the shared folder and keep the record, unless `--write`; then render the
+    script's blocks from the kept record into every document."""
+    parser = argparse.ArgumentParser(description=script.__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
     parser.add_argument("--shared", default=str(REPO.parent / "shared"), help="the shared folder (data/ inside)")
     args = parser.parse_args(argv)
     if not args.write:
-        measured = measure(Path(args.shared))
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(measured, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    kept = json.loads(record.read_text(encoding="utf-8"))
-    write_documents(prefix, lambda name: render(name, kept))
-    print(footer(kept))
+        measured = script.measure(Path(args.shared))
+        script.RECORD.parent.mkdir(parents=True, exist_ok=True)
+        script.RECORD.write_text(json.dumps(measured, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    kept = json.loads(script.RECORD.read_text(encoding="utf-8"))
+    write_documents(script.PREFIX, lambda name: script.render(name, kept))
+    print(script.footer(kept))
     return 0
