@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from workbench.errors import InputError, StoreError
+from workbench.loaders import load_beir_corpus
 from workbench.redact import plain_text
 from workbench.stores.base import CONTENT_HASH_KEY, Collection
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
@@ -177,27 +178,27 @@ def _from_jsonl(source: str, lines: list[str]) -> tuple[dict[str, list[Hit]], li
                      item.get("metadata"))
             )  # fmt: skip
         hits[_text_key(row["query"])] = kept
-    problems = []
-    if empty:
-        problems.append(f"{len(empty)} hits have no text and were left out: {_named(empty)}")
-    if repeated:
-        problems.append(f"{len(repeated)} hits repeat an id of the same query and were left out: {_named(repeated)}")
-    return hits, problems
+    return hits, _problems(
+        (empty, "hits have no text and were left out"),
+        (repeated, "hits repeat an id of the same query and were left out"),
+    )
 
 
 def _corpus(corpus: Path) -> dict[str, tuple[str, str]]:
-    """id -> (title, text) from a BEIR corpus.jsonl (or the folder holding one)."""
+    """id -> (title, text) from a BEIR corpus.jsonl (or the folder holding one), each text as an ingested BEIR
+    passage reads ('title text'), so the reranker sees what it would see on the workbench's own copy."""
     path = corpus / "corpus.jsonl" if corpus.is_dir() else corpus
-    texts: dict[str, tuple[str, str]] = {}
-    for number, line in enumerate(_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            texts[str(row["_id"])] = (str(row.get("title") or ""), str(row.get("text") or ""))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{path.name} line {number} is not a BEIR corpus line (_id, title, text).") from exc
-    return texts
+    if not path.is_file():
+        raise InputError(f"The corpus {path.name} does not exist.")
+    return {
+        d.id: (str(d.metadata.get("title")) if d.metadata.get("title") != d.id else "", d.text)
+        for d in load_beir_corpus(path)
+    }
+
+
+def _problems(*found: tuple[list[str], str]) -> list[str]:
+    """One line for each kind of thing a file could not give: how many, what, and the first of them named."""
+    return [f"{len(items)} {words}: {_named(items)}" for items, words in found if items]
 
 
 def _from_trec(
@@ -230,11 +231,9 @@ def _from_trec(
                 unknown_ids.append(doc_id)
                 continue
             title, text = texts[doc_id]
-            kept.append(_hit(doc_id, f"{title}\n{text}".strip() if title else text, score, title))
+            kept.append(_hit(doc_id, text, score, title))
         hits[_text_key(queries[qid])] = kept
-    problems = []
-    if unknown_ids:
-        problems.append(f"{len(unknown_ids)} hits name documents the corpus does not hold: {_named(unknown_ids)}")
-    if unknown_queries:
-        problems.append(f"{len(unknown_queries)} queries of the run are not judged here: {_named(unknown_queries)}")
-    return hits, problems
+    return hits, _problems(
+        (unknown_ids, "hits name documents the corpus does not hold"),
+        (unknown_queries, "queries of the run are not judged here"),
+    )
