@@ -468,9 +468,9 @@ class Engine:
         size = self.settings.chunk_size if isinstance(chunk_size, UseDefault) else chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         try:
-            existing = self.registry.get(collection)
-            refuse_attached(existing.info(), "ingest into")
-            recorded = existing.embedding_model()
+            existing = self.registry.get(collection).info()  # read once: the refusal and the embedder both need it
+            refuse_attached(existing, "ingest into")
+            recorded = existing.embedding_model
         except CollectionNotFoundError:
             recorded = None
         embedder = self.embedder(recorded)
