@@ -108,8 +108,8 @@ def test_the_demos_judgments_say_whose_grades_they_hold(tmp_path: Path) -> None:
     graded = demo_dataset("test", settings)
     assert graded.name == f"the demo handbook's {handbook:,} grades + 2 by ann, 1 by bea"
     # the judgments as shipped stay one option away, whatever was graded since (nothing is deleted)
-    from workbench.evaluation.sources import judged_dataset
     from workbench.services.demo import others_graded_demo
+    from workbench.services.sources import judged_dataset
 
     as_shipped = judged_dataset(settings, demo=True, shipped=True)
     assert as_shipped.name == "the demo handbook (as shipped)" and as_shipped.qrels == demo_dataset("test").qrels

@@ -40,12 +40,12 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.loaders",
     ),
     "engine": ("workbench.engine",),
-    "services": (
-        "workbench.services",
-        "workbench.evaluation",
-        "workbench.judgments",
-        "workbench.experiments",
-    ),
+    # The services floor, in its own order: measuring, then judgments, then saved experiments, then the services
+    # the front ends call (each may import those before it, never one after it).
+    "evaluation": ("workbench.evaluation",),
+    "judgments": ("workbench.judgments",),
+    "experiments": ("workbench.experiments",),
+    "services": ("workbench.services",),
     "front ends": (
         "workbench.app",
         "workbench.cli",
@@ -140,14 +140,13 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
     assert loose == [], f"{loose}: a service belongs in workbench/services/"
     assert sorted(p.stem for p in (PACKAGE / "services").glob("*.py")) == [
         "__init__",
-        "agreement",
         "demo",
         "events",
         "explain",
         "hints",
-        "latency",
         "search",
         "sessions",
+        "sources",
         "store_comparison",
     ]
 

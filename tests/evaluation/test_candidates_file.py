@@ -17,8 +17,8 @@ import pytrec_eval
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import run_evaluation
-from workbench.evaluation.sources import attach_candidates
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+from workbench.services.sources import attach_candidates
 from workbench.stores.candidates import CandidatesFile
 
 

@@ -19,7 +19,6 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.figures import delta_bars
 from workbench.evaluation.io import Dataset
-from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import (
     Experiment,
     ExperimentStore,
@@ -31,6 +30,7 @@ from workbench.experiments import (
 )
 from workbench.judgments import open_judgment_store
 from workbench.services.demo import demo_dataset
+from workbench.services.sources import judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import MAX_NAME_CHARS, PRIMARY_METRIC
 

@@ -12,12 +12,12 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.service import check_plan
-from workbench.evaluation.sources import judged_dataset
 from workbench.models import resolve_model
 from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
 from workbench.rerankers.machine import BackendChoice
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.sources import judged_dataset
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -19,11 +19,11 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
-from workbench.evaluation.sources import attach_candidates, judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.sources import attach_candidates, judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import (
     DEFAULT_RERANKER_CHOICE,

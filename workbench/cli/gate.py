@@ -12,10 +12,10 @@ from workbench.cli.common import ProgressBar, print_json, settings_from, shown, 
 from workbench.cli.evaluate import judged_queries
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.sources import attach_candidates
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.sources import attach_candidates
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE
 

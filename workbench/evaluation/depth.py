@@ -12,12 +12,12 @@ from cachetools import TTLCache
 
 from workbench.engine import DEFAULT, Engine
 from workbench.evaluation.io import Dataset, Qrels, Run
+from workbench.evaluation.latency import rerank_time_by_k
 from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.recommend import DepthPoint, TopNPoint
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import fold_documents
 from workbench.evaluation.significance import bootstrap_interval
-from workbench.services.latency import rerank_time_by_k
 from workbench.vocab import PRIMARY_METRIC, TOP_N_SWEEP, recall_at
 
 _MEASURED: weakref.WeakKeyDictionary[Engine, TTLCache[Hashable, Any]] = weakref.WeakKeyDictionary()

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from workbench.evaluation.agreement import agreement
 from workbench.evaluation.io import Qrels, Run
 from workbench.evaluation.metrics import evaluate, judged_at
 from workbench.evaluation.significance import Difference, wins_ties_losses
 from workbench.evaluation.verdict import Direction, verdict
-from workbench.services.agreement import agreement
 from workbench.vocab import JUDGED_10, PRIMARY_METRIC
 
 

@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.engine import DEFAULT, Engine, reranker_argument
 from workbench.errors import InputError, StoreError
+from workbench.evaluation.agreement import Agreement, agreement
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.runs import document_runs
 from workbench.inputs import validate_query
 from workbench.redact import redact_url
-from workbench.services.agreement import Agreement, agreement
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry, backend_for
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata, SearchPlan

@@ -13,7 +13,6 @@ from workbench.api.dependencies import Authorised, EngineDep, State, run_bounded
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
-from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import (
     QuerySet,
     RunDiff,
@@ -28,6 +27,7 @@ from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.inputs import validate_model_id
 from workbench.judgments import load_judgments
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.sources import judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_K, NO_RERANKER, RetrievalMode
 

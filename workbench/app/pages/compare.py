@@ -24,12 +24,12 @@ from workbench.app.state import (
 )
 from workbench.app.widgets import compact_toggle, downloads, reranked_row, score_note, sidebar_note, text_md
 from workbench.engine import Engine
+from workbench.evaluation.agreement import agreement
 from workbench.evaluation.calibration import load_calibration
 from workbench.experiments import compare_configurations, open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.rerankers.factory import on_backend
-from workbench.services.agreement import agreement
 from workbench.services.store_comparison import (
     StoreComparison,
     StoreTarget,

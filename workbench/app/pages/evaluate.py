@@ -23,12 +23,12 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
-from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
+from workbench.services.sources import judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
 

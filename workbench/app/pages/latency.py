@@ -12,15 +12,15 @@ from workbench.app.state import STATE, Controls, controls, engine_resource, show
 from workbench.app.widgets import SIDEBAR_CONTROLS, counted, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
 from workbench.evaluation.parity import audit_parity
-from workbench.evaluation.sources import judged_dataset
 from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.models import resolve_model
 from workbench.rerankers.backends import kept_audit
 from workbench.rerankers.factory import reranker_kind, split_backend
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
-from workbench.services.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
+from workbench.services.sources import judged_dataset
 from workbench.types import StageTimings
 from workbench.vocab import CROSS_ENCODER_KIND
 
