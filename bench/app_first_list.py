@@ -10,6 +10,7 @@ Prints p50 and p95 of both times in milliseconds (measured in the browser, from 
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import statistics
@@ -20,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from _output import add_json_option, keep
 from playwright.sync_api import sync_playwright
 
 from workbench.services.demo import sample_queries
@@ -46,6 +48,9 @@ def wait_for(url: str, seconds: float = 180) -> None:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_json_option(parser)
+    args = parser.parse_args()
     port = free_port()
     app = subprocess.Popen(
         [str(Path(sys.executable).parent / "workbench"), "app", "--port", str(port)],
@@ -80,11 +85,14 @@ def main() -> int:
     finally:
         app.terminate()
         app.wait(timeout=30)
-    for name, values in (("first-stage list on screen", first_list), ("reranked list on screen", reranked)):
+    figures = {}
+    for name, values in (("first_list", first_list), ("reranked", reranked)):
+        figures[name] = {"p50": statistics.median(values), "p95": float(np.percentile(values, 95))}
         print(
-            f"{name}: p50 {statistics.median(values):.0f} ms, p95 {np.percentile(values, 95):.0f} ms "
-            f"over {len(values)} queries"
+            f"{name.replace('_', ' ')} on screen: p50 {statistics.median(values):.0f} ms, "
+            f"p95 {np.percentile(values, 95):.0f} ms over {len(values)} queries"
         )
+    keep(args, {"queries": len(first_list), "k": 50, **figures})
     return 0
 
 

@@ -16,6 +16,7 @@ import threading
 import time
 
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.rerankers.batching import MicroBatcher
 
@@ -63,6 +64,7 @@ def throughput(batcher: MicroBatcher, clients: int = 8, seconds: float = 2.0) ->
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per window (default 3)")
+    add_json_option(parser)
     args = parser.parse_args()
     windows = {"window 0 ms": 0.0, "window 3 ms": 0.003}
     overhead: dict[str, list[float]] = {name: [] for name in windows}
@@ -73,6 +75,7 @@ def main() -> int:
             overhead[name] += single_overhead(batcher, 100)
             rates[name].append(throughput(batcher))
     print(f"stand-in model: {CALL_MS} ms a call + {PAIR_MS} ms a pair; 50 pairs a request; {args.rounds} rounds")
+    figures: dict[str, dict[str, float]] = {}
     for name in windows:
         o = overhead[name]
         per_second = statistics.median(r for r, _ in rates[name])
@@ -81,6 +84,11 @@ def main() -> int:
             f"{name}: single-request overhead median {statistics.median(o):.2f} ms, p95 {np.percentile(o, 95):.2f} ms; "
             f"8 clients {per_second:.1f} requests/s, {per_call:.2f} requests per model call"
         )
+        figures[name] = {
+            "window_ms": windows[name] * 1000, "overhead_p50_ms": statistics.median(o),
+            "overhead_p95_ms": float(np.percentile(o, 95)), "requests_per_s": per_second, "requests_per_call": per_call,
+        }  # fmt: skip
+    keep(args, {"call_ms": CALL_MS, "pair_ms": PAIR_MS, "rounds": args.rounds, "windows": figures})
     return 0
 
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from _output import add_json_option, keep
+
 COMMANDS = (["--help"], ["collections"], ["eval", "--help"], ["query", "--help"])
 _STARTUP = {"site", "encodings", "_frozen_importlib_external", "zipimport", "codecs", "io", "abc", "_signal"}
 
@@ -41,8 +43,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--data-dir", help="the data folder `collections` lists (default: an empty one)")
+    add_json_option(parser)
     args = parser.parse_args()
     env = dict(os.environ, WORKBENCH_CONFIG="", WORKBENCH_DATA_DIR=args.data_dir or tempfile.mkdtemp())
+    figures = {}
     for argv in COMMANDS:
         runs = [import_seconds(argv, env) for _ in range(args.repeat)]
         totals = [total for total, _ in runs]
@@ -51,6 +55,10 @@ def main() -> None:
             f"workbench {' '.join(argv):<14} imports: median {statistics.median(totals):.3f} s, "
             f"min {min(totals):.3f} s  (slowest: {', '.join(f'{n} {s:.3f}' for s, n in fastest)})"
         )
+        figures[" ".join(argv)] = {
+            "median": statistics.median(totals), "min": min(totals), "slowest": {n: s for s, n in fastest},
+        }  # fmt: skip
+    keep(args, {"repeat": args.repeat, "data_dir": "given" if args.data_dir else "empty", "commands": figures})
 
 
 if __name__ == "__main__":

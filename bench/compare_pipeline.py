@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -60,6 +61,7 @@ def main() -> int:
     parser.add_argument("-n", "--top-n", type=int, default=10)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--backend", default="torch", help="the engine's reranker backend (torch, onnx, onnx-int8)")
+    add_json_option(parser)
     args = parser.parse_args()
 
     settings = Settings(reranker_backend=args.backend)
@@ -87,8 +89,9 @@ def main() -> int:
 
     queries = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").read_text().splitlines()]
     queries = queries[: args.queries + 1]
+    plan = engine.plan(collection=args.collection, k=args.k, top_n=args.top_n)
     hand_written(store, cross_encoder, queries[0], args.k, args.top_n, batch)
-    engine.search(queries[0], args.k, args.top_n, collection=args.collection, use_cache=False)
+    engine.search(queries[0], plan, use_cache=False)
 
     times: dict[str, list[float]] = {"hand-written": [], "engine": []}
     identical = 0
@@ -98,7 +101,7 @@ def main() -> int:
         for side in sides:
             started = time.perf_counter()
             if side == "engine":
-                result = engine.search(query, args.k, args.top_n, collection=args.collection, use_cache=False)
+                result = engine.search(query, plan, use_cache=False)
                 tops[side] = [r.id for r in result.reranked]
             else:
                 tops[side] = hand_written(store, cross_encoder, query, args.k, args.top_n, batch)
@@ -116,6 +119,12 @@ def main() -> int:
     ratio = statistics.median(times["hand-written"]) / statistics.median(times["engine"])
     print(f"ratio (hand-written p50 / engine p50): {ratio:.2f}  (above 1.0: the engine is faster)")
     print(f"identical top {args.top_n} (ids and order): {identical} of {len(times['engine'])} queries")
+    keep(args, {
+        "collection": args.collection, "k": args.k, "top_n": args.top_n, "queries": len(times["engine"]),
+        "backend": reranker.backend, "sides": {side: {"p50": statistics.median(values),
+        "p95": float(np.percentile(values, 95))} for side, values in times.items()}, "ratio": ratio,
+        "identical": identical,
+    })  # fmt: skip
     return 0
 
 

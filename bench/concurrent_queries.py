@@ -25,9 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from _output import add_json_option, keep
+
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.services.demo import demo_dir, ensure_demo_collection
+from workbench.types import SearchPlan
 
 
 def main() -> int:
@@ -38,6 +41,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--per-client", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    add_json_option(parser)
     args = parser.parse_args()
 
     engine = Engine(Settings())
@@ -47,15 +51,17 @@ def main() -> int:
     needed = args.clients * args.per_client
     queries = (texts * (needed // len(texts) + 1))[:needed]
     reranker = engine.reranker()
-    engine.search(queries[0], args.k, 10, collection=args.collection)  # warm-up
+    plan = engine.plan(collection=args.collection, k=args.k, top_n=10)
+    engine.search(queries[0], plan)  # warm-up
     for query in queries:  # documents' token ids cached for both modes alike
-        engine.search(query, args.k, 10, collection=args.collection, use_cache=False)
+        engine.search(query, plan, use_cache=False)
 
     def one(query: str) -> None:
-        engine.search(query, args.k, 10, collection=args.collection, use_cache=False)
+        engine.search(query, plan, use_cache=False)
 
     rates: dict[str, list[float]] = {"one at a time": [], f"{args.clients} at once": []}
     errors = 0
+    calls_per_round: list[int] = []
     for round_number in range(args.rounds):
         modes = list(rates) if round_number % 2 == 0 else list(reversed(rates))
         for mode in modes:
@@ -74,6 +80,7 @@ def main() -> int:
                             errors += 1
             rates[mode].append(len(queries) / (time.perf_counter() - started))
             if mode != "one at a time":
+                calls_per_round.append(reranker.model_calls - calls_before)
                 print(
                     f"  round {round_number + 1}: {len(queries)} concurrent queries used "
                     f"{reranker.model_calls - calls_before} model calls",
@@ -89,35 +96,45 @@ def main() -> int:
         print(f"{mode:<16} {statistics.median(values):7.2f} queries/s")
     print(f"ratio: {together / single:.2f}x · errors: {errors}")
 
-    model, per_query = bare_model_and_pairs(engine, queries, args.k, args.collection)
+    model, per_query = bare_model_and_pairs(engine, queries, plan)
     per_call, merged = batching_ceiling(model, per_query, engine.reranker().batch_size, args.rounds)
     print(
         f"ceiling, the same {len(queries) * args.k} pairs: one call per query {per_call:.2f} s, "
         f"one call for all {merged:.2f} s, ratio {per_call / merged:.2f}x"
     )
+    scaling: dict[str, float] = {}
     if engine.reranker().backend.endswith(":cpu"):
         scaling = core_scaling(model, per_query, engine.reranker().batch_size, max(3, args.rounds))
         print("cores: " + ", ".join(f"{name} {rate:.1f} pairs/s" for name, rate in scaling.items()))
 
-    engine.search(queries[0], args.k, 10, collection=args.collection)
+    engine.search(queries[0], plan)
     repeated = []
     for _ in range(50):
         started = time.perf_counter()
-        engine.search(queries[0], args.k, 10, collection=args.collection)
+        engine.search(queries[0], plan)
         repeated.append((time.perf_counter() - started) * 1000)
     calls = reranker.model_calls
     resliced = []
     for top_n in (3, 5, 20, 10):
         started = time.perf_counter()
-        engine.search(queries[0], args.k, top_n, collection=args.collection)
+        engine.search(queries[0], plan.model_copy(update={"top_n": top_n}))
         resliced.append((time.perf_counter() - started) * 1000)
+    reslice_calls = reranker.model_calls - calls
     print(f"repeated query: p50 {statistics.median(repeated):.2f} ms, max {max(repeated):.2f} ms")
-    print(f"changing top n: p50 {statistics.median(resliced):.2f} ms, model calls {reranker.model_calls - calls}")
+    print(f"changing top n: p50 {statistics.median(resliced):.2f} ms, model calls {reslice_calls}")
+    keep(args, {
+        "collection": args.collection, "queries": len(queries), "k": args.k, "clients": args.clients,
+        "rounds": args.rounds, "backend": reranker.backend, "one_at_a_time": single, "at_once": together,
+        "errors": errors, "calls_per_round": calls_per_round, "pairs": len(queries) * args.k,
+        "per_query_call_s": per_call, "merged_call_s": merged, "cores": scaling,
+        "repeated_p50_ms": statistics.median(repeated), "repeated_max_ms": max(repeated),
+        "top_n_change_p50_ms": statistics.median(resliced), "top_n_change_calls": reslice_calls,
+    })  # fmt: skip
     return 0
 
 
 def bare_model_and_pairs(
-    engine: Engine, queries: list[str], k: int, collection: str
+    engine: Engine, queries: list[str], plan: SearchPlan
 ) -> tuple[Any, list[list[tuple[str, str]]]]:
     """The engine's own CrossEncoder (same backend, device and precision), to be called bare, without the
     engine's caches and batcher, and each query's candidate pairs."""
@@ -132,9 +149,7 @@ def bare_model_and_pairs(
         settings.reranker_backend,
         exports_root=settings.exports_dir,
     )
-    per_query = [
-        [(query, c.text) for c in engine.search(query, k, 10, collection=collection).candidates] for query in queries
-    ]
+    per_query = [[(query, c.text) for c in engine.search(query, plan).candidates] for query in queries]
     model.predict(per_query[0], batch_size=reranker.batch_size, show_progress_bar=False)
     return model, per_query
 

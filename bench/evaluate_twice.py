@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _output import add_json_option, keep
+
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
@@ -24,6 +26,7 @@ def main() -> int:
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=str(repo.parent / "shared" / "models"), help="the shared models folder")
+    add_json_option(parser)
     args = parser.parse_args()
     settings = Settings(
         data_dir=tempfile.mkdtemp(prefix="wb-bench-twice-"), models_dir=args.models,
@@ -33,15 +36,21 @@ def main() -> int:
     ensure_demo_collection(engine)
     dataset = demo_dataset(settings=settings)
     reranker = engine.reranker()
+    runs = []
     for run in (1, 2):
         calls = reranker.model_calls
         started = time.perf_counter()
         report = evaluate_dataset(engine, dataset, "demo", k=50, top_n=10, depth=(10, 20, 50))
         seconds = time.perf_counter() - started
+        runs.append({
+            "seconds": seconds, "model_calls": reranker.model_calls - calls,
+            "cached_scores": report.score_cache_hits, "depth_timings_reused": report.depth_timings_reused,
+        })  # fmt: skip
         print(
             f"run {run}: {seconds:.1f} s, {reranker.model_calls - calls} model calls, "
             f"{report.score_cache_hits} scores from the cache, depth timings reused: {report.depth_timings_reused}"
         )
+    keep(args, {"collection": "demo", "k": 50, "depth": [10, 20, 50], "backend": reranker.backend, "runs": runs})
     return 0
 
 

@@ -9,10 +9,12 @@ median of a single-pair score for comparison, and the ratio.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -21,6 +23,9 @@ from workbench.services.explain import explain_pair
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_json_option(parser)
+    args = parser.parse_args()
     engine = Engine(Settings())
     ensure_demo_collection(engine)
     reranker = engine.reranker()
@@ -28,8 +33,9 @@ def main() -> int:
         raise SystemExit("RERANKER_MODEL is none: nothing to explain")
     explain_ms, single_ms, pairs, calls, sentences = [], [], [], [], []
     queries = [q.text for q in sample_queries()]
+    plan = engine.plan(collection=DEMO_COLLECTION, k=50, top_n=1)
     for i, query in enumerate(queries):
-        row = engine.search(query, 50, 1, collection=DEMO_COLLECTION).reranked[0]
+        row = engine.search(query, plan).reranked[0]
         started = time.perf_counter()
         reranker.score(query, [row.text], use_cache=False)
         single = (time.perf_counter() - started) * 1000
@@ -51,6 +57,11 @@ def main() -> int:
         f"one pair scored alone: median {statistics.median(single_ms):.0f} ms; an explanation costs "
         f"{statistics.median(explain_ms) / statistics.median(single_ms):.1f}x that"
     )
+    keep(args, {
+        "explanations": len(explain_ms), "backend": reranker.backend, "p50_ms": statistics.median(explain_ms),
+        "p95_ms": float(np.percentile(explain_ms, 95)), "pairs": statistics.median(pairs),
+        "calls": sorted(set(calls)), "single_ms": statistics.median(single_ms),
+    })  # fmt: skip
     return 0
 
 

@@ -24,6 +24,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from _output import add_json_option, keep
+
 WORKBENCH = str(Path(sys.executable).parent / "workbench")
 
 
@@ -73,12 +75,14 @@ def seconds_to_answer(command: str, cache: Path, timeout: float = 600) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
+    add_json_option(parser)
     args = parser.parse_args()
     measured = Path(tempfile.mkdtemp(prefix="wb-cache-measured-"))
     began = time.perf_counter()
     subprocess.run([WORKBENCH, "doctor"], env=dict(os.environ, WORKBENCH_CACHE_DIR=str(measured)), check=True,
                    capture_output=True)  # fmt: skip
-    print(f"`workbench doctor` measured the backends into a cache in {time.perf_counter() - began:.0f} s")
+    doctor_seconds = time.perf_counter() - began
+    print(f"`workbench doctor` measured the backends into a cache in {doctor_seconds:.0f} s")
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.rounds):
         for command in ("app", "serve"):
@@ -88,6 +92,9 @@ def main() -> None:
     for (command, machine), seconds in times.items():
         print(f"workbench {command:<5} on a {machine:<16}: median {statistics.median(seconds):5.1f} s to answer "
               f"({', '.join(f'{s:.1f}' for s in seconds)})")  # fmt: skip
+    keep(args, {"rounds": args.rounds, "doctor_seconds": doctor_seconds, "starts": {
+        command: {machine: statistics.median(seconds) for (c, machine), seconds in times.items() if c == command}
+        for command in ("app", "serve")}})  # fmt: skip
 
 
 if __name__ == "__main__":

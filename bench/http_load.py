@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.services.demo import demo_dir
 
@@ -61,12 +62,17 @@ def run(
     return latencies, sum(errors for _, errors in outcomes), wall
 
 
-def report(label: str, latencies: list[float], errors: int, wall: float) -> None:
+def report(label: str, latencies: list[float], errors: int, wall: float) -> dict[str, float]:
+    """Print one phase's line; its figures."""
     print(
         f"{label:<22} {len(latencies):5d} requests  p50 {statistics.median(latencies):8.1f} ms  "
         f"p95 {float(np.percentile(latencies, 95)):8.1f} ms  max {max(latencies):8.1f} ms  "
         f"{len(latencies) / wall:6.2f} req/s  errors {errors}"
     )
+    return {
+        "requests": len(latencies), "p50": statistics.median(latencies), "p95": float(np.percentile(latencies, 95)),
+        "max": max(latencies), "per_s": len(latencies) / wall, "errors": errors,
+    }  # fmt: skip
 
 
 def main() -> int:
@@ -84,6 +90,7 @@ def main() -> int:
         help="send the sample queries as they are (the result "
         "cache then answers repeats); by default each request is tagged so that every one reranks",
     )
+    add_json_option(parser)
     args = parser.parse_args()
 
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
@@ -99,8 +106,9 @@ def main() -> int:
     many = run(args.url, headers, queries, args.clients, args.queries, args.top_k, args.k, distinct, phase="many")
     one = run(args.url, headers, queries, 1, max(args.queries // 2, 5), args.top_k, args.k, distinct, phase="one")
     print(f"{args.url} · models {health.get('models')} · top_k {args.top_k}, k {args.k}")
-    report(f"{args.clients} clients x {args.queries}", *many)
-    report("1 client", *one)
+    figures = {"many": report(f"{args.clients} clients x {args.queries}", *many), "one": report("1 client", *one)}
+    keep(args, {"clients": args.clients, "per_client": args.queries, "top_k": args.top_k, "k": args.k,
+                "models": health.get("models"), **figures})  # fmt: skip
     return 0
 
 

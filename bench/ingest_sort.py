@@ -17,6 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
+from _output import add_json_option, keep
 from sentence_transformers import SentenceTransformer
 
 from workbench.config import Settings
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--sample", type=int, default=768, help="passages embedded per order and round")
     parser.add_argument("--rounds", type=int, default=3)
+    add_json_option(parser)
     args = parser.parse_args()
     settings = Settings()
     path = resolve_model(settings.embedding_model, settings, setting="WORKBENCH_EMBEDDING_MODEL")
@@ -87,6 +89,10 @@ def main() -> None:
         f"order {rates['units']:.1f}/s, one global sort {rates['global']:.1f}/s "
         f"(x{rates['global'] / rates['units']:.2f})"
     )
+    keep(args, {
+        "corpus": args.folder.name, "passages": len(texts), "batch": batch, "unit": UNIT, "padded_units": before,
+        "padded_global": after, "sample": len(sample), "rounds": args.rounds, "rates": rates,
+    })  # fmt: skip
 
 
 if __name__ == "__main__":

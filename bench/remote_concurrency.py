@@ -32,6 +32,7 @@ from pathlib import Path
 
 import httpx
 import uvicorn
+from _output import add_json_option, keep
 from fastapi import FastAPI, Request
 
 from workbench.config import Settings
@@ -80,6 +81,7 @@ def main() -> int:
     parser.add_argument("--infinity", action="store_true", help="real Infinity serving the QA cross-encoder")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # a server's own process: its port
     parser.add_argument("--one-at-a-time", action="store_true", help=argparse.SUPPRESS)
+    add_json_option(parser)
     args = parser.parse_args()
     if args.serve:
         uvicorn.run(slow_server(args.delay, args.one_at_a_time), host="127.0.0.1", port=args.serve, log_level="error")
@@ -137,6 +139,11 @@ def main() -> int:
             wall = statistics.median(walls[level])
             print(f"  concurrency {level}: {wall:.2f} s ({statistics.median(walls[1]) / wall:.2f}× one at a time)")
         print(f"  the same model in this process: {statistics.median(walls['local']):.2f} s")
+        keep(args, {
+            "server": "infinity", "queries": args.queries, "k": 20, "rounds": args.rounds, "same": same, "gap": gap,
+            "levels": {str(level): statistics.median(walls[level]) for level in levels},
+            "local": statistics.median(walls["local"]), "local_backend": base.reranker().backend,
+        })  # fmt: skip
         stop(servers)
         return 0 if same else 1
     shape = "one-at-a-time replicas, in turn" if args.replicas else "one server"
@@ -146,6 +153,11 @@ def main() -> int:
         ideal = args.queries * args.delay / level
         what = f"{level} replicas at concurrency {level}" if args.replicas else f"concurrency {level}"
         print(f"  {what}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
+    keep(args, {
+        "server": "replicas" if args.replicas else "one", "queries": args.queries, "k": 20, "rounds": args.rounds,
+        "delay_ms": args.delay * 1000, "same": same,
+        "levels": {str(level): statistics.median(walls[level]) for level in levels},
+    })  # fmt: skip
     stop(servers)
     return 0 if same else 1
 

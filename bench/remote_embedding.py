@@ -24,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.config import Settings
 from workbench.embeddings import EmbeddingService, SentenceTransformerEmbedder
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--sample", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
+    add_json_option(parser)
     args = parser.parse_args()
     rows = [json.loads(line) for line in (args.folder / "corpus.jsonl").open() if line.strip()]
     texts = [f"{r.get('title', '')} {r.get('text', '')}".strip() for r in rows]
@@ -93,6 +95,10 @@ def main() -> None:
         f"{rates['service']:.1f}/s ({settings.embedding_concurrency} batches of {settings.embedding_batch_size} "
         f"at once; x{rates['service'] / rates['local']:.2f})"
     )
+    keep(args, {
+        "corpus": args.folder.name, "passages": len(sample), "rounds": args.rounds, "gap": gap, "rates": rates,
+        "concurrency": settings.embedding_concurrency, "batch": settings.embedding_batch_size,
+    })  # fmt: skip
 
 
 if __name__ == "__main__":

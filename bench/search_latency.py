@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _output import add_json_option, keep
 
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -45,6 +46,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--persist-dir", type=Path, help="store folder (default: the settings')")
     parser.add_argument("--backend", help="reranker backend (default: RERANKER_BACKEND)")
+    add_json_option(parser)
     args = parser.parse_args()
 
     overrides: dict[str, object] = {"persist_dir": args.persist_dir} if args.persist_dir else {}
@@ -61,11 +63,12 @@ def main() -> int:
         info = engine.collection_info(args.collection)
 
     queries = load_queries(args.dataset, args.queries + 1)
-    engine.search(queries[0], args.k, args.top_n, collection=args.collection)  # warm-up: models, caches
+    plan = engine.plan(collection=args.collection, k=args.k, top_n=args.top_n)
+    engine.search(queries[0], plan)  # warm-up: models, caches
     timings: dict[str, list[float]] = {stage: [] for stage in STAGES}
     pairs = 0
     for query in queries[1:]:
-        result = engine.search(query, args.k, args.top_n, collection=args.collection)
+        result = engine.search(query, plan)
         pairs += result.cache.score_misses
         for stage in STAGES:
             timings[stage].append(getattr(result.timings, stage))
@@ -82,16 +85,25 @@ def main() -> int:
     print()
     total_sum = sum(timings["total_ms"])
     print(f"{'stage':<8} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'share':>7}")
+    stages = {}
     for stage in STAGES:
         values = timings[stage]
         share = sum(values) / total_sum * 100 if total_sum else 0.0
+        stages[stage.removesuffix("_ms")] = {
+            "p50": statistics.median(values), "p95": percentile(values, 95), "max": max(values), "share": share,
+        }  # fmt: skip
         print(
             f"{stage.removesuffix('_ms'):<8} {statistics.median(values):9.1f} {percentile(values, 95):9.1f} "
             f"{max(values):9.1f} {share:6.1f}%"
         )
     rerank_seconds = sum(timings["rerank_ms"]) / 1000
-    if rerank_seconds:
-        print(f"\nreranker throughput: {pairs / rerank_seconds:.1f} (query, passage) pairs/s")
+    rate = pairs / rerank_seconds if rerank_seconds else None
+    if rate:
+        print(f"\nreranker throughput: {rate:.1f} (query, passage) pairs/s")
+    keep(args, {
+        "collection": info.name, "passages": info.count, "queries": len(timings["total_ms"]), "k": args.k,
+        "top_n": args.top_n, "backend": reranker.backend if reranker else None, "stages": stages, "pairs_per_s": rate,
+    })  # fmt: skip
     return 0
 
 

@@ -108,14 +108,18 @@ def write_documents(prefix: str, render: Callable[[str], str]) -> None:
 
 def script_main(argv: list[str], script: Any) -> int:
     """A figures script's command line, from the script module's own names (`__doc__`, RECORD, PREFIX, `measure`,
-    `render`, `footer`): measure with the shared folder and keep the record, unless `--write`; then render the
-    script's blocks from the kept record into every document."""
+    `render`, `footer`, and `add_options` where it takes more): measure with the shared folder (and those options)
+    and keep the record, unless `--write`; then render the script's blocks from the kept record into every
+    document."""
     parser = argparse.ArgumentParser(description=script.__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="only write the blocks from the kept record")
     parser.add_argument("--shared", default=str(REPO.parent / "shared"), help="the shared folder (data/ inside)")
+    if hasattr(script, "add_options"):
+        script.add_options(parser)
     args = parser.parse_args(argv)
     if not args.write:
-        measured = script.measure(Path(args.shared))
+        options = {name: value for name, value in vars(args).items() if name not in ("write", "shared")}
+        measured = script.measure(Path(args.shared), **options)
         script.RECORD.parent.mkdir(parents=True, exist_ok=True)
         script.RECORD.write_text(json.dumps(measured, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     kept = json.loads(script.RECORD.read_text(encoding="utf-8"))
