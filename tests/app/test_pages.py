@@ -89,7 +89,7 @@ def test_first_start_builds_the_demo_and_a_query_renders_both_lists(app_env: dic
     from workbench.services.demo import demo_dataset
 
     qrels = demo_dataset().qrels
-    result = engine_resource().search(QUERY, 50, 10, collection="demo")
+    result = engine_resource().search(QUERY, engine_resource().plan(collection="demo", k=50, top_n=10))
     qid = next(q for q, text in demo_dataset().queries.items() if text == QUERY)
     top10 = [r.metadata["document_id"] for r in result.reranked]
     assert judged == f"{sum(d in qrels[qid] for d in top10) / len(top10):.0%}"  # counted here by hand
@@ -592,6 +592,41 @@ def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: 
     )
 
 
+def test_evaluate_reranks_an_uploaded_candidates_file_as_the_first_stage(app_env: dict) -> None:
+    """Issue 39, item 3, in the app: a production system's candidates uploaded on Evaluate are the first stage (a
+    collection of this session's own); "before" equals pytrec_eval on the file's run, and the file's problems
+    are shown, not dropped."""
+    import json
+
+    import pytrec_eval
+
+    from workbench.services.demo import demo_dataset
+
+    dataset = demo_dataset("test")
+    run: dict[str, dict[str, float]] = {}
+    lines = []
+    for qid, text in dataset.queries.items():  # each query's judged documents, the best graded last
+        ranked = sorted(dataset.qrels[qid], key=lambda d: (dataset.qrels[qid][d], d))[:20]
+        run[qid] = {doc: float(len(ranked) - i) for i, doc in enumerate(ranked)}
+        hits = [{"id": doc, "text": f"A passage of {doc} about {text}", "score": run[qid][doc]} for doc in ranked]
+        lines.append(json.dumps({"query_id": qid, "query": text, "hits": hits}))
+    lines.append(json.dumps({"query_id": "q-extra", "query": "not a judged query", "hits": [{"id": "x", "text": " "}]}))
+    at = new_app()
+    at.switch_page("app/pages/evaluate.py").run()
+    at.get("file_uploader")[0].set_value(("production.jsonl", "\n".join(lines).encode(), "application/json"))
+    at.number_input(key="eval-k").set_value(20)
+    at.text_input(key="eval-depth").input("")
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("have no text and were left out: x" in w.value for w in at.warning)
+    heading = next(h.value for h in at.subheader if "queries, k=20" in h.value)
+    assert "on 'candidates-production-" in heading  # this session's own collection of the file
+    rows = at.dataframe[0].value.set_index("metric")
+    expected = pytrec_eval.RelevanceEvaluator(dataset.qrels, {"ndcg_cut.10"}).evaluate(run)
+    mean = sum(q["ndcg_cut_10"] for q in expected.values()) / len(expected)
+    assert rows.loc["ndcg@10", "before rerank"] == pytest.approx(mean, abs=1e-9)
+
+
 def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A configured reranker service is offered beside the local model; two picked give one table row each (after
     the first stage's), a CSV, and quality against latency with the Pareto front."""
@@ -637,7 +672,9 @@ def test_with_reranking_off_the_right_column_says_so_and_csvs_match(app_env: dic
     from workbench.app.state import engine_resource
     from workbench.app.widgets import candidates_frame, reranked_frame
 
-    result = engine_resource().search("who approves travel over budget", 50, 10, collection="demo")
+    result = engine_resource().search(
+        "who approves travel over budget", engine_resource().plan(collection="demo", k=50, top_n=10)
+    )
     assert {"page", "section", "title"} <= set(reranked_frame(result).columns) & set(candidates_frame(result).columns)
 
 

@@ -50,7 +50,7 @@ def test_an_evaluation_on_a_candidates_file_equals_pytrec_eval_before_reranking(
     path, run = production_run
     dataset = demo_dataset("test")
     judged = type(dataset)(dataset.name, {q: dataset.queries[q] for q in run}, {q: dataset.qrels[q] for q in run})
-    found = attach_candidates(tiny_engine, path, judged)
+    found = attach_candidates(tiny_engine, path, judged.queries, corpus=judged.corpus)
     assert found.name == "candidates-production" and found.problems == [] and found.info().read_only
     report = run_evaluation(tiny_engine, judged, tiny_engine.plan(collection=found.name, k=20, top_n=10))
     expected = pytrec_eval.RelevanceEvaluator(judged.qrels, {"ndcg_cut.10", "recall.20"}).evaluate(run)
@@ -72,7 +72,7 @@ def test_what_a_file_cannot_give_is_counted_and_named(tiny_engine: Engine, tmp_p
         ]}) + "\n",
         encoding="utf-8",
     )  # fmt: skip
-    found = attach_candidates(tiny_engine, path, dataset)
+    found = attach_candidates(tiny_engine, path, dataset.queries, corpus=dataset.corpus)
     said = " | ".join(found.problems)
     assert "1 hits have no text and were left out: b" in said and "1 hits repeat an id" in said
     assert f"{len(dataset.queries) - 1} judged queries have no candidates" in said and other in said

@@ -171,8 +171,37 @@ def test_two_configurations_over_a_query_set_without_judgments(
     engine = Engine(Settings())
     changed = 0
     for query in chosen:  # counted here from the engine's own lists: the first stage's top 1 against the reranked
-        result = engine.search(query, 50, 10, collection="demo")
+        result = engine.search(query, engine.plan(collection="demo", k=50, top_n=10))
         changed += result.candidates[0].metadata["document_id"] != result.reranked[0].metadata["document_id"]
     assert diff["agreement"]["top1_change_rate"] == pytest.approx(changed / 6)
     assert main(["query-sets", "compare", "six", "--a", "depth=3"]) == 2
     assert "'depth=3' is not NAME=VALUE" in capsys.readouterr().err
+
+
+def test_a_query_set_compares_two_rerankings_of_a_production_systems_candidates(
+    demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39, item 3: `query-sets compare --candidates FILE` starts both configurations from the candidates a
+    production system returned (here BM25's top 20, exported), not from the workbench's own search."""
+    dataset = demo_dataset("test", demo_cli.settings)
+    chosen = list(dataset.queries.items())[:6]
+    (tmp_path / "six.csv").write_text("id,query\n" + "".join(f"{q},{t}\n" for q, t in chosen))
+    assert main(["query-sets", "add", "prod-six", "--file", str(tmp_path / "six.csv")]) == 0
+    engine = Engine(Settings())
+    exported, changed = [], 0
+    for qid, text in chosen:
+        first = engine.search(text, engine.plan(collection="demo", retrieval="bm25", k=20, reranker=None)).candidates
+        hits = [{"id": c.id, "text": c.text, "score": c.vector_score} for c in first]
+        exported.append(json.dumps({"query_id": qid, "query": text, "hits": hits}))
+        scores, _ = engine.reranker().score(text, [h["text"] for h in hits], use_cache=False)  # counted here
+        changed += hits[0]["id"] != hits[max(range(len(hits)), key=scores.__getitem__)]["id"]
+    path = tmp_path / "production.jsonl"
+    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    code = main(["query-sets", "compare", "prod-six", "--candidates", str(path), "--a", "reranker=none", "--b",
+                 "k=20", "--json"])  # fmt: skip
+    assert code == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["agreement"]["queries"] == 6
+    assert diff["agreement"]["top1_change_rate"] == pytest.approx(changed / 6)
+    assert diff["name_a"].startswith("candidates-production") and diff["name_b"].startswith("candidates-production")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -146,6 +147,8 @@ class AppState:
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
     eval_experiment: _Field[str | None] = _Field(None)
+    # this session's mark on the candidates files it attaches (the engine, shared by every session, holds them)
+    session_tag: _Field[str] = _Field(factory=lambda: uuid.uuid4().hex[:8])
     set_comparison: _Field[Any] = _Field(None)  # Compare's two configurations over a query set (a RunDiff)
     set_comparison_plan: _Field[Any] = _Field(None)  # the id the last evaluation was kept under
     rerun_outcome: _Field[dict[str, Any] | None] = _Field(None)  # Experiments' last "run again": ids and changes

@@ -61,7 +61,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
     if args.candidates:
-        found = attach_candidates(engine, args.candidates, dataset, corpus=args.corpus)
+        found = attach_candidates(engine, args.candidates, dataset.queries, corpus=args.corpus or dataset.corpus)
         for problem in found.problems:
             warn(problem)
         args.collection, demo = found.name, False

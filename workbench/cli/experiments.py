@@ -30,6 +30,7 @@ from workbench.experiments import (
 from workbench.judgments import load_judgments
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.services.sessions import open_session_store
+from workbench.services.sources import attach_candidates
 from workbench.vocab import PRIMARY_METRIC
 
 
@@ -85,9 +86,17 @@ def cmd_set_compare(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     engine = Engine(settings)
     query_set = open_experiment_store(settings).query_set(args.name)
-    first = engine.plan(**{"collection": args.collection, **_plan_spec(args.a, "--a")})
-    second = engine.plan(**{"collection": args.collection, **_plan_spec(args.b, "--b")})
-    collection = second.collection or settings.collection
+    start = args.collection
+    if args.candidates:  # the production system's candidates, as a read-only collection both sides start from
+        queries = {item.id: item.text for item in query_set.queries}
+        found = attach_candidates(engine, args.candidates, queries, corpus=args.corpus)
+        for problem in found.problems:
+            warn(problem)
+        start = found.name
+    first = engine.plan(**{"collection": start, **_plan_spec(args.a, "--a")})
+    second = engine.plan(**{"collection": start, **_plan_spec(args.b, "--b")})
+    # the judgments are the collection's whose documents the candidates name (--collection), else B's
+    collection = (args.collection if args.candidates else None) or second.collection or settings.collection
     if collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     qrels = None

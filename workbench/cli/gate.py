@@ -44,7 +44,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
     if args.candidates:
-        found = attach_candidates(engine, args.candidates, dataset, corpus=args.corpus)
+        found = attach_candidates(engine, args.candidates, dataset.queries, corpus=args.corpus or dataset.corpus)
         for problem in found.problems:
             warn(problem)
         args.collection, demo = found.name, False

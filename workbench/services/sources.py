@@ -4,6 +4,7 @@ first-stage candidates a production system exported, as a read-only collection (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from workbench.config import Settings
@@ -52,12 +53,19 @@ def judged_dataset(
 
 
 def attach_candidates(
-    engine: Engine, path: str | Path, dataset: Dataset, *, corpus: str | Path | None = None
+    engine: Engine,
+    path: str | Path,
+    queries: Mapping[str, str],
+    *,
+    corpus: str | Path | None = None,
+    tag: str = "",
 ) -> CandidatesFile:
     """A file of a production system's first-stage candidates (JSONL, or a TREC run with its corpus) registered
-    with the engine as a read-only collection named after the file, so that an evaluation, the gate or Compare
-    reranks exactly those candidates for the dataset's queries. Its `problems` say what it could not use."""
-    name = f"candidates-{safe_file_stem(Path(path).stem, 'file')}"
-    found = CandidatesFile.read(path, name, queries=dataset.queries, corpus=corpus or dataset.corpus)
+    with the engine as a read-only collection named after the file, so that an evaluation, the gate, a query set's
+    comparison or Compare reranks exactly those candidates for `queries` (id: text; a TREC run's ids are theirs).
+    Its `problems` say what it could not use. `tag` sets one caller's files apart from another's (the app's
+    sessions share one engine)."""
+    name = f"candidates-{safe_file_stem(Path(path).stem, 'file')}" + (f"-{tag}" if tag else "")
+    found = CandidatesFile.read(path, name, queries=queries, corpus=corpus)
     engine.registry.register_collection(name, found)
     return found

@@ -11,7 +11,8 @@ index (`vector_cosine_ops`) and a btree index on `origin`. Filters are JSONB con
 which is equality with types: 2 matches 2, not "2". Scores are `1 - cosine distance`.
 
 Existing tables (seed 004's `hc_ai_schema.hc_ai_table`) are read too: name the table and its id, text,
-embedding and metadata columns (`table=`, `text_column=` ...); such collections are read-only.
+embedding and metadata columns (`table=`, `text_column=` ...); so are the tables LangChain's PGVector and LlamaIndex's
+PGVectorStore write (`layout=`, `stores/pg_layouts.py`). Such collections are attached: read, never written.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from workbench.stores.base import (
     check_collection_name,
     clean_metadata,
 )
+from workbench.stores.pg_layouts import SOURCE_SCHEMA, PgSource, pg_source
 from workbench.stores.postgres import close_pool, is_postgres_url, shared_pool, transaction
 from workbench.stores.postgres import sql_ident as _ident
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
@@ -78,8 +80,11 @@ class PgVectorCollection(Collection):
         embedding_model: str | None,
         dimension: int | None,
         columns: dict[str, str | None] | None = None,
+        source: PgSource | None = None,
     ) -> None:
         self._backend = backend
+        self.source = source
+        columns = source.columns if source is not None else columns
         self.name = name
         self.location = backend.location
         self.timeout = backend.timeout
@@ -94,6 +99,10 @@ class PgVectorCollection(Collection):
         self._metadata = _ident(cols["metadata"], "metadata column") if cols.get("metadata") else None
 
     def _read_only(self) -> None:
+        if self.source is not None:
+            raise StoreError(
+                f"'{self.name}' was written by {self.source.layout.writer}: the workbench reads it and never writes it."
+            )
         if self.external:
             raise StoreError(
                 f"'{self.name}' reads the existing table {self.table}: the workbench does not write to it. "
@@ -103,9 +112,27 @@ class PgVectorCollection(Collection):
     def _meta(self) -> str:
         return self._metadata or "'{}'::jsonb"
 
+    def _rows_of_this_collection(self, condition: str = "", params: Sequence[Any] = ()) -> tuple[str, list[Any]]:
+        """A WHERE clause for the collection's rows (an attached source's, in a table it may share) and
+        `condition`, with their parameters."""
+        parts, values = [], []
+        if self.source is not None and self.source.where:
+            parts.append(f"({self.source.where})")
+            values += list(self.source.params)
+        if condition:
+            parts.append(condition)
+            values += list(params)
+        return (f"WHERE {' AND '.join(parts)}" if parts else ""), values
+
+    def _chunk(self, record_id: Any, text: str | None, metadata: Any) -> Chunk:
+        if self.source is not None:
+            return self.source.chunk(str(record_id), text, dict(metadata or {}))
+        return Chunk(id=str(record_id), text=text or "", metadata=dict(metadata or {}))
+
     def count(self) -> int:
+        where, params = self._rows_of_this_collection()
         with self._backend.cursor() as cur:
-            cur.execute(f"SELECT count(*) FROM {_qualified(self.table)}")
+            cur.execute(f"SELECT count(*) FROM {_qualified(self.table)} {where}", params)
             return int(cur.fetchone()[0])
 
     def info(self) -> CollectionInfo:
@@ -116,6 +143,8 @@ class PgVectorCollection(Collection):
             count=self.count(),
             embedding_model=self._embedding_model,
             dimension=self._dimension,
+            written_by=self.source.layout.writer if self.source is not None else None,
+            read_only=self.external,
         )
 
     def search(
@@ -128,11 +157,12 @@ class PgVectorCollection(Collection):
         exact: bool = False,
     ) -> list[Hit]:
         query = _vector_text(self.require_vector(vector))
-        where, params = "", []
+        condition, values = "", []
         if filters:
             if self._metadata is None:
                 raise InputError(f"'{self.name}' has no metadata column to filter on.")
-            where, params = f"WHERE {self._metadata} @> %s::jsonb", [json.dumps(filters)]
+            condition, values = f"{self._metadata}::jsonb @> %s::jsonb", [json.dumps(filters)]
+        where, params = self._rows_of_this_collection(condition, values)
         sql = (
             f"SELECT {self._id}::text, {self._text}, {self._meta()}, 1 - ({self._embedding} <=> %s::vector) "
             f"FROM {_qualified(self.table)} {where} ORDER BY {self._embedding} <=> %s::vector LIMIT %s"
@@ -146,7 +176,11 @@ class PgVectorCollection(Collection):
                 cur.execute("SET LOCAL enable_indexscan = off")
             cur.execute(sql, [query, *params, query, k])
             rows = cur.fetchall()
-        return [Hit(id=str(i), text=t or "", metadata=dict(m or {}), score=float(s)) for i, t, m, s in rows]
+        hits = []
+        for record_id, text, metadata, score in rows:
+            chunk = self._chunk(record_id, text, metadata)
+            hits.append(Hit(id=chunk.id, text=chunk.text, metadata=chunk.metadata, score=float(score)))
+        return hits
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         self._read_only()
@@ -189,17 +223,21 @@ class PgVectorCollection(Collection):
                 cur.execute(f"DELETE FROM {_qualified(self.table)} WHERE id = ANY(%s)", [list(batch)])
 
     def browse(self, offset: int = 0, limit: int = 20) -> list[Chunk]:
+        where, params = self._rows_of_this_collection()
         with self._backend.cursor() as cur:
             cur.execute(
-                f"SELECT {self._id}::text, {self._text}, {self._meta()} FROM {_qualified(self.table)} "
+                f"SELECT {self._id}::text, {self._text}, {self._meta()} FROM {_qualified(self.table)} {where} "
                 f"ORDER BY {self._id} OFFSET %s LIMIT %s",
-                [offset, limit],
+                [*params, offset, limit],
             )
-            return [Chunk(id=str(i), text=t or "", metadata=dict(m or {})) for i, t, m in cur.fetchall()]
+            return [self._chunk(i, t, m) for i, t, m in cur.fetchall()]
 
     def vectors(self, batch_size: int = 1000) -> tuple[list[str], np.ndarray]:
+        where, params = self._rows_of_this_collection()
         with self._backend.cursor() as cur:
-            cur.execute(f"SELECT {self._id}::text, {self._embedding}::text FROM {_qualified(self.table)}")
+            cur.execute(
+                f"SELECT {self._id}::text, {self._embedding}::text FROM {_qualified(self.table)} {where}", params
+            )
             rows = cur.fetchall()
         return [str(i) for i, _ in rows], np.asarray([_parse_vector(v) for _, v in rows], dtype=np.float32)
 
@@ -225,6 +263,7 @@ class PgVectorBackend(StoreBackend):
         embedding_column: str = "embedding",
         metadata_column: str | None = "metadata",
         embedding_model: str | None = None,
+        layout: str | None = None,
     ) -> None:
         if not is_postgres_url(url):
             raise InputError(f"A PostgreSQL URL looks like postgresql://user@host:5432/db; got '{redact_url(url)}'.")
@@ -249,8 +288,12 @@ class PgVectorBackend(StoreBackend):
         )
         if table:
             _qualified(table)
+        # another tool's tables (LangChain's, LlamaIndex's): found by name, in `public` unless a schema is named
+        self._layout = layout if layout and not table else None
+        self._embedding_model = embedding_model
+        self._source_schema = SOURCE_SCHEMA if schema == "workbench" else schema
         self._pool = shared_pool(url, timeout)
-        if not table:
+        if not table and not self._layout:
             self._ensure_schema()
 
     @contextmanager
@@ -284,10 +327,8 @@ class PgVectorBackend(StoreBackend):
                 "embedding_model text, dimension int, created_at timestamptz DEFAULT now())"
             )
 
-    def _external_collection(self, name: str) -> PgVectorCollection:
-        assert self._external is not None
-        table = self._external["table"]
-        column = self._external["columns"]["embedding"]
+    def _dimension_of(self, table: str, column: str) -> tuple[bool, int | None]:
+        """Whether `table` has the vector column `column`, and its declared dimension (None when undeclared)."""
         schema, _, bare = table.rpartition(".")
         with self.cursor() as cur:
             cur.execute(
@@ -297,17 +338,36 @@ class PgVectorBackend(StoreBackend):
                 [bare, schema or "public", column],
             )
             row = cur.fetchone()
-        if row is None:
+        return row is not None, int(row[0]) if row and row[0] and row[0] > 0 else None
+
+    def _external_collection(self, name: str) -> PgVectorCollection:
+        assert self._external is not None
+        table = self._external["table"]
+        column = self._external["columns"]["embedding"]
+        found, dimension = self._dimension_of(table, column)
+        if not found:
             raise CollectionNotFoundError(
                 name, f"pgvector at {self.location} (no table {table} with a {column} column)"
             )
         return PgVectorCollection(
-            self,
-            name,
-            table,
-            embedding_model=self._external["embedding_model"],
-            dimension=int(row[0]) if row[0] and row[0] > 0 else None,
+            self, name, table, embedding_model=self._external["embedding_model"], dimension=dimension,
             columns=self._external["columns"],
+        )  # fmt: skip
+
+    def _attached_collection(self, name: str) -> PgVectorCollection:
+        assert self._layout is not None
+        with self.cursor() as cur:
+            source = pg_source(cur, self._layout, name, self._source_schema)
+        if source is None:
+            writers = {"langchain": "LangChain PGVector", "llamaindex": "LlamaIndex PGVectorStore"}
+            named = writers.get(self._layout, "LangChain PGVector or LlamaIndex PGVectorStore")
+            raise CollectionNotFoundError(
+                name,
+                f"pgvector at {self.location} (no {named} collection of that name in schema {self._source_schema})",
+            )
+        _, dimension = self._dimension_of(source.table, source.columns["embedding"] or "embedding")
+        return PgVectorCollection(
+            self, name, source.table, embedding_model=self._embedding_model, dimension=dimension, source=source
         )
 
     def _rows(self) -> list[tuple[str, str, str | None, int | None]]:
@@ -323,16 +383,18 @@ class PgVectorBackend(StoreBackend):
         return PgVectorCollection(self, name, f"{self.schema}.{table}", embedding_model=model, dimension=dimension)
 
     def list_collections(self) -> list[CollectionInfo]:
-        if self._external:
+        if self._external or self._layout:
             return []
         return [self._collection(row).info() for row in self._rows()]
 
     def exists(self, name: str) -> bool:
-        return not self._external and any(row[0] == name for row in self._rows())
+        return not self._external and not self._layout and any(row[0] == name for row in self._rows())
 
     def get(self, name: str) -> PgVectorCollection:
         if self._external:
             return self._external_collection(name)
+        if self._layout:
+            return self._attached_collection(name)
         rows = self._rows()
         for row in rows:
             if row[0] == name:
@@ -341,8 +403,9 @@ class PgVectorBackend(StoreBackend):
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> PgVectorCollection:
         check_collection_name(name)
-        if self._external:
-            raise StoreError(f"{self._external['table']} is an existing table: the workbench does not create one.")
+        if self._external or self._layout:
+            where = self._external["table"] if self._external else f"{self._layout} tables"
+            raise StoreError(f"{where}: an attached source, the workbench does not create collections there.")
         if self.exists(name):
             return self.get(name)
         schema = _ident(self.schema, "schema")
@@ -366,7 +429,7 @@ class PgVectorBackend(StoreBackend):
     def delete(self, name: str) -> None:
         collection = self.get(name)
         if collection.external:
-            raise StoreError(f"'{name}' reads an existing table: the workbench does not delete it.")
+            collection._read_only()
         schema = _ident(self.schema, "schema")
         with self.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS {_qualified(collection.table)}")

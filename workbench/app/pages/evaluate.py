@@ -28,7 +28,7 @@ from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
-from workbench.services.sources import judged_dataset
+from workbench.services.sources import attach_candidates, judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
 
@@ -86,6 +86,7 @@ class _EvalForm:
     queries_file: Any
     qrels_file: Any
     outside_file: Any
+    candidates_file: Any
     collection: str
     k: int
     top_n: int
@@ -138,7 +139,12 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
                 st, "Queries (BEIR queries.jsonl or id<TAB>text)", ["jsonl", "tsv", "txt"], "eval-queries"
             )
             qrels_file = file_picker(st, "Qrels (BEIR TSV or TREC qrels)", ["tsv", "txt", "qrels"], "eval-qrels")
-        with st.expander("Optional: compare with an outside TREC run"):
+        with st.expander("Optional: your first stage's candidates, or an outside run to compare with"):
+            candidates_file = file_picker(
+                st, "Your search's candidates to rerank (JSONL of {query_id, query, hits}, or a TREC run of the "
+                "BEIR folder's ids): they replace the collection's first stage", ["jsonl", "trec", "txt", "run"],
+                "eval-candidates",
+            )  # fmt: skip
             outside_file = file_picker(
                 st, "An outside TREC run (your production ranking, say)", ["trec", "txt", "run"], "eval-outside"
             )
@@ -169,7 +175,8 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
         name = q2.text_input("Experiment name (optional)", key="eval-name", max_chars=MAX_NAME_CHARS)
         submitted = st.form_submit_button("Run evaluation", type="primary")
     return _EvalForm(
-        source, folder_text, split, queries_file, qrels_file, outside_file, collection, int(k), int(top_n),
+        source, folder_text, split, queries_file, qrels_file, outside_file, candidates_file, collection, int(k),
+        int(top_n),
         int(max_queries), depth_ks, compared, None if query_set == ALL_QUERIES else query_set, name, submitted,
     )  # fmt: skip
 
@@ -214,6 +221,15 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
                 dataset = open_experiment_store(engine.settings).query_set(asked.query_set).judged(dataset)
             outside_file = asked.outside_file
             outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
+            collection = asked.collection.strip() or dataset.name
+            if asked.candidates_file is not None:  # the file's candidates are the first stage: a collection of its own
+                found = attach_candidates(
+                    engine, save_upload(asked.candidates_file, Path(tmp)), dataset.queries, corpus=dataset.corpus,
+                    tag=STATE.session_tag,
+                )  # fmt: skip
+                for problem in found.problems:
+                    st.warning(problem)
+                collection = found.name
         wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
         depth = [d for d in wanted if d <= asked.k]
         if len(depth) < len(wanted):
@@ -221,9 +237,11 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             st.info(f"Depth values above k ({asked.k}) were left out: {left_out}.")
         ingest_estimate, ingest_bar = st.empty(), st.empty()
         bar = st.progress(0.0, text="running queries")
-        collection = asked.collection.strip() or dataset.name
-        # the sidebar's first stage and reranker over the whole judged set: no metadata filters
+        # the sidebar's first stage and reranker over the whole judged set: no metadata filters (with a candidates
+        # file, its hits are the first stage, served in the file's order)
         plan = c.plan(engine).with_(collection=collection, k=asked.k, top_n=asked.top_n, filters={})
+        if asked.candidates_file is not None:
+            plan = plan.with_(retrieval="dense")
         STATE.eval_report = evaluate_dataset(
             engine,
             dataset,
