@@ -40,7 +40,7 @@ def main() -> int:
     for run in (1, 2):
         calls = reranker.model_calls
         started = time.perf_counter()
-        report = evaluate_dataset(engine, dataset, "demo", k=50, top_n=10, depth=(10, 20, 50))
+        report = evaluate_dataset(engine, dataset, engine.plan(collection="demo", k=50, top_n=10), depth=(10, 20, 50))
         seconds = time.perf_counter() - started
         runs.append({
             "seconds": seconds, "model_calls": reranker.model_calls - calls,

@@ -38,7 +38,7 @@ def candidate_pairs(
     texts = [json.loads(line)["text"] for line in (dataset / "queries.jsonl").read_text().splitlines()]
     work = []
     for query in texts[:queries]:
-        result = engine.search(query, k, 1, collection=collection, reranker=None)
+        result = engine.search(query, engine.plan(collection=collection, k=k, top_n=1, reranker=None))
         work.append((query, [c.text for c in result.candidates]))
     return work
 

@@ -40,7 +40,8 @@ def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], di
     for model in rerankers or [DEFAULT]:
         for mode in RETRIEVAL_MODES:
             result = engine.search(
-                text, max(DEPTH_SWEEP), 10, collection=DEMO_COLLECTION, retrieval=mode, reranker=model
+                text,
+                engine.plan(collection=DEMO_COLLECTION, retrieval=mode, k=max(DEPTH_SWEEP), top_n=10, reranker=model),
             )
             for c in result.candidates:
                 passages.setdefault(str(c.metadata.get("document_id", c.id)), c.text)

@@ -82,9 +82,10 @@ def nature(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path
 
 @pytest.mark.parametrize(("case", "arguments", "error", "message"), ENGINE_CASES, ids=[c[0] for c in ENGINE_CASES])
 def test_engine_search(nature: Engine, case: str, arguments: dict, error: type, message: str) -> None:
-    call = {"query": "herons", "k": 3, "top_n": 1, "collection": "nature", **arguments}
-    with pytest.raises(error) as caught:
-        nature.search(call.pop("query"), **call)
+    fields = {"k": 3, "top_n": 1, "collection": "nature", **arguments}
+    query = fields.pop("query", "herons")
+    with pytest.raises(error) as caught:  # the plan refuses a field, or the search a query or a missing part
+        nature.search(query, nature.plan(**fields))
     assert message in str(caught.value)
 
 
@@ -98,7 +99,11 @@ def test_engine_search(nature: Engine, case: str, arguments: dict, error: type, 
         (lambda e: e.delete_collection("nowhere"), CollectionNotFoundError, "'nowhere'"),
         (lambda e: e.ingest("/no/such/folder", "x-docs"), IngestError, "no such file or folder"),
         (lambda e: e.ingest(Path(__file__).parent, "bad name!"), InputError, "is not allowed"),
-        (lambda e: e.search("herons", 3, 1, collection="nature").top(9), InputError, "top_n must be between 1"),
+        (
+            lambda e: e.search("herons", e.plan(collection="nature", k=3, top_n=1)).top(9),
+            InputError,
+            "top_n must be between 1",
+        ),
     ],
     ids=[
         "negative offset",
@@ -291,7 +296,7 @@ def test_a_passages_id_is_refused_as_a_graded_document(nature: Engine) -> None:
     counted (judgments key on documents). It is refused, naming the document to grade."""
     from workbench.judgments import judge
 
-    chunk = nature.search("herons", k=3, top_n=1, collection="nature").candidates[0].id
+    chunk = nature.search("herons", nature.plan(collection="nature", k=3, top_n=1)).candidates[0].id
     document = chunk.rsplit("::", 1)[0]
     assert chunk != document
     with pytest.raises(InputError, match="is a passage's id") as refused:

@@ -48,7 +48,7 @@ def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> No
     queries = [q.text for q in sample_queries()]
     changed = 0
     for query in queries:
-        result = demo_engine.search(query, k=20, top_n=10, collection=DEMO_COLLECTION)
+        result = demo_engine.search(query, demo_engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10))
         if [r.id for r in result.reranked] != [c.id for c in result.candidates[:10]]:
             changed += 1
     assert changed == len(queries), f"only {changed} of {len(queries)} sample queries change order"
@@ -57,10 +57,7 @@ def test_sample_queries_are_reordered_by_the_reranker(demo_engine: Engine) -> No
 def test_the_right_passage_is_in_vector_top_10_for_a_plain_question(demo_engine: Engine) -> None:
     result = demo_engine.search(
         "how many days of paid holiday do full-time employees get",
-        k=10,
-        top_n=3,
-        collection=DEMO_COLLECTION,
-        reranker=None,
+        demo_engine.plan(collection=DEMO_COLLECTION, k=10, top_n=3, reranker=None),
     )
     assert any(c.metadata["section"] == "Annual holiday entitlement" for c in result.candidates[:3])
 
@@ -73,7 +70,9 @@ def test_every_shipped_configuration_is_fully_judged(demo_engine: Engine) -> Non
 
     dataset = demo_dataset()
     for mode in ("dense", "bm25", "hybrid"):
-        report = evaluate_dataset(demo_engine, dataset, DEMO_COLLECTION, k=50, top_n=10, retrieval=mode)
+        report = evaluate_dataset(
+            demo_engine, dataset, demo_engine.plan(collection=DEMO_COLLECTION, k=50, top_n=10, retrieval=mode)
+        )
         assert report.before["judged@10"] == 1.0 and report.after["judged@10"] == 1.0, mode
         assert report.unjudged_before == report.unjudged_after == 0
         verdict = report.verdict

@@ -18,7 +18,7 @@ def nature(tiny_engine: Engine, corpus_dir: Path) -> Engine:
 
 
 def test_search_returns_both_orders_scores_ranks_and_timings(nature: Engine) -> None:
-    result = nature.search("herons and fish", k=6, top_n=3, collection="nature")
+    result = nature.search("herons and fish", nature.plan(collection="nature", k=6, top_n=3))
     assert isinstance(result, SearchResult)
     assert len(result.candidates) == 6 and len(result.reranked) == 3
     assert [c.vector_rank for c in result.candidates] == [1, 2, 3, 4, 5, 6]
@@ -40,17 +40,17 @@ def test_search_returns_both_orders_scores_ranks_and_timings(nature: Engine) -> 
 
 
 def test_duplicate_texts_are_removed(nature: Engine) -> None:
-    result = nature.search("herons wade in shallow water", k=8, top_n=3, collection="nature")
+    result = nature.search("herons wade in shallow water", nature.plan(collection="nature", k=8, top_n=3))
     texts = [" ".join(c.text.split()) for c in result.candidates]
     assert len(texts) == len(set(texts))
     assert result.duplicates_removed == 1  # the JSONL repeats the heron sentence of the Markdown guide
 
 
 def test_changing_top_n_reslices_without_a_model_call(nature: Engine) -> None:
-    first = nature.search("rivers and deltas", k=8, top_n=2, collection="nature")
+    first = nature.search("rivers and deltas", nature.plan(collection="nature", k=8, top_n=2))
     reranker = nature.reranker()
     calls = reranker.model_calls
-    again = nature.search("rivers and deltas", k=8, top_n=5, collection="nature")
+    again = nature.search("rivers and deltas", nature.plan(collection="nature", k=8, top_n=5))
     assert reranker.model_calls == calls
     assert again.cache.result_cached and len(again.reranked) == 5
     assert first.top(5).reranked == again.reranked
@@ -60,29 +60,31 @@ def test_changing_top_n_reslices_without_a_model_call(nature: Engine) -> None:
 
 
 def test_repeat_after_result_cache_cleared_hits_the_score_cache(nature: Engine) -> None:
-    nature.search("oak trees", k=5, top_n=2, collection="nature")
+    nature.search("oak trees", nature.plan(collection="nature", k=5, top_n=2))
     nature._results.clear()
-    again = nature.search("oak trees", k=5, top_n=2, collection="nature")
+    again = nature.search("oak trees", nature.plan(collection="nature", k=5, top_n=2))
     assert again.cache.score_hits == 5 and again.cache.score_misses == 0
     assert not again.cache.result_cached
 
 
 def test_filters_restrict_candidates(nature: Engine) -> None:
-    result = nature.search("nature", k=10, top_n=3, filters={"source": "guide.md"}, collection="nature")
+    result = nature.search("nature", nature.plan(collection="nature", k=10, top_n=3, filters={"source": "guide.md"}))
     assert result.candidates and all(c.metadata["source"] == "guide.md" for c in result.candidates)
-    result = nature.search("nature", k=10, top_n=3, filters={"page": 2, "source": "guide.md"}, collection="nature")
+    result = nature.search(
+        "nature", nature.plan(collection="nature", k=10, top_n=3, filters={"page": 2, "source": "guide.md"})
+    )
     assert [c.metadata["section"] for c in result.candidates] == ["Rivers"]
 
 
 def test_no_reranker_keeps_the_vector_order(nature: Engine) -> None:
-    result = nature.search("glaciers", k=5, top_n=3, collection="nature", reranker=None)
+    result = nature.search("glaciers", nature.plan(collection="nature", k=5, top_n=3, reranker=None))
     assert result.reranker_model is None
     assert [r.id for r in result.reranked] == [c.id for c in result.candidates[:3]]
     assert all(r.movement == "same" and r.rerank_score is None for r in result.reranked)
 
 
 def test_result_is_plain_json_data(nature: Engine) -> None:
-    result = nature.search("volcanoes", k=4, top_n=2, collection="nature")
+    result = nature.search("volcanoes", nature.plan(collection="nature", k=4, top_n=2))
     data = json.loads(result.to_json())
     assert {"candidates", "reranked", "dropped", "timings"} <= data.keys()
     assert set(data["timings"]) == {"embed_ms", "search_ms", "rerank_ms", "total_ms"}
@@ -104,26 +106,26 @@ def test_result_is_plain_json_data(nature: Engine) -> None:
 )
 def test_bad_inputs_are_clear_errors(nature: Engine, query: str, k: int, top_n: int, message: str) -> None:
     with pytest.raises(InputError, match=message):
-        nature.search(query, k, top_n, collection="nature")
+        nature.search(query, nature.plan(collection="nature", k=k, top_n=top_n))
 
 
 def test_512_characters_is_allowed(nature: Engine) -> None:
-    assert nature.search(" " + "y" * 512 + " ", 3, 1, collection="nature").query == "y" * 512
+    assert nature.search(" " + "y" * 512 + " ", nature.plan(collection="nature", k=3, top_n=1)).query == "y" * 512
 
 
 def test_bad_filters(nature: Engine) -> None:
     with pytest.raises(InputError, match="Filter 'page'"):
-        nature.search("ok", 3, 1, filters={"page": [1, 2]}, collection="nature")
+        nature.search("ok", nature.plan(collection="nature", k=3, top_n=1, filters={"page": [1, 2]}))
 
 
 def test_unknown_collection_lists_what_exists(nature: Engine) -> None:
     with pytest.raises(CollectionNotFoundError, match=r"'nope' not found.*Available: nature"):
-        nature.search("ok", 3, 1, collection="nope")
+        nature.search("ok", nature.plan(collection="nope", k=3, top_n=1))
 
 
 def test_missing_reranker_model_is_named(nature: Engine, tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="RERANKER_MODEL"):
-        nature.search("ok", 3, 1, collection="nature", reranker=str(tmp_path / "no-such-model"))
+        nature.search("ok", nature.plan(collection="nature", k=3, top_n=1, reranker=str(tmp_path / "no-such-model")))
 
 
 def test_delete_collection(nature: Engine) -> None:
@@ -138,19 +140,25 @@ def test_the_rerank_reports_its_progress_batch_by_batch(tiny_settings: Settings,
     engine.ingest(corpus_dir, "nature")
     heard: list[tuple[int, int]] = []
     result = engine.search(
-        "where do herons fish", 6, 3, collection="nature", progress=lambda d, t: heard.append((d, t))
+        "where do herons fish",
+        engine.plan(collection="nature", k=6, top_n=3),
+        progress=lambda d, t: heard.append((d, t)),
     )
     total = len(result.candidates)
     assert total >= 5 and heard[-1] == (total, total)  # the last batch completes the request
     assert len(heard) == -(-total // 2) and [d for d, _ in heard] == sorted({d for d, _ in heard})  # batch by batch
     heard.clear()
-    engine.search("where do herons fish", 6, 3, collection="nature", progress=lambda d, t: heard.append((d, t)))
+    engine.search(
+        "where do herons fish",
+        engine.plan(collection="nature", k=6, top_n=3),
+        progress=lambda d, t: heard.append((d, t)),
+    )
     assert heard == []  # a cached result runs no model
 
     def broken(scored: int, total: int) -> None:
         raise RuntimeError("a listener that fails")
 
-    again = engine.search("coral reefs and animals", 6, 3, collection="nature", progress=broken)
+    again = engine.search("coral reefs and animals", engine.plan(collection="nature", k=6, top_n=3), progress=broken)
     assert again.reranked  # a failing listener never stops the search
 
 
@@ -162,7 +170,7 @@ def test_a_search_plan_is_validated_once_and_names_itself(tiny_engine: Engine, c
     assert plan == tiny_engine.plan(collection="nature", k=6, retrieval="hybrid", filters={"source": "rivers.txt"})
     by_plan = tiny_engine.search("rivers", plan)
     by_keywords = tiny_engine.search(
-        "rivers", 6, collection="nature", retrieval="hybrid", filters=["source=rivers.txt"]
+        "rivers", tiny_engine.plan(collection="nature", retrieval="hybrid", k=6, filters=["source=rivers.txt"])
     )
     assert [c.id for c in by_plan.reranked] == [c.id for c in by_keywords.reranked]
     assert by_keywords.cache.result_cached  # the same plan: the same cached result

@@ -33,7 +33,7 @@ def test_removing_the_strongest_sentence_lowers_the_score_by_its_effect(demo_eng
     reranker = demo_engine.reranker()
     checked = 0
     for sample in sample_queries():
-        result = demo_engine.search(sample.text, 50, 10, collection=DEMO_COLLECTION)
+        result = demo_engine.search(sample.text, demo_engine.plan(collection=DEMO_COLLECTION, k=50, top_n=10))
         passage = next((r for r in result.reranked if len(split_sentences(r.text)) > 1), None)
         if passage is None:
             continue
@@ -76,7 +76,7 @@ def test_a_ten_sentence_passage_takes_one_model_call(demo_engine: Engine) -> Non
 
 def test_a_movement_is_explained_beside_the_document_it_overtook(demo_engine: Engine) -> None:
     for sample in sample_queries():
-        result = demo_engine.search(sample.text, 50, 10, collection=DEMO_COLLECTION)
+        result = demo_engine.search(sample.text, demo_engine.plan(collection=DEMO_COLLECTION, k=50, top_n=10))
         moved = next((c for c in result.reranked if c.rank_before > c.rank_after), None)
         if moved is not None:
             break
@@ -91,10 +91,12 @@ def test_a_movement_is_explained_beside_the_document_it_overtook(demo_engine: En
 
 def test_explaining_needs_a_document_the_search_found(demo_engine: Engine) -> None:
     with pytest.raises(InputError, match="not among the 50 candidates"):
-        explain_document(demo_engine, "annual leave", "no-such-doc", collection=DEMO_COLLECTION)
+        explain_document(demo_engine, "annual leave", "no-such-doc", demo_engine.plan(collection=DEMO_COLLECTION))
     with pytest.raises(InputError, match="no passage text"):
         explain_pair(demo_engine.reranker(), "annual leave", "   ")
-    whole = explain_document(demo_engine, "annual leave", "leave-policy.md#1", collection=DEMO_COLLECTION)
+    whole = explain_document(
+        demo_engine, "annual leave", "leave-policy.md#1", demo_engine.plan(collection=DEMO_COLLECTION)
+    )
     assert whole.document_id == "leave-policy.md#1::0"  # a document id finds its best chunk
 
 

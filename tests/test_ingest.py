@@ -94,7 +94,7 @@ def test_a_shortened_file_loses_its_stale_chunks(tiny_engine: Engine, tmp_path: 
     again = tiny_engine.ingest(folder, "stale", chunk_size=60, chunk_overlap=0)
     assert (again.chunks, again.updated, again.removed) == (1, 1, 5)
     assert _stored(tiny_engine, "stale") == {"policy.txt::0": "Only one rule is left now."}
-    result = tiny_engine.search("rule", k=5, top_n=1, collection="stale")
+    result = tiny_engine.search("rule", tiny_engine.plan(collection="stale", k=5, top_n=1))
     assert [c.text for c in result.candidates] == ["Only one rule is left now."]
 
 
@@ -160,7 +160,9 @@ def test_one_bad_file_does_not_discard_the_good_ones(tiny_engine: Engine, tmp_pa
     assert "1 file skipped" in report.summary()
     stored = _stored(tiny_engine, "mixed")
     assert stored["table.csv#1::0"] == "city: Lyon population: 522000"  # chunk text has single spaces
-    [row] = tiny_engine.search("Lyon", k=5, top_n=1, filters={"population": 522000}, collection="mixed").candidates
+    [row] = tiny_engine.search(
+        "Lyon", tiny_engine.plan(collection="mixed", k=5, top_n=1, filters={"population": 522000})
+    ).candidates
     assert row.metadata["population"] == 522000  # the typing rule: numbers in a CSV are numbers
 
 

@@ -5,6 +5,7 @@ starting it. Every module of the package must be placed on a floor here, so a ne
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import re
 import subprocess
@@ -265,3 +266,29 @@ def test_every_word_of_the_vocabulary_is_read_somewhere() -> None:
     others = "\n".join(path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py") if path.name != "vocab.py")
     unread = [name for name in names if not re.search(rf"\b{name}\b", others)]
     assert names and unread == [], f"vocab.py names these and no module reads them: {unread}"
+
+
+PLAN_FIELDS = {"k", "top_n", "filters", "collection", "reranker", "retrieval", "min_score"}
+
+
+def test_a_search_plan_is_never_passed_beside_its_own_fields() -> None:
+    """Issue 38: below the front ends a configuration is one SearchPlan. A function that takes a plan takes none
+    of its fields beside it (no keyword second dialect), and `Engine.search` takes the plan alone."""
+    front_ends = list(FLOORS).index("front ends")
+    beside = []
+    for module, path in MODULES.items():
+        if _floor(module) >= front_ends:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            takes_plan = any("SearchPlan" in ast.unparse(a.annotation) for a in arguments if a.annotation)
+            loose = sorted(a.arg for a in arguments if a.arg in PLAN_FIELDS)
+            if takes_plan and loose:
+                beside.append(f"{module}.{node.name} takes a SearchPlan and {', '.join(loose)}")
+    assert not beside, "\n".join(beside)
+    from workbench.engine import Engine
+
+    assert not hasattr(Engine, "as_plan")
+    assert list(inspect.signature(Engine.search).parameters)[:3] == ["self", "query", "plan"]

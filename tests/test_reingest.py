@@ -117,7 +117,9 @@ def test_kill_9_during_a_replace_then_resume_leaves_bm25_equal_to_the_store(
     stored = _store_texts(resuming, "files")
     assert all("floods" in text for text in stored.values()) and len(stored) == 4
     assert _bm25_texts(resuming, "files") == stored
-    hits = resuming.search("rivers", k=8, top_n=8, collection="files", retrieval="bm25", reranker=None).candidates
+    hits = resuming.search(
+        "rivers", resuming.plan(collection="files", retrieval="bm25", k=8, top_n=8, reranker=None)
+    ).candidates
     assert not hits or all("rivers" not in h.text for h in hits)
     assert _bm25_texts(Engine(settings), "files") == stored
 

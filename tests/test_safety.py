@@ -67,7 +67,7 @@ def test_every_surface_masks_store_credentials(
     from workbench.errors import CollectionNotFoundError
 
     with pytest.raises(CollectionNotFoundError) as caught:
-        Engine(Settings()).search("q", collection="absent-two")
+        Engine(Settings()).search("q", Engine(Settings()).plan(collection="absent-two"))
     _clean(str(caught.value))
 
     from workbench.app.state import engine_resource

@@ -1,8 +1,11 @@
 """Rerank Workbench: vector search beside cross-encoder reranking, with timings and relevance metrics.
 
->>> from workbench import Engine
->>> result = Engine().search("how many vacation days do I get", k=50, top_n=10)
+>>> import workbench
+>>> result = workbench.search("how many vacation days do I get", k=50, top_n=10)
 >>> result.reranked[0].movement_label
+
+`workbench.search` is the keyword convenience (as `httpx.get` is): it makes a `SearchPlan` with `Engine.plan` and
+calls `Engine.search(query, plan)`, the one form below the package's face.
 """
 
 import importlib
@@ -113,8 +116,34 @@ __all__ = [
     "resolve_model",
     "retrieve_chunks",
     "retrieve_top_docs",
+    "search",
     "search_documents",
 ]
+
+
+def search(
+    query: str,
+    k: int | None = None,
+    top_n: int | None = None,
+    filters: Any = None,
+    *,
+    collection: str | None = None,
+    reranker: str | None = "default",
+    retrieval: str | None = None,
+    min_score: float | None = None,
+    engine: "Engine | None" = None,
+) -> "SearchResult":
+    """Search with keywords: the process's engine (`get_engine()`, or `engine`), a plan from the keywords
+    (`Engine.plan`: the settings' defaults for any left out; `reranker` "default" is the configured one, None
+    none), then `Engine.search(query, plan)`."""
+    from workbench.engine import get_engine
+
+    chosen = engine or get_engine()
+    plan = chosen.plan(
+        collection=collection, k=k, top_n=top_n, filters=filters, reranker=reranker, retrieval=retrieval,
+        min_score=min_score,
+    )  # fmt: skip
+    return chosen.search(query, plan)
 
 
 def __getattr__(name: str) -> Any:

@@ -42,7 +42,6 @@ from workbench.types import (
     CollectionInfo,
     Hit,
     IngestReport,
-    Metadata,
     SearchPlan,
     SearchResult,
     StageTimings,
@@ -286,52 +285,31 @@ class Engine:
             defaults["top_n"] = min(self.settings.k_return, k)
         return SearchPlan(**{**defaults, **given})
 
-    def as_plan(
-        self,
-        plan: SearchPlan | str | None,
-        *,
-        reranker: str | UseDefault | None = DEFAULT,
-        **fields: Any,
-    ) -> SearchPlan:
-        """`plan` as it is, or a collection's name (None: the default one) and keywords made into a plan with
-        `Engine.plan`: the keyword form the services keep beside the plan form. `reranker` DEFAULT is the
-        configured reranker, None none."""
-        if isinstance(plan, SearchPlan):
-            return plan
-        chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
-        return self.plan(collection=plan, reranker=chosen, **fields)
-
     def search(
         self,
         query: str,
-        k: int | SearchPlan | None = None,
-        top_n: int | None = None,
-        filters: Metadata | list[str] | str | None = None,
+        plan: SearchPlan,
         *,
-        collection: str | None = None,
-        reranker: str | UseDefault | None = DEFAULT,
-        retrieval: str | None = None,
         max_query_chars: int | None = MAX_QUERY_CHARS,
         use_cache: bool = True,
         deadline: float | None = None,
-        min_score: float | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> SearchResult:
-        """The query answered as `plan` says: `search(query, plan)`. The keyword form (k, top_n, filters,
-        collection, reranker, retrieval, min_score) makes the plan with `Engine.plan` and is kept for callers
-        that name the fields one by one.
+        """The query answered as `plan` says (`Engine.plan(...)` makes one with the settings' defaults; the
+        package's `workbench.search(query, k=..., ...)` is the keyword convenience).
 
         Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
         `max_query_chars` is the interactive limit; evaluation passes None to score the whole query. `deadline`
         (a time.monotonic() instant) stops a search its caller gave up on: the reranker stops at its next batch and
         QueryTimeoutError is raised. `use_cache=False` skips the result and score caches (load runs measure real
         work). `progress(scored, total)` hears the rerank advance after each model batch (a local cross-encoder's;
-        not for cached scores). Raises InputError for bad inputs, CollectionNotFoundError (checked before any model
-        loads), ModelError, StoreError.
+        not for cached scores). Raises InputError for bad inputs (a plan that is not a SearchPlan among them),
+        CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
         """
-        plan = k if isinstance(k, SearchPlan) else self.as_plan(
-            collection, reranker=reranker, retrieval=retrieval, k=k, top_n=top_n, filters=filters, min_score=min_score
-        )  # fmt: skip
+        if not isinstance(plan, SearchPlan):
+            raise InputError(
+                f"Engine.search takes a SearchPlan (Engine.plan(k=..., top_n=..., ...)), not {type(plan).__name__}."
+            )
         return self._answer(query, plan, max_query_chars, use_cache, deadline, progress)
 
     def _answer(

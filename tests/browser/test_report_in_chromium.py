@@ -28,7 +28,9 @@ def test_the_html_report_is_self_contained(tmp_path: Path, tiny_models: dict[str
         )
     )
     ensure_demo_collection(engine)
-    report = evaluate_dataset(engine, demo_dataset(), DEMO_COLLECTION, k=20, top_n=10, depth=[10, 20])
+    report = evaluate_dataset(
+        engine, demo_dataset(), engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10), depth=[10, 20]
+    )
     written = save_report(report, tmp_path / "out")
     page_file = tmp_path / "out" / "demo.report.html"
     assert page_file in written and (tmp_path / "out" / "demo.report.md").exists()

@@ -38,7 +38,7 @@ def demo_setup(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, 
     engine = Engine(settings)
     ensure_demo_collection(engine)
     dataset = demo_dataset()
-    report = evaluate_dataset(engine, dataset, DEMO_COLLECTION, k=30, top_n=10)
+    report = evaluate_dataset(engine, dataset, engine.plan(collection=DEMO_COLLECTION, k=30, top_n=10))
     return engine, dataset, report
 
 
@@ -110,7 +110,7 @@ def test_the_cutoff_through_the_engine_keeps_what_the_table_counts(demo_setup) -
     kept = 0
     for text in dataset.queries.values():
         searched = engine.search(
-            text, 30, 30, collection=DEMO_COLLECTION, min_score=row.threshold, max_query_chars=None
+            text, engine.plan(collection=DEMO_COLLECTION, k=30, top_n=30, min_score=row.threshold), max_query_chars=None
         )
         kept += len(searched.reranked)
         assert len(searched.reranked) + searched.below_min_score == len(searched.candidates)

@@ -21,12 +21,11 @@ def cran_engine(tiny_engine: Engine, cranfield_dir: Path) -> Engine:
 def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path) -> None:
     dataset = Dataset.from_beir(cranfield_dir)
     seen = []
+    plan = cran_engine.plan(collection="cran", k=20, top_n=5)
     report = run_evaluation(
         cran_engine,
         dataset,
-        "cran",
-        k=20,
-        top_n=5,
+        plan,
         max_queries=12,
         progress=lambda done, total: seen.append((done, total)),
     )
@@ -50,12 +49,12 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
     assert evaluate(qrels, report.after_run, 20)[0] == pytest.approx(report.after)
 
     model_calls = cran_engine.reranker().model_calls
-    again = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
+    again = run_evaluation(cran_engine, dataset, plan, max_queries=12)
     assert again.after == report.after
     assert again.score_cache_hits == 12 * 20
     assert cran_engine.reranker().model_calls == model_calls  # every score from the cache: no model ran
 
-    points = depth_curve(cran_engine, report, dataset, (5, 10, 20), timing_queries=2)
+    points = depth_curve(cran_engine, report, dataset, plan, (5, 10, 20), timing_queries=2)
     assert [p.k for p in points] == [5, 10, 20]
     assert points[-1].after["ndcg@10"] == pytest.approx(report.after["ndcg@10"])
     assert all(p.rerank_ms_p50 and p.rerank_ms_p95 and 0 < p.rerank_ms_p50 <= p.rerank_ms_p95 for p in points)
@@ -74,30 +73,33 @@ def test_report_before_after_and_reuse(cran_engine: Engine, cranfield_dir: Path)
     # A second Evaluate run of the same settings does no work twice: no model call, the first run's timings
     reranker = cran_engine.reranker()
     calls = reranker.model_calls
-    second = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
-    second_points = depth_curve(cran_engine, second, dataset, (5, 10, 20), timing_queries=2)
+    second = run_evaluation(cran_engine, dataset, plan, max_queries=12)
+    second_points = depth_curve(cran_engine, second, dataset, plan, (5, 10, 20), timing_queries=2)
     assert reranker.model_calls == calls and second.after == report.after
     assert second.depth_timings_reused and [p.rerank_ms_p50 for p in second_points] == [p.rerank_ms_p50 for p in points]
     cran_engine.ingest(cranfield_dir, "cran")  # the collection changed (nothing new here): measured again
-    third = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
-    depth_curve(cran_engine, third, dataset, (5, 10, 20), timing_queries=2)
+    third = run_evaluation(cran_engine, dataset, plan, max_queries=12)
+    depth_curve(cran_engine, third, dataset, plan, (5, 10, 20), timing_queries=2)
     assert not third.depth_timings_reused
     cran_engine.clear_caches()  # so do cleared caches
-    fourth = run_evaluation(cran_engine, dataset, "cran", k=20, top_n=5, max_queries=12)
-    depth_curve(cran_engine, fourth, dataset, (5, 10, 20), timing_queries=2)
+    fourth = run_evaluation(cran_engine, dataset, plan, max_queries=12)
+    depth_curve(cran_engine, fourth, dataset, plan, (5, 10, 20), timing_queries=2)
     assert not fourth.depth_timings_reused
 
 
 def test_without_a_reranker_before_equals_after(cran_engine: Engine, cranfield_dir: Path) -> None:
     report = run_evaluation(
-        cran_engine, Dataset.from_beir(cranfield_dir), "cran", k=10, top_n=10, reranker=None, max_queries=8
+        cran_engine,
+        Dataset.from_beir(cranfield_dir),
+        cran_engine.plan(collection="cran", k=10, top_n=10, reranker=None),
+        max_queries=8,
     )
     assert report.before == report.after and report.p_value == 1.0 and report.ties == 8
 
 
 def test_outside_run_comparison(cran_engine: Engine, cranfield_dir: Path) -> None:
     dataset = Dataset.from_beir(cranfield_dir)
-    report = run_evaluation(cran_engine, dataset, "cran", k=10, top_n=10, max_queries=6)
+    report = run_evaluation(cran_engine, dataset, cran_engine.plan(collection="cran", k=10, top_n=10), max_queries=6)
     same = compare_runs(dataset, report.after_run, report.after_run, 10)
     assert same.a == same.b and same.p_value == 1.0 and same.queries == 6
 

@@ -41,8 +41,10 @@ def test_dense_and_bm25_match_their_references(shared_dir: Path, tmp_path: Path,
     engine.ingest(dataset.corpus, name)
     print(f"{name}: ingested in {time.perf_counter() - started:.0f} s")
     (dense_ref, dense_tol), (bm25_ref, bm25_tol) = REFERENCES[name]
-    dense = run_evaluation(engine, dataset, name, k=100, top_n=10, reranker=None)
+    dense = run_evaluation(engine, dataset, engine.plan(collection=name, k=100, top_n=10, reranker=None))
     assert dense.queries == len(dataset.queries)
     assert dense.before["ndcg@10"] == pytest.approx(dense_ref, abs=dense_tol)
-    bm25 = run_evaluation(engine, dataset, name, k=100, top_n=10, reranker=None, retrieval="bm25")
+    bm25 = run_evaluation(
+        engine, dataset, engine.plan(collection=name, k=100, top_n=10, reranker=None, retrieval="bm25")
+    )
     assert bm25.retrieval == "bm25" and bm25.before["ndcg@10"] == pytest.approx(bm25_ref, abs=bm25_tol)

@@ -106,33 +106,33 @@ def test_bm25_and_hybrid_through_the_engine(nature: Engine, monkeypatch: pytest.
     embedded: list[str] = []
     embed_query = embedder.embed_query
     monkeypatch.setattr(embedder, "embed_query", lambda text: embedded.append(text) or embed_query(text))
-    bm25 = nature.search("volcanoes magma", k=5, top_n=2, collection="nature", retrieval="bm25")
+    bm25 = nature.search("volcanoes magma", nature.plan(collection="nature", retrieval="bm25", k=5, top_n=2))
     assert bm25.retrieval == "bm25" and bm25.candidates[0].text.startswith("Volcanoes release gas")
     assert embedded == []  # no embedding for keyword search
-    hybrid = nature.search("volcanoes magma", k=6, top_n=3, collection="nature", retrieval="hybrid")
+    hybrid = nature.search("volcanoes magma", nature.plan(collection="nature", retrieval="hybrid", k=6, top_n=3))
     assert embedded == ["volcanoes magma"]
     assert hybrid.retrieval == "hybrid" and hybrid.candidates[0].sources.keys() <= {"dense", "bm25"}
     top = next(c for c in hybrid.candidates if c.text.startswith("Volcanoes"))
     assert "bm25" in top.sources and top.sources["bm25"]["rank"] == 1
     filtered = nature.search(
-        "herons", k=5, top_n=1, filters={"source": "more.jsonl"}, collection="nature", retrieval="bm25"
+        "herons", nature.plan(collection="nature", retrieval="bm25", k=5, top_n=1, filters={"source": "more.jsonl"})
     )
     assert all(c.metadata["source"] == "more.jsonl" for c in filtered.candidates)
     with pytest.raises(InputError, match="retrieval must be one of"):
-        nature.search("herons", retrieval="sparse", collection="nature")
+        nature.search("herons", nature.plan(collection="nature", retrieval="sparse"))
 
 
 def test_the_index_follows_reingests_and_is_rebuilt_when_missing(nature: Engine, corpus_dir: Path) -> None:
-    assert nature.search("glaciers", k=3, top_n=1, collection="nature", retrieval="bm25").candidates
+    assert nature.search("glaciers", nature.plan(collection="nature", retrieval="bm25", k=3, top_n=1)).candidates
     (corpus_dir / "notes.txt").write_text("Lichens grow very slowly on bare rock.\n")
     nature.ingest(corpus_dir, "nature")
-    assert not nature.search("glaciers", k=3, top_n=1, collection="nature", retrieval="bm25").candidates
-    assert nature.search("lichens", k=3, top_n=1, collection="nature", retrieval="bm25").candidates
+    assert not nature.search("glaciers", nature.plan(collection="nature", retrieval="bm25", k=3, top_n=1)).candidates
+    assert nature.search("lichens", nature.plan(collection="nature", retrieval="bm25", k=3, top_n=1)).candidates
     folder = nature.bm25.folder("nature", nature.registry.get("nature"))
     shutil.rmtree(folder)
     nature.bm25 = type(nature.bm25)(nature.settings)  # a new process: nothing in memory, nothing on disk
     nature.clear_caches()
-    assert nature.search("lichens", k=3, top_n=1, collection="nature", retrieval="bm25").candidates
+    assert nature.search("lichens", nature.plan(collection="nature", retrieval="bm25", k=3, top_n=1)).candidates
     assert (folder / "index.json").exists()
     nature.delete_collection("nature")
     assert not folder.exists()
@@ -146,7 +146,7 @@ def test_an_index_whose_texts_the_store_no_longer_holds_is_rebuilt(tiny_settings
 
     first = Engine(tiny_settings)
     first.ingest(corpus_dir, "nature")
-    assert not first.search("flamingos", 5, 3, collection="nature", retrieval="bm25").candidates
+    assert not first.search("flamingos", first.plan(collection="nature", retrieval="bm25", k=5, top_n=3)).candidates
     store = first.registry.get("nature")
     [chunk] = [c for c in store.all_chunks() if c.text.startswith("Glaciers")]
     changed_text = "Flamingos stand on one leg in salty lagoons."
@@ -157,5 +157,5 @@ def test_an_index_whose_texts_the_store_no_longer_holds_is_rebuilt(tiny_settings
     assert store.count() == len(first.bm25.get("nature", store))
 
     later = Engine(tiny_settings)  # a new process
-    hits = later.search("flamingos", 5, 3, collection="nature", retrieval="bm25").candidates
+    hits = later.search("flamingos", later.plan(collection="nature", retrieval="bm25", k=5, top_n=3)).candidates
     assert [h.id for h in hits] == [chunk.id] and hits[0].text == changed_text

@@ -72,20 +72,20 @@ def test_a_collection_records_the_served_model_and_refuses_another_embedder(
     engine = Engine(_settings(tmp_path, embedding_model=token_url, reranker_model="none"))
     info = ensure_demo_collection(engine)
     assert info.embedding_model == f"{infinity_embedder}#all-MiniLM-L6-v2" and TOKEN not in str(info)
-    served = engine.search("how many vacation days do I get", 20, 10, collection=DEMO_COLLECTION)
+    served = engine.search("how many vacation days do I get", engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10))
     local = Engine(_settings(tmp_path / "local", reranker_model="none"))
     ensure_demo_collection(local)
-    mine = local.search("how many vacation days do I get", 20, 10, collection=DEMO_COLLECTION)
+    mine = local.search("how many vacation days do I get", local.plan(collection=DEMO_COLLECTION, k=20, top_n=10))
     assert [c.id for c in served.candidates] == [c.id for c in mine.candidates]
     # fresh engines query it through the recorded service: the token from the settings, or in the configured URL
     for fresh in ({"embedding_api_key": TOKEN}, {"embedding_model": token_url}):
         again = Engine(_settings(tmp_path, reranker_model="none", **fresh))
-        assert [c.id for c in again.search("vacation", 5, 5, collection=DEMO_COLLECTION).candidates]
+        assert [c.id for c in again.search("vacation", again.plan(collection=DEMO_COLLECTION, k=5, top_n=5)).candidates]
     # an engine whose embedder is another model is refused, naming both
     other = Engine(_settings(tmp_path, reranker_model="none"), embedder=local.embedder())
     with pytest.raises(ConfigError, match=r"was embedded with 'http://127\.0\.0\.1:\d+#all-MiniLM-L6-v2'.*"
                        r"'sentence-transformers/all-MiniLM-L6-v2'"):  # fmt: skip
-        other.search("vacation", 5, 5, collection=DEMO_COLLECTION)
+        other.search("vacation", other.plan(collection=DEMO_COLLECTION, k=5, top_n=5))
 
 
 def test_a_wrong_token_and_a_down_server_say_so_without_the_secret(infinity_embedder: str, tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ def test_a_service_stopped_mid_evaluation_ends_the_run_without_figures(served_da
 
 def test_the_engine_records_the_scale_and_the_services_figures(apis: RerankApis, served_data: Settings) -> None:
     engine = Engine(served_data.model_copy(update={"reranker_model": f"{apis.base}/service"}))
-    result = engine.search("how many vacation days do I get", k=10, top_n=5, collection="demo")
+    result = engine.search("how many vacation days do I get", engine.plan(collection="demo", k=10, top_n=5))
     assert result.score_scale == "probability" and result.reranker_backend.startswith("service ")
     texts = {c.id: c.text for c in result.candidates}
     for row in result.reranked:

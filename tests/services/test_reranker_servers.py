@@ -48,8 +48,8 @@ def _same_as_local(local: Engine, remote: Engine, queries: list[str], k: int) ->
     Returns how many pairs were compared."""
     compared = 0
     for query in queries:
-        mine = local.search(query, k, 10, collection="demo")
-        theirs = remote.search(query, k, 10, collection="demo")
+        mine = local.search(query, local.plan(collection="demo", k=k, top_n=10))
+        theirs = remote.search(query, remote.plan(collection="demo", k=k, top_n=10))
         assert [r.id for r in theirs.reranked] == [r.id for r in mine.reranked], query
         assert theirs.score_scale == "probability" and mine.score_scale == "logit"
         mapped = {c.id: to_probability(c.rerank_score, "logit") for c in mine.candidates}
@@ -165,7 +165,7 @@ def test_eval_compares_local_and_served_rerankers_with_figures_an_independent_co
     model = CrossEncoder(str(real_reranker_dir), max_length=256)
     before, after = {}, {}
     for qid, text in items:
-        candidates = engine.search(text, 20, 10, collection="demo").candidates
+        candidates = engine.search(text, engine.plan(collection="demo", k=20, top_n=10)).candidates
         logits = model.predict([(text, c.text) for c in candidates], activation_fn=__import__("torch").nn.Identity())
         before[qid], after[qid] = {}, {}
         for c, logit in zip(candidates, logits, strict=True):

@@ -45,9 +45,11 @@ def test_the_engine_ingests_and_searches_pgvector(pg_settings: Settings, corpus_
     assert report.store == "pgvector" and report.added == report.chunks == 8
     again = engine.ingest(corpus_dir, "nature")
     assert (again.added, again.updated, again.unchanged) == (0, 0, 8)
-    result = engine.search("rivers", k=6, top_n=3, filters={"page": 2, "source": "guide.md"}, collection="nature")
+    result = engine.search(
+        "rivers", engine.plan(collection="nature", k=6, top_n=3, filters={"page": 2, "source": "guide.md"})
+    )
     assert [c.metadata["section"] for c in result.candidates] == ["Rivers"] and result.store == "pgvector"
-    hybrid = engine.search("volcanoes magma", k=6, top_n=3, collection="nature", retrieval="hybrid")
+    hybrid = engine.search("volcanoes magma", engine.plan(collection="nature", retrieval="hybrid", k=6, top_n=3))
     assert hybrid.candidates[0].text.startswith("Volcanoes")
     assert {c.name for c in engine.collections()} == {"nature"}
     engine.delete_collection("nature")
@@ -104,10 +106,10 @@ def test_a_seed_004_table_is_read_not_written(tiny_settings: Settings, postgres_
         }
     )
     engine = Engine(settings)
-    result = engine.search("surgery fasting", k=3, top_n=2, collection="hc-ai")
+    result = engine.search("surgery fasting", engine.plan(collection="hc-ai", k=3, top_n=2))
     assert {c.text for c in result.candidates} == set(texts)
     assert result.store == "pgvector"
-    only_a = engine.search("hours", k=3, top_n=1, filters={"ward": "A"}, collection="hc-ai")
+    only_a = engine.search("hours", engine.plan(collection="hc-ai", k=3, top_n=1, filters={"ward": "A"}))
     assert all(c.metadata["ward"] == "A" for c in only_a.candidates) and len(only_a.candidates) == 2
     assert "hc-ai" in {c.name for c in engine.collections()}
     (tmp_path / "extra.txt").write_text("A new leaflet about parking.")
@@ -151,7 +153,9 @@ def test_the_same_collection_across_chroma_qdrant_and_pgvector(
         assert copied.count() == 8
     assert copy_collection(source, targets[2], settings).count() == 8  # again: nothing new, nothing doubled
 
-    result = compare_stores(engine, "rivers and deltas", "nature", targets, k=6, top_n=3, repeats=2)
+    result = compare_stores(
+        engine, "rivers and deltas", engine.plan(collection="nature", k=6, top_n=3), targets, repeats=2
+    )
     assert [r.store for r in result.runs] == [t.label for t in targets]
     assert all(r.recall_vs_exact == 1.0 and r.search_ms_p50 > 0 for r in result.runs)  # tiny: HNSW is exact
     assert all(a.overlap_at_n == 1.0 for a in result.agreement.values())
@@ -160,7 +164,9 @@ def test_the_same_collection_across_chroma_qdrant_and_pgvector(
     engine.ingest(cranfield_dir, "cran")
     cran = open_target(chroma, settings, "cran")
     copy_collection(cran, targets[1], settings)
-    study = recall_study(engine, Dataset.from_beir(cranfield_dir), "cran", targets[:2], k=20, max_queries=8)
+    study = recall_study(
+        engine, Dataset.from_beir(cranfield_dir), engine.plan(collection="cran", k=20), targets[:2], max_queries=8
+    )
     assert study.queries == 8 and [row["store"] for row in study.rows] == [t.label for t in targets[:2]]
     for row in study.rows:
         assert 0.9 <= row["recall@20 vs exact"] <= 1.0 and 0 <= row["ndcg@10 after"] <= 1
@@ -185,15 +191,19 @@ def test_a_first_comparison_across_stores_offers_the_copy_and_lets_go_of_local_q
     targets = [StoreTarget(kind="chroma"), qdrant]
     assert missing_targets(tiny_engine, "nature", targets) == [qdrant]
     with pytest.raises(InputError, match=r"'nature' is not in qdrant:.* yet: copy it there first"):
-        compare_stores(tiny_engine, "rivers", "nature", targets, k=6, top_n=3, repeats=1)
+        compare_stores(tiny_engine, "rivers", tiny_engine.plan(collection="nature", k=6, top_n=3), targets, repeats=1)
     assert _another_process_opens(folder)  # the check let go of the folder's lock
 
     copy_into(tiny_engine, "nature", [qdrant])
     assert _another_process_opens(folder)  # so did the copy (the CLI's --copy-from works while the app runs)
-    result = compare_stores(tiny_engine, "rivers", "nature", targets, k=6, top_n=3, repeats=1)
+    result = compare_stores(
+        tiny_engine, "rivers", tiny_engine.plan(collection="nature", k=6, top_n=3), targets, repeats=1
+    )
     assert [r.store for r in result.runs] == ["chroma", qdrant.label] and result.runs[1].recall_vs_exact == 1.0
     assert _another_process_opens(folder)  # and the comparison
-    assert tiny_engine.search("rivers", 6, 3, collection="nature").candidates  # the engine's own store still works
+    assert tiny_engine.search(
+        "rivers", tiny_engine.plan(collection="nature", k=6, top_n=3)
+    ).candidates  # the engine's own store still works
 
 
 def test_a_missing_collection_names_the_store_to_create_it_in() -> None:

@@ -13,9 +13,8 @@ from workbench.services.explain import explain_document
 def cmd_explain(args: argparse.Namespace) -> int:
     prices = parse_prices(args.price)
     engine = Engine(settings_from(args))
-    explanation = explain_document(
-        engine, args.text, args.doc, collection=args.collection, k=args.k, retrieval=args.retrieval, prices=prices
-    )
+    plan = engine.plan(collection=args.collection, k=args.k, retrieval=args.retrieval)
+    explanation = explain_document(engine, args.text, args.doc, plan, prices=prices)
     if args.json:
         print_json(explanation)
     else:

@@ -10,7 +10,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.latency import rerank_time_by_k
 from workbench.evaluation.metrics import evaluate
@@ -18,6 +18,7 @@ from workbench.evaluation.recommend import DepthPoint, TopNPoint
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import fold_documents
 from workbench.evaluation.significance import bootstrap_interval
+from workbench.types import SearchPlan
 from workbench.vocab import PRIMARY_METRIC, TOP_N_SWEEP, recall_at
 
 _MEASURED: weakref.WeakKeyDictionary[Engine, TTLCache[Hashable, Any]] = weakref.WeakKeyDictionary()
@@ -43,15 +44,16 @@ def depth_curve(
     engine: Engine,
     report: EvaluationReport,
     dataset: Dataset,
+    plan: SearchPlan,
     ks: Sequence[int] = (10, 20, 50, 100),
     *,
     timing_queries: int = 10,
-    reranker: Any = DEFAULT,
 ) -> list[DepthPoint]:
-    """Metrics and rerank time as k grows. Vector search is deterministic, so the candidates at k are the
-    first k of the report's candidates and their rerank scores are already known: quality needs no model
-    call. Rerank time is measured (caches bypassed) on `timing_queries` queries per k, once: a second curve of the
-    same settings on the same engine reports the first measurement (`report.depth_timings_reused`)."""
+    """Metrics and rerank time as k grows, for the report `plan` made. Vector search is deterministic, so the
+    candidates at k are the first k of the report's candidates and their rerank scores are already known: quality
+    needs no model call. Rerank time is measured (caches bypassed) on `timing_queries` queries per k, once: a
+    second curve of the same settings on the same engine reports the first measurement
+    (`report.depth_timings_reused`)."""
     ks = sorted({k for k in ks if 1 <= k <= report.k})
     qrels = {qid: dataset.qrels[qid] for qid in report.candidates}
     sample = [dataset.queries[qid] for qid in list(report.candidates)[:timing_queries]]
@@ -59,7 +61,6 @@ def depth_curve(
     if sample and ks:
         key = (report.collection, engine.generation(report.collection), report.retrieval, report.reranker_model,
                tuple(sample), tuple(ks))  # fmt: skip
-        plan = engine.as_plan(report.collection, retrieval=report.retrieval, reranker=reranker)
 
         def measure() -> dict[int, tuple[float, float]]:
             points = rerank_time_by_k(engine, sample, plan, ks, max_query_chars=None)

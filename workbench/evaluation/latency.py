@@ -127,7 +127,7 @@ class DepthTiming(BaseModel):
 def rerank_time_by_k(
     engine: Engine,
     queries: Sequence[str],
-    plan: SearchPlan | str | None,
+    plan: SearchPlan,
     ks: Sequence[int] = (10, 25, 50, 100),
     *,
     progress: Callable[[int, int], None] | None = None,
@@ -141,7 +141,7 @@ def rerank_time_by_k(
     bad = [k for k in ks if not 1 <= k <= MAX_K]
     if not ks or bad:
         raise InputError(f"k values must be between 1 and {MAX_K}; got {', '.join(map(str, bad)) or 'none'}.")
-    base = engine.as_plan(plan).with_(filters={}, min_score=None)
+    base = plan.with_(filters={}, min_score=None)
     engine.search(queries[0], base.with_(k=min(ks), top_n=1), max_query_chars=max_query_chars)  # models loaded
     points = []
     total = len(ks) * len(queries)

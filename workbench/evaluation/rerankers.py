@@ -255,12 +255,9 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 def compare_rerankers(
     engine: Engine,
     dataset: Dataset,
-    plan: SearchPlan | str,
+    plan: SearchPlan,
     rerankers: Sequence[str],
     *,
-    k: int | None = None,
-    top_n: int | None = None,
-    retrieval: str | None = None,
     max_queries: int | None = None,
     prices: dict[str, Price] | None = None,
     ingest_missing: bool = True,
@@ -270,10 +267,10 @@ def compare_rerankers(
 ) -> RerankerComparison:
     """Each reranker on the first stage's candidates for every judged query (the same candidates for all): the
     plan's collection, first stage, k and top n, with each reranker in turn (the plan's own is not used). A
-    collection's name in place of the plan makes one from the keywords. A missing collection is ingested first,
+    missing collection is ingested first,
     as `evaluate_dataset` does (`ingest_announce` hears the estimate, `ingest_progress` the chunks)."""
     started = time.perf_counter()
-    base = engine.as_plan(plan, k=k, top_n=top_n, retrieval=retrieval, reranker=None).with_(reranker=None)
+    base = plan.with_(reranker=None)
     collection, k, top_n = base.collection or engine.settings.collection, base.k, base.top_n
     _, _, max_queries, _ = check_plan(k, top_n, max_queries)
     models = _checked_models(engine, rerankers)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, ndcg_bounds, unjudged_at
 from workbench.evaluation.parallel import search_all
@@ -31,20 +30,14 @@ from workbench.vocab import JUDGED_10, NDCG_10_JUDGED, SNIPPET_CHARS
 def run_evaluation(
     engine: Engine,
     dataset: Dataset,
-    plan: SearchPlan | str,
+    plan: SearchPlan,
     *,
-    k: int | None = None,
-    top_n: int | None = None,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_queries: int | None = None,
     use_cache: bool = True,
 ) -> EvaluationReport:
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
-    order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. A collection's
-    name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
-    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10."""
     collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())

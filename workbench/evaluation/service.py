@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.engine import DEFAULT, Engine, reranker_argument
+from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import depth_curve, top_n_points
 from workbench.evaluation.diagnosis import diagnose
@@ -100,12 +100,8 @@ def prepare_collection(
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
-    plan: SearchPlan | str,
+    plan: SearchPlan,
     *,
-    k: int | None = None,
-    top_n: int | None = None,
-    reranker: Any = DEFAULT,
-    retrieval: str | None = None,
     max_queries: int | None = None,
     depth: Sequence[int] = (),
     outside_run: Run | None = None,
@@ -120,9 +116,7 @@ def evaluate_dataset(
     """Judged queries answered as `plan` says (`use_cache=False`: every search does its real work, so its time is
     measured): metrics before and after reranking, significance, optional depth
     curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
-    with warnings about anything that makes the figures doubtful. A collection's
-    name in place of the plan makes one from the keywords (`Engine.plan`: the settings' defaults for the rest)."""
-    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker, retrieval=retrieval)
+    with warnings about anything that makes the figures doubtful."""
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
     engine.reranker_of(plan)  # a missing model fails now, not after the ingest
@@ -138,7 +132,7 @@ def evaluate_dataset(
         )
     report.warnings = warnings
     if ks:
-        report.depth = depth_curve(engine, report, dataset, ks, reranker=reranker_argument(plan))
+        report.depth = depth_curve(engine, report, dataset, plan, ks)
         if report.reranker_model:
             report.recommendation = recommend(report.depth, top_n_points(report), latency_budget_ms)
     if report.reranker_model:

@@ -20,13 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from workbench.engine import DEFAULT, Engine, UseDefault
+from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import validate_query
 from workbench.rerankers import Reranker
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
-from workbench.types import Candidate, SearchResult
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
+from workbench.types import Candidate, SearchPlan, SearchResult
+from workbench.vocab import EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*[-*•]\s)")
 _TERM = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -241,17 +241,13 @@ def explain_document(
     engine: Engine,
     query: str,
     document_id: str,
+    plan: SearchPlan,
     *,
-    collection: str | None = None,
-    k: int | None = None,
-    reranker: str | UseDefault | None = DEFAULT,
-    retrieval: str | None = None,
     prices: dict[str, Price] | None = None,
 ) -> Explanation:
-    """Search as `Engine.search` would and explain the candidate `document_id` (a chunk id or a document id:
-    the best-ranked chunk of that document)."""
-    chosen = DEFAULT_RERANKER_CHOICE if isinstance(reranker, UseDefault) else reranker
-    plan = engine.plan(collection=collection, k=k, top_n=1, reranker=chosen, retrieval=retrieval)
+    """Search as `plan` says (its top n set to 1) and explain the candidate `document_id` (a chunk id or a
+    document id: the best-ranked chunk of that document) among its candidates."""
+    plan = plan.with_(top_n=1, min_score=None)
     model = engine.reranker_of(plan)
     if model is None:
         raise InputError("An explanation needs a reranker: name one (or leave the default on).")

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
-from workbench.engine import DEFAULT, Engine, get_engine
+from workbench.engine import Engine, get_engine
 from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import public_name, redact_text, shown
@@ -89,7 +89,7 @@ def retrieve_text(
     nothing matches, "Error retrieving from collection: ..." on any failure. Never raises. For a `remote` caller
     (HTTP, MCP) the message hides the server's paths."""
     try:
-        result = engine.search(query, k, top_n, collection=collection_name, deadline=deadline)
+        result = engine.search(query, engine.plan(collection=collection_name, k=k, top_n=top_n), deadline=deadline)
         if not result.candidates:
             return NO_DOCUMENTS
         return "\n".join(hit.text for hit in result.reranked)
@@ -214,7 +214,7 @@ def retrieve_chunks(
     top_k = validate_top_k(top_k)
     engine = engine or get_engine()
     k = max(top_k, engine.settings.k_retrieve) if engine.reranker() is not None else top_k
-    result = engine.search(query, k, top_k, filters, collection=collection)
+    result = engine.search(query, engine.plan(collection=collection, k=k, top_n=top_k, filters=filters))
     return [_as_retrieved_chunk(hit) for hit in result.reranked]
 
 
@@ -240,13 +240,14 @@ class RetrievalService:
         else:
             registry.register("service", StoreConfig(kind="langchain", collection="service", vector_store=vector_store))
         self._engine = Engine(get_settings(), registry=registry)
-        self._reranker = DEFAULT if reranker == DEFAULT_RERANKER_CHOICE else reranker
+        self._reranker = reranker
         self._candidates = candidates
 
     def _hits(self, query: str, k: int) -> list[RankedHit]:
         validate_depths(k, k)
         depth = max(k, self._candidates or self._engine.settings.k_retrieve) if self._reranker is not None else k
-        result = self._engine.search(query, min(depth, MAX_K), k, collection="service", reranker=self._reranker)
+        plan = self._engine.plan(collection="service", k=min(depth, MAX_K), top_n=k, reranker=self._reranker)
+        result = self._engine.search(query, plan)
         return result.reranked
 
     def retrieve_with_scores(self, query: str, k: int = 4) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine, reranker_argument
+from workbench.engine import Engine
 from workbench.errors import InputError, StoreError
 from workbench.evaluation.agreement import Agreement, agreement
 from workbench.evaluation.io import Dataset, Run
@@ -200,16 +200,16 @@ class ExactScan(Collection):
         return list(self._ids), self._matrix
 
 
-def comparison_engine(engine: Engine, collections: dict[str, Collection], reranker: Any = DEFAULT) -> Engine:
+def comparison_engine(engine: Engine, collections: dict[str, Collection], plan: SearchPlan) -> Engine:
     """An engine over the given collections (by label) that shares `engine`'s models and score cache: the
-    collection's own embedder and the chosen reranker, so each store's list comes from `Engine.search`
+    collection's own embedder and the plan's reranker, so each store's list comes from `Engine.search`
     (deduplication, filters, timings) and a pair scored for one store is not scored again for another."""
     registry = StoreRegistry(engine.settings)
     for label, collection in collections.items():
         registry.register_collection(label, collection)
     first = next(iter(collections.values()))
     embedder = engine.embedder(first.embedding_model())
-    return Engine(engine.settings, registry=registry, embedder=embedder, reranker=engine.reranker(reranker))
+    return Engine(engine.settings, registry=registry, embedder=embedder, reranker=engine.reranker_of(plan))
 
 
 class StoreRun(BaseModel):
@@ -237,21 +237,17 @@ class StoreComparison(BaseModel):
 def compare_stores(
     engine: Engine,
     query: str,
-    plan: SearchPlan | str,
+    plan: SearchPlan,
     targets: Sequence[StoreTarget],
     *,
     repeats: int = 5,
-    k: int | None = None,
-    top_n: int | None = None,
-    reranker: Any = DEFAULT,
 ) -> StoreComparison:
     """One query against the plan's collection in each target store, each through `Engine.search`: its
     candidates, its search time (median of `repeats` uncached searches), its recall against an exact scan of
     the first store's vectors, and its top n after the plan's reranker. The stores hold the vectors, so each is
     searched densely whatever the plan's first stage, over the whole collection (the exact scan takes no filters;
-    nor does the comparison). A collection's name with `k`, `top_n` and `reranker` is the keyword form."""
+    nor does the comparison)."""
     query = validate_query(query)
-    plan = engine.as_plan(plan, k=k, top_n=top_n, reranker=reranker)
     plan = plan.with_(retrieval="dense", filters={}, min_score=None)
     if plan.collection is None:
         raise InputError("Name the collection to compare across stores.")
@@ -278,7 +274,7 @@ def _compare(
     collection = plan.collection or ""
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
     first = next(iter(stores.values()))
-    searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, reranker_argument(plan))
+    searcher = comparison_engine(engine, {**stores, EXACT: ExactScan(first)}, plan)
     plan = plan.with_(reranker=DEFAULT_RERANKER_CHOICE if plan.reranks else None)  # the searcher's own reranker
     scan = searcher.search(query, plan.with_(collection=EXACT, reranker=None))
     exact = [c.id for c in scan.candidates]
@@ -321,26 +317,21 @@ class RecallStudy(BaseModel):
 def recall_study(
     engine: Engine,
     dataset: Dataset,
-    plan: SearchPlan | str,
+    plan: SearchPlan,
     targets: Sequence[StoreTarget],
     *,
     max_queries: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    k: int | None = None,
-    reranker: Any = DEFAULT,
 ) -> RecallStudy:
     """Each store's HNSW search against a brute-force scan of the same vectors, over the judged queries, every
     list through `Engine.search` (the reranker scores each pair once, whichever lists share it). The plan names
     the collection, k and the reranker; each store is searched densely over the whole collection and nDCG@10 is
-    of the reranked top 10. A collection's name with `k` and `reranker` is the keyword form."""
-    plan = engine.as_plan(plan, k=k, reranker=reranker)
+    of the reranked top 10."""
     if plan.collection is None:
         raise InputError("Name the collection to study across stores.")
     collection, k = plan.collection, plan.k
     stores = {t.label: open_target(t, engine.settings, collection) for t in targets}
-    searcher = comparison_engine(
-        engine, {EXACT: ExactScan(next(iter(stores.values()))), **stores}, reranker_argument(plan)
-    )
+    searcher = comparison_engine(engine, {EXACT: ExactScan(next(iter(stores.values()))), **stores}, plan)
     plan = plan.with_(
         retrieval="dense", filters={}, min_score=None, top_n=min(10, k),
         reranker=DEFAULT_RERANKER_CHOICE if plan.reranks else None,

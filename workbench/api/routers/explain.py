@@ -49,14 +49,8 @@ async def explain(body: ExplainRequest, state: State) -> Explanation:
 
     def explained() -> Explanation:
         if body.document_id is not None:
-            return explain_document(
-                state.engine,
-                body.query,
-                body.document_id,
-                collection=body.collection,
-                k=body.k,
-                retrieval=body.retrieval,
-            )
+            plan = state.engine.plan(collection=body.collection, k=body.k, retrieval=body.retrieval)
+            return explain_document(state.engine, body.query, body.document_id, plan)
         reranker = state.engine.reranker()
         if reranker is None:
             raise InputError("An explanation needs a reranker, and this workbench has none (RERANKER_MODEL=none).")

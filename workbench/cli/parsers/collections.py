@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import store_options
-from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, VECTOR_STORE_KINDS, spoken
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_K, DEFAULT_TOP_N, RETRIEVAL_MODES, VECTOR_STORE_KINDS, spoken
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -83,8 +83,10 @@ def add_store_comparison(commands: argparse._SubParsersAction) -> None:  # type:
     )
     compare.add_argument("--dataset", help="a BEIR folder: ANN recall against exact search over its judged queries")
     compare.add_argument("--max-queries", type=int, help="with --dataset: only the first N judged queries")
-    compare.add_argument("-k", type=int, default=50, help="candidates per store (default 50)")
-    compare.add_argument("-n", type=int, default=10, help="top n compared after reranking (default 10)")
+    compare.add_argument("-k", type=int, default=DEFAULT_K, help=f"candidates per store (default {DEFAULT_K})")
+    compare.add_argument(
+        "-n", type=int, default=DEFAULT_TOP_N, help=f"top n compared after reranking (default {DEFAULT_TOP_N})"
+    )
     compare.add_argument("--no-rerank", action="store_true", help="compare the first-stage order only")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(handler="workbench.cli.collections:cmd_compare_stores")
