@@ -53,6 +53,18 @@ BENCHES: dict[str, list[str]] = {  # each bench's arguments, as its block quotes
 }
 
 
+# what ranks in each bench, as its block says it: the local model, or what stands in for it
+BACKEND_OF = {
+    "batching_overhead": "none (a stand-in model: a fixed time a call and a pair)",
+    "remote_concurrency": "a local /rerank server answering after 200 ms",
+    "remote_replicas": "local /rerank servers answering after 200 ms",
+    "remote_infinity": "Infinity (torch, CPU) and torch:cpu in the evaluating process",
+    "remote_embedding": "none (the embedder, local and served)",
+    "ingest_sort": "none (the embedder)",
+    "cli_imports": "none (imports only)",
+}
+
+
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", help="comma-separated benches to run again (default: all): " + ", ".join(BENCHES))
     parser.add_argument("--data-dir", type=Path, help="the data folder the benches share (default: a fresh one)")
@@ -98,7 +110,9 @@ def run_bench(name: str, shared: Path, data: Path, env: dict[str, str]) -> dict[
             server.terminate()
             server.wait(timeout=60)
     shown = [part.format(shared="../shared", data="DATA", url="http://127.0.0.1:PORT") for part in BENCHES[name]]
-    return stamp({"command": "python " + " ".join(shown), "figures": figures, "backend": "torch:cpu"})
+    return stamp(
+        {"command": "python " + " ".join(shown), "figures": figures, "backend": BACKEND_OF.get(name, "torch:cpu")}
+    )
 
 
 def measure(shared: Path, only: str | None = None, data_dir: Path | None = None) -> dict[str, Any]:
