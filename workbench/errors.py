@@ -40,10 +40,14 @@ class InputError(WorkbenchError, ValueError):
 class CollectionNotFoundError(WorkbenchError, LookupError):
     """The named collection does not exist in the store."""
 
-    def __init__(self, name: str, store: str, available: list[str] | None = None) -> None:
+    def __init__(self, name: str, store: str, available: list[str] | None = None, *, advice: str = "") -> None:
+        """`advice`, when given, replaces the hint to ingest (an attached source is not the workbench's to fill)."""
         self.name = name
         self.store = store
         self.available = available or []
+        if advice:
+            super().__init__(f"Collection '{name}' not found in {store}. {advice}")
+            return
         hint = f" Available: {', '.join(sorted(self.available))}." if self.available else " The store is empty."
         kind = store.split(" ", 1)[0]
         where = f" --store {kind}" if kind in STORES else ""

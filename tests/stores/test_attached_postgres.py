@@ -57,7 +57,7 @@ def _write_langchain(url: str, model: SentenceTransformer, name: str) -> dict[st
         use_jsonb=True,
     )  # fmt: skip
     docs = [Document(page_content=t, metadata={"title": title, "topic": key}) for key, t, title in PASSAGES]
-    store.add_documents(docs, ids=[key for key, _, _ in PASSAGES])
+    store.add_documents(docs, ids=[f"{name}-{key}" for key, _, _ in PASSAGES])  # ids: the whole table's
     return {q: [d.id for d in store.similarity_search(q, k=4)] for q in QUERIES}
 
 
@@ -146,5 +146,5 @@ def test_a_name_no_writer_holds_is_not_found_and_says_where_it_looked(postgres_u
     options = {"store": "pgvector", "url": postgres_url, "layout": "langchain", "collection": "nowhere"}
     engine = Engine(Settings(data_dir=tmp_path / "data", reranker_model="none", offline=True,
                              collections={"missing": options}))  # fmt: skip
-    with pytest.raises(CollectionNotFoundError, match="no LangChain PGVector collection so named"):
+    with pytest.raises(CollectionNotFoundError, match="No LangChain PGVector collection is so named in schema public"):
         engine.collection_info("missing")

@@ -362,9 +362,10 @@ class PgVectorBackend(StoreBackend):
             writers = {"langchain": "LangChain PGVector", "llamaindex": "LlamaIndex PGVectorStore"}
             named = writers.get(self._layout, "LangChain PGVector or LlamaIndex PGVectorStore")
             raise CollectionNotFoundError(
-                name,
-                f"pgvector at {self.location} (no {named} collection of that name in schema {self._source_schema})",
-            )
+                name, f"pgvector at {self.location}",
+                advice=f"No {named} collection is so named in schema {self._source_schema}: check the collection "
+                f"(or LlamaIndex's table_name) and schema in its [collections.<name>] table of workbench.toml.",
+            )  # fmt: skip
         _, dimension = self._dimension_of(source.table, source.columns["embedding"] or "embedding")
         return PgVectorCollection(
             self, name, source.table, embedding_model=self._embedding_model, dimension=dimension, source=source
