@@ -292,3 +292,19 @@ def test_a_search_plan_is_never_passed_beside_its_own_fields() -> None:
 
     assert not hasattr(Engine, "as_plan")
     assert list(inspect.signature(Engine.search).parameters)[:3] == ["self", "query", "plan"]
+
+
+def test_each_plug_in_kind_is_one_registry_line() -> None:
+    """Issue 38: embedders and rerankers each have one registry of kinds (name, which ids, how to build); the
+    factories ask it and hold no if-chain of their own, so a new kind is one file plus one line."""
+    from workbench.embeddings import EMBEDDER_KINDS, create_embedder, embedder_kind
+    from workbench.rerankers.factory import KINDS, create_reranker
+
+    for kinds in (EMBEDDER_KINDS, KINDS):
+        names = [kind.name for kind in kinds]
+        assert len(names) == len(set(names)), names
+    for factory in (create_embedder, create_reranker):  # no test of an id's form outside the registry
+        assert "startswith" not in inspect.getsource(factory) and "SCHEMES" not in inspect.getsource(factory)
+    named = {"http://127.0.0.1:7997": "service", "openai:text-embedding-3-small": "openai",
+             "langchain:MyEmbeddings": "langchain", "sentence-transformers/all-MiniLM-L6-v2": "sentence-transformers"}
+    assert {model_id: embedder_kind(model_id).name for model_id in named} == named

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -286,23 +287,48 @@ def served_vectors(answer: Any, count: int, width: int | None) -> np.ndarray:
     return vectors
 
 
-def create_embedder(model_id: str, settings: Settings) -> Embedder:
-    """The embedder a model id names: `openai:<model>` through langchain-openai, `http(s)://...` an
-    OpenAI-compatible embedding service, else sentence-transformers."""
-    if model_id.startswith(SERVICE_SCHEMES):
-        return EmbeddingService(model_id, settings)
-    if model_id.startswith(OPENAI_EMBEDDING_PREFIX):
-        if not os.environ.get("OPENAI_API_KEY"):
-            raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")
-        require_extra("openai", f"Embedding model '{model_id}'")
-        from langchain_openai import OpenAIEmbeddings
+def _openai(model_id: str, settings: Settings) -> Embedder:
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise ConfigError(f"Embedding model '{model_id}' needs OPENAI_API_KEY in the environment.")
+    require_extra("openai", f"Embedding model '{model_id}'")
+    from langchain_openai import OpenAIEmbeddings
 
-        name = model_id.removeprefix(OPENAI_EMBEDDING_PREFIX)
-        timeout = settings.store_timeout * 3
-        return LangChainEmbedder(OpenAIEmbeddings(model=name, timeout=timeout, max_retries=1), model_id=model_id)
-    if model_id.startswith(LANGCHAIN_EMBEDDING_PREFIX):
-        raise ConfigError(
-            f"Collection was embedded with '{model_id}', a LangChain embeddings object the workbench cannot "
-            "recreate by name: pass the same object as `embedder=` to the engine."
-        )
-    return SentenceTransformerEmbedder(model_id, settings)
+    name = model_id.removeprefix(OPENAI_EMBEDDING_PREFIX)
+    timeout = settings.store_timeout * 3
+    return LangChainEmbedder(OpenAIEmbeddings(model=name, timeout=timeout, max_retries=1), model_id=model_id)
+
+
+def _langchain_object(model_id: str, settings: Settings) -> Embedder:
+    raise ConfigError(
+        f"Collection was embedded with '{model_id}', a LangChain embeddings object the workbench cannot "
+        "recreate by name: pass the same object as `embedder=` to the engine."
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbedderKind:
+    """A kind of embedder: its name, which ids it takes, and how to build one from an id (as rerankers' kinds)."""
+
+    name: str
+    accepts: Callable[[str], bool]
+    build: Callable[[str, Settings], Embedder]
+
+
+# One line a kind; the first whose test accepts the id builds it. sentence-transformers is last and takes any id.
+EMBEDDER_KINDS: tuple[EmbedderKind, ...] = (
+    EmbedderKind("service", lambda model_id: model_id.startswith(SERVICE_SCHEMES), EmbeddingService),
+    EmbedderKind("openai", lambda model_id: model_id.startswith(OPENAI_EMBEDDING_PREFIX), _openai),
+    EmbedderKind("langchain", lambda model_id: model_id.startswith(LANGCHAIN_EMBEDDING_PREFIX), _langchain_object),
+    EmbedderKind("sentence-transformers", lambda model_id: True, SentenceTransformerEmbedder),
+)
+
+
+def embedder_kind(model_id: str) -> EmbedderKind:
+    """The kind of embedder an id names."""
+    return next(kind for kind in EMBEDDER_KINDS if kind.accepts(model_id))
+
+
+def create_embedder(model_id: str, settings: Settings) -> Embedder:
+    """The embedder a model id names: `http(s)://...` an OpenAI-compatible embedding service, `openai:<model>`
+    through langchain-openai, else sentence-transformers (`EMBEDDER_KINDS`, one line a kind)."""
+    return embedder_kind(model_id).build(model_id, settings)
