@@ -305,6 +305,10 @@ def test_each_plug_in_kind_is_one_registry_line() -> None:
         assert len(names) == len(set(names)), names
     for factory in (create_embedder, create_reranker):  # no test of an id's form outside the registry
         assert "startswith" not in inspect.getsource(factory) and "SCHEMES" not in inspect.getsource(factory)
-    named = {"http://127.0.0.1:7997": "service", "openai:text-embedding-3-small": "openai",
-             "langchain:MyEmbeddings": "langchain", "sentence-transformers/all-MiniLM-L6-v2": "sentence-transformers"}
+    named = {
+        "http://127.0.0.1:7997": "service",
+        "openai:text-embedding-3-small": "openai",
+        "langchain:MyEmbeddings": "langchain",
+        "sentence-transformers/all-MiniLM-L6-v2": "sentence-transformers",
+    }
     assert {model_id: embedder_kind(model_id).name for model_id in named} == named

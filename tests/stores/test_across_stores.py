@@ -111,10 +111,13 @@ def test_a_seed_004_table_is_read_not_written(tiny_settings: Settings, postgres_
     assert result.store == "pgvector"
     only_a = engine.search("hours", engine.plan(collection="hc-ai", k=3, top_n=1, filters={"ward": "A"}))
     assert all(c.metadata["ward"] == "A" for c in only_a.candidates) and len(only_a.candidates) == 2
-    assert "hc-ai" in {c.name for c in engine.collections()}
+    listed = {c.name: c for c in engine.collections()}
+    assert listed["hc-ai"].read_only and "table named in workbench.toml" in (listed["hc-ai"].written_by or "")
     (tmp_path / "extra.txt").write_text("A new leaflet about parking.")
-    with pytest.raises(StoreError, match="does not write to it"):
+    with pytest.raises(InputError, match="is attached read-only: the workbench does not ingest into it"):
         engine.ingest(tmp_path / "extra.txt", "hc-ai")
+    with pytest.raises(StoreError, match="does not write to it"):  # the store itself refuses too
+        engine.registry.get("hc-ai").delete_chunks(["1"])
 
 
 def test_a_postgresql_that_goes_away_is_a_connection_error() -> None:

@@ -143,7 +143,9 @@ class PgVectorCollection(Collection):
             count=self.count(),
             embedding_model=self._embedding_model,
             dimension=self._dimension,
-            written_by=self.source.layout.writer if self.source is not None else None,
+            written_by=self.source.layout.writer
+            if self.source is not None
+            else ("another tool (its table named in workbench.toml)" if self.external else None),
             read_only=self.external,
         )
 
