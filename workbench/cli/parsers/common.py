@@ -9,7 +9,7 @@ from typing import Any
 from workbench.errors import InputError
 from workbench.vocab import STORE_KINDS, STORES
 
-__all__ = ["checked", "store_options"]
+__all__ = ["candidates_options", "checked", "store_options"]
 
 
 def store_options(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,17 @@ def store_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--url", help="the store's server URL: " + ", ".join(f"{k} {v.url_example}" for k, v in STORES.items())
     )
+
+
+def candidates_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--candidates FILE and --corpus: a production system's first stage, from a file; `what` says what the
+    command does with it."""
+    parser.add_argument(
+        "--candidates", metavar="FILE",
+        help=f"the first stage your system returned: JSONL ({{query_id, query, hits: [{{id, text, score}}]}}), or a "
+        f"TREC run with --corpus for the texts; {what}",
+    )  # fmt: skip
+    parser.add_argument("--corpus", help="with a TREC run as --candidates: the BEIR corpus its ids come from")
 
 
 def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:

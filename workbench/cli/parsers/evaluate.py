@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import store_options
+from workbench.cli.parsers.common import candidates_options, store_options
 from workbench.vocab import (
     BACKEND_CHOICES,
     DEFAULT_TARGET_PRECISION,
@@ -35,12 +35,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     evaluate.add_argument("--qrels", help="a qrels file (BEIR TSV or TREC) instead of a BEIR folder")
     evaluate.add_argument("--queries", help="a queries file (BEIR jsonl or id<TAB>text) with --qrels")
     evaluate.add_argument("--run", help="an outside TREC run to compare with the reranked run")
-    evaluate.add_argument(
-        "--candidates", metavar="FILE",
-        help="rerank the first stage your system returned: JSONL ({query_id, query, hits: [{id, text, score}]}), "
-        "or a TREC run with --corpus for the texts",
-    )  # fmt: skip
-    evaluate.add_argument("--corpus", help="with a TREC run as --candidates: the BEIR corpus its ids come from")
+    candidates_options(evaluate, "the evaluation reranks them")
     evaluate.add_argument(
         "--depth",
         help="k values for the depth curve and the recommended k and top n (default: "

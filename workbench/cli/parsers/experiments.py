@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import store_options
+from workbench.cli.parsers.common import candidates_options, store_options
 from workbench.vocab import BACKEND_CHOICES, spoken
 
 
@@ -111,12 +111,7 @@ def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: 
     compare.add_argument("--a", default="", help="configuration A: NAME=VALUE,... of retrieval, k, n, reranker")
     compare.add_argument("--b", default="", help="configuration B, e.g. retrieval=hybrid,reranker=none")
     compare.add_argument("--judged", action="store_true", help="add the judged figures (the collection's judgments)")
-    compare.add_argument(
-        "--candidates", metavar="FILE",
-        help="the first stage a production system returned for the set's queries (JSONL, or a TREC run with "
-        "--corpus): both configurations rerank these unless one names collection=",
-    )  # fmt: skip
-    compare.add_argument("--corpus", help="with a TREC run as --candidates: the BEIR corpus its ids come from")
+    candidates_options(compare, "both configurations start from them unless one names collection=")
     compare.add_argument("--show", type=int, default=10, help="queries listed where they disagree most")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.set_defaults(handler="workbench.cli.experiments:cmd_set_compare")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import store_options
+from workbench.cli.parsers.common import candidates_options, store_options
 from workbench.cli.parsers.experiments import dataset_options
 from workbench.vocab import RETRIEVAL_MODES, spoken
 
@@ -16,12 +16,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     dataset_options(gate)
     gate.add_argument("--retrieval", help=f"the candidate's first stage: {spoken(RETRIEVAL_MODES)}")
-    gate.add_argument(
-        "--candidates", metavar="FILE",
-        help="the first stage your system returned (JSONL of hits, or a TREC run with --corpus): the gate decides "
-        "whether reranking them ships",
-    )  # fmt: skip
-    gate.add_argument("--corpus", help="with a TREC run as --candidates: the BEIR corpus its ids come from")
+    candidates_options(gate, "the gate decides whether reranking them ships")
     gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
     gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
     gate.add_argument("--backend", help="the candidate reranker's backend")
