@@ -131,3 +131,35 @@ def test_a_query_set_from_a_collections_stored_judgments(app_env: dict) -> None:
     assert not at.exception, at.exception
     kept = open_experiment_store(Settings()).query_set("demo judged")
     assert len(kept.queries) == 50 and kept.source.startswith("judged queries of")
+
+
+def test_compare_over_a_query_set_reranks_an_uploaded_candidates_file(app_env: dict) -> None:  # noqa: F811
+    """Issue 39, item 3, on Compare: a production system's candidates for a query set's queries, uploaded, are both
+    configurations' first stage (A without reranking, B reranked); B's top-1 changes equal the reranker scoring the
+    file's hits here."""
+    from workbench.app.state import engine_resource
+    from workbench.experiments import QueryItem, QuerySet
+    from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+
+    engine = engine_resource()
+    ensure_demo_collection(engine)
+    chosen = list(demo_dataset("test").queries.items())[:5]
+    store = open_experiment_store(engine.settings)
+    store.save_query_set(QuerySet(name="prod-five", queries=[QueryItem(id=q, text=t) for q, t in chosen]))
+    lines, changed = [], 0
+    for qid, text in chosen:
+        first = engine.search(text, engine.plan(collection=DEMO_COLLECTION, retrieval="bm25", k=20, reranker=None))
+        hits = [{"id": c.id, "text": c.text, "score": c.vector_score} for c in first.candidates]
+        lines.append(json.dumps({"query_id": qid, "query": text, "hits": hits}))
+        scores, _ = engine.reranker().score(text, [h["text"] for h in hits], use_cache=False)
+        changed += hits[0]["id"] != hits[max(range(len(hits)), key=scores.__getitem__)]["id"]
+    at = new_app()
+    at.switch_page("app/pages/compare.py").run()
+    at.selectbox(key="compare-query-set").set_value("prod-five")
+    upload = next(u for u in at.get("file_uploader") if u.key == "compare-candidates")
+    upload.set_value(("production.jsonl", "\n".join(lines).encode(), "application/json"))
+    next(b for b in at.button if b.label == "Compare over the query set").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    diff = at.session_state["wb.set_comparison"]
+    assert diff.agreement.queries == 5 and diff.agreement.top1_change_rate == pytest.approx(changed / 5)
+    assert diff.name_a.startswith("candidates-production-") and diff.name_b.startswith("candidates-production-")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -22,7 +24,16 @@ from workbench.app.state import (
     set_value,
     shown_errors,
 )
-from workbench.app.widgets import compact_toggle, downloads, reranked_row, score_note, sidebar_note, text_md
+from workbench.app.uploads import save_upload
+from workbench.app.widgets import (
+    compact_toggle,
+    downloads,
+    file_picker,
+    reranked_row,
+    score_note,
+    sidebar_note,
+    text_md,
+)
 from workbench.engine import Engine
 from workbench.evaluation.agreement import agreement
 from workbench.evaluation.calibration import load_calibration
@@ -30,6 +41,7 @@ from workbench.experiments import compare_configurations, open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.rerankers.factory import on_backend
+from workbench.services.sources import attach_candidates
 from workbench.services.store_comparison import (
     StoreComparison,
     StoreTarget,
@@ -38,7 +50,7 @@ from workbench.services.store_comparison import (
     missing_targets,
     release,
 )
-from workbench.types import SearchResult
+from workbench.types import SearchPlan, SearchResult
 from workbench.vocab import (
     BACKENDS,
     DEFAULT_RERANKER_CHOICE,
@@ -198,11 +210,17 @@ def _over_a_query_set(engine: Engine, c: Controls, a: CompareSide, b: CompareSid
             st.caption("Keep a query set on the Experiments page (from a file, your searches or judged queries).")
             return
         chosen = st.selectbox("Query set", names, key="compare-query-set")
+        candidates = file_picker(
+            st, "Optional: your search's candidates for these queries (JSONL of {query_id, query, hits}): both "
+            "configurations rerank them instead of searching", ["jsonl"], "compare-candidates",
+        )  # fmt: skip
         top_n = min(a.k, b.k, c.top_n)
         if st.button("Compare over the query set", key="compare-query-set-run"):
             query_set = store.query_set(chosen)
             plan_a, plan_b = a.plan(engine, top_n, c.filters), b.plan(engine, top_n, c.filters)
             judged = load_judgments(engine.settings, plan_b.collection or engine.settings.collection)
+            if candidates is not None:  # your search's first stage, reranked by each side's reranker
+                plan_a, plan_b = _on_candidates(engine, candidates, query_set, plan_a, plan_b)
             bar = st.progress(0.0, text="searching")
             STATE.set_comparison = compare_configurations(
                 engine, query_set, plan_a, plan_b, qrels=judged.qrels if judged else None,
@@ -393,6 +411,20 @@ def _draw_across(across: StoreComparison) -> None:
         hide_index=True,
         width="stretch",
     )
+
+
+def _on_candidates(
+    engine: Engine, upload: Any, query_set: Any, plan_a: SearchPlan, plan_b: SearchPlan
+) -> tuple[SearchPlan, SearchPlan]:
+    """Both plans moved onto an uploaded candidates file (a collection of this session's own), their first stage
+    the file's hits; the file's problems shown."""
+    with tempfile.TemporaryDirectory() as folder:
+        queries = {item.id: item.text for item in query_set.queries}
+        found = attach_candidates(engine, save_upload(upload, Path(folder)), queries, tag=STATE.session_tag)
+    for problem in found.problems:
+        st.warning(problem)
+    on_file = {"collection": found.name, "retrieval": "dense", "filters": {}}
+    return plan_a.with_(**on_file), plan_b.with_(**on_file)
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing
