@@ -184,8 +184,8 @@ def test_eval_compares_local_and_served_rerankers_with_figures_an_independent_co
     assert qa["metrics"]["ndcg@10"] == pytest.approx(sum(b) / len(b), abs=1e-6)
     assert qa["vs_first_stage"]["ndcg@10"]["p_value"] == pytest.approx(randomization_test(a, b))
     assert rows[infinity]["metrics"]["ndcg@10"] == pytest.approx(qa["metrics"]["ndcg@10"], abs=1e-6)
-    # the Pareto front by hand: no reranker both better and faster
-    points = {r: (row["metrics"]["ndcg@10"], row["latency_ms_p50"]) for r, row in rows.items()}
+    # the Pareto front by hand: no reranker both better and faster at p95 (the latency the front and its chart use)
+    points = {r: (row["metrics"]["ndcg@10"], row["latency_ms_p95"]) for r, row in rows.items()}
     for r, (quality, latency) in points.items():
         dominated = any(q >= quality and t <= latency and (q, t) != (quality, latency) for q, t in points.values())
         assert rows[r]["pareto"] == (not dominated)
