@@ -137,6 +137,16 @@ class ApiServer:
         return (self.data / "serve.log").read_text(errors="replace")
 
 
+def served_behind_token(settings: Settings, token: str) -> Iterator[ApiServer]:
+    """`workbench serve` on the settings' data folder behind `token`, ready; on the way out its log holds no
+    traceback and never the token (for a module fixture to `yield from`)."""
+    server = ApiServer(Path(settings.data_dir), api_env(settings, WORKBENCH_API_TOKEN=token))
+    server.wait_ready()
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log and token not in log, log[-3000:]
+
+
 def api_env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {
         **os.environ,

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from tests.services.conftest import ApiServer, api_env
+from tests.services.conftest import ApiServer, served_behind_token
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.rerankers import to_probability
@@ -35,11 +35,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def served(served_data: Settings) -> Iterator[ApiServer]:
-    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_API_TOKEN=TOKEN))
-    server.wait_ready()
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log and TOKEN not in log, log[-3000:]
+    yield from served_behind_token(served_data, TOKEN)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import pytrec_eval
 
-from tests.services.conftest import ApiServer, api_env
+from tests.services.conftest import ApiServer, served_behind_token
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
@@ -24,11 +24,7 @@ QUERIES = 10
 
 @pytest.fixture(scope="module")
 def production(served_data: Settings) -> Iterator[ApiServer]:
-    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_API_TOKEN=TOKEN))
-    server.wait_ready()
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log and TOKEN not in log, log[-3000:]
+    yield from served_behind_token(served_data, TOKEN)
 
 
 def test_another_workbench_serve_is_the_first_stage_and_an_evaluation_equals_pytrec_eval(
