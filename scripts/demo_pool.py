@@ -17,10 +17,10 @@ from __future__ import annotations
 import sys
 
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
-from workbench.vocab import DEPTH_SWEEP, RETRIEVAL_MODES
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEPTH_SWEEP, RETRIEVAL_MODES
 
 
 def top_ten_with_ties(run: dict[str, float]) -> set[str]:
@@ -37,7 +37,7 @@ def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], di
     """The documents in any top 10 at any depth, and each one's best passage."""
     pool: set[str] = set()
     passages: dict[str, str] = {}
-    for model in rerankers or [DEFAULT]:
+    for model in rerankers or [DEFAULT_RERANKER_CHOICE]:
         for mode in RETRIEVAL_MODES:
             result = engine.search(
                 text,

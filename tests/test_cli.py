@@ -106,6 +106,27 @@ def test_errors_are_one_line_not_tracebacks(
     assert err.startswith("error: ") and message in err and "Traceback" not in err
 
 
+def test_backend_travels_in_the_plan_and_scores_as_torch_does(
+    cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`query --backend onnx`: the plan's reranker is the model on onnx (its key says so), the result names the
+    backend that scored, and the scores are torch's to the parity tolerance; a backend of no known name is one line."""
+    main(["ingest", str(corpus_dir), "--collection", "nature", "--persist-dir", str(cli_env)])
+    capsys.readouterr()
+    base = ["query", "rivers", "--collection", "nature", "-k", "6", "-n", "3", "--json", "--persist-dir", str(cli_env)]
+    scores = {}
+    for backend in ("torch", "onnx"):
+        assert main([*base, "--backend", backend]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["reranker_model"].endswith(f"@{backend}") and data["reranker_backend"].startswith(f"{backend}:")
+        scores[backend] = {c["id"]: c["rerank_score"] for c in data["candidates"]}
+    assert scores["onnx"].keys() == scores["torch"].keys()
+    assert max(abs(scores["onnx"][i] - scores["torch"][i]) for i in scores["torch"]) < 1e-4
+    assert main([*base, "--backend", "tpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --backend must be one of") and "'tpu'" in err and "Traceback" not in err
+
+
 def test_missing_model_is_a_clear_error(
     cli_env: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

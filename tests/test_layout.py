@@ -312,3 +312,46 @@ def test_each_plug_in_kind_is_one_registry_line() -> None:
         "sentence-transformers/all-MiniLM-L6-v2": "sentence-transformers",
     }
     assert {model_id: embedder_kind(model_id).name for model_id in named} == named
+
+
+def test_every_reranker_kind_is_a_base_reranker_and_writes_only_how_it_scores() -> None:
+    """Issue 38: the score cache, the usage counters and `score_pairs` live in `BaseReranker`; a kind is a
+    subclass that writes `predict` and none of the bookkeeping again."""
+    from workbench.rerankers import base, crossencoder, remote
+
+    kinds = [
+        cls
+        for module in (crossencoder, remote)
+        for cls in vars(module).values()
+        if inspect.isclass(cls) and cls.__module__ == module.__name__ and "predict" in vars(cls)
+    ]
+    assert kinds, "no reranker kind found"
+    for kind in kinds:
+        assert issubclass(kind, base.BaseReranker), kind.__name__
+        assert not {"score", "usage", "model_calls"} & set(vars(kind)), f"{kind.__name__} keeps its own bookkeeping"
+
+
+def test_one_default_reranker_value_and_one_plan_adapter_per_front_end() -> None:
+    """Issue 38: 'default' (DEFAULT_RERANKER_CHOICE) is the one "the configured reranker" value, resolved in the
+    engine alone; the CLI's commands build their plans through `cli.plans.plan_from`, and the API's plan request
+    is derived from SearchPlan's own fields."""
+    from workbench.api.routers.experiments import PlanRequest
+    from workbench.engine import Engine
+    from workbench.types import SearchPlan
+    from workbench.vocab import DEFAULT_RERANKER_CHOICE
+
+    for function in (Engine.__init__, Engine.reranker):
+        assert inspect.signature(function).parameters[
+            "reranker" if function is Engine.__init__ else "model_id"
+        ].default == DEFAULT_RERANKER_CHOICE  # fmt: skip
+    assert SearchPlan().reranker == DEFAULT_RERANKER_CHOICE
+    loose = [
+        f"{path.name}: engine.plan("
+        for module, path in MODULES.items()
+        if module.startswith("workbench.cli.") and module != "workbench.cli.plans"
+        and "engine.plan(" in path.read_text(encoding="utf-8")
+    ]  # fmt: skip
+    assert not loose, loose
+    assert set(PlanRequest.model_fields) == set(SearchPlan.model_fields)
+    for name, field in SearchPlan.model_fields.items():
+        assert PlanRequest.model_fields[name].description == field.description

@@ -141,7 +141,7 @@ def test_concurrent_searches_score_a_pair_once(tmp_path: Path, tiny_models: dict
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(search, range(6)))
     assert all(r == results[0] for r in results)
-    assert reranker.pairs_scored == len(TEXTS)  # single-flight: every pair scored once for all six
+    assert reranker.usage.documents == len(TEXTS)  # single-flight: every pair scored once for all six
     assert reranker.cache.hits + reranker.cache.misses == 6 * len(TEXTS)
 
 

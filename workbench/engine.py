@@ -52,7 +52,8 @@ log = logging.getLogger("workbench.engine")
 
 
 class UseDefault:
-    """The type of `DEFAULT`: "use the configured value" where None already means "none" (as for rerankers)."""
+    """The type of `DEFAULT`: "use the configured value" where None already means "none" (an ingest's chunk
+    size). A reranker's "the configured one" is `DEFAULT_RERANKER_CHOICE` ('default'), as a SearchPlan says it."""
 
     def __repr__(self) -> str:
         return "DEFAULT"
@@ -69,11 +70,6 @@ def refuse_attached(info: CollectionInfo, action: str) -> None:
             f"'{info.name}' was written by {info.written_by or 'another tool'} and is attached read-only: the "
             f"workbench does not {action} it. Ingest into a collection of its own to copy it."
         )
-
-
-def reranker_argument(plan: SearchPlan) -> str | UseDefault | None:
-    """A plan's reranker as `Engine.reranker` takes it: DEFAULT for 'default', else the id, or None."""
-    return DEFAULT if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
 
 
 def _dedupe(hits: list[Hit]) -> tuple[list[Hit], int]:
@@ -156,7 +152,7 @@ class Engine:
         *,
         registry: StoreRegistry | None = None,
         embedder: Embedder | None = None,
-        reranker: Reranker | UseDefault | None = DEFAULT,
+        reranker: Reranker | str | None = DEFAULT_RERANKER_CHOICE,
     ) -> None:
         self.settings = settings or get_settings()
         self.registry = registry or StoreRegistry(self.settings)
@@ -189,17 +185,13 @@ class Engine:
                 self._embedders[model_id] = same[0] if same else create_embedder(model_id, self.settings)
             return self._embedders[model_id]
 
-    def reranker(self, model_id: str | UseDefault | None = DEFAULT) -> Reranker | None:
-        """The reranker for a model id; DEFAULT is the engine's own (from RERANKER_MODEL); None means none."""
-        if isinstance(model_id, UseDefault):
-            if not isinstance(self._default_reranker, UseDefault):
-                return self._default_reranker
-            if not self.settings.reranker_enabled:
-                return None
-            model_id = self.settings.reranker_model
-        if model_id is not None and not isinstance(model_id, str):
-            raise InputError(f"reranker must be a model id, a folder, None or DEFAULT; got {model_id!r}.")
-        if is_no_reranker(model_id):
+    def reranker(self, model_id: str | None = DEFAULT_RERANKER_CHOICE) -> Reranker | None:
+        """The reranker for a model id, created once; 'default' (`DEFAULT_RERANKER_CHOICE`, as a SearchPlan says
+        it) is the engine's own: the one it was made with, else RERANKER_MODEL's; None means none."""
+        if model_id == DEFAULT_RERANKER_CHOICE and not isinstance(self._default_reranker, str):
+            return self._default_reranker  # the reranker the engine was made with, or None: none
+        model_id = self._resolved_reranker_id(model_id)
+        if model_id is None:
             return None
         with self._lock:
             if model_id not in self._rerankers:
@@ -209,15 +201,28 @@ class Engine:
                 self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
 
+    def _resolved_reranker_id(self, model_id: str | None) -> str | None:
+        """The one place 'default' becomes a model id (the engine's own id, else the configured reranker's, None
+        when the settings say none); any other id as it is; None for no reranking."""
+        if model_id is not None and not isinstance(model_id, str):
+            raise InputError(f"reranker must be a model id, a folder, None or 'default'; got {model_id!r}.")
+        if model_id == DEFAULT_RERANKER_CHOICE:
+            own = self._default_reranker
+            if not isinstance(own, str):  # a reranker object (ready) or None (none)
+                return None
+            if own != DEFAULT_RERANKER_CHOICE:
+                model_id = own
+            elif not self.settings.reranker_enabled:
+                return None
+            else:
+                model_id = self.settings.reranker_model
+        return None if model_id is None or is_no_reranker(model_id) else model_id
+
     def first_use(self, plan: SearchPlan) -> str | None:
         """What a search with this plan will wait for before its first score, in words (a local model loaded, and
         its backends measured, for the first time); None when its reranker is ready or there is none."""
-        model_id = reranker_argument(plan)
-        if isinstance(model_id, UseDefault):
-            if not isinstance(self._default_reranker, UseDefault) or not self.settings.reranker_enabled:
-                return None
-            model_id = self.settings.reranker_model
-        if model_id is None or is_no_reranker(model_id) or model_id in self._rerankers:
+        model_id = self._resolved_reranker_id(plan.reranker)
+        if model_id is None or model_id in self._rerankers:
             return None
         return first_use_words(self.settings, model_id)
 
@@ -243,7 +248,7 @@ class Engine:
 
     def reranker_of(self, plan: SearchPlan) -> Reranker | None:
         """The reranker a plan names ('default': the configured one; None: none)."""
-        return self.reranker(reranker_argument(plan))
+        return self.reranker(plan.reranker)
 
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:
         embedder = self.embedder(None if self._embedder_override else info.embedding_model)

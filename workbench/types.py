@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, create_model, model_validator
 
 from workbench.errors import InputError
 from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
@@ -18,6 +18,7 @@ from workbench.vocab import (
     DEFAULT_K,
     DEFAULT_RERANKER_CHOICE,
     DEFAULT_TOP_N,
+    MAX_K,
     NO_RERANKER,
     RetrievalMode,
     ScoreScale,
@@ -121,13 +122,19 @@ class SearchPlan(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    collection: str | None = None
-    retrieval: RetrievalMode = "dense"
-    k: int = DEFAULT_K
-    top_n: int = DEFAULT_TOP_N
-    filters: dict[str, Any] = Field(default_factory=dict)
-    reranker: str | None = DEFAULT_RERANKER_CHOICE
-    min_score: float | None = None
+    collection: str | None = Field(None, description="the collection searched (default: WORKBENCH_COLLECTION)")
+    retrieval: RetrievalMode = Field("dense", description="the first stage: dense, bm25 or hybrid")
+    k: int = Field(DEFAULT_K, ge=1, le=MAX_K, description="first-stage candidates reranked")
+    top_n: int = Field(DEFAULT_TOP_N, ge=1, le=MAX_K, description="results kept after reranking (at most k)")
+    filters: dict[str, Any] = Field(default_factory=dict, description="metadata equalities, e.g. {'page': 2}")
+    reranker: str | None = Field(
+        DEFAULT_RERANKER_CHOICE,
+        description="'default' (the configured reranker), null or 'none' (no reranking), or a model id "
+        "(a name in WORKBENCH_MODELS_DIR, a hub id, a service URL)",
+    )
+    min_score: float | None = Field(
+        None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
+    )
 
     def __init__(self, **given: Any) -> None:
         """A plan from its fields; InputError (never a ValidationError) naming the first field that is wrong."""
@@ -182,6 +189,26 @@ class SearchPlan(BaseModel):
     def with_(self, **changes: Any) -> SearchPlan:
         """This plan with some fields changed, validated again."""
         return SearchPlan(**{**self.model_dump(), **changes})
+
+
+def _optional_plan_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, info in SearchPlan.model_fields.items():
+        default = info.default if name == "reranker" else None  # None there means no reranking
+        field = Field(default, description=info.description)
+        field.metadata.extend(info.metadata)  # its bounds (ge, le): a request's schema states them
+        fields[name] = (info.annotation | None, field)
+    return fields
+
+
+PlanFields = create_model(
+    "PlanFields",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="A search plan as a request sends it: SearchPlan's fields, types, bounds and descriptions, each optional "
+    "(None takes the server's default through `Engine.plan`; `reranker` defaults to 'default'). Derived from "
+    "SearchPlan, so a field added to the plan reaches every request.",
+    **_optional_plan_fields(),
+)
 
 
 class StageTimings(BaseModel):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from workbench.app.markdown import message_md
 from workbench.config import Settings
-from workbench.engine import DEFAULT, Engine
+from workbench.engine import Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan, StageTimings
 from workbench.vocab import DEFAULT_K, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N, MAX_K
@@ -279,18 +279,15 @@ class Controls(BaseModel):
     rater: str = ""  # the name grades given on cards are kept under ("" until the user gives one)
 
     @property
-    def reranker(self) -> Any:
-        """The engine's reranker argument: the chosen model, DEFAULT for the configured one, or None."""
-        if not self.rerank:
-            return None
-        return self.reranker_model or DEFAULT
+    def reranker(self) -> str | None:
+        """The plan's reranker: the chosen model, 'default' for the configured one, or None."""
+        return (self.reranker_model or DEFAULT_RERANKER_CHOICE) if self.rerank else None
 
     def plan(self, engine: Engine) -> SearchPlan:
         """What the sidebar chose, as the search plan every page searches with."""
-        reranker = (self.reranker_model or DEFAULT_RERANKER_CHOICE) if self.rerank else None
         return engine.plan(
             collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=self.top_n, filters=self.filters,
-            reranker=reranker,
+            reranker=self.reranker,
         )  # fmt: skip
 
 

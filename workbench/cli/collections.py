@@ -8,6 +8,7 @@ import shutil
 import sys
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
+from workbench.cli.plans import plan_from
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
@@ -15,7 +16,7 @@ from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, RETRIEVAL
+from workbench.vocab import RETRIEVAL
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -100,11 +101,7 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
 
 def cmd_query(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
-    plan = engine.plan(
-        collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n, filters=args.filter,
-        reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE, min_score=args.min_score,
-    )  # fmt: skip
-    result = engine.search(args.text, plan)
+    result = engine.search(args.text, plan_from(args, engine))
     if args.json:
         print_json(result)
     elif not result.candidates:
@@ -155,9 +152,7 @@ def cmd_compare_stores(args: argparse.Namespace) -> int:
                     copy_collection(source, target, engine.settings, progress=bar)
     if args.dataset:
         with ProgressBar("queries", unit="query") as bar:
-            plan = engine.plan(
-                collection=args.collection, k=args.k, reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE
-            )
+            plan = plan_from(args, engine)
             study = recall_study(
                 engine, Dataset.from_beir(args.dataset), plan, targets, max_queries=args.max_queries, progress=bar
             )
@@ -175,10 +170,7 @@ def cmd_compare_stores(args: argparse.Namespace) -> int:
         return 0
     if not args.text:
         raise InputError("Give a query, or --dataset DIR for the recall study over judged queries.")
-    plan = engine.plan(
-        collection=args.collection, k=args.k, top_n=args.n, reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE
-    )
-    result = compare_stores(engine, args.text, plan, targets)
+    result = compare_stores(engine, args.text, plan_from(args, engine), targets)
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

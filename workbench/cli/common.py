@@ -16,9 +16,11 @@ from workbench.vocab import STORES
 __all__ = ["ProgressBar", "settings_from", "shown", "warn"]
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The settings, with the command's store and reranker options over the environment and workbench.toml."""
-    overrides: dict[str, Any] = {}
+def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """The settings, with the command's store options over the environment and workbench.toml. A command's
+    reranker and backend are its plan's (`cli.plans.plan_from`), not the settings', except where a command
+    configures the process itself (`overrides`: the reranker `doctor` checks, the backend `experiments rerun` uses)."""
+    overrides = {name: value for name, value in overrides.items() if value}
     if getattr(args, "store", None):
         overrides["store"] = args.store
     if getattr(args, "persist_dir", None):
@@ -26,13 +28,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if getattr(args, "url", None):
         store = overrides.get("store") or Settings().store
         overrides[STORES[store].url_field] = args.url
-    chosen = getattr(args, "reranker", None)
-    if isinstance(chosen, list):  # `eval --reranker` repeats: one is the reranker, several are compared
-        chosen = chosen[0] if len(chosen) == 1 else None
-    if chosen:
-        overrides["reranker_model"] = chosen
-    if getattr(args, "backend", None):
-        overrides["reranker_backend"] = args.backend
     return Settings(**overrides)
 
 

@@ -8,6 +8,7 @@ import argparse
 import json
 
 from workbench.cli.common import settings_from, shown, warn
+from workbench.cli.plans import plan_from
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.parity import audit_parity
@@ -21,7 +22,7 @@ from workbench.services.sources import judged_dataset
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
+    settings = settings_from(args, reranker_model=args.reranker)
     if args.parity:
         return _parity(args)
     model = settings.reranker_model
@@ -75,7 +76,7 @@ def _ceiling(model: str, settings: Settings, choice: BackendChoice) -> list[Ceil
 
 def _parity(args: argparse.Namespace) -> int:
     """The parity audit on the named collection's judged queries; its verdicts kept for `auto` unless --no-keep."""
-    settings = settings_from(args)
+    settings = settings_from(args, reranker_model=args.reranker)
     top_n = args.n if args.n is not None else min(10, args.k) if isinstance(args.k, int) and args.k > 0 else 10
     check_plan(args.k, top_n, args.max_queries)
     engine = Engine(settings)
@@ -84,7 +85,7 @@ def _parity(args: argparse.Namespace) -> int:
     dataset = judged_dataset(
         settings, demo=args.parity == DEMO_COLLECTION and not args.dataset, beir=args.dataset, collection=args.parity
     )
-    plan = engine.plan(collection=args.parity, k=args.k, top_n=top_n, reranker=settings.reranker_model)
+    plan = plan_from(args, engine, collection=args.parity, top_n=top_n, reranker=settings.reranker_model)
     audit = audit_parity(
         engine, dataset, plan, served=args.served or (), max_queries=args.max_queries, tolerance=args.tolerance,
         keep=not args.no_keep, progress=warn,

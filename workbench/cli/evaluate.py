@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
+from workbench.cli.plans import plan_from, rerankers_from
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
@@ -26,7 +27,6 @@ from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
 from workbench.types import SearchPlan
 from workbench.vocab import (
-    DEFAULT_RERANKER_CHOICE,
     DEPTH_SWEEP,
 )
 
@@ -176,10 +176,7 @@ def _evaluate_mode(
     label = f"queries ({mode})" if mode else "queries"
     ingest_bar = ProgressBar(f"ingest {args.collection}")
     with ingest_bar, ProgressBar(label, unit="query") as bar:
-        plan = engine.plan(
-            collection=args.collection, retrieval=mode, k=args.k, top_n=args.n,
-            reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
-        )  # fmt: skip
+        plan = plan_from(args, engine, retrieval=mode)
         return plan, evaluate_dataset(
             engine,
             dataset,
@@ -231,12 +228,12 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
         label = f"rerankers ({mode})" if mode else "rerankers"
         ingest_bar = ProgressBar(f"ingest {args.collection}")
         with ingest_bar, ProgressBar(label, unit="query") as bar:
-            plan = engine.plan(collection=args.collection, retrieval=mode, k=args.k, top_n=args.n, reranker=None)
+            plan = plan_from(args, engine, retrieval=mode, reranker=None)
             comparison = compare_rerankers(
                 engine,
                 dataset,
                 plan,
-                args.reranker,
+                [model for model in rerankers_from(args, engine.settings) if model],
                 max_queries=args.max_queries,
                 prices=prices,
                 progress=bar,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.cli.evaluate import judged_queries
+from workbench.cli.plans import plan_from_spec
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.html_report import save_report
@@ -93,8 +94,7 @@ def cmd_set_compare(args: argparse.Namespace) -> int:
         for problem in found.problems:
             warn(problem)
         start = found.name
-    first = engine.plan(**{"collection": start, **_plan_spec(args.a, "--a")})
-    second = engine.plan(**{"collection": start, **_plan_spec(args.b, "--b")})
+    first, second = plan_from_spec(engine, args.a, "--a", start), plan_from_spec(engine, args.b, "--b", start)
     # the judgments are the collection's whose documents the candidates name (--collection), else B's
     collection = (args.collection if args.candidates else None) or second.collection or settings.collection
     if collection == DEMO_COLLECTION:
@@ -110,22 +110,6 @@ def cmd_set_compare(args: argparse.Namespace) -> int:
     with ProgressBar("searches", unit="search") as bar:
         diff = compare_configurations(engine, query_set, first, second, qrels=qrels, progress=bar)
     return _print_diff(diff, args)
-
-
-def _plan_spec(text: str, option: str) -> dict[str, object]:
-    """`retrieval=hybrid,k=20,n=5,reranker=none` as a plan's fields."""
-    names = {"retrieval": "retrieval", "k": "k", "n": "top_n", "top_n": "top_n", "reranker": "reranker",
-             "collection": "collection"}  # fmt: skip
-    fields: dict[str, object] = {}
-    for part in filter(None, (p.strip() for p in (text or "").split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or key.strip() not in names:
-            raise InputError(f"{option}: '{part}' is not NAME=VALUE with NAME one of {', '.join(sorted(names))}.")
-        name, value = names[key.strip()], value.strip()
-        fields[name] = int(value) if name in {"k", "top_n"} and value.isdigit() else value
-        if name == "reranker" and value.lower() in {"none", ""}:
-            fields[name] = None
-    return fields
 
 
 def _print_diff(diff: RunDiff, args: argparse.Namespace) -> int:
@@ -175,7 +159,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    engine = Engine(settings_from(args))
+    engine = Engine(settings_from(args, reranker_backend=args.backend))  # the plan is the experiment's own
     first = open_experiment_store(engine.settings).get(args.id)
     with ProgressBar("queries", unit="query") as bar:
         again = run_again(engine, first, progress=bar)

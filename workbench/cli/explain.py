@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import print_json, settings_from, shown
+from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.rerankers.pricing import parse_prices
 from workbench.services.explain import explain_document
@@ -13,8 +14,7 @@ from workbench.services.explain import explain_document
 def cmd_explain(args: argparse.Namespace) -> int:
     prices = parse_prices(args.price)
     engine = Engine(settings_from(args))
-    plan = engine.plan(collection=args.collection, k=args.k, retrieval=args.retrieval)
-    explanation = explain_document(engine, args.text, args.doc, plan, prices=prices)
+    explanation = explain_document(engine, args.text, args.doc, plan_from(args, engine), prices=prices)
     if args.json:
         print_json(explanation)
     else:

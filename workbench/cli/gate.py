@@ -10,14 +10,15 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.cli.evaluate import judged_queries
+from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
+from workbench.rerankers.factory import on_backend
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates
 from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_RERANKER_CHOICE
 
 
 def _writable(path: str | None, option: str) -> None:
@@ -50,10 +51,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         args.collection, demo = found.name, False
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
-    candidate = engine.plan(
-        collection=args.collection, retrieval=args.retrieval, k=args.k, top_n=args.n,
-        reranker=None if args.no_rerank else DEFAULT_RERANKER_CHOICE,
-    )  # fmt: skip
+    candidate = plan_from(args, engine)
     baseline = _baseline(engine, args, candidate)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
     budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
@@ -88,6 +86,8 @@ def _baseline(engine: Engine, args: argparse.Namespace, candidate: SearchPlan) -
         given = {name: value for name, value in other.items() if value is not None}
         if given.get("reranker") in ("none", ""):
             given["reranker"] = None
+        elif given.get("reranker") and args.backend:  # both sides on one backend, as Compare runs them
+            given["reranker"] = on_backend(given["reranker"], args.backend)
         return candidate.with_(**given)
     if args.baseline in (None, "first-stage"):
         return None

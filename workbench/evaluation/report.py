@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
-from workbench.evaluation.significance import Difference, difference
+from workbench.evaluation.significance import Difference, Paired, difference
 from workbench.evaluation.verdict import Verdict
 from workbench.inputs import safe_file_stem
 from workbench.vocab import MRR_10
@@ -39,7 +39,7 @@ class QueryOutcome(BaseModel):
         return self.after[PRIMARY] - self.before[PRIMARY]
 
 
-class RunComparison(BaseModel):
+class RunComparison(Paired):
     """Two runs on the same judgments: both metric sets and a paired test on nDCG@10."""
 
     name_a: str
@@ -47,13 +47,9 @@ class RunComparison(BaseModel):
     a: dict[str, float]
     b: dict[str, float]
     queries: int
-    p_value: float
-    wins: int
-    ties: int
-    losses: int
 
 
-class GroupFigures(BaseModel):
+class GroupFigures(Paired):
     """One group of queries (a `metadata.group` of the queries file): its size, nDCG@10 and MRR@10 before
     and after, wins/ties/losses and the paired randomization p-value."""
 
@@ -61,13 +57,9 @@ class GroupFigures(BaseModel):
     queries: int
     before: dict[str, float]
     after: dict[str, float]
-    wins: int
-    ties: int
-    losses: int
-    p_value: float
 
 
-class EvaluationReport(BaseModel):
+class EvaluationReport(Paired):
     """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON).
 
     `warnings` says what makes the figures doubtful (judged documents missing from the collection, retrieved
@@ -87,11 +79,6 @@ class EvaluationReport(BaseModel):
     before: dict[str, float]
     after: dict[str, float]
     metric: str = PRIMARY
-    p_value: float
-    p_value_ttest: float
-    wins: int
-    ties: int
-    losses: int
     unjudged_before: int
     unjudged_after: int
     judged_looked_at: int

@@ -74,11 +74,7 @@ def run_evaluation(
         queries=len(ids),
         before=before,
         after=after,
-        p_value=paired.p_value,
-        p_value_ttest=paired.p_value_ttest,
-        wins=paired.wins,
-        ties=paired.ties,
-        losses=paired.losses,
+        **paired.model_dump(),
         unjudged_before=unjudged_before,
         unjudged_after=unjudged_after,
         judged_looked_at=looked,
@@ -174,10 +170,7 @@ def _group_figures(
                 queries=len(qids),
                 before={m: float(np.mean([before[q][m] for q in qids])) for m in before[qids[0]]},
                 after={m: float(np.mean([after[q][m] for q in qids])) for m in after[qids[0]]},
-                wins=paired.wins,
-                ties=paired.ties,
-                losses=paired.losses,
-                p_value=paired.p_value,
+                **paired.model_dump(),
             )
         )
     return figures
@@ -200,8 +193,5 @@ def compare_runs(
         a=a,
         b=b,
         queries=len(ids),
-        p_value=paired.p_value,
-        wins=paired.wins,
-        ties=paired.ties,
-        losses=paired.losses,
+        **paired.model_dump(),
     )

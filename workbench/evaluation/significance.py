@@ -70,13 +70,15 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Difference:
 
 class Paired(BaseModel):
     """Two systems compared query by query: how many queries the second helps, ties and hurts, and the paired
-    randomization and t-test p-values of the mean difference."""
+    randomization and t-test p-values of the mean difference. The one paired-test type: a report, a group's
+    figures and a run comparison are each a `Paired` with their own fields beside (their JSON stays flat, so
+    experiments kept before it read as they did; `p_value_ttest` is None in records that did not keep it)."""
 
     wins: int
     ties: int
     losses: int
     p_value: float
-    p_value_ttest: float
+    p_value_ttest: float | None = None
 
 
 def paired_comparison(a: Sequence[float], b: Sequence[float]) -> Paired:

@@ -4,10 +4,13 @@ counts, and the one mapping between the scales rerankers score on."""
 from __future__ import annotations
 
 import math
+import threading
+from abc import ABC, abstractmethod
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from workbench.rerankers.cache import ScoreCache, cached_scores
 from workbench.vocab import ScoreScale
 
 
@@ -50,6 +53,69 @@ class Reranker(Protocol):
         """Scores for (query, text) pairs whose queries differ, bypassing the score cache, in as few model calls as
         the kind allows: one for a local model, one request per distinct query for a service."""
         ...
+
+
+class BaseReranker(ABC):
+    """What every kind of reranker shares, so that a kind is only how it scores: the score cache in front of
+    `predict` (single-flight: concurrent searches share one model run), the usage counters behind one lock, and
+    `score_pairs` as one `predict` per distinct query. A kind sets `backend` and `score_scale`, writes `predict`
+    (and may write a faster `score_pairs`, or a `cache_key` that changes while it warms up), and calls `counted`
+    after each model run or request. A new kind is a subclass in a file of its own and one line in the factory's
+    `KINDS`."""
+
+    backend: str
+    score_scale: ScoreScale
+
+    def __init__(self, model_id: str, cache: ScoreCache) -> None:
+        self.model_id = model_id
+        self.cache = cache
+        self._usage = RerankerUsage()
+        self._usage_lock = threading.Lock()
+
+    @abstractmethod
+    def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
+        """Every text scored with the model or service, no cache; QueryTimeoutError once `deadline` passes."""
+
+    @property
+    def cache_key(self) -> str:
+        """What its scores are cached under: its id (another backend of one model has another id)."""
+        return self.model_id
+
+    def score(
+        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
+    ) -> tuple[list[float], int]:
+        """Scores for each text (on `score_scale`), and how many came from the score cache (or a concurrent
+        search asking for the same pairs)."""
+        return cached_scores(self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline)
+
+    def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
+        """Scores for (query, text) pairs whose queries differ, one `predict` per distinct query; no cache."""
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(pairs):
+            by_query.setdefault(query, []).append(i)
+        scores = [0.0] * len(pairs)
+        for query, indices in by_query.items():
+            for i, value in zip(indices, self.predict(query, [pairs[i][1] for i in indices], deadline), strict=True):
+                scores[i] = value
+        return scores
+
+    def counted(self, *, documents: int, tokens: int = 0, billed_units: float = 0.0) -> None:
+        """One model run or service request done: what it scored, read and was billed."""
+        with self._usage_lock:
+            self._usage.requests += 1
+            self._usage.documents += documents
+            self._usage.tokens += tokens
+            self._usage.billed_units += billed_units
+
+    @property
+    def usage(self) -> RerankerUsage:
+        with self._usage_lock:
+            return self._usage.model_copy()
+
+    @property
+    def model_calls(self) -> int:
+        """Model runs or service requests so far (a micro-batched run that served several searches counts once)."""
+        return self.usage.requests
 
 
 def sigmoid(logit: float) -> float:

@@ -16,9 +16,9 @@ from workbench.rerankers.backends import (
     load_cross_encoder,
     measure_in_background,
 )
-from workbench.rerankers.base import RerankerUsage
+from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.batching import MicroBatcher
-from workbench.rerankers.cache import ScoreCache, TokenCache, cached_scores
+from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.vocab import BACKEND_SEPARATOR, ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids
@@ -43,7 +43,7 @@ def truncate_pair(
     return query[:keep_query], document[:keep_document]
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(BaseReranker):
     """A sentence-transformers cross-encoder behind the score cache. Scores are the model's raw logits
     (`score_scale` 'logit').
 
@@ -59,7 +59,8 @@ class CrossEncoderReranker:
         token_cache: TokenCache | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
-        self.model_id = model_id
+        cache = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
+        super().__init__(model_id, cache)
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
         self.max_length = settings.reranker_max_length
         self._settings = settings
@@ -83,7 +84,6 @@ class CrossEncoderReranker:
         )
         on_gpu = self.backend.endswith(":cuda") or ":cuda:" in self.backend
         self.batch_size = settings.reranker_batch_size or (128 if on_gpu else 32)
-        self.cache = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
         self.tokens = token_cache if token_cache is not None else TokenCache(settings.cache_max_size * 5)
         self.tokenizer = self._model.tokenizer
         self._tokenizer_id = f"{self.fingerprint}:{type(self.tokenizer).__name__}:{self.max_length}"
@@ -91,9 +91,6 @@ class CrossEncoderReranker:
         self._inputs = list(self.tokenizer.model_input_names)
         self._batcher = MicroBatcher(self._run, settings.reranker_batch_window_ms / 1000, name=model_id)
         self._lock = threading.Lock()
-        self.model_calls = 0
-        self.pairs_scored = 0
-        self.tokens_scored = 0
         self.score_scale: ScoreScale = "logit"
         if self.measuring:
             measure_in_background(
@@ -197,13 +194,10 @@ class CrossEncoderReranker:
                     scores[i] = float(value)
                 if done is not None:
                     done(chunk)
-        with self._lock:
-            self.model_calls += 1
-            self.pairs_scored += len(ran)
-            self.tokens_scored += sum(len(pairs[i][0]) for i in ran)
+        self.counted(documents=len(ran), tokens=sum(len(pairs[i][0]) for i in ran))
         return scores
 
-    def predict(self, query: str, texts: Sequence[str], deadline: float | None = None) -> list[float]:
+    def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
         """Score every text with the model, no score cache; QueryTimeoutError once `deadline` passes."""
         if not texts:
             return []
@@ -214,17 +208,8 @@ class CrossEncoderReranker:
         encoded = [pair for query, text in pairs for pair in self.encode(query, [text])]
         return self._batcher.submit(encoded, deadline)
 
-    def score(
-        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
-    ) -> tuple[list[float], int]:
-        """Scores for each text (raw logits), and how many came from the score cache (or a concurrent search)."""
-        return cached_scores(self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline)
-
-    @property
-    def usage(self) -> RerankerUsage:
-        return RerankerUsage(requests=self.model_calls, documents=self.pairs_scored, tokens=self.tokens_scored)
-
     @property
     def tokens_per_pair(self) -> float:
         """Mean model tokens per scored pair so far (what truncation leaves)."""
-        return self.tokens_scored / self.pairs_scored if self.pairs_scored else 0.0
+        usage = self.usage
+        return usage.tokens / usage.documents if usage.documents else 0.0

@@ -133,12 +133,12 @@ def first_use_words(settings: Settings, model_id: str) -> str | None:
     nothing is loaded here)."""
     if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
         return None
-    folder, _ = split_backend(model_id)
+    folder, named_backend = split_backend(model_id)
     name = short_model_name(folder)
     try:
         path = resolve_model(folder, settings, setting="RERANKER_MODEL")
         measured = (
-            settings.reranker_backend != "auto"
+            (named_backend or settings.reranker_backend) != "auto"
             or not settings.reranker_calibrate
             or backend_measured(path, settings.reranker_device, exports_root=settings.exports_dir)
         )

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,8 +29,8 @@ import httpx
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text, redact_url
-from workbench.rerankers.base import RerankerUsage
-from workbench.rerankers.cache import ScoreCache, cached_scores
+from workbench.rerankers.base import BaseReranker, RerankerUsage
+from workbench.rerankers.cache import ScoreCache
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
 from workbench.vocab import HOSTED_KEYS, REPLICA_SEPARATOR, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
@@ -39,7 +38,7 @@ SETTING = "RERANKER_MODEL"
 KEY_SETTING = "WORKBENCH_RERANK_API_KEY"
 
 
-class RemoteReranker:
+class RemoteReranker(BaseReranker):
     """A reranker that is a service. Subclasses set `kind`, `score_scale`, `max_documents`, and write
     `request` (the JSON body for one batch) and `read` (scores in input order, and the usage it reports)."""
 
@@ -59,7 +58,7 @@ class RemoteReranker:
     ):
         """`url` is one URL, or the URLs of replicas of one service, asked in turn (round-robin); `key` is the
         token for all of them, or `keys` one for each replica."""
-        self.model_id = model_id
+        super().__init__(model_id, cache)
         self.urls = [url] if isinstance(url, str) else list(url)
         self.url = self.urls[0]
         self.timeout = settings.rerank_timeout
@@ -69,12 +68,8 @@ class RemoteReranker:
         )  # fmt: skip
         self.shown_url = self.service.shown_url
         self.backend = f"{self.kind} {self.shown_url}"
-        self.cache = cache
         self.retries = settings.rerank_retries
         self.batch_limit = settings.rerank_max_documents or self.max_documents
-        self._lock = threading.Lock()
-        self.model_calls = 0
-        self._usage = RerankerUsage()
 
     def _words(self) -> ServiceWords:
         if self.kind in HOSTED_KEYS:
@@ -91,28 +86,6 @@ class RemoteReranker:
         raise NotImplementedError
 
     # Calling ------------------------------------------------------------------------------------------------
-    @property
-    def usage(self) -> RerankerUsage:
-        with self._lock:
-            return self._usage.model_copy()
-
-    def score(
-        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
-    ) -> tuple[list[float], int]:
-        """Scores for each text (on `score_scale`), and how many came from the score cache."""
-        return cached_scores(self.cache, self.model_id, query, texts, self.predict, use_cache, deadline)
-
-    def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
-        """Scores for (query, text) pairs, one request (per `batch_limit` documents) per distinct query; no cache."""
-        by_query: dict[str, list[int]] = {}
-        for i, (query, _) in enumerate(pairs):
-            by_query.setdefault(query, []).append(i)
-        scores = [0.0] * len(pairs)
-        for query, indices in by_query.items():
-            for i, value in zip(indices, self.predict(query, [pairs[i][1] for i in indices], deadline), strict=True):
-                scores[i] = value
-        return scores
-
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
         """Every text scored by the service, in batches of at most `batch_limit` documents; no request is sent
         once `deadline` (time.monotonic()) has passed."""
@@ -134,12 +107,7 @@ class RemoteReranker:
                     f"Check {SETTING}."
                 ) from exc
             scores += batch_scores
-            with self._lock:
-                self.model_calls += 1
-                self._usage.requests += 1
-                self._usage.documents += len(batch)
-                self._usage.tokens += used.tokens
-                self._usage.billed_units += used.billed_units
+            self.counted(documents=len(batch), tokens=used.tokens, billed_units=used.billed_units)
         return scores
 
     def _post(self, body: dict[str, Any]) -> Any:

@@ -27,7 +27,7 @@ from workbench.redact import public_name, redact_text, shown
 from workbench.services.events import EventSink, RetrievalCompleted
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
-from workbench.types import RankedHit, RetrievedChunk, StageTimings
+from workbench.types import RankedHit, RetrievedChunk, SearchPlan, StageTimings
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
 
 NO_DOCUMENTS = "No relevant documents found."
@@ -127,6 +127,32 @@ class SearchResponse(BaseModel):
     below_min_score: int = Field(0, description="results of the top_k dropped for scoring below min_score")
 
 
+def seed_plan(
+    engine: Engine,
+    top_k: int = DEFAULT_TOP_K,
+    *,
+    k: int | None = None,
+    rerank: bool = True,
+    collection: str | None = None,
+    retrieval: str | None = None,
+    filters: dict[str, Any] | None = None,
+    min_score: float | None = None,
+) -> SearchPlan:
+    """The plan behind seed 002's search, wherever it is asked (HTTP /search, MCP's search tool, `retrieve_chunks`):
+    `top_k` (1-20) results from `k` candidates, by default max(top_k, RERANKER_K_RETRIEVE) when the configured
+    reranker reranks and top_k when nothing does. The one place `top_k` becomes a plan's top_n."""
+    top_k = validate_top_k(top_k)
+    reranker = DEFAULT_RERANKER_CHOICE if rerank else None
+    if k is None:
+        k = max(top_k, engine.settings.k_retrieve) if rerank and engine.reranker() is not None else top_k
+    if isinstance(k, int) and not isinstance(k, bool) and k < top_k:
+        raise InputError(f"k ({k}) must be at least top_k ({top_k}).")
+    return engine.plan(
+        collection=collection, retrieval=retrieval, k=k, top_n=top_k, filters=filters, reranker=reranker,
+        min_score=min_score,
+    )  # fmt: skip
+
+
 def search_documents(
     engine: Engine,
     query: str,
@@ -146,14 +172,9 @@ def search_documents(
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
     max(top_k, RERANKER_K_RETRIEVE)); results scoring below `min_score` are dropped and counted. Publishes a
     RetrievalCompleted event to `events`."""
-    top_k = validate_top_k(top_k)
-    use_reranker = rerank and engine.reranker() is not None
-    depth = k if k is not None else (max(top_k, engine.settings.k_retrieve) if use_reranker else top_k)
-    if isinstance(depth, int) and not isinstance(depth, bool) and depth < top_k:
-        raise InputError(f"k ({depth}) must be at least top_k ({top_k}).")
-    plan = engine.plan(
-        collection=collection, retrieval=retrieval, k=depth, top_n=top_k, filters=filters,
-        reranker=DEFAULT_RERANKER_CHOICE if rerank else None, min_score=min_score,
+    plan = seed_plan(
+        engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
+        min_score=min_score,
     )  # fmt: skip
     result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
@@ -173,7 +194,7 @@ def search_documents(
         below_min_score=result.below_min_score,
     )
     if events is not None:
-        events.publish(RetrievalCompleted.of(result.query, top_k, len(hits), trace))
+        events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))
     return response
 
 
@@ -211,10 +232,8 @@ def retrieve_chunks(
     Returns [] when nothing matches. Raises InputError on bad input and StoreError (StoreConnectionError,
     a ConnectionError, when the server is unreachable) on backend errors.
     """
-    top_k = validate_top_k(top_k)
     engine = engine or get_engine()
-    k = max(top_k, engine.settings.k_retrieve) if engine.reranker() is not None else top_k
-    result = engine.search(query, engine.plan(collection=collection, k=k, top_n=top_k, filters=filters))
+    result = engine.search(query, seed_plan(engine, top_k, collection=collection, filters=filters))
     return [_as_retrieved_chunk(hit) for hit in result.reranked]
 
 

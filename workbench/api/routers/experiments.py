@@ -28,26 +28,14 @@ from workbench.inputs import validate_model_id
 from workbench.judgments import load_judgments
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import judged_dataset
-from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_K, NO_RERANKER, RetrievalMode
+from workbench.types import PlanFields, SearchPlan
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, NO_RERANKER
 
 router = APIRouter(tags=["experiments"], dependencies=Authorised)
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(PlanFields):  # type: ignore[misc,valid-type]
     """A configuration: a search plan's fields (the server's defaults for those left out)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str | None = Field(None, description="default: WORKBENCH_COLLECTION")
-    retrieval: RetrievalMode | None = Field(None, description="dense, bm25 or hybrid (default: WORKBENCH_RETRIEVAL)")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="candidates reranked (default RERANKER_K_RETRIEVE)")
-    top_n: int | None = Field(None, ge=1, le=MAX_K, description="kept after reranking (default RERANKER_K_RETURN)")
-    reranker: str | None = Field(
-        DEFAULT_RERANKER_CHOICE,
-        description="'default' (the configured reranker), null or 'none' (no reranking), or a model id "
-        "(a name in WORKBENCH_MODELS_DIR, or a hub id)",
-    )
 
     @field_validator("reranker")
     @classmethod

@@ -108,7 +108,7 @@ def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: 
     )
     compare.add_argument("name", help="the query set")
     compare.add_argument("--collection", help="the collection (default: WORKBENCH_COLLECTION)")
-    compare.add_argument("--a", default="", help="configuration A: NAME=VALUE,... of retrieval, k, n, reranker")
+    compare.add_argument("--a", default="", help="configuration A: NAME=VALUE,... (retrieval, k, n, reranker, backend)")
     compare.add_argument("--b", default="", help="configuration B, e.g. retrieval=hybrid,reranker=none")
     compare.add_argument("--judged", action="store_true", help="add the judged figures (the collection's judgments)")
     candidates_options(compare, "both configurations start from them unless one names collection=")

@@ -1,0 +1,74 @@
+"""The one adapter from a command's options to a search plan (as the app's sidebar and the API's request model
+are theirs): kept apart from `cli.common` so that commands that load no model (the collections listing) do not
+import the engine."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.rerankers.factory import on_backend
+from workbench.types import SearchPlan
+from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, spoken
+
+__all__ = ["plan_from", "rerankers_from"]
+
+
+def plan_from(args: argparse.Namespace, engine: Engine, **given: Any) -> SearchPlan:
+    """The one search plan a command's options make: --collection, --retrieval, -k, -n, --filter, --min-score and
+    the reranker (`rerankers_from`), each left out taking the settings' default (`Engine.plan`). `given` sets a
+    field the command decides itself (one first stage of a sweep, the collection a candidates file became)."""
+    chosen = rerankers_from(args, engine.settings)
+    fields: dict[str, Any] = {
+        "collection": getattr(args, "collection", None),
+        "retrieval": getattr(args, "retrieval", None),
+        "k": getattr(args, "k", None),
+        "top_n": getattr(args, "n", None),
+        "filters": getattr(args, "filter", None),
+        "min_score": getattr(args, "min_score", None),
+        "reranker": chosen[0] if len(chosen) == 1 else None,  # several are compared, each in a plan of its own
+    }
+    return engine.plan(**{**fields, **given})
+
+
+def rerankers_from(args: argparse.Namespace, settings: Settings) -> list[str | None]:
+    """The rerankers the options name: [None] for --no-rerank; each --reranker (repeatable for `eval`), else
+    'default' (the configured one); with --backend, each local cross-encoder's id on that backend
+    ('minilm@onnx'), so the backend travels in the plan and is named wherever the plan is."""
+    if getattr(args, "no_rerank", False):
+        return [None]
+    named = getattr(args, "reranker", None) or []
+    named = [named] if isinstance(named, str) else list(named)
+    backend = getattr(args, "backend", None)
+    if not backend or not (named or settings.reranker_enabled):
+        return named or [DEFAULT_RERANKER_CHOICE]
+    if backend not in BACKEND_CHOICES:
+        raise InputError(f"--backend must be one of {spoken(BACKEND_CHOICES)}; got {backend!r}.")
+    return [on_backend(model, backend) for model in named or [settings.reranker_model]]
+
+
+SPEC_NAMES = {"retrieval": "retrieval", "k": "k", "n": "top_n", "top_n": "top_n", "reranker": "reranker",
+              "backend": "backend", "collection": "collection"}  # fmt: skip
+
+
+def plan_from_spec(engine: Engine, text: str, option: str, collection: str | None = None) -> SearchPlan:
+    """A plan from `retrieval=hybrid,k=20,n=5,reranker=none,backend=onnx` (what `query-sets compare --a/--b`
+    take), over `collection` and the settings' defaults; `backend` puts the reranker on it, as --backend does."""
+    fields: dict[str, Any] = {"collection": collection}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in SPEC_NAMES:
+            raise InputError(f"{option}: '{part}' is not NAME=VALUE with NAME one of {', '.join(sorted(SPEC_NAMES))}.")
+        name, value = SPEC_NAMES[key.strip()], value.strip()
+        fields[name] = int(value) if name in {"k", "top_n"} and value.isdigit() else value
+        if name == "reranker" and value.lower() in {"none", ""}:
+            fields[name] = None
+    named = fields.pop("reranker", DEFAULT_RERANKER_CHOICE)  # None: reranker=none
+    options = argparse.Namespace(
+        reranker=None if named == DEFAULT_RERANKER_CHOICE else named, backend=fields.pop("backend", None),
+        no_rerank=named is None,
+    )  # fmt: skip
+    return engine.plan(**fields, reranker=rerankers_from(options, engine.settings)[0])
