@@ -17,7 +17,7 @@ os.environ["WORKBENCH_DATA_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-tes
 os.environ["WORKBENCH_CACHE_DIR"] = __import__("tempfile").mkdtemp(prefix="wb-test-cache-")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 # `auto` measuring the backends once per model and data folder would repeat in every test's fresh folder: off here,
-# and on in tests/test_backend_choice.py, which measures it.
+# and on in tests/rerankers/test_backend_choice.py, which measures it.
 os.environ["WORKBENCH_CALIBRATE_BACKENDS"] = "0"
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from tests.live_servers import free_port, rabbit, served_data  # noqa: F401 - fixtures and helpers for every folder
 from workbench.config import Settings
 from workbench.engine import Engine
 
@@ -159,12 +160,6 @@ def corpus_dir(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return folder
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 60.0, every: float = 0.1) -> Any:

@@ -1,5 +1,5 @@
 """Every bad input is a clear error naming it: the engine, the contracts, the loaders and judgments, the CLI and
-the app, as a parametrised matrix (the HTTP API has its own in tests/services/test_http_api.py). Each case
+the app, as a parametrised matrix (the HTTP API has its own in tests/api/test_http_api.py). Each case
 asserts the error class and a piece of the message that names the problem; none may be a traceback."""
 
 from __future__ import annotations

@@ -10,10 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.services.rerank_apis import EMBEDDING_CASES, Behaviour, RerankApis, text_vector
+from tests.rerank_apis import EMBEDDING_CASES, Behaviour, RerankApis, text_vector
 from workbench.config import Settings
 from workbench.embeddings import EmbeddingService
 from workbench.errors import ModelError
+
+pytestmark = pytest.mark.live_server
 
 TEXTS = ["parental leave", "how do I claim mileage", "bike to work", "a fourth, longer passage of text"]
 

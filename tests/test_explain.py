@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services.rerank_apis import Behaviour, RerankApis, overlap
+from tests.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
@@ -127,6 +127,7 @@ def test_the_cli_explains_as_text_and_json(demo_engine: Engine) -> None:
     assert text.returncode == 2 and "'nowhere' is not among" in text.stderr and "Traceback" not in text.stderr
 
 
+@pytest.mark.live_server
 def test_a_hosted_reranker_explains_through_its_api_with_the_cost_stated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COHERE_API_KEY", "sk-test-explain-0000")
     with RerankApis(Behaviour(key="sk-test-explain-0000")) as server:

@@ -355,3 +355,35 @@ def test_one_default_reranker_value_and_one_plan_adapter_per_front_end() -> None
     assert set(PlanRequest.model_fields) == set(SearchPlan.model_fields)
     for name, field in SearchPlan.model_fields.items():
         assert PlanRequest.model_fields[name].description == field.description
+
+
+TESTS = REPO / "tests"
+# Test folders that are not a package's: the real browser's (marked `browser`), which drives the app's pages.
+NOT_A_PACKAGE = {"browser"}
+STARTS_A_SERVER = re.compile(
+    r"ApiServer\(|served_behind_token\(|\bRabbit\(|\brabbit\b|\bpostgres_url\b|\bchroma_server\b|\bINFINITY\b"
+    r"|\brunning\(|silent_server\(|RerankApis\(|served_data\b"
+)
+
+
+def test_the_tests_mirror_the_package_and_live_servers_are_marked_not_foldered() -> None:
+    """Issue 38: a test folder is named for the package it tests (tests/<package>/...), never for "needs a live
+    server"; a test that starts a server is marked `live_server` (on its module, or on itself)."""
+    packages = {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()}
+    folders = {path.name for path in TESTS.iterdir() if path.is_dir() and not path.name.startswith((".", "__"))}
+    assert folders - NOT_A_PACKAGE <= packages, sorted(folders - NOT_A_PACKAGE - packages)
+    unmarked = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        if path.name == Path(__file__).name:
+            continue
+        source = path.read_text(encoding="utf-8")
+        module_marked = re.search(r"^pytestmark = .*live_server", source, re.M) is not None
+        for node in ast.parse(source).body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test_"):
+                continue
+            marked = module_marked or any("live_server" in ast.unparse(d) for d in node.decorator_list)
+            uses = STARTS_A_SERVER.search(ast.get_source_segment(source, node) or "")
+            fixtures = {a.arg for a in node.args.args}
+            if not marked and (uses or fixtures & {"rabbit", "postgres_url", "chroma_server", "served_data"}):
+                unmarked.append(f"{path.relative_to(REPO)}::{node.name}")
+    assert not unmarked, "start a server but are not marked live_server:\n" + "\n".join(unmarked)

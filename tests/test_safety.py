@@ -34,6 +34,7 @@ def test_the_redaction_functions() -> None:
     assert redact_text("Filters take key=value") == "Filters take key=value"
 
 
+@pytest.mark.live_server
 def test_every_surface_masks_store_credentials(
     chroma_server: str,
     tiny_models: dict[str, Path],
@@ -130,6 +131,8 @@ print("count", client2.get_collection("finance_docs").count())
 def test_local_qdrant_leaves_no_noise_at_exit(tmp_path: Path) -> None:
     script = f"""
 from workbench.stores import QdrantBackend
+
+
 backend = QdrantBackend(path={str(tmp_path / "q")!r})
 backend.create("quiet", embedding_model="m", dimension=4)
 """

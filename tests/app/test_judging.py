@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_pages import app_env, new_app, same_browser, search, user_of  # noqa: F401 - the fixture is used by name
-from tests.services.rerank_apis import Behaviour, RerankApis
+from tests.rerank_apis import Behaviour, RerankApis
 from workbench.app import ENTRY_SCRIPT
 from workbench.config import Settings
 from workbench.judgments import judgment_rows
@@ -107,6 +107,7 @@ def _page_text(at: AppTest) -> str:
     return html.unescape(shown).replace("\\", "").replace("\u2060", "")  # as read: Markdown escapes undone
 
 
+@pytest.mark.live_server
 def test_the_llm_judge_grades_the_queue_and_a_person_overrides_it(
     app_env: dict,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

@@ -627,10 +627,11 @@ def test_evaluate_reranks_an_uploaded_candidates_file_as_the_first_stage(app_env
     assert rows.loc["ndcg@10", "before rerank"] == pytest.approx(mean, abs=1e-9)
 
 
+@pytest.mark.live_server
 def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A configured reranker service is offered beside the local model; two picked give one table row each (after
     the first stage's), a CSV, and quality against latency with the Pareto front."""
-    from tests.services.rerank_apis import Behaviour, RerankApis
+    from tests.rerank_apis import Behaviour, RerankApis
     from workbench.app.state import engine_resource
 
     with RerankApis(Behaviour(key="unused")) as server:

@@ -14,7 +14,7 @@ import pytest
 from tests.browser.conftest import chromium_page
 from tests.conftest import free_port, running
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.live_server]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -17,7 +17,7 @@ from workbench.cli import main
 from workbench.config import Settings
 from workbench.experiments import open_experiment_store
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.live_server]
 
 
 @pytest.fixture(scope="module")

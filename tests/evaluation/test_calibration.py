@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.services.conftest import api_env
+from tests.live_servers import api_env
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError

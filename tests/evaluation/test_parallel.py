@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.services.rerank_apis import Behaviour, RerankApis
+from tests.rerank_apis import Behaviour, RerankApis
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset
+
+pytestmark = pytest.mark.live_server
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

@@ -26,6 +26,8 @@ from workbench.experiments.record import judgments_used, query_set_used
 from workbench.experiments.store import ExperimentStore, PostgresExperimentStore, SqliteExperimentStore
 from workbench.types import SearchPlan
 
+pytestmark = pytest.mark.live_server
+
 
 def make_experiment(collection: str = "demo", ndcg: float = 0.5, days: int = 0, **fields: object) -> Experiment:
     queries = {"q1": "parental leave", "q2": "travel expenses"}

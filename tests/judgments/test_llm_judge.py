@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
-from tests.services.rerank_apis import Behaviour, RerankApis, rubric_grade
+from tests.rerank_apis import Behaviour, RerankApis, rubric_grade
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError
 from workbench.judgments import judgment_rows, load_judgments, rate, rater_agreement, typed_query_id
 from workbench.judgments.llm import JudgePair, grade_pairs, read_answer
 from workbench.paths import demo_dir
+
+pytestmark = pytest.mark.live_server
 
 KEY = "sk-judge-secret-4f9a2c7e1b"
 COLLECTION = "handbook"

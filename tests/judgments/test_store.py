@@ -28,6 +28,8 @@ from workbench.judgments import (
 from workbench.judgments.store import open_judgment_store
 from workbench.paths import demo_dir
 
+pytestmark = pytest.mark.live_server
+
 QRELS = demo_dir() / "qrels" / "test.tsv"
 QUERIES = demo_dir() / "queries.jsonl"
 

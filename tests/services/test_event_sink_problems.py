@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import free_port, silent_server, wait_until
-from tests.services.conftest import ApiServer, api_env
+from tests.live_servers import ApiServer, api_env
 from workbench.config import Settings
+
+pytestmark = pytest.mark.live_server
 
 
 def test_serve_starts_with_an_unopenable_jsonl_sink_and_says_why(served_data: Settings) -> None:

@@ -14,11 +14,13 @@ import httpx
 import pytest
 
 from tests.conftest import wait_until
-from tests.services.conftest import ApiServer, Rabbit, api_env
+from tests.live_servers import ApiServer, Rabbit, api_env
 from workbench.config import Settings
 from workbench.errors import InputError, StoreError
 from workbench.services.events import EXCHANGE, ROUTING_KEY, AmqpSink, JsonlSink, RetrievalCompleted, open_sink
 from workbench.services.sessions import PostgresSessionStore, SqliteSessionStore, open_session_store
+
+pytestmark = pytest.mark.live_server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

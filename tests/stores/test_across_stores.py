@@ -29,6 +29,8 @@ from workbench.services.store_comparison import (
     recall_study,
 )
 
+pytestmark = pytest.mark.live_server
+
 _schemas = itertools.count()
 
 

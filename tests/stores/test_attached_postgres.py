@@ -17,7 +17,7 @@ from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError
 from workbench.vocab import DEFAULT_EMBEDDING_MODEL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.live_server]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ from workbench.stores.base import ORIGIN_KEY, Collection
 from workbench.stores.langchain import LangChainCollection
 from workbench.types import Chunk
 
+pytestmark = pytest.mark.live_server
+
 DIM = 8
 _names = itertools.count()
 

@@ -16,6 +16,8 @@ from tests.conftest import free_port
 from workbench.errors import StoreConnectionError, StoreError
 from workbench.stores import ChromaBackend, QdrantBackend
 
+pytestmark = pytest.mark.live_server
+
 
 @pytest.fixture
 def silent_server() -> Iterator[int]:

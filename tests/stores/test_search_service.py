@@ -21,6 +21,8 @@ from workbench.errors import InputError, StoreError
 from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset
 
+pytestmark = pytest.mark.live_server
+
 FIELDS = {"hits": "data.results", "id": "doc_id", "text": "body"}
 
 

@@ -1,5 +1,6 @@
-"""Real servers for the service tests: `workbench serve` (uvicorn) in a subprocess, RabbitMQ on a private
-port, started and stopped by the tests themselves."""
+"""Real servers for the tests that need one (each such module is marked `live_server`): `workbench serve`
+(uvicorn) in a subprocess, RabbitMQ on a private port, Infinity's path; started and stopped by the tests themselves.
+The fixtures here (`rabbit`, `served_data`) reach every folder through tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -18,11 +19,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port
 from workbench.config import Settings
 from workbench.engine import Engine
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
+INFINITY = Path(__file__).resolve().parents[1] / ".venv-infinity" / "bin" / "infinity_emb"  # scripts/setup.sh --test
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class Rabbit:

@@ -10,10 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.services.conftest import ApiServer, api_env
+from tests.live_servers import ApiServer, api_env
 from workbench.config import Settings
 from workbench.errors import InputError
 from workbench.inputs import validate_query
+
+pytestmark = pytest.mark.live_server
 
 INVISIBLE = ["\u200b\u200b", "\u202e\u202d", "\ufeff", " \u200b\ufeff\u2060 ", "\u00ad", "\u200e\u200f"]
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import silent_server
-from tests.services.conftest import api_env
-from tests.services.rerank_apis import Behaviour, RerankApis, overlap
+from tests.live_servers import api_env
+from tests.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, ModelError
 from workbench.rerankers import ScoreCache, create_reranker, reranker_kind
 from workbench.rerankers.factory import split_backend
+
+pytestmark = pytest.mark.live_server
 
 KEY = "sk-test-Wb-secret-7f3a9c"
 QUERY = "annual leave days per year"

@@ -14,10 +14,12 @@ import httpx
 import pytest
 
 from tests.conftest import free_port
-from tests.services.conftest import ApiServer, api_env
+from tests.live_servers import ApiServer, api_env
 from workbench.config import Settings
 from workbench.mcp import build_server
 from workbench.services.events import read_jsonl_events
+
+pytestmark = pytest.mark.live_server
 
 TOKEN = "s3cret-token-value"
 

@@ -12,11 +12,13 @@ import httpx
 import pytest
 import pytrec_eval
 
-from tests.services.conftest import ApiServer, served_behind_token
+from tests.live_servers import ApiServer, served_behind_token
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset
+
+pytestmark = pytest.mark.live_server
 
 TOKEN = "tok-served-first-stage-5678"
 QUERIES = 10

@@ -11,11 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.services.conftest import ApiServer, api_env
-from tests.services.rerank_apis import BAD_ANSWERS, Behaviour, RerankApis, overlap
+from tests.live_servers import ApiServer, api_env
+from tests.rerank_apis import BAD_ANSWERS, Behaviour, RerankApis, overlap
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, error_message
 from workbench.rerankers.factory import create_reranker
+
+pytestmark = pytest.mark.live_server
 
 QUERY = "vacation days carry over"
 DOCS = ["vacation days carry over", "the cafeteria", "days off"]

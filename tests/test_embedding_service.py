@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port, running
-from tests.services.test_reranker_servers import INFINITY
+from tests.live_servers import INFINITY
 from workbench.config import Settings
 from workbench.embeddings import EmbeddingService, SentenceTransformerEmbedder
 from workbench.engine import Engine
@@ -19,7 +19,7 @@ from workbench.errors import ConfigError, ModelError
 from workbench.models import resolve_model
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.live_server]
 LOCAL = "sentence-transformers/all-MiniLM-L6-v2"
 TOKEN = "emb-s3cret-token"
 

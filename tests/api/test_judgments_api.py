@@ -11,9 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.services.conftest import ApiServer, api_env
+from tests.live_servers import ApiServer, api_env
 from workbench.config import Settings
 from workbench.paths import demo_dir
+
+pytestmark = pytest.mark.live_server
 
 # Six (query, document) pairs both raters grade. By hand: 4 of 6 agree; each rater gives 0, 1 and 2 twice, so
 # chance agreement is 1/3 and unweighted kappa (2/3 - 1/3) / (1 - 1/3) = 0.5. Quadratic weights (i - j)^2 / 4:

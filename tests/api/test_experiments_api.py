@@ -15,10 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.services.conftest import ApiServer, api_env, cli_experiment
+from tests.live_servers import ApiServer, api_env, cli_experiment
 from workbench.config import Settings
 from workbench.experiments import open_experiment_store
 from workbench.vocab import GATE_EXIT_CODES
+
+pytestmark = pytest.mark.live_server
 
 TOKEN = "experiments-token-4711"
 

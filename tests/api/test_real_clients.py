@@ -16,7 +16,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from tests.services.conftest import ApiServer, served_behind_token
+from tests.live_servers import ApiServer, served_behind_token
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.rerankers import to_probability
@@ -130,6 +130,8 @@ import json, sys
 from infinity_client import AuthenticatedClient
 from infinity_client.api.default import models, rerank
 from infinity_client.models import RerankInput
+
+pytestmark = pytest.mark.live_server
 
 url, token, query, documents = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 client = AuthenticatedClient(base_url=url, token=token)

@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from tests.conftest import free_port
-from tests.services.conftest import api_env, cli_experiment
+from tests.live_servers import api_env, cli_experiment
 from workbench.config import Settings
 from workbench.paths import demo_dir
+
+pytestmark = pytest.mark.live_server
 
 QRELS = demo_dir() / "qrels" / "test.tsv"
 

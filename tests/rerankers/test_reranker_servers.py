@@ -15,15 +15,13 @@ import pytest
 from sentence_transformers import CrossEncoder
 
 from tests.conftest import free_port, running
-from tests.services.conftest import ApiServer, api_env
+from tests.live_servers import INFINITY, ApiServer, api_env
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.rerankers import to_probability
 from workbench.services.demo import sample_queries
 
-pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
-INFINITY = REPO / ".venv-infinity" / "bin" / "infinity_emb"
+pytestmark = [pytest.mark.slow, pytest.mark.live_server]
 
 
 @pytest.fixture(scope="module")
