@@ -377,8 +377,12 @@ def test_the_tests_mirror_the_package_and_live_servers_are_marked_not_foldered()
         if path.name == Path(__file__).name:
             continue
         source = path.read_text(encoding="utf-8")
-        module_marked = re.search(r"^pytestmark = .*live_server", source, re.M) is not None
-        for node in ast.parse(source).body:
+        tree = ast.parse(source)
+        module_marked = any(
+            isinstance(node, ast.Assign) and "pytestmark" in ast.unparse(node.targets[0]) and "live_server" in
+            ast.unparse(node.value) for node in tree.body
+        )  # fmt: skip
+        for node in tree.body:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test_"):
                 continue
             marked = module_marked or any("live_server" in ast.unparse(d) for d in node.decorator_list)

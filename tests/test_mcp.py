@@ -175,7 +175,7 @@ def test_mcp_over_streamable_http(served_data: Settings) -> None:
 
 
 def test_the_readme_client_config_names_a_working_command() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
     start = readme.index('{\n  "mcpServers"')
     config = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     server = config["mcpServers"]["rerank-workbench"]
@@ -193,7 +193,7 @@ def test_mcp_started_elsewhere_lists_the_checkouts_collections(
 
     from workbench.engine import Engine
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[1]
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "workbench.toml").write_text((repo / "workbench.toml").read_text(encoding="utf-8"), encoding="utf-8")

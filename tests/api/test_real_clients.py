@@ -23,6 +23,8 @@ from workbench.rerankers import to_probability
 from workbench.rerankers.factory import create_reranker
 from workbench.rerankers.serving import prompt_tokens
 
+pytestmark = pytest.mark.live_server
+
 TOKEN = "tok-real-clients-1234"
 QUERY = "can I carry over unused vacation days"
 DOCS = [
@@ -130,8 +132,6 @@ import json, sys
 from infinity_client import AuthenticatedClient
 from infinity_client.api.default import models, rerank
 from infinity_client.models import RerankInput
-
-pytestmark = pytest.mark.live_server
 
 url, token, query, documents = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 client = AuthenticatedClient(base_url=url, token=token)

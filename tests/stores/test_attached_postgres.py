@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer
 from tests.stores.test_attached import PASSAGES, QUERIES
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import CollectionNotFoundError, InputError
+from workbench.errors import CollectionNotFoundError, ConfigError, InputError
 from workbench.vocab import DEFAULT_EMBEDDING_MODEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.live_server]
@@ -137,3 +137,21 @@ def test_a_name_no_writer_holds_is_not_found_and_says_where_it_looked(postgres_u
                              collections={"missing": options}))  # fmt: skip
     with pytest.raises(CollectionNotFoundError, match="No LangChain PGVector collection is so named in schema public"):
         engine.collection_info("missing")
+
+
+def test_vectors_of_another_dimension_are_named_before_the_search(
+    postgres_url: str, minilm: SentenceTransformer, tiny_models: dict[str, Any], tmp_path: Any
+) -> None:
+    """LangChain's PGVector declares no dimension on its column: the workbench reads it from the collection's rows,
+    so a query embedder of another size is named (both dimensions, the line to add) before PostgreSQL is asked."""
+    _write_langchain(postgres_url, minilm, "lc_pg_wide")
+    options = {"store": "pgvector", "url": postgres_url, "layout": "langchain", "collection": "lc_pg_wide",
+               "embedding_model": str(tiny_models["embedder"])}  # fmt: skip
+    engine = Engine(Settings(data_dir=tmp_path / "data", reranker_model="none", offline=True,
+                             collections={"wide": options}))  # fmt: skip
+    assert engine.collection_info("wide").dimension == 384
+    with pytest.raises(ConfigError) as caught:
+        engine.search(QUERIES[0], engine.plan(collection="wide", k=4, reranker=None))
+    words = str(caught.value)
+    assert "384-dimensional" in words and "32-dimensional" in words and "[collections.wide] embedding_model" in words
+    assert "psycopg" not in words and "ERROR" not in words  # our words, not PostgreSQL's

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import print_json, settings_from, shown
+from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.judgments import (
     export_judgments,
@@ -75,10 +76,10 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_llm(args: argparse.Namespace) -> int:
+    engine = Engine(settings_from(args))
     run = judge_collection(
-        Engine(settings_from(args)), args.collection, k=args.k, top_n=args.top_n, retrieval=args.retrieval,
-        max_queries=args.max_queries, limit=args.limit, check=args.check,
-    )  # fmt: skip
+        engine, plan_from(args, engine), max_queries=args.max_queries, limit=args.limit, check=args.check
+    )
     if args.json:
         print_json(run, masked=True)
         return 0

@@ -27,11 +27,10 @@ from workbench.judgments.agreement import PairAgreement, rater_agreement
 from workbench.judgments.queue import QueueItem, document_texts, judging_queue
 from workbench.judgments.service import judged_queries, judgment_rows, load_judgments, rate
 from workbench.redact import redact_url, register_secret, shown
+from workbench.types import SearchPlan
 from workbench.vocab import (
     DEFAULT_JUDGE_CHECK,
     DEFAULT_JUDGE_LIMIT,
-    DEFAULT_K,
-    DEFAULT_TOP_N,
     GRADE_SCALE,
     JUDGE_CONCURRENCY,
     JUDGE_PASSAGE_CHARS,
@@ -311,24 +310,22 @@ def judge_queue(
 
 def judge_collection(
     engine: Engine,
-    collection: str,
+    plan: SearchPlan,
     *,
-    k: int = DEFAULT_K,
-    top_n: int = DEFAULT_TOP_N,
-    retrieval: str | None = None,
     max_queries: int | None = None,
     limit: int = DEFAULT_JUDGE_LIMIT,
     check: int = DEFAULT_JUDGE_CHECK,
 ) -> JudgeRun:
-    """Evaluate the collection's judged queries as configured (first stage, k, top n, the reranker), and grade
-    the first `limit` documents of that run's judging queue with the LLM judge (the CLI's way to fill a queue)."""
+    """Evaluate the plan's collection's judged queries as the plan says (first stage, k, top n, the reranker), and
+    grade the first `limit` documents of that run's judging queue with the LLM judge (the CLI's way to fill a
+    queue)."""
     judge_rater(engine.settings)
+    collection = plan.collection or engine.settings.collection
     judgments = load_judgments(engine.settings, collection)
     if judgments is None:
         raise InputError(
             f"'{collection}' has no judged query yet: the queue comes from the queries people graded. Grade one "
             "document of a query (workbench judge) or import qrels first."
         )
-    plan = engine.plan(collection=collection, k=k, top_n=top_n, retrieval=retrieval)
     report = evaluate_dataset(engine, judgments.dataset(), plan, max_queries=max_queries, ingest_missing=False)
     return judge_queue(engine, collection, judging_queue([report], judgments), limit=limit, check=check)

@@ -342,6 +342,17 @@ class PgVectorBackend(StoreBackend):
             row = cur.fetchone()
         return row is not None, int(row[0]) if row and row[0] and row[0] > 0 else None
 
+    def _row_dimension(self, table: str, column: str, where: str = "", params: tuple[Any, ...] = ()) -> int | None:
+        """The dimension of the vectors a collection's rows hold, for a column that declares none (LangChain's
+        PGVector, a `vector` column of a user's table): one row's `vector_dims`, so that a query embedder of another
+        dimension is named before the search, not in PostgreSQL's words during it. None for no rows."""
+        condition = f" WHERE {where}" if where else ""
+        query = f"SELECT vector_dims({_ident(column, 'column')}) FROM {_qualified(table)}{condition} LIMIT 1"
+        with self.cursor() as cur:
+            cur.execute(query, params)
+            row = cur.fetchone()
+        return int(row[0]) if row and row[0] else None
+
     def _external_collection(self, name: str) -> PgVectorCollection:
         assert self._external is not None
         table = self._external["table"]
@@ -351,6 +362,7 @@ class PgVectorBackend(StoreBackend):
             raise CollectionNotFoundError(
                 name, f"pgvector at {self.location} (no table {table} with a {column} column)"
             )
+        dimension = dimension or self._row_dimension(table, column)
         return PgVectorCollection(
             self, name, table, embedding_model=self._external["embedding_model"], dimension=dimension,
             columns=self._external["columns"],
@@ -368,7 +380,9 @@ class PgVectorBackend(StoreBackend):
                 advice=f"No {named} collection is so named in schema {self._source_schema}: check the collection "
                 f"(or LlamaIndex's table_name) and schema in its [collections.<name>] table of workbench.toml.",
             )  # fmt: skip
-        _, dimension = self._dimension_of(source.table, source.columns["embedding"] or "embedding")
+        column = source.columns["embedding"] or "embedding"
+        _, dimension = self._dimension_of(source.table, column)
+        dimension = dimension or self._row_dimension(source.table, column, source.where, source.params)
         return PgVectorCollection(
             self, name, source.table, embedding_model=self._embedding_model, dimension=dimension, source=source
         )

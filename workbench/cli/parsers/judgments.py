@@ -8,9 +8,7 @@ from workbench.cli.parsers.common import store_options
 from workbench.vocab import (
     DEFAULT_JUDGE_CHECK,
     DEFAULT_JUDGE_LIMIT,
-    DEFAULT_K,
     DEFAULT_RATER,
-    DEFAULT_TOP_N,
     GRADE_SCALE,
     JUDGMENT_EXPORT_FORMATS,
     RETRIEVAL_MODES,
@@ -69,9 +67,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "--check", type=int, default=DEFAULT_JUDGE_CHECK,
         help="pairs people graded that the judge grades too, to measure its agreement (default %(default)s)",
     )  # fmt: skip
-    llm.add_argument("--k", type=int, default=DEFAULT_K, help=f"first-stage candidates (default {DEFAULT_K})")
+    llm.add_argument("-k", "--k", type=int, help="first-stage candidates (default: RERANKER_K_RETRIEVE)")
     llm.add_argument(
-        "--top-n", type=int, default=DEFAULT_TOP_N, help=f"the top n the queue is drawn from (default {DEFAULT_TOP_N})"
+        "-n", "--top-n", dest="n", type=int, help="the top n the queue is drawn from (default: RERANKER_K_RETURN)"
     )
     llm.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
     llm.add_argument("--max-queries", type=int, help="evaluate at most this many judged queries")
