@@ -190,7 +190,7 @@ class Engine:
         it) is the engine's own: the one it was made with, else RERANKER_MODEL's; None means none."""
         if model_id == DEFAULT_RERANKER_CHOICE and not isinstance(self._default_reranker, str):
             return self._default_reranker  # the reranker the engine was made with, or None: none
-        model_id = self._resolved_reranker_id(model_id)
+        model_id = self.reranker_id(model_id)
         if model_id is None:
             return None
         with self._lock:
@@ -201,9 +201,10 @@ class Engine:
                 self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
 
-    def _resolved_reranker_id(self, model_id: str | None) -> str | None:
-        """The one place 'default' becomes a model id (the engine's own id, else the configured reranker's, None
-        when the settings say none); any other id as it is; None for no reranking."""
+    def reranker_id(self, model_id: str | None) -> str | None:
+        """The one place 'default' becomes a model id (the engine's own id, else the configured reranker's; None
+        when the settings say none or the engine was given a reranker object); any other id as it is; None for no
+        reranking. `reranker_id(plan.reranker)` is the model a plan reranks with."""
         if model_id is not None and not isinstance(model_id, str):
             raise InputError(f"reranker must be a model id, a folder, None or 'default'; got {model_id!r}.")
         if model_id == DEFAULT_RERANKER_CHOICE:
@@ -221,7 +222,7 @@ class Engine:
     def first_use(self, plan: SearchPlan) -> str | None:
         """What a search with this plan will wait for before its first score, in words (a local model loaded, and
         its backends measured, for the first time); None when its reranker is ready or there is none."""
-        model_id = self._resolved_reranker_id(plan.reranker)
+        model_id = self.reranker_id(plan.reranker)
         if model_id is None or model_id in self._rerankers:
             return None
         return first_use_words(self.settings, model_id)

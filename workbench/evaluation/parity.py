@@ -49,7 +49,6 @@ from workbench.types import SearchPlan
 from workbench.vocab import (
     BATCH_SCORE_TOLERANCE,
     CROSS_ENCODER_KIND,
-    DEFAULT_RERANKER_CHOICE,
     NDCG_10,
     PARITY_MAX_SET_CHANGES,
     PARITY_REFERENCE,
@@ -258,7 +257,7 @@ def audit_parity(
     reranker id (a server of the same model: Infinity, TEI, `workbench serve`), against fp32 torch on the plan's
     first-stage candidates for the dataset's queries. With `keep`, the local verdicts are kept for `auto`."""
     say = progress or (lambda _: None)
-    model_id = engine.settings.reranker_model if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
+    model_id = engine.reranker_id(plan.reranker)
     if model_id is None or reranker_kind(model_id).name != CROSS_ENCODER_KIND:
         raise InputError(
             "The parity audit runs a local cross-encoder on each backend: name one (a model folder or hub id), not "

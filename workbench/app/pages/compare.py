@@ -53,7 +53,6 @@ from workbench.services.store_comparison import (
 from workbench.types import SearchPlan, SearchResult
 from workbench.vocab import (
     BACKENDS,
-    DEFAULT_RERANKER_CHOICE,
     MAX_K,
     RETRIEVAL,
     RETRIEVAL_MODES,
@@ -241,9 +240,9 @@ def _search_both(
     for name, config in (("A", a), ("B", b)):
         with shown_errors(), st.spinner(f"Searching configuration {name}…", show_time=True):
             plan = config.plan(engine, top_n, c.filters)
-            if backend is not None and plan.reranks:
-                model = engine.settings.reranker_model if plan.reranker == DEFAULT_RERANKER_CHOICE else plan.reranker
-                plan = plan.with_(reranker=on_backend(str(model), backend))
+            model = engine.reranker_id(plan.reranker)
+            if backend is not None and model:
+                plan = plan.with_(reranker=on_backend(model, backend))
             bar = st.empty() if plan.reranks else None
             results[name] = search_with_progress(
                 lambda progress, plan=plan: engine.search(query, plan, progress=progress),
