@@ -12,6 +12,7 @@ import pytest
 from tests.browser.conftest import app_server, chromium_page, click_until, grade_button, no_exception, on_page, shown
 from workbench.config import Settings
 from workbench.judgments import judgment_rows
+from workbench.vocab import DEFAULT_TOP_N
 
 pytestmark = pytest.mark.browser
 
@@ -81,7 +82,7 @@ def test_compare_controls_write_no_grade_and_keep_top_n(app_url: str) -> None:
         box.press("Enter")
         shown(page, "RBO (p=0.9)")
         _idle(page)
-        assert _top_n(page) == 5
+        assert _top_n(page) == DEFAULT_TOP_N
         before = len(_rows())
         k_of_a = page.get_by_label("k", exact=True).first
         k_of_a.fill("10")
@@ -92,14 +93,14 @@ def test_compare_controls_write_no_grade_and_keep_top_n(app_url: str) -> None:
         shown(page, "RBO (p=0.9)")
         assert len(_rows()) == before, [(r.doc_id, r.grade, r.rater) for r in _rows()[before:]]
         assert page.get_by_text("Graded ").count() == 0  # no toast of a grade
-        assert _top_n(page) == 5
-        k_of_a.fill("3")  # below top n: held down to 3, said so, and back to 5 when k allows
+        assert _top_n(page) == DEFAULT_TOP_N
+        k_of_a.fill("3")  # below top n: held down to 3, said so, and back to top n when k allows
         k_of_a.press("Enter")
         shown(page, "top n compared is 3, the smaller k")
         k_of_a.fill("10")
         k_of_a.press("Enter")
         _idle(page)
-        assert _top_n(page) == 5
+        assert _top_n(page) == DEFAULT_TOP_N
         assert len(_rows()) == before
         no_exception(page)
 

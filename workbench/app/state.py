@@ -22,7 +22,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import error_message, is_expected
 from workbench.types import SearchPlan, StageTimings
-from workbench.vocab import DEFAULT_K, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DEFAULT_TOP_N, MAX_K
+from workbench.vocab import DEFAULT_K, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_N, MAX_K
 
 log = logging.getLogger("workbench.app")
 T = TypeVar("T")
@@ -136,7 +136,7 @@ class AppState:
     # Compare
     compare_a: _Field[CompareSide] = _Field(factory=lambda: CompareSide(rerank=False))
     compare_b: _Field[CompareSide] = _Field(factory=CompareSide)
-    compare_top_n = _Field(DEFAULT_TOP_K)
+    compare_top_n = _Field(DEFAULT_TOP_N)  # the sidebar's default top n: one set of defaults
     compare_query = _Field("")
     stores_missing: _Field[dict[str, Any] | None] = _Field(None)  # stores to offer a copy into, for a collection
     # Evaluate, Latency, Collections
