@@ -59,12 +59,10 @@ class GroupFigures(Paired):
     after: dict[str, float]
 
 
-class EvaluationReport(Paired):
-    """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON).
-
-    `warnings` says what makes the figures doubtful (judged documents missing from the collection, retrieved
-    documents that are all unjudged): front ends show them beside the figures, never instead of them.
-    """
+class ReportSubject(BaseModel):
+    """What an evaluation report is about: the queries, the collection, the models and the plan, and the averages
+    before and after. Its fields come first in a report, so a report that is missing fields (an imported one) is
+    told of these before its figures."""
 
     dataset: str
     collection: str
@@ -79,6 +77,15 @@ class EvaluationReport(Paired):
     before: dict[str, float]
     after: dict[str, float]
     metric: str = PRIMARY
+
+
+class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the paired test's, then its own
+    """Everything one evaluation measured. `before_run` and `after_run` are the TREC runs (not in JSON).
+
+    `warnings` says what makes the figures doubtful (judged documents missing from the collection, retrieved
+    documents that are all unjudged): front ends show them beside the figures, never instead of them.
+    """
+
     unjudged_before: int
     unjudged_after: int
     judged_looked_at: int
