@@ -51,6 +51,22 @@ if [ ! -x .venv/bin/python ]; then
 fi
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
+# Infinity, a real reranker server for the tests of reranker services, and its client library, beside (not
+# inside) our environment: their pins differ from ours (the client's python-dateutil<3 against chromadb's >=3).
+# It installs while our environment does (the two take minutes each); the script waits for both.
+infinity=.venv-infinity
+infinity_pid=""
+if [ "$want_test" = 1 ] && ! "$infinity/bin/python" -m pip show -q infinity-emb infinity-client >/dev/null 2>&1; then
+  echo "setup: installing the Infinity reranker server and client into $infinity"
+  (
+    set -euo pipefail
+    [ -x "$infinity/bin/python" ] || "$python" -m venv "$infinity"
+    "$infinity/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" \
+      "infinity-emb[server,torch]==0.0.78" "infinity-client==0.0.78"
+  ) &
+  infinity_pid=$!
+fi
+
 # torch first and pinned: an unpinned torch would pull gigabytes of CUDA packages.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch==2.13.0 (CPU)"
@@ -64,16 +80,10 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-# Infinity, a real reranker server for the tests of reranker services, and its client library, beside (not
-# inside) our environment: their pins differ from ours (the client's python-dateutil<3 against chromadb's >=3).
-infinity=.venv-infinity
-if [ "$want_test" = 1 ] && ! "$infinity/bin/python" -m pip show -q infinity-emb infinity-client >/dev/null 2>&1; then
-  echo "setup: installing the Infinity reranker server and client into $infinity"
-  [ -x "$infinity/bin/python" ] || "$python" -m venv "$infinity"
-  "$infinity/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" \
-    "infinity-emb[server,torch]==0.0.78" "infinity-client==0.0.78"
+if [ -n "$infinity_pid" ] && ! wait "$infinity_pid"; then
+  echo "setup: installing the Infinity reranker server into $infinity failed (see pip's messages above)" >&2
+  exit 1
 fi
-
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
   echo "setup: installing Debian's ${missing[*]} failed (see apt-get's messages above)" >&2
   exit 1
