@@ -144,6 +144,8 @@ def test_grading_an_unjudged_card_shows_the_querys_figures_on_the_same_page(page
     shown(page, "has judgments for 50 queries; this query is not one of them")
     shown(page, "unjudged")
     reranked_cards(page, 5)
+    for side in ("first", "reranked"):  # both lists' controls drawn before they are counted (a rerun draws in turn)
+        page.locator(f"[class*='st-key-grade-{side}-']").nth(4).wait_for(timeout=30_000)
     cards = page.locator("[class*='st-key-grade-first-']").count()  # top n is 5, as the previous test left it
     assert cards == page.locator("[class*='st-key-grade-reranked-']").count() == 5  # a control on every card
     click_until(
