@@ -20,6 +20,7 @@ from cachetools import TTLCache
 from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
+from workbench.fusion import parse_fusion
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.ingest_status import IngestTracker, forget_ingest
 from workbench.inputs import (
@@ -289,6 +290,8 @@ class Engine:
         }
         if isinstance(k, int) and not isinstance(k, bool) and k > 0:
             defaults["top_n"] = min(self.settings.k_return, k)
+        if given.get("fusion") is not None and "retrieval" not in given:
+            defaults["retrieval"] = "hybrid"  # a fusion named alone asks for the first stage it fuses
         return SearchPlan(**{**defaults, **given})
 
     def search(
@@ -333,13 +336,15 @@ class Engine:
         store = self.registry.get(name)
         info = self._info(name)
         rerank_model = self.reranker_of(plan)
-        key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval,
+        key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
                rerank_model.model_id if rerank_model else None)  # fmt: skip
         with self._lock:
             cached = self._results.get(key) if use_cache else None
         if cached is not None:
             return _resliced(cached, plan)
-        stage = first_stage(plan.retrieval, StageParts(store, lambda: self.bm25.get(name, store), self.settings))
+        fusion = parse_fusion(plan.fusion) if plan.fusion else None
+        parts = StageParts(store, lambda: self.bm25.get(name, store), self.settings, fusion)
+        stage = first_stage(plan.retrieval, parts)
         embedder = self._collection_embedder(name, info) if stage.needs_vector else None
         # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
         clock = [time.perf_counter()]
@@ -359,6 +364,7 @@ class Engine:
             top_n=min(plan.top_n, max(len(hits), 1)),
             filters=plan.filters,
             retrieval=plan.retrieval,
+            fusion=plan.fusion,
             embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
             reranker_model=rerank_model.model_id if rerank_model else None,
             reranker_backend=rerank_model.backend if rerank_model else None,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, create_model, model_validator
 
 from workbench.errors import InputError
+from workbench.fusion import parse_fusion
 from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
 from workbench.redact import plain_text, public_name
 from workbench.vocab import (
@@ -124,6 +125,11 @@ class SearchPlan(BaseModel):
 
     collection: str | None = Field(None, description="the collection searched (default: WORKBENCH_COLLECTION)")
     retrieval: RetrievalMode = Field("dense", description="the first stage: dense, bm25 or hybrid")
+    fusion: str | None = Field(
+        None,
+        description="how hybrid fuses its lists: 'rrf k=60 dense=1 bm25=1', or 'minmax', 'zscore' or 'l2' with the "
+        "dense list's weight ('minmax 0.7'); null: RRF with WORKBENCH_RRF_K and the WORKBENCH_HYBRID_*_WEIGHT",
+    )
     k: int = Field(DEFAULT_K, ge=1, le=MAX_K, description="first-stage candidates reranked")
     top_n: int = Field(DEFAULT_TOP_N, ge=1, le=MAX_K, description="results kept after reranking (at most k)")
     filters: dict[str, Any] = Field(default_factory=dict, description="metadata equalities, e.g. {'page': 2}")
@@ -158,6 +164,13 @@ class SearchPlan(BaseModel):
         values["k"], values["top_n"] = validate_depths(k, top_n)
         values["filters"] = parse_filters(values.get("filters"))
         values["min_score"] = validate_min_score(values.get("min_score"))
+        if values.get("fusion") is not None:
+            values["fusion"] = parse_fusion(values["fusion"]).spec
+            if values.get("retrieval", "dense") != "hybrid":
+                raise InputError(
+                    f"A fusion ('{values['fusion']}') fuses hybrid retrieval's two lists; this plan's first stage is "
+                    f"{values.get('retrieval', 'dense')}. Choose retrieval 'hybrid', or leave the fusion out."
+                )
         collection = values.get("collection")
         if collection is not None and (not isinstance(collection, str) or not collection.strip()):
             raise InputError(f"The collection must be named by text; got {plain_text(repr(collection))[:40]}.")
@@ -177,7 +190,7 @@ class SearchPlan(BaseModel):
         ('demo · hybrid k=50 → 10 · minilm-l6-qa-reranker · page=2 · min 0.5')."""
         parts = [
             self.collection or "(default collection)",
-            f"{self.retrieval} k={self.k} → {self.top_n}",
+            f"{self.retrieval}{f'({self.fusion})' if self.fusion else ''} k={self.k} → {self.top_n}",
             (public_name(self.reranker) or "").rsplit("/", 1)[-1] if self.reranks else NO_RERANKER,
         ]
         if self.filters:
@@ -187,7 +200,10 @@ class SearchPlan(BaseModel):
         return " · ".join(parts)
 
     def with_(self, **changes: Any) -> SearchPlan:
-        """This plan with some fields changed, validated again."""
+        """This plan with some fields changed, validated again (a first stage other than hybrid drops the fusion,
+        which only hybrid has)."""
+        if changes.get("retrieval", "hybrid") != "hybrid" and "fusion" not in changes:
+            changes["fusion"] = None
         return SearchPlan(**{**self.model_dump(), **changes})
 
 
@@ -240,6 +256,7 @@ class SearchResult(BaseModel):
     top_n: int
     filters: Metadata = Field(default_factory=dict)
     retrieval: Retrieval = "dense"
+    fusion: str | None = Field(None, description="how hybrid fused its lists (null: RRF with the settings' k)")
     embedding_model: str
     reranker_model: str | None
     reranker_backend: str | None = Field(None, description="what scored the pairs, e.g. torch:cpu, onnx-int8:cpu")
@@ -267,8 +284,8 @@ class SearchResult(BaseModel):
     def plan(self) -> SearchPlan:
         """The plan this result answered, its reranker named by the model that ran (None when none did)."""
         return SearchPlan(
-            collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=self.top_n, filters=self.filters,
-            reranker=self.reranker_model, min_score=self.min_score,
+            collection=self.collection, retrieval=self.retrieval, fusion=self.fusion, k=self.k, top_n=self.top_n,
+            filters=self.filters, reranker=self.reranker_model, min_score=self.min_score,
         )  # fmt: skip
 
     @computed_field  # type: ignore[prop-decorator]

@@ -68,6 +68,11 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
     "bm25": RetrievalModeInfo("bm25", "BM25", "BM25", "BM25", "keywords"),
     "hybrid": RetrievalModeInfo("hybrid", "hybrid", "Hybrid (dense + BM25)", "RRF", "both, fused by reciprocal rank"),
 }
+# How a hybrid first stage fuses its lists (workbench.fusion names one, workbench.retrieval.fusion computes it):
+# by rank (RRF), or by a weighted sum of scores normalised by min-max, z-score (mean 0, deviation 1) or L2 norm.
+FusionMethod = Literal["rrf", "minmax", "zscore", "l2"]
+FUSION_METHODS: Final[tuple[str, ...]] = get_args(FusionMethod)
+LINEAR_FUSIONS: Final[tuple[str, ...]] = FUSION_METHODS[1:]
 
 # Rerankers --------------------------------------------------------------------------------------------------
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino"]  # what runs a model on the CPU

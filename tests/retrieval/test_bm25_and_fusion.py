@@ -12,7 +12,8 @@ import pytest
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.retrieval import BM25Index, reciprocal_rank_fusion, tokenize
+from workbench.fusion import rrf
+from workbench.retrieval import BM25Index, fuse, tokenize
 from workbench.types import Chunk, Hit
 
 DOCS = {
@@ -86,12 +87,12 @@ def test_reciprocal_rank_fusion_by_hand() -> None:
     def hits(*ids: str) -> list[Hit]:
         return [Hit(id=i, text=i, score=10.0 - n) for n, i in enumerate(ids)]
 
-    fused = reciprocal_rank_fusion({"dense": hits("a", "b", "c"), "bm25": hits("c", "a", "d")}, k=60)
+    fused = fuse({"dense": hits("a", "b", "c"), "bm25": hits("c", "a", "d")}, rrf(60))
     expected = {"a": 1 / 61 + 1 / 62, "b": 1 / 62, "c": 1 / 63 + 1 / 61, "d": 1 / 63}
     assert [h.id for h in fused] == ["a", "c", "b", "d"]
     assert {h.id: h.score for h in fused} == pytest.approx(expected)
     assert fused[1].sources == {"dense": {"score": 8.0, "rank": 3}, "bm25": {"score": 10.0, "rank": 1}}
-    weighted = reciprocal_rank_fusion({"dense": hits("a", "b"), "bm25": hits("b", "a")}, k=60, weights={"bm25": 2})
+    weighted = fuse({"dense": hits("a", "b"), "bm25": hits("b", "a")}, rrf(60, bm25_weight=2))
     assert [h.id for h in weighted] == ["b", "a"]
 
 

@@ -53,6 +53,8 @@ def _modes(text: str | None) -> list[str | None]:
 def cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     depth, modes, folder = _checked_arguments(args, settings)
+    if args.fusion and modes != [None] and "hybrid" not in modes:
+        raise InputError(f"--fusion fuses hybrid retrieval's lists, and --retrieval {args.retrieval} has no hybrid.")
     if args.candidates:
         if modes != [None] and modes != ["dense"]:
             raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")

@@ -18,13 +18,18 @@ __all__ = ["plan_from", "rerankers_from"]
 
 
 def plan_from(args: argparse.Namespace, engine: Engine, **given: Any) -> SearchPlan:
-    """The one search plan a command's options make: --collection, --retrieval, -k, -n, --filter, --min-score and
-    the reranker (`rerankers_from`), each left out taking the settings' default (`Engine.plan`). `given` sets a
-    field the command decides itself (one first stage of a sweep, the collection a candidates file became)."""
+    """The one search plan a command's options make: --collection, --retrieval, --fusion, -k, -n, --filter,
+    --min-score and the reranker (`rerankers_from`), each left out taking the settings' default (`Engine.plan`).
+    `given` sets a field the command decides itself (one first stage of a sweep, the collection a candidates file
+    became)."""
     chosen = rerankers_from(args, engine.settings)
+    fusion = getattr(args, "fusion", None)
+    if given.get("retrieval") not in (None, "hybrid"):
+        fusion = None  # one first stage of a sweep (`eval --retrieval dense,hybrid --fusion ...`) that fuses nothing
     fields: dict[str, Any] = {
         "collection": getattr(args, "collection", None),
         "retrieval": getattr(args, "retrieval", None),
+        "fusion": fusion,
         "k": getattr(args, "k", None),
         "top_n": getattr(args, "n", None),
         "filters": getattr(args, "filter", None),
@@ -50,13 +55,14 @@ def rerankers_from(args: argparse.Namespace, settings: Settings) -> list[str | N
     return [on_backend(model, backend) for model in named or [settings.reranker_model]]
 
 
-SPEC_NAMES = {"retrieval": "retrieval", "k": "k", "n": "top_n", "top_n": "top_n", "reranker": "reranker",
-              "backend": "backend", "collection": "collection"}  # fmt: skip
+SPEC_NAMES = {"retrieval": "retrieval", "fusion": "fusion", "k": "k", "n": "top_n", "top_n": "top_n",
+              "reranker": "reranker", "backend": "backend", "collection": "collection"}  # fmt: skip
 
 
 def plan_from_spec(engine: Engine, text: str, option: str, collection: str | None = None) -> SearchPlan:
-    """A plan from `retrieval=hybrid,k=20,n=5,reranker=none,backend=onnx` (what `query-sets compare --a/--b`
-    take), over `collection` and the settings' defaults; `backend` puts the reranker on it, as --backend does."""
+    """A plan from `retrieval=hybrid,fusion=minmax 0.7,k=20,n=5,reranker=none,backend=onnx` (what `query-sets
+    compare --a/--b` take), over `collection` and the settings' defaults; `backend` puts the reranker on it, as
+    --backend does."""
     fields: dict[str, Any] = {"collection": collection}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         key, sep, value = part.partition("=")

@@ -16,11 +16,11 @@ from pathlib import Path
 from workbench.config import Settings
 from workbench.errors import StoreError
 from workbench.retrieval.bm25 import BM25Index, tokenize
-from workbench.retrieval.fusion import RRF_K, reciprocal_rank_fusion
+from workbench.retrieval.fusion import fuse
 from workbench.stores.base import Collection
 from workbench.types import Chunk
 
-__all__ = ["RRF_K", "BM25Index", "BM25Indexes", "reciprocal_rank_fusion", "tokenize"]
+__all__ = ["BM25Index", "BM25Indexes", "fuse", "tokenize"]
 
 
 def _same_texts(index: BM25Index, collection: Collection) -> bool:

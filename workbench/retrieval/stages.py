@@ -2,7 +2,7 @@
 
     dense    the store's vector search (the query embedded first; a store that embeds queries itself gets the text)
     bm25     the collection's BM25 index
-    hybrid   both, fused by reciprocal rank (composes the two above)
+    hybrid   both, fused as the plan names (RRF with the settings' constant and weights unless it names one)
 
 A new first stage (SPLADE, a store's native hybrid) is one class with `candidates` and one line in `FIRST_STAGES`;
 the engine asks the registry for the plan's stage and never names one.
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from workbench.config import Settings
+from workbench.fusion import Fusion, rrf
 from workbench.retrieval.bm25 import BM25Index
-from workbench.retrieval.fusion import reciprocal_rank_fusion
+from workbench.retrieval.fusion import fuse
 from workbench.stores.base import Collection
 from workbench.types import Hit, Metadata
 
@@ -34,12 +35,13 @@ class FirstStage(Protocol):
 
 @dataclass(frozen=True)
 class StageParts:
-    """What a first stage may be built from: the collection's store, its BM25 index (loaded on first ask), and
-    the settings (fusion's constant and weights)."""
+    """What a first stage may be built from: the collection's store, its BM25 index (loaded on first ask), the
+    settings, and the fusion the plan names (None: RRF with the settings' constant and weights)."""
 
     store: Collection
     bm25: Callable[[], BM25Index]
     settings: Settings
+    fusion: Fusion | None = None
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,11 @@ class Bm25Stage:
 
 @dataclass(frozen=True)
 class HybridStage:
-    """Dense and BM25, fused by reciprocal rank with the settings' constant and weights."""
+    """Dense and BM25, each `depth` deep, fused."""
 
     dense: DenseStage
     keywords: Bm25Stage
-    rrf_k: int
-    weights: dict[str, float]
+    fusion: Fusion
 
     @property
     def needs_vector(self) -> bool:
@@ -81,12 +82,17 @@ class HybridStage:
             "dense": self.dense.candidates(query, depth, filters, vector),
             "bm25": self.keywords.candidates(query, depth, filters),
         }
-        return reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=self.weights)
+        return fuse(rankings, self.fusion)
+
+
+def settings_fusion(settings: Settings) -> Fusion:
+    """The fusion a plan that names none gets: RRF with WORKBENCH_RRF_K and WORKBENCH_HYBRID_*_WEIGHT."""
+    return rrf(settings.rrf_k, settings.hybrid_dense_weight, settings.hybrid_bm25_weight)
 
 
 def _hybrid(parts: StageParts) -> HybridStage:
-    weights = {"dense": parts.settings.hybrid_dense_weight, "bm25": parts.settings.hybrid_bm25_weight}
-    return HybridStage(DenseStage(parts.store), Bm25Stage(parts.bm25()), parts.settings.rrf_k, weights)
+    fusion = parts.fusion or settings_fusion(parts.settings)
+    return HybridStage(DenseStage(parts.store), Bm25Stage(parts.bm25()), fusion)
 
 
 # The registry: a retrieval mode's name -> how its stage is built. vocab.RETRIEVAL_MODES names the same modes

@@ -120,6 +120,7 @@ class SearchResponse(BaseModel):
     results: list[SearchHit]
     collection: str
     retrieval: str
+    fusion: str | None = None
     reranker: str | None = None
     timings: StageTimings
     trace_id: str
@@ -137,6 +138,7 @@ def seed_plan(
     retrieval: str | None = None,
     filters: dict[str, Any] | None = None,
     min_score: float | None = None,
+    fusion: str | None = None,
 ) -> SearchPlan:
     """The plan behind seed 002's search, wherever it is asked (HTTP /search, MCP's search tool, `retrieve_chunks`):
     `top_k` (1-20) results from `k` candidates, by default max(top_k, RERANKER_K_RETRIEVE) when the configured
@@ -148,8 +150,8 @@ def seed_plan(
     if isinstance(k, int) and not isinstance(k, bool) and k < top_k:
         raise InputError(f"k ({k}) must be at least top_k ({top_k}).")
     return engine.plan(
-        collection=collection, retrieval=retrieval, k=k, top_n=top_k, filters=filters, reranker=reranker,
-        min_score=min_score,
+        collection=collection, retrieval=retrieval, fusion=fusion, k=k, top_n=top_k, filters=filters,
+        reranker=reranker, min_score=min_score,
     )  # fmt: skip
 
 
@@ -167,6 +169,7 @@ def search_documents(
     events: EventSink | None = None,
     deadline: float | None = None,
     min_score: float | None = None,
+    fusion: str | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
@@ -174,7 +177,7 @@ def search_documents(
     RetrievalCompleted event to `events`."""
     plan = seed_plan(
         engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
-        min_score=min_score,
+        min_score=min_score, fusion=fusion,
     )  # fmt: skip
     result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
@@ -187,6 +190,7 @@ def search_documents(
         results=hits,
         collection=result.collection,
         retrieval=result.retrieval,
+        fusion=result.fusion,
         reranker=public_name(result.reranker_model),
         timings=result.timings,
         trace_id=trace,

@@ -28,6 +28,7 @@ class ExplainRequest(BaseModel):
     collection: str | None = Field(None, description="default: WORKBENCH_COLLECTION")
     k: int | None = Field(None, ge=1, le=MAX_K, description="candidates searched for the document (default 50)")
     retrieval: str | None = Field(None, description="dense, bm25 or hybrid")
+    fusion: str | None = Field(None, max_length=80, description="hybrid's fusion ('rrf k=60', 'minmax 0.7', ...)")
 
     @field_validator("query")
     @classmethod
@@ -49,7 +50,7 @@ async def explain(body: ExplainRequest, state: State) -> Explanation:
 
     def explained() -> Explanation:
         if body.document_id is not None:
-            plan = state.engine.plan(collection=body.collection, k=body.k, retrieval=body.retrieval)
+            plan = state.engine.plan(collection=body.collection, k=body.k, retrieval=body.retrieval, fusion=body.fusion)
             return explain_document(state.engine, body.query, body.document_id, plan)
         reranker = state.engine.reranker()
         if reranker is None:

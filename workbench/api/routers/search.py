@@ -30,6 +30,12 @@ class SearchRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=MAX_K, description="candidates reranked (default max(top_k, 50))")
     rerank: bool = True
     retrieval: str | None = Field(None, description="dense, bm25 or hybrid")
+    fusion: str | None = Field(
+        None,
+        max_length=80,
+        description="hybrid's fusion: 'rrf k=60', or 'minmax', 'zscore' or 'l2' and the dense "
+        "weight ('minmax 0.7'); given alone, it makes the first stage hybrid",
+    )
     min_score: float | None = Field(
         None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
     )
@@ -71,6 +77,7 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             k=body.k,
             rerank=body.rerank,
             retrieval=body.retrieval,
+            fusion=body.fusion,
             trace_id=trace,
             events=state.events,
             deadline=until,

@@ -44,3 +44,13 @@ def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = validate.__name__
     return convert
+
+
+def fusion_option(parser: argparse.ArgumentParser) -> None:
+    """--fusion: how a hybrid first stage fuses its two lists (workbench.fusion reads it)."""
+    parser.add_argument(
+        "--fusion",
+        metavar="FUSION",
+        help="hybrid's fusion: 'rrf k=60 dense=1 bm25=1', or minmax, zscore or l2 with the dense list's weight "
+        "('minmax 0.7'); given alone, it makes the first stage hybrid",
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import candidates_options, store_options
+from workbench.cli.parsers.common import candidates_options, fusion_option, store_options
 from workbench.vocab import (
     BACKEND_CHOICES,
     DEFAULT_TARGET_PRECISION,
@@ -57,6 +57,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "--retrieval",
         help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
     )
+    fusion_option(evaluate)
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument(
         "--calibrate",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import store_options
+from workbench.cli.parsers.common import fusion_option, store_options
 from workbench.vocab import BACKEND_CHOICES, RETRIEVAL_MODES, spoken
 
 
@@ -23,6 +23,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     explain.add_argument("--collection", help="collection name (default: WORKBENCH_COLLECTION)")
     explain.add_argument("-k", type=int, default=None, help="candidates searched for the document (default 50)")
     explain.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="candidate source (default: WORKBENCH_RETRIEVAL)")
+    fusion_option(explain)
     explain.add_argument("--reranker", help="reranker model id, folder or service URL (default: RERANKER_MODEL)")
     explain.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     explain.add_argument(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import store_options
+from workbench.cli.parsers.common import fusion_option, store_options
 from workbench.vocab import (
     DEFAULT_JUDGE_CHECK,
     DEFAULT_JUDGE_LIMIT,
@@ -72,6 +72,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "-n", "--top-n", dest="n", type=int, help="the top n the queue is drawn from (default: RERANKER_K_RETURN)"
     )
     llm.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
+    fusion_option(llm)
     llm.add_argument("--max-queries", type=int, help="evaluate at most this many judged queries")
     llm.add_argument("--json", action="store_true", help="print the run as JSON")
     store_options(llm)
