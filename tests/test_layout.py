@@ -28,6 +28,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.redact",
         "workbench.extras",
         "workbench.inputs",
+        "workbench.fusion",
         "workbench.models",
         "workbench.service_calls",
     ),

@@ -291,7 +291,7 @@ class Engine:
         if isinstance(k, int) and not isinstance(k, bool) and k > 0:
             defaults["top_n"] = min(self.settings.k_return, k)
         if given.get("fusion") is not None and "retrieval" not in given:
-            defaults["retrieval"] = "hybrid"  # a fusion named alone asks for the first stage it fuses
+            del defaults["retrieval"]  # a fusion named alone: the plan takes the first stage it fuses
         return SearchPlan(**{**defaults, **given})
 
     def search(

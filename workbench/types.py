@@ -155,6 +155,8 @@ class SearchPlan(BaseModel):
         if not isinstance(given, dict):
             return given
         values = dict(given)
+        if values.get("fusion") is not None and values.get("retrieval") is None:
+            values["retrieval"] = "hybrid"  # a fusion named alone asks for the first stage it fuses
         if "retrieval" in values:
             values["retrieval"] = validate_retrieval(values["retrieval"])
         k = values.get("k", DEFAULT_K)

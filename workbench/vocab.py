@@ -73,6 +73,9 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
 FusionMethod = Literal["rrf", "minmax", "zscore", "l2"]
 FUSION_METHODS: Final[tuple[str, ...]] = get_args(FusionMethod)
 LINEAR_FUSIONS: Final[tuple[str, ...]] = FUSION_METHODS[1:]
+# A tuning run's grid when the user names none (`workbench tune`): first stages (a fusion is hybrid under it) × k.
+DEFAULT_FIRST_STAGES: Final = ("dense", "bm25", "hybrid", "minmax 0.5", "zscore 0.5")
+DEFAULT_TUNE_KS: Final = (10, 20, 50)
 
 # Rerankers --------------------------------------------------------------------------------------------------
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino"]  # what runs a model on the CPU

@@ -26,7 +26,7 @@ def headline(report: EvaluationReport) -> None:
     )
     st.caption(
         f"embedder `{report.embedding_model}` · reranker `{report.reranker_model or 'none'}`"
-        f"{f' on `{report.reranker_backend}`' if report.reranker_backend else ''} · {report.retrieval} "
+        f"{f' on `{report.reranker_backend}`' if report.reranker_backend else ''} · {report.first_stage} "
         f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
     )
     for warning in report.warnings:
@@ -126,8 +126,8 @@ def charts(report: EvaluationReport) -> None:
 
 def most_hurt_and_helped(report: EvaluationReport) -> None:
     """The queries reranking hurt and helped most, each one click from Explore."""
-    plan = SearchPlan(collection=report.collection, retrieval=report.retrieval, k=min(report.k, MAX_K),
-                      top_n=min(report.top_n, report.k, MAX_K), reranker=None)  # fmt: skip
+    plan = SearchPlan(collection=report.collection, retrieval=report.retrieval, fusion=report.fusion,
+                      k=min(report.k, MAX_K), top_n=min(report.top_n, report.k, MAX_K), reranker=None)  # fmt: skip
 
     hurt, helped = st.columns(2)
     for column, title, rows in (

@@ -51,7 +51,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         args.collection, demo = found.name, False
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
-    candidate = plan_from(args, engine)
+    candidate = _candidate(engine, args)
     baseline = _baseline(engine, args, candidate)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
     budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
@@ -72,6 +72,22 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(shown(f"baseline {decision.baseline}"))
     sys.stdout.flush()
     return decision.exit_code
+
+
+def _candidate(engine: Engine, args: argparse.Namespace) -> SearchPlan:
+    """The candidate: the options' plan, or a kept experiment's (`workbench tune` keeps its recommended cell)."""
+    if not args.candidate_experiment:
+        return plan_from(args, engine)
+    named = [o for o in ("retrieval", "fusion", "k", "n", "reranker", "backend") if getattr(args, o, None)]
+    if named or args.no_rerank or args.candidates:
+        shown_options = ", ".join(f"--{o}" if len(o) > 1 else f"-{o}" for o in named) or "--no-rerank/--candidates"
+        raise InputError(f"--candidate-experiment is the whole candidate: leave out {shown_options}.")
+    plan = open_experiment_store(engine.settings).get(args.candidate_experiment).plan
+    if args.collection and plan.collection != args.collection:
+        raise InputError(
+            f"Experiment {args.candidate_experiment} ran on '{plan.collection}', not on '{args.collection}'."
+        )
+    return plan
 
 
 def _baseline(engine: Engine, args: argparse.Namespace, candidate: SearchPlan) -> SearchPlan | str | None:

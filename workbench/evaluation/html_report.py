@@ -134,7 +134,7 @@ def _head(report: EvaluationReport) -> list[str]:
                 ("reranker", report.reranker_model or "none"),
                 ("reranker backend", report.reranker_backend or "—"),
                 ("embedder", report.embedding_model),
-                ("first stage", report.retrieval),
+                ("first stage", report.first_stage),
                 ("candidates k / top n", f"{report.k} / {report.top_n}"),
                 ("judged queries", report.queries),
                 ("written", dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")),

@@ -6,15 +6,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from workbench.engine import Engine
 from workbench.rerankers.remote import RemoteReranker
 from workbench.types import SearchPlan, SearchResult
 
+Answer = TypeVar("Answer")
+
 
 def concurrency_for(engine: Engine, plan: SearchPlan) -> int:
     """WORKBENCH_RERANK_CONCURRENCY for a reranker that is a service, 1 otherwise."""
     return engine.settings.rerank_concurrency if isinstance(engine.reranker_of(plan), RemoteReranker) else 1
+
+
+def _in_order(
+    texts: Sequence[str],
+    answer: Callable[[str], Answer],
+    workers: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[Answer]:
+    """`answer(text)` of each text, in order: on `workers` threads when more than one; `progress(done, total)`
+    after each, from the calling thread."""
+    workers = min(workers, max(len(texts), 1))
+    answers: list[Answer] = []
+    if workers == 1:
+        for done, text in enumerate(texts, start=1):
+            answers.append(answer(text))
+            if progress:
+                progress(done, len(texts))
+        return answers
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="workbench-eval") as pool:
+        futures = [pool.submit(answer, text) for text in texts]
+        for done, future in enumerate(futures, start=1):
+            answers.append(future.result())
+            if progress:
+                progress(done, len(texts))
+    return answers
 
 
 def search_all(
@@ -27,23 +55,26 @@ def search_all(
     """Each text searched as `plan` says (the whole text: evaluation scores it all), in order; `progress(done,
     total)` after each search, from the calling thread. `use_cache=False` does the real work of every search (a
     latency budget is checked on searches that ran, never on cached ones)."""
-    workers = min(concurrency_for(engine, plan), max(len(texts), 1))
 
     def one(text: str) -> SearchResult:
         return engine.search(text, plan, max_query_chars=None, use_cache=use_cache)
 
-    if workers == 1:
-        results = []
-        for done, text in enumerate(texts, start=1):
-            results.append(one(text))
-            if progress:
-                progress(done, len(texts))
-        return results
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="workbench-eval") as pool:
-        futures = [pool.submit(one, text) for text in texts]
-        results = []
-        for done, future in enumerate(futures, start=1):
-            results.append(future.result())
-            if progress:
-                progress(done, len(texts))
-        return results
+    return _in_order(texts, one, concurrency_for(engine, plan), progress)
+
+
+def search_each(
+    engine: Engine,
+    plans: Sequence[SearchPlan],
+    texts: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[list[SearchResult]]:
+    """Each text searched under every plan, a query's plans one after another, so that a pair several plans share
+    is scored once and read from the score cache while it is fresh: results[plan][query]. Queries run at once
+    where a reranker is a service, as in `search_all`; `progress(done, total)` per query."""
+
+    def every(text: str) -> list[SearchResult]:
+        return [engine.search(text, plan, max_query_chars=None) for plan in plans]
+
+    workers = max((concurrency_for(engine, plan) for plan in plans), default=1)
+    rows = _in_order(texts, every, workers, progress)
+    return [[row[index] for row in rows] for index in range(len(plans))]

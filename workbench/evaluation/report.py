@@ -71,6 +71,7 @@ class ReportSubject(BaseModel):
     reranker_backend: str | None = None  # what ran the reranker ('torch:cpu', 'onnx:cpu', a service): figures follow it
     score_scale: str | None = None
     retrieval: str = "dense"
+    fusion: str | None = None  # hybrid's fusion when the plan named one (None: RRF with the settings' k)
     k: int
     top_n: int
     queries: int
@@ -116,12 +117,18 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
         """How the report's files begin (`<stem>.report.md`): the collection's name made safe for a file name."""
         return safe_file_stem(self.collection, "evaluation")
 
+    @property
+    def first_stage(self) -> str:
+        """The first stage as a plan's key writes it: 'dense', 'hybrid', 'hybrid(minmax 0.7)'."""
+        return f"{self.retrieval}({self.fusion})" if self.fusion else self.retrieval
+
     def summary(self) -> dict[str, Any]:
         """The figures `workbench eval --json` prints."""
         data: dict[str, Any] = {
             "dataset": self.dataset,
             "collection": self.collection,
             "retrieval": self.retrieval,
+            "fusion": self.fusion,
             "k": self.k,
             "top_n": self.top_n,
             "before": self.before,
@@ -267,7 +274,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             f"# Evaluation: {self.dataset} on '{self.collection}'",
             "",
             f"- embedder `{self.embedding_model}`, reranker `{self.reranker_model or 'none'}`"
-            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}, retrieval {self.retrieval}",
+            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}, retrieval {self.first_stage}",
             f"- {self.queries} judged queries, k = {self.k} candidates, top n = {self.top_n}",
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]

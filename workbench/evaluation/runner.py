@@ -23,7 +23,7 @@ from workbench.evaluation.report import (
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import Bounds, verdict
-from workbench.types import Chunk, SearchPlan, StageTimings
+from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
 from workbench.vocab import JUDGED_10, NDCG_10_JUDGED, SNIPPET_CHARS
 
 
@@ -38,10 +38,20 @@ def run_evaluation(
 ) -> EvaluationReport:
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
     order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10."""
-    collection, k, top_n = plan.collection or engine.settings.collection, plan.k, plan.top_n
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
-    answers = _answers(engine, plan, items, progress, use_cache)
+    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
+    collection = plan.collection or engine.settings.collection
+    return report_of(dataset, plan.with_(collection=collection), items, results, time.perf_counter() - started)
+
+
+def report_of(
+    dataset: Dataset, plan: SearchPlan, items: list[tuple[str, str]], results: list[SearchResult], seconds: float
+) -> EvaluationReport:
+    """The evaluation report of `plan`'s results for the judged queries `items` ((id, text), in order): what
+    `run_evaluation` returns, made from searches run elsewhere (a tuning run's cells)."""
+    collection, k, top_n = plan.collection or "", plan.k, plan.top_n
+    answers = _answers(items, results)
     before_run, after_run = answers.before_run, answers.after_run
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
     before, per_before = evaluate(qrels, before_run, k)
@@ -69,6 +79,7 @@ def run_evaluation(
         reranker_backend=answers.reranker_backend if answers.reranker_model else None,
         score_scale=answers.score_scale,
         retrieval=plan.retrieval,
+        fusion=plan.fusion,
         k=k,
         top_n=top_n,
         queries=len(ids),
@@ -78,7 +89,7 @@ def run_evaluation(
         unjudged_before=unjudged_before,
         unjudged_after=unjudged_after,
         judged_looked_at=looked,
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
         score_cache_hits=answers.cache_hits,
         per_query=[
             QueryOutcome(query_id=q, query=dataset.queries[q], before=per_before[q], after=per_after[q]) for q in ids
@@ -113,15 +124,8 @@ class _Answers:
     score_scale: str | None = None
 
 
-def _answers(
-    engine: Engine,
-    plan: SearchPlan,
-    items: list[tuple[str, str]],
-    progress: Callable[[int, int], None] | None,
-    use_cache: bool = True,
-) -> _Answers:
+def _answers(items: list[tuple[str, str]], results: list[SearchResult]) -> _Answers:
     answers = _Answers()
-    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
     for (qid, _), result in zip(items, results, strict=True):
         answers.candidates[qid] = scored_chunks(result.candidates)
         for candidate in result.candidates:

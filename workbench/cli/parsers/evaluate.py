@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import candidates_options, fusion_option, store_options
+from workbench.cli.parsers.experiments import dataset_options
 from workbench.vocab import (
     BACKEND_CHOICES,
+    DEFAULT_FIRST_STAGES,
     DEFAULT_TARGET_PRECISION,
+    DEFAULT_TUNE_KS,
     DEPTH_SWEEP,
     HOSTED_LIST_PRICES,
     RETRIEVAL_MODES,
@@ -16,6 +19,43 @@ from workbench.vocab import (
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    _eval_command(commands)
+    _tune_command(commands)
+
+
+def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    tune = commands.add_parser(
+        "tune",
+        help="a grid of first stages (dense, BM25, hybrid fusions) × k on judged queries, each reranked; the "
+        "cheapest cell not measurably below the best",
+    )
+    dataset_options(tune)
+    tune.add_argument(
+        "--first-stage",
+        action="append",
+        metavar="STAGE",
+        help="a first stage of the grid, repeatable: dense, bm25, hybrid (RRF with the settings' k), or a fusion "
+        "('rrf k=20', 'minmax 0.7', 'zscore 0.3', 'l2 0.5'); default: " + ", ".join(DEFAULT_FIRST_STAGES),
+    )
+    tune.add_argument(
+        "-k", action="append", type=int, help="a k of the grid, repeatable (default: "
+        + ", ".join(map(str, DEFAULT_TUNE_KS)) + ")",
+    )  # fmt: skip
+    tune.add_argument("-n", type=int, help="the largest top n weighed (default: RERANKER_K_RETURN, 10)")
+    tune.add_argument("--reranker", metavar="ID", help="the reranker every cell reranks with (default: RERANKER_MODEL)")
+    tune.add_argument("--backend", help=f"the reranker's backend: {spoken(BACKEND_CHOICES)}")
+    tune.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality, repeatable")
+    tune.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    tune.add_argument("--latency-budget-ms", type=float, help="recommend only a cell whose p95 fits this budget")
+    tune.add_argument("--timing-queries", type=int, default=10, help="queries each cell's cost is timed on (10)")
+    tune.add_argument("--out", metavar="FILE", help="write the run as Markdown (.md) or JSON (.json)")
+    tune.add_argument("--json", action="store_true", help="print the run as JSON")
+    tune.add_argument("--no-save", action="store_true", help="do not keep the recommended cell as an experiment")
+    store_options(tune)
+    tune.set_defaults(handler="workbench.cli.tune:cmd_tune")
+
+
+def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     evaluate = commands.add_parser("eval", help="metrics before and after reranking on judged queries")
     evaluate.add_argument(
         "dataset", nargs="?", help="a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), or `demo` (its judgments)"

@@ -20,6 +20,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     candidates_options(gate, "the gate decides whether reranking them ships")
     gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
     gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
+    gate.add_argument(
+        "--candidate-experiment",
+        metavar="ID",
+        help="the candidate is a kept experiment's plan (the cell `workbench tune` recommends), run now",
+    )
     gate.add_argument("--backend", help="the candidate reranker's backend")
     gate.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE)")
     gate.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN)")

@@ -1,0 +1,56 @@
+"""`workbench tune`: a grid of first stages × k on judged queries, the cheapest cell not measurably below the best,
+kept as an experiment that `workbench gate --candidate-experiment ID` can take as its candidate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workbench.cli.common import ProgressBar, settings_from, warn
+from workbench.cli.evaluate import judged_queries
+from workbench.cli.plans import plan_from
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.tuning import check_grid, tune
+from workbench.experiments import keep_report
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not 1 <= args.timing_queries <= 1000:
+        raise InputError(f"--timing-queries must be from 1 to 1000; got {args.timing_queries}.")
+    if args.out and Path(args.out).suffix.lower() not in {".md", ".json"}:
+        raise InputError(f"--out writes Markdown (.md) or JSON (.json); got '{Path(args.out).name}'.")
+    dataset, demo = judged_queries(args, settings)
+    engine = Engine(settings)
+    ks = args.k or []
+    base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n)
+    check_grid(args.first_stage or [], ks, base)  # every cell's values checked before the first query
+    if demo and args.collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    with ProgressBar("tuning", unit="query") as bar:
+        run = tune(
+            engine, dataset, base, first_stages=args.first_stage or (), ks=ks, max_queries=args.max_queries,
+            latency_budget_ms=args.latency_budget_ms, timing_queries=args.timing_queries, progress=bar,
+        )  # fmt: skip
+    if args.out:
+        text = run.model_dump_json(indent=2) if args.out.lower().endswith(".json") else run.to_markdown()
+        Path(args.out).write_text(text, encoding="utf-8")
+    if args.json:
+        print(run.model_dump_json(indent=2))
+    else:
+        print(run.to_markdown())
+    if run.recommended and not args.no_save:
+        plan = run.plans[run.recommended]
+        if run.recommended_top_n:
+            plan = plan.with_(top_n=min(run.recommended_top_n, plan.k))
+        experiment = keep_report(
+            engine, run.reports[run.recommended], plan, dataset, source=dataset.name,
+            name=f"tune: {run.recommended}", tags=["tune"], notes=run.words,
+        )  # fmt: skip
+        warn(
+            f"the recommended cell is kept as experiment {experiment.id}; `workbench gate {args.dataset or ''} "
+            f"--candidate-experiment {experiment.id}` takes it as the gate's candidate"
+        )
+    return 0

@@ -1,0 +1,360 @@
+"""One tuning run: a grid of first stages (dense, BM25, hybrid under named fusions) × k on judged queries, each cell
+reranked and scored as `workbench eval` would score its plan, and the cheapest cell that loses nothing measurable.
+
+Scores are shared across cells: a query's cells run one after another, so a pair that several cells rerank is
+scored once and read from the score cache by the others. Each cell's report is made by the same function as an
+evaluation's (`runner.report_of`), from the same searches, so a cell's figures equal `eval`'s for its plan.
+
+Cost is measured apart from quality, with every cache bypassed: the first stage of each cell on a sample of
+queries (no reranker), and the rerank time at each k on the same sample. A cell's p95 is the sum of the two p95s
+(an upper bound of the p95 of their sum); its compute seconds per 1,000 queries are the two medians added.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field, computed_field
+
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.depth import top_n_points
+from workbench.evaluation.io import Dataset
+from workbench.evaluation.latency import rerank_time_by_k
+from workbench.evaluation.parallel import search_each
+from workbench.evaluation.recommend import TopNPoint
+from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.runner import report_of
+from workbench.evaluation.service import check_plan, prepare_collection
+from workbench.evaluation.significance import Difference, bootstrap_interval, difference
+from workbench.fusion import parse_fusion
+from workbench.inputs import whole_number
+from workbench.types import SearchPlan
+from workbench.vocab import (
+    DEFAULT_FIRST_STAGES,
+    DEFAULT_TUNE_KS,
+    MAX_K,
+    NDCG_10,
+    RETRIEVAL_MODES,
+    TOP_N_SWEEP,
+    recall_at,
+)
+
+MAX_CELLS = 60
+NOTABLE_FALL = 0.005  # a fall of reranked nDCG@10 smaller than this is not worth a finding
+Progress = Callable[[int, int], None]
+
+
+def first_stage_of(text: str) -> tuple[str, str | None]:
+    """(retrieval, fusion) from a grid's first stage: 'dense', 'bm25', 'hybrid' (the settings' RRF), or a fusion
+    ('rrf k=20', 'minmax 0.7', 'hybrid:zscore 0.3'), which is hybrid under that fusion."""
+    text = (text or "").strip()
+    if text in RETRIEVAL_MODES:
+        return text, None
+    return "hybrid", parse_fusion(text.removeprefix("hybrid:").removeprefix("hybrid ")).spec
+
+
+class TuneCell(BaseModel):
+    """One cell of the grid: a first stage at one k, its quality after reranking and what it costs."""
+
+    first_stage: str  # as a plan's key writes it: 'dense', 'hybrid', 'hybrid(minmax 0.5)'
+    retrieval: str
+    fusion: str | None = None
+    k: int
+    plan_key: str
+    recall_ceiling: float = Field(description="the first stage's Recall@k: what no reranking of these k can pass")
+    ndcg_before: float
+    ndcg_after: float
+    after_ci: tuple[float, float] = Field(description="95 % bootstrap interval of the mean nDCG@10 after reranking")
+    vs_best: Difference | None = Field(None, description="nDCG@10 after, against the best cell's, paired by query")
+    first_stage_ms_p50: float | None = None
+    first_stage_ms_p95: float | None = None
+    rerank_ms_p50: float | None = None
+    rerank_ms_p95: float | None = None
+    top_n: list[TopNPoint] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        """The cell's name: 'hybrid(minmax 0.5) k=20'."""
+        return f"{self.first_stage} k={self.k}"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_ms_p95(self) -> float | None:
+        """The first stage's p95 plus the rerank p95 at this k."""
+        if self.first_stage_ms_p95 is None:
+            return None
+        return self.first_stage_ms_p95 + (self.rerank_ms_p95 or 0.0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def compute_seconds_per_1000(self) -> float | None:
+        """Seconds 1,000 queries take at the medians (ms per query × 1,000 / 1,000): what a local model costs."""
+        if self.first_stage_ms_p50 is None:
+            return None
+        return self.first_stage_ms_p50 + (self.rerank_ms_p50 or 0.0)
+
+    @property
+    def measurably_below_best(self) -> bool:
+        """Whether its nDCG@10 is below the best cell's with the paired interval excluding 0."""
+        return self.vs_best is not None and self.vs_best.ci_high < 0
+
+
+class TuningRun(BaseModel):
+    """Every cell of the grid, the best, the one to ship, and where recall and reranked quality part ways."""
+
+    dataset: str
+    collection: str
+    reranker_model: str | None
+    reranker_backend: str | None = None
+    queries: int
+    first_stages: list[str]
+    ks: list[int]
+    cells: list[TuneCell]
+    best: str
+    recommended: str | None
+    recommended_top_n: int | None = None
+    latency_budget_ms: float | None = None
+    over_budget: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(default_factory=list)
+    timing_queries: int
+    pairs_scored: int = Field(description="pairs the reranker scored (a pair several cells share counts once)")
+    pairs_in_cells: int = Field(description="pairs the cells rerank in all: what separate evaluations would score")
+    seconds: float
+    scores: dict[str, list[float]] = Field(default_factory=dict, exclude=True)  # each cell's nDCG@10 per query
+    reports: dict[str, EvaluationReport] = Field(default_factory=dict, exclude=True)  # by cell label
+    plans: dict[str, SearchPlan] = Field(default_factory=dict, exclude=True)
+
+    def cell(self, label: str) -> TuneCell:
+        """The cell of that label."""
+        return next(c for c in self.cells if c.label == label)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def words(self) -> str:
+        """The recommendation in a sentence or two."""
+        best = self.cell(self.best)
+        if self.recommended is None:
+            return (
+                f"No cell keeps the {self.latency_budget_ms:,.0f} ms p95 budget; the best is {best.label} "
+                f"(nDCG@10 {best.ndcg_after:.3f})."
+            )
+        chosen = self.cell(self.recommended)
+        if chosen.label == best.label:
+            said = f"Ship {chosen.label}: nDCG@10 {chosen.ndcg_after:.3f}, the best of {len(self.cells)} cells"
+        else:
+            assert chosen.vs_best is not None
+            said = (
+                f"Ship {chosen.label}: nDCG@10 {chosen.ndcg_after:.3f}, not measurably below the best, {best.label} "
+                f"({best.ndcg_after:.3f}; difference {chosen.vs_best.delta:+.3f}, 95 % CI {chosen.vs_best.ci_low:+.3f} "
+                f"to {chosen.vs_best.ci_high:+.3f})"
+            )
+        if chosen.compute_seconds_per_1000 is not None and best.compute_seconds_per_1000:
+            said += f", at {chosen.compute_seconds_per_1000 / best.compute_seconds_per_1000:.0%} of its compute"
+        said += "."
+        if self.recommended_top_n is not None:
+            said += f" Keep the top {self.recommended_top_n}."
+        if self.over_budget:
+            said += f" Left out for a p95 over the {self.latency_budget_ms:,.0f} ms budget: {len(self.over_budget)}."
+        return said
+
+    def table(self) -> list[dict[str, Any]]:
+        """A row per cell, for a table on a page or a terminal."""
+        return [
+            {
+                "cell": c.label,
+                "Recall@k": round(c.recall_ceiling, 4),
+                "nDCG@10 before": round(c.ndcg_before, 4),
+                "nDCG@10 after": round(c.ndcg_after, 4),
+                "95 % CI": f"{c.after_ci[0]:.3f} to {c.after_ci[1]:.3f}",
+                "vs best": "—" if c.vs_best is None or c.label == self.best else f"{c.vs_best.delta:+.4f}",
+                "p95 ms": None if c.total_ms_p95 is None else round(c.total_ms_p95, 1),
+                "s / 1,000 queries": None
+                if c.compute_seconds_per_1000 is None
+                else round(c.compute_seconds_per_1000, 1),
+                "": "recommended" if c.label == self.recommended else ("best" if c.label == self.best else ""),
+            }
+            for c in self.cells
+        ]
+
+    def to_markdown(self) -> str:
+        """The run as Markdown: the sentence, the table, the findings."""
+        rows = self.table()
+        head = list(rows[0])
+        lines = [
+            f"# Tuning: {self.dataset} on '{self.collection}'",
+            "",
+            f"- reranker `{self.reranker_model or 'none'}`"
+            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}; {self.queries} judged queries; "
+            f"{len(self.cells)} cells; {self.pairs_scored:,} pairs scored for {self.pairs_in_cells:,} reranked in "
+            f"the cells; {self.seconds:.1f} s",
+            f"- cost measured with caches bypassed on {self.timing_queries} queries per cell",
+            "",
+            self.words,
+            "",
+            "| " + " | ".join(head) + " |",
+            "| " + " | ".join("---" for _ in head) + " |",
+            *("| " + " | ".join("" if r[h] is None else str(r[h]) for h in head) + " |" for r in rows),
+        ]
+        if self.findings:
+            lines += ["", "## Where recall and reranked quality part ways", "", *(f"- {f}" for f in self.findings)]
+        return "\n".join(lines) + "\n"
+
+
+def check_grid(first_stages: Sequence[str], ks: Sequence[Any], base: SearchPlan) -> list[SearchPlan]:
+    """The grid's plans (first stage × k, each with the base plan's reranker, filters and top n, at most k),
+    checked before any work: InputError naming the first bad value."""
+    stages = list(dict.fromkeys(first_stage_of(s) for s in first_stages or DEFAULT_FIRST_STAGES))
+    depths = sorted({whole_number("k", k) for k in ks or DEFAULT_TUNE_KS})
+    bad = [k for k in depths if not 1 <= k <= MAX_K]
+    if bad:
+        raise InputError(f"Each k of the grid must be from 1 to {MAX_K}; got {', '.join(map(str, bad))}.")
+    if len(stages) * len(depths) > MAX_CELLS:
+        raise InputError(
+            f"The grid has {len(stages) * len(depths)} cells ({len(stages)} first stages × {len(depths)} k); "
+            f"at most {MAX_CELLS} run in one tuning run."
+        )
+    return [
+        base.with_(retrieval=retrieval, fusion=fusion, k=k, top_n=min(base.top_n, k))
+        for retrieval, fusion in stages
+        for k in depths
+    ]
+
+
+def _first_stage_times(engine: Engine, plans: Sequence[SearchPlan], sample: list[str]) -> dict[str, list[float]]:
+    """Each plan's first stage (embedding and search, no reranker, caches bypassed) timed on the sample."""
+    times: dict[str, list[float]] = {}
+    for plan in plans:
+        bare = plan.with_(reranker=None)
+        if bare.key not in times:
+            engine.search(sample[0], bare, max_query_chars=None)  # indexes and models loaded before the clock
+            results = [engine.search(q, bare, max_query_chars=None, use_cache=False) for q in sample]
+            times[bare.key] = [r.timings.embed_ms + r.timings.search_ms for r in results]
+    return times
+
+
+def tune(
+    engine: Engine,
+    dataset: Dataset,
+    base: SearchPlan,
+    *,
+    first_stages: Sequence[str] = DEFAULT_FIRST_STAGES,
+    ks: Sequence[Any] = DEFAULT_TUNE_KS,
+    max_queries: int | None = None,
+    latency_budget_ms: float | None = None,
+    timing_queries: int = 10,
+    progress: Progress | None = None,
+) -> TuningRun:
+    """Every cell of first stages × ks on the dataset's judged queries, reranked by the base plan's reranker; the
+    best cell by nDCG@10, and the recommended: the cheapest (compute per 1,000 queries) whose nDCG@10 is not
+    measurably below the best's (paired 95 % interval includes 0) and whose p95 keeps the budget."""
+    started = time.perf_counter()
+    plans = check_grid(first_stages, ks, base)
+    collection = base.collection or engine.settings.collection
+    plans = [p.with_(collection=collection) for p in plans]
+    _, _, max_queries, _ = check_plan(base.k, base.top_n, max_queries)
+    reranker = engine.reranker_of(base)  # a missing model fails now, not after the ingest
+    prepare_collection(engine, dataset, collection)
+    items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
+    if not items:
+        raise InputError(f"{dataset.name} has no judged query with text to tune on.")
+    calls_before = reranker.usage.documents if reranker else 0
+    results = search_each(engine, plans, [text for _, text in items], progress)
+    scored = (reranker.usage.documents - calls_before) if reranker else 0
+    reports = {
+        plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
+        for plan, answered in zip(plans, results, strict=True)
+    }
+    sample = [text for _, text in items[:timing_queries]]
+    stage_times = _first_stage_times(engine, plans, sample)
+    rerank_times = (
+        {t.k: t for t in rerank_time_by_k(engine, sample, base, sorted({p.k for p in plans}), max_query_chars=None)}
+        if reranker
+        else {}
+    )
+    cells = [_cell(plan, reports[plan.key], stage_times, rerank_times) for plan in plans]
+    run = TuningRun(
+        dataset=dataset.name, collection=collection, reranker_model=reranker.model_id if reranker else None,
+        reranker_backend=reranker.backend if reranker else None, queries=len(items),
+        first_stages=list(dict.fromkeys(c.first_stage for c in cells)), ks=sorted({c.k for c in cells}), cells=cells,
+        best="", recommended=None, latency_budget_ms=latency_budget_ms, timing_queries=len(sample),
+        pairs_scored=scored,
+        pairs_in_cells=sum(len(r.candidates) for answered in results for r in answered) if reranker else 0,
+        seconds=time.perf_counter() - started, reports={c.label: reports[c.plan_key] for c in cells},
+        scores={c.label: [o.after[NDCG_10] for o in reports[c.plan_key].per_query] for c in cells},
+        plans={c.label: plan for c, plan in zip(cells, plans, strict=True)},
+    )  # fmt: skip
+    return decide(run)
+
+
+def _cell(
+    plan: SearchPlan, report: EvaluationReport, stage_times: dict[str, list[float]], rerank_times: dict[int, Any]
+) -> TuneCell:
+    after = [o.after[NDCG_10] for o in report.per_query]
+    stage = stage_times.get(plan.with_(reranker=None).key, [])
+    rerank = rerank_times.get(plan.k)
+    return TuneCell(
+        first_stage=report.first_stage, retrieval=plan.retrieval, fusion=plan.fusion, k=plan.k, plan_key=plan.key,
+        recall_ceiling=report.before.get(recall_at(plan.k), 0.0), ndcg_before=report.before[NDCG_10],
+        ndcg_after=report.after[NDCG_10], after_ci=bootstrap_interval([0.0] * len(after), after) if after else (0, 0),
+        first_stage_ms_p50=float(np.percentile(stage, 50)) if stage else None,
+        first_stage_ms_p95=float(np.percentile(stage, 95)) if stage else None,
+        rerank_ms_p50=rerank.rerank_ms_p50 if rerank else None, rerank_ms_p95=rerank.rerank_ms_p95 if rerank else None,
+        top_n=top_n_points(report, [n for n in TOP_N_SWEEP if n <= plan.k]),
+    )  # fmt: skip
+
+
+def decide(run: TuningRun) -> TuningRun:
+    """The run with its best cell, each cell's difference from it, the recommendation (cheapest cell not
+    measurably below the best, within the budget), its top n, and the findings."""
+    scores, cells = run.scores, run.cells
+    best = max(cells, key=lambda c: (c.ndcg_after, -(c.compute_seconds_per_1000 or 0.0), -c.k))
+    cells = [c.model_copy(update={"vs_best": difference(scores[best.label], scores[c.label])}) for c in cells]
+    budget = run.latency_budget_ms
+    over = [c.label for c in cells if budget is not None and c.total_ms_p95 is not None and c.total_ms_p95 > budget]
+    allowed = [c for c in cells if c.label not in over and not c.measurably_below_best]
+    chosen = min(allowed, key=lambda c: (c.compute_seconds_per_1000 or 0.0, c.k), default=None)
+    top_n = None
+    if chosen is not None and chosen.top_n:
+        largest = max(chosen.top_n, key=lambda t: t.n)
+        top_n = next(t.n for t in sorted(chosen.top_n, key=lambda t: t.n) if t is largest or _overlap(t.ci, largest.ci))
+    return run.model_copy(
+        update={
+            "cells": cells, "best": best.label, "recommended": chosen.label if chosen else None,
+            "recommended_top_n": top_n, "over_budget": over, "findings": findings(cells, scores),
+        }
+    )  # fmt: skip
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[1] >= b[0] and b[1] >= a[0]
+
+
+def findings(cells: list[TuneCell], scores: dict[str, list[float]]) -> list[str]:
+    """Where a deeper k (same first stage) or fusion (hybrid against dense or BM25 at the same k) raises the first
+    stage's recall while reranked nDCG@10 falls by at least `NOTABLE_FALL`; each with the paired interval of the
+    fall, those measurable (the interval below 0) first, then the largest falls."""
+    found: list[tuple[bool, float, str]] = []
+    for simpler in cells:
+        for richer in cells:
+            deeper = richer.first_stage == simpler.first_stage and richer.k > simpler.k
+            fused = richer.k == simpler.k and richer.retrieval == "hybrid" and simpler.retrieval != "hybrid"
+            if not (deeper or fused) or richer.recall_ceiling <= simpler.recall_ceiling:
+                continue
+            if simpler.ndcg_after - richer.ndcg_after < NOTABLE_FALL:
+                continue
+            fall = difference(scores[simpler.label], scores[richer.label])
+            measurable = "measurable" if fall.ci_high < 0 else "within the noise"
+            kind = "Depth" if deeper else "Fusion"
+            words = (
+                f"{kind}: {richer.label} raises Recall@k from {simpler.recall_ceiling:.3f} ({simpler.label}) to "
+                f"{richer.recall_ceiling:.3f}, and reranked nDCG@10 falls from {simpler.ndcg_after:.3f} to "
+                f"{richer.ndcg_after:.3f} ({fall.delta:+.4f}, 95 % CI {fall.ci_low:+.4f} to {fall.ci_high:+.4f}: "
+                f"{measurable})."
+            )
+            found.append((fall.ci_high < 0, fall.delta, words))
+    return [words for _, _, words in sorted(found, key=lambda f: (not f[0], f[1]))]
