@@ -29,6 +29,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.extras",
         "workbench.inputs",
         "workbench.fusion",
+        "workbench.passages",
         "workbench.models",
         "workbench.service_calls",
     ),

@@ -28,11 +28,13 @@ from workbench.inputs import (
     validate_page,
     validate_query,
 )
+from workbench.passages import LongDocuments, parse_long_documents
 from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
 from workbench.rerankers.backends import measure_backends_in_background, measuring_now
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
+from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
 from workbench.stores.registry import StoreRegistry
@@ -103,15 +105,21 @@ def _rerank(
     use_cache: bool,
     deadline: float | None,
     progress: Callable[[int, int], None] | None,
-) -> tuple[list[float | None], int]:
-    """The reranker's score of each hit (None each without a reranker), and how many came from the cache."""
+    strategy: LongDocuments | None = None,
+) -> tuple[list[float | None], int, int]:
+    """The reranker's score of each hit (None each without a reranker), how many scores came from the cache, and
+    how many were asked for (one per hit, or one per window under MaxP and SumP)."""
     if model is None or not hits:
-        return [None] * len(hits), 0
+        return [None] * len(hits), 0, 0
     if deadline is not None and time.monotonic() > deadline:
         raise QueryTimeoutError("The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) before reranking.")
     with reporting_progress(progress):
+        if strategy is not None:
+            combined, hit_count, asked = windowed_scores(model, query, [h.text for h in hits], strategy, use_cache,
+                                                         deadline)  # fmt: skip
+            return list(combined), hit_count, asked
         scores, hit_count = model.score(query, [h.text for h in hits], use_cache, deadline)
-    return list(scores), hit_count
+    return list(scores), hit_count, len(hits)
 
 
 def _candidates(hits: list[Hit], scores: list[float | None]) -> list[Candidate]:
@@ -337,7 +345,7 @@ class Engine:
         info = self._info(name)
         rerank_model = self.reranker_of(plan)
         key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
-               rerank_model.model_id if rerank_model else None)  # fmt: skip
+               plan.long_documents, rerank_model.model_id if rerank_model else None)  # fmt: skip
         with self._lock:
             cached = self._results.get(key) if use_cache else None
         if cached is not None:
@@ -354,7 +362,8 @@ class Engine:
         hits, duplicates = _dedupe(stage.candidates(query, depth, plan.filters, vector))
         hits = hits[: plan.k]
         clock.append(time.perf_counter())
-        scores, hit_count = _rerank(rerank_model, query, hits, use_cache, deadline, progress)
+        strategy = parse_long_documents(plan.long_documents) if plan.long_documents else None
+        scores, hit_count, asked = _rerank(rerank_model, query, hits, use_cache, deadline, progress, strategy)
         clock.append(time.perf_counter())
         result = SearchResult(
             query=query,
@@ -365,13 +374,15 @@ class Engine:
             filters=plan.filters,
             retrieval=plan.retrieval,
             fusion=plan.fusion,
+            long_documents=plan.long_documents if rerank_model else None,
+            windows_scored=asked if strategy is not None else 0,
             embedding_model=embedder.model_id if embedder else (info.embedding_model or "store's own"),
             reranker_model=rerank_model.model_id if rerank_model else None,
             reranker_backend=rerank_model.backend if rerank_model else None,
-            score_scale=rerank_model.score_scale if rerank_model else None,
+            score_scale=windowed_scale(rerank_model, strategy) if rerank_model else None,
             candidates=_candidates(hits, scores),
             timings=_timings(clock),
-            cache=CacheStats(score_hits=hit_count, score_misses=len(hits) - hit_count if rerank_model else 0),
+            cache=CacheStats(score_hits=hit_count, score_misses=asked - hit_count),
             duplicates_removed=duplicates,
         )
         if use_cache:

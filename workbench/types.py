@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from workbench.errors import InputError
 from workbench.fusion import parse_fusion
 from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
+from workbench.passages import parse_long_documents
 from workbench.redact import plain_text, public_name
 from workbench.vocab import (
     DEFAULT_K,
@@ -141,6 +142,12 @@ class SearchPlan(BaseModel):
     min_score: float | None = Field(
         None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
     )
+    long_documents: str | None = Field(
+        None,
+        description="what the reranker does with a document longer than its window: null or 'firstp' (the first "
+        "window), 'maxp' (the best of the first 4 windows) or 'sump' (their probabilities added), with windows=N "
+        "and stride=N (tokens)",
+    )
 
     def __init__(self, **given: Any) -> None:
         """A plan from its fields; InputError (never a ValidationError) naming the first field that is wrong."""
@@ -173,6 +180,9 @@ class SearchPlan(BaseModel):
                     f"A fusion ('{values['fusion']}') fuses hybrid retrieval's two lists; this plan's first stage is "
                     f"{values.get('retrieval', 'dense')}. Choose retrieval 'hybrid', or leave the fusion out."
                 )
+        if values.get("long_documents") is not None:
+            strategy = parse_long_documents(values["long_documents"])
+            values["long_documents"] = strategy.spec if strategy.windowed else None  # FirstP: what no field says
         collection = values.get("collection")
         if collection is not None and (not isinstance(collection, str) or not collection.strip()):
             raise InputError(f"The collection must be named by text; got {plain_text(repr(collection))[:40]}.")
@@ -199,6 +209,8 @@ class SearchPlan(BaseModel):
             parts.append(",".join(f"{k}={json.dumps(v)}" for k, v in sorted(self.filters.items())))
         if self.min_score is not None:
             parts.append(f"min {self.min_score:g}")
+        if self.long_documents is not None:
+            parts.append(self.long_documents)
         return " · ".join(parts)
 
     def with_(self, **changes: Any) -> SearchPlan:
@@ -259,6 +271,8 @@ class SearchResult(BaseModel):
     filters: Metadata = Field(default_factory=dict)
     retrieval: Retrieval = "dense"
     fusion: str | None = Field(None, description="how hybrid fused its lists (null: RRF with the settings' k)")
+    long_documents: str | None = Field(None, description="MaxP or SumP over windows (null: FirstP, the first window)")
+    windows_scored: int = Field(0, description="windows the reranker scored for the candidates (MaxP and SumP)")
     embedding_model: str
     reranker_model: str | None
     reranker_backend: str | None = Field(None, description="what scored the pairs, e.g. torch:cpu, onnx-int8:cpu")
@@ -288,6 +302,7 @@ class SearchResult(BaseModel):
         return SearchPlan(
             collection=self.collection, retrieval=self.retrieval, fusion=self.fusion, k=self.k, top_n=self.top_n,
             filters=self.filters, reranker=self.reranker_model, min_score=self.min_score,
+            long_documents=self.long_documents,
         )  # fmt: skip
 
     @computed_field  # type: ignore[prop-decorator]

@@ -73,6 +73,13 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
 FusionMethod = Literal["rrf", "minmax", "zscore", "l2"]
 FUSION_METHODS: Final[tuple[str, ...]] = get_args(FusionMethod)
 LINEAR_FUSIONS: Final[tuple[str, ...]] = FUSION_METHODS[1:]
+# What the reranker does with a document longer than its window (workbench.passages names one): FirstP reads the
+# first window only (what a cross-encoder does by itself); MaxP and SumP score the first n windows, cut by the
+# reranker's own tokenizer with a stride, and keep the best window's score or add the windows' probabilities.
+LongDocumentStrategy = Literal["firstp", "maxp", "sump"]
+LONG_DOCUMENT_STRATEGIES: Final[tuple[str, ...]] = get_args(LongDocumentStrategy)
+DEFAULT_WINDOWS: Final = 4  # the first n windows MaxP and SumP read
+MAX_WINDOWS: Final = 32
 # A tuning run's grid when the user names none (`workbench tune`): first stages (a fusion is hybrid under it) × k.
 DEFAULT_FIRST_STAGES: Final = ("dense", "bm25", "hybrid", "minmax 0.5", "zscore 0.5")
 DEFAULT_TUNE_KS: Final = (10, 20, 50)
@@ -100,7 +107,8 @@ Device = Literal["auto", "cpu", "cuda", "mps"]
 NO_RERANKER: Final = "none"
 DEFAULT_RERANKER_CHOICE: Final = "default"  # in a SearchPlan: the reranker the settings configure
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
-ScoreScale = Literal["logit", "probability"]
+# 'probability sum': SumP's score, each window's probability (a logit through the sigmoid) added up (0 to windows)
+ScoreScale = Literal["logit", "probability", "probability sum"]
 # Reranker kinds (rerankers/factory.py registers one builder each): what `reranker_kind(id).name` says.
 CROSS_ENCODER_KIND: Final = "cross-encoder"  # a folder or hub id: a local cross-encoder
 SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server

@@ -34,6 +34,7 @@ def plan_from(args: argparse.Namespace, engine: Engine, **given: Any) -> SearchP
         "top_n": getattr(args, "n", None),
         "filters": getattr(args, "filter", None),
         "min_score": getattr(args, "min_score", None),
+        "long_documents": getattr(args, "long_documents", None),
         "reranker": chosen[0] if len(chosen) == 1 else None,  # several are compared, each in a plan of its own
     }
     return engine.plan(**{**fields, **given})
@@ -56,7 +57,8 @@ def rerankers_from(args: argparse.Namespace, settings: Settings) -> list[str | N
 
 
 SPEC_NAMES = {"retrieval": "retrieval", "fusion": "fusion", "k": "k", "n": "top_n", "top_n": "top_n",
-              "reranker": "reranker", "backend": "backend", "collection": "collection"}  # fmt: skip
+              "reranker": "reranker", "backend": "backend", "collection": "collection",
+              "long_documents": "long_documents"}  # fmt: skip
 
 
 def plan_from_spec(engine: Engine, text: str, option: str, collection: str | None = None) -> SearchPlan:

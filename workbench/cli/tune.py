@@ -1,5 +1,6 @@
 """`workbench tune`: a grid of first stages × k on judged queries, the cheapest cell not measurably below the best,
-kept as an experiment that `workbench gate --candidate-experiment ID` can take as its candidate."""
+kept as an experiment that `workbench gate --candidate-experiment ID` can take as its candidate. And
+`workbench long-documents`: FirstP against MaxP and SumP on the same queries."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from workbench.cli.evaluate import judged_queries
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.long_documents import DEFAULT_STRATEGIES, compare_long_documents
 from workbench.evaluation.tuning import check_grid, tune
 from workbench.experiments import keep_report
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
@@ -53,4 +55,22 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"the recommended cell is kept as experiment {experiment.id}; `workbench gate {args.dataset or ''} "
             f"--candidate-experiment {experiment.id}` takes it as the gate's candidate"
         )
+    return 0
+
+
+def cmd_long_documents(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not 1 <= args.timing_queries <= 1000:
+        raise InputError(f"--timing-queries must be from 1 to 1000; got {args.timing_queries}.")
+    dataset, demo = judged_queries(args, settings)
+    engine = Engine(settings)
+    plan = plan_from(args, engine)
+    if demo and args.collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    with ProgressBar("strategies", unit="query") as bar:
+        comparison = compare_long_documents(
+            engine, dataset, plan, args.strategy or DEFAULT_STRATEGIES[1:], max_queries=args.max_queries,
+            timing_queries=args.timing_queries, progress=bar,
+        )  # fmt: skip
+    print(comparison.model_dump_json(indent=2) if args.json else comparison.to_markdown())
     return 0

@@ -125,4 +125,6 @@ def sigmoid(logit: float) -> float:
 def to_probability(score: float, scale: str) -> float:
     """A score on the 0-1 scale: a logit through the sigmoid, a probability as it is. Two rerankers' scores are
     compared on this scale (it is not a calibrated probability of relevance for either)."""
+    if scale == "probability sum":  # SumP's windows added up: at least as likely as its best window, at most 1
+        return min(float(score), 1.0)
     return sigmoid(score) if scale == "logit" else float(score)

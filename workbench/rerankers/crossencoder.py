@@ -146,6 +146,26 @@ class CrossEncoderReranker(BaseReranker):
             shares.append(1 - len(kept) / length if length else 0.0)
         return shares
 
+    def windows(self, query: str, text: str, limit: int, stride: int | None = None) -> list[str]:
+        """The text cut into at most `limit` windows for MaxP and SumP: each as many tokens (this model's tokenizer)
+        as fit beside the query in RERANKER_MAX_LENGTH, the next starting `stride` tokens later (default: half a
+        window), cut on token boundaries of the original text. A text that fits is one window, itself."""
+        [(query_ids, query_length)] = self.tokens.get_many(self._tokenizer_id, [query], self._token_ids)
+        offsets = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        total = len(offsets)
+        _, kept = truncate_pair(query_ids, [0] * total, self._budget, (query_length, total))
+        room = max(len(kept), 1)
+        if total <= room:
+            return [text]
+        step = stride or max(room // 2, 1)
+        cut = []
+        for start in range(0, total, step):
+            end = min(start + room, total)
+            cut.append(text[offsets[start][0] : offsets[end - 1][1]])
+            if end == total or len(cut) == limit:
+                break
+        return cut
+
     # Running ------------------------------------------------------------------------------------------------
     def _arrays(self, batch: list[Encoded]) -> dict[str, np.ndarray]:
         width = max(len(ids) for ids, _ in batch)

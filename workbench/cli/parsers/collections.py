@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import fusion_option, store_options
+from workbench.cli.parsers.common import fusion_option, long_documents_option, store_options
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_K, DEFAULT_TOP_N, RETRIEVAL_MODES, VECTOR_STORE_KINDS, spoken
 
 
@@ -37,6 +37,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     query.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality; repeatable")
     query.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="candidate source (default: WORKBENCH_RETRIEVAL)")
     fusion_option(query)
+    long_documents_option(query)
     query.add_argument("--reranker", help="reranker model id or folder (default: RERANKER_MODEL)")
     query.add_argument("--backend", help=f"reranker backend: {spoken(BACKEND_CHOICES)}")
     query.add_argument("--no-rerank", action="store_true", help="keep the vector order")

@@ -54,3 +54,13 @@ def fusion_option(parser: argparse.ArgumentParser) -> None:
         help="hybrid's fusion: 'rrf k=60 dense=1 bm25=1', or minmax, zscore or l2 with the dense list's weight "
         "('minmax 0.7'); given alone, it makes the first stage hybrid",
     )
+
+
+def long_documents_option(parser: argparse.ArgumentParser) -> None:
+    """--long-documents: what the reranker does with a document longer than its window (workbench.passages)."""
+    parser.add_argument(
+        "--long-documents",
+        metavar="STRATEGY",
+        help="firstp (the first window: the default), maxp (the best of the first 4 windows) or sump (their "
+        "probabilities added); with windows=N and stride=N (tokens), e.g. 'maxp windows=8'",
+    )

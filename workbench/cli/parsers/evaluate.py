@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import candidates_options, fusion_option, store_options
+from workbench.cli.parsers.common import candidates_options, fusion_option, long_documents_option, store_options
 from workbench.cli.parsers.experiments import dataset_options
 from workbench.vocab import (
     BACKEND_CHOICES,
@@ -21,6 +21,30 @@ from workbench.vocab import (
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _eval_command(commands)
     _tune_command(commands)
+    _long_documents_command(commands)
+
+
+def _long_documents_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    long = commands.add_parser(
+        "long-documents",
+        help="FirstP against MaxP and SumP on judged queries: what FirstP never reads, what each changes, its cost",
+    )
+    dataset_options(long)
+    long.add_argument(
+        "--strategy", action="append", metavar="STRATEGY",
+        help="a strategy beside FirstP, repeatable: maxp, sump, with windows=N and stride=N (default: maxp, sump)",
+    )  # fmt: skip
+    long.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
+    fusion_option(long)
+    long.add_argument("-k", type=int, help="candidates per query (default: RERANKER_K_RETRIEVE)")
+    long.add_argument("-n", type=int, help="top n after reranking (default: RERANKER_K_RETURN)")
+    long.add_argument("--reranker", metavar="ID", help="a local cross-encoder (default: RERANKER_MODEL)")
+    long.add_argument("--backend", help=f"the reranker's backend: {spoken(BACKEND_CHOICES)}")
+    long.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    long.add_argument("--timing-queries", type=int, default=5, help="queries each strategy's rerank time is timed on")
+    long.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    store_options(long)
+    long.set_defaults(handler="workbench.cli.tune:cmd_long_documents")
 
 
 def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,6 +69,7 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     tune.add_argument("--reranker", metavar="ID", help="the reranker every cell reranks with (default: RERANKER_MODEL)")
     tune.add_argument("--backend", help=f"the reranker's backend: {spoken(BACKEND_CHOICES)}")
     tune.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality, repeatable")
+    long_documents_option(tune)
     tune.add_argument("--max-queries", type=int, help="only the first N judged queries")
     tune.add_argument("--latency-budget-ms", type=float, help="recommend only a cell whose p95 fits this budget")
     tune.add_argument("--timing-queries", type=int, default=10, help="queries each cell's cost is timed on (10)")
@@ -98,6 +123,7 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         help=f"candidate source: {spoken(RETRIEVAL_MODES)}, or several separated by commas (one report each)",
     )
     fusion_option(evaluate)
+    long_documents_option(evaluate)
     evaluate.add_argument("--no-rerank", action="store_true", help="evaluate the vector order only")
     evaluate.add_argument(
         "--calibrate",

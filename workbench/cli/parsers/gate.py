@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import candidates_options, fusion_option, store_options
+from workbench.cli.parsers.common import candidates_options, fusion_option, long_documents_option, store_options
 from workbench.cli.parsers.experiments import dataset_options
 from workbench.vocab import RETRIEVAL_MODES, spoken
 
@@ -17,6 +17,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     dataset_options(gate)
     gate.add_argument("--retrieval", help=f"the candidate's first stage: {spoken(RETRIEVAL_MODES)}")
     fusion_option(gate)
+    long_documents_option(gate)
     candidates_options(gate, "the gate decides whether reranking them ships")
     gate.add_argument("--reranker", metavar="ID", help="the candidate's reranker (default: RERANKER_MODEL)")
     gate.add_argument("--no-rerank", action="store_true", help="the candidate does not rerank")
