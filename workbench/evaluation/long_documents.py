@@ -105,13 +105,11 @@ class LongDocumentComparison(BaseModel):
                 f"| {row.strategy} | {row.ndcg_after:.4f} | {d.delta:+.4f} [{d.ci_low:+.4f}, {d.ci_high:+.4f}] | "
                 f"{row.top_n_changed} | {row.windows_per_query:.1f} | {ms} |"
             )
-        lines += [
-            "",
-            f"Queries whose candidates FirstP reads least (rerank time measured on {self.timing_queries}):",
-            "",
-        ]
-        for u in sorted(self.unread, key=lambda u: -u.unread_share)[:worst]:
-            lines.append(f"- {u.query_id}: {u.unread_share:.0%} unread, {u.cut_passages} passages cut — {u.query[:80]}")
+        least = [u for u in sorted(self.unread, key=lambda u: -u.unread_share) if u.unread_share > 0][:worst]
+        heading = "Queries whose candidates FirstP reads least:" if least else "FirstP reads every candidate whole."
+        lines += ["", heading, ""]
+        for u in least:
+            lines.append(f"- {u.query_id}: {u.unread_share:.1%} unread, {u.cut_passages} passages cut — {u.query[:80]}")
         return "\n".join(lines) + "\n"
 
 
