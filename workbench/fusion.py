@@ -21,7 +21,7 @@ from typing import Final
 
 from workbench.errors import InputError
 from workbench.redact import plain_text
-from workbench.vocab import FUSION_METHODS, LINEAR_FUSIONS, RRF_K, FusionMethod, spoken
+from workbench.vocab import FUSION_METHODS, LINEAR_FUSIONS, RETRIEVAL, RRF_K, FusionMethod, spoken
 
 ALIASES: Final = {"min-max": "minmax", "min_max": "minmax", "z-score": "zscore", "zmuv": "zscore", "l2norm": "l2"}
 DEFAULT_LINEAR_WEIGHT: Final = 0.5
@@ -58,6 +58,19 @@ class Fusion:
         if (self.dense_weight, self.bm25_weight) != (1.0, 1.0):
             said += f" dense={self.dense_weight:g} bm25={self.bm25_weight:g}"
         return said
+
+
+def score_name(retrieval: str, fusion: str | None) -> str:
+    """What a first-stage list's scores are called: the mode's own name ('vector', 'BM25', 'RRF'), or 'fused' for
+    a hybrid list fused by normalised scores."""
+    if retrieval == "hybrid" and fusion and not fusion.startswith("rrf"):
+        return "fused"
+    return RETRIEVAL[retrieval].score_name if retrieval in RETRIEVAL else RETRIEVAL["dense"].score_name
+
+
+def first_stage_name(retrieval: str, fusion: str | None) -> str:
+    """The first stage as a plan's key writes it: 'dense', 'hybrid', 'hybrid(minmax 0.7)'."""
+    return f"{retrieval}({fusion})" if fusion else retrieval
 
 
 def rrf(k: int = RRF_K, dense_weight: float = 1.0, bm25_weight: float = 1.0) -> Fusion:

@@ -28,6 +28,7 @@ from workbench.app.state import (
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
+from workbench.fusion import linear
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
@@ -94,7 +95,7 @@ def sidebar(engine: Engine) -> Controls:
                 f"Measuring which backend runs {name} fastest on this machine, in the background (once per "
                 "machine): searches run on torch meanwhile and switch when it is done."
             )
-        retrieval, k = _candidate_controls(engine.settings)
+        retrieval, k, fusion = _candidate_controls(engine.settings)
         filters, filter_error = _filters()
         st.markdown("### Judging")
         rater = rater_input(engine)
@@ -108,6 +109,7 @@ def sidebar(engine: Engine) -> Controls:
         rerank=rerank,
         reranker_model=model,
         retrieval=retrieval,
+        fusion=fusion,
     )
 
 
@@ -164,8 +166,20 @@ def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
     return bool(rerank), model
 
 
-def _candidate_controls(settings: Settings) -> tuple[str, int]:
-    """The first stage, k, and top n (at most k)."""
+def _fusion_control(settings: Settings) -> str | None:
+    """Hybrid's fusion: the settings' RRF, RRF with k = 60 and equal weights, or a weighted sum of normalised
+    scores with the dense list's weight."""
+    labels = {"settings": f"RRF (k = {settings.rrf_k}, the settings')", "minmax": "min-max, weighted",
+              "zscore": "z-score, weighted", "l2": "L2, weighted"}  # fmt: skip
+    method = st.selectbox("Fusion", list(labels), format_func=labels.get, **bind("fusion_method"))
+    if method == "settings":
+        return None
+    weight = st.slider("dense weight (BM25 weighs the rest)", 0.0, 1.0, step=0.05, **bind("fusion_weight"))
+    return linear(method, weight).spec
+
+
+def _candidate_controls(settings: Settings) -> tuple[str, int, str | None]:
+    """The first stage (and hybrid's fusion), k, and top n (at most k)."""
     st.markdown("### Candidates")
     retrieval = st.radio(
         "First stage",
@@ -175,12 +189,13 @@ def _candidate_controls(settings: Settings) -> tuple[str, int]:
         help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values()) + f" (k = {settings.rrf_k})",
         **bind("retrieval"),
     )
+    fusion = _fusion_control(settings) if retrieval == "hybrid" else None
     k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
     if k > 1:
         capped_slider("top n — kept after reranking", "top_n_wanted", k)
     else:
         st.caption("top n = 1 (k is 1)")
-    return retrieval, k
+    return retrieval, k, fusion
 
 
 def _filters() -> tuple[dict, str | None]:

@@ -120,6 +120,8 @@ class AppState:
     rerank = _Field(True)
     reranker_model: _Field[str | None] = _Field(None)
     retrieval = _Field("dense")
+    fusion_method = _Field("settings")  # hybrid's fusion: the settings' RRF, or rrf, minmax, zscore, l2
+    fusion_weight = _Field(0.5)  # a linear fusion's dense weight
     k = _Field(DEFAULT_K)
     top_n_wanted = _Field(DEFAULT_TOP_N)
     filters_text = _Field("")
@@ -147,6 +149,9 @@ class AppState:
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
     eval_experiment: _Field[str | None] = _Field(None)
+    tuning_run: _Field[Any] = _Field(None)  # Evaluate's last tuning grid
+    tuning_error: _Field[str | None] = _Field(None)
+    tuning_experiment: _Field[str | None] = _Field(None)  # where its recommended cell was kept
     # this session's mark on the candidates files it attaches (the engine, shared by every session, holds them)
     session_tag: _Field[str] = _Field(factory=lambda: uuid.uuid4().hex[:8])
     set_comparison: _Field[Any] = _Field(None)  # Compare's two configurations over a query set (a RunDiff)
@@ -276,6 +281,7 @@ class Controls(BaseModel):
     rerank: bool = True
     reranker_model: str | None = None
     retrieval: str = "dense"
+    fusion: str | None = None  # hybrid's fusion as a plan names it (None: the settings' RRF)
     rater: str = ""  # the name grades given on cards are kept under ("" until the user gives one)
 
     @property
@@ -286,8 +292,9 @@ class Controls(BaseModel):
     def plan(self, engine: Engine) -> SearchPlan:
         """What the sidebar chose, as the search plan every page searches with."""
         return engine.plan(
-            collection=self.collection, retrieval=self.retrieval, k=self.k, top_n=self.top_n, filters=self.filters,
-            reranker=self.reranker,
+            collection=self.collection, retrieval=self.retrieval,
+            fusion=self.fusion if self.retrieval == "hybrid" else None, k=self.k, top_n=self.top_n,
+            filters=self.filters, reranker=self.reranker,
         )  # fmt: skip
 
 

@@ -16,10 +16,11 @@ import streamlit as st
 from workbench.app.markdown import text_md
 from workbench.app.state import bind
 from workbench.evaluation.calibration import Calibration
+from workbench.fusion import score_name
 from workbench.inputs import safe_upload_name
 from workbench.rerankers import sigmoid, to_probability
 from workbench.types import Candidate, RankedHit, SearchResult
-from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS, RETRIEVAL
+from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS
 
 SCORE_NOTE = (
     "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
@@ -137,6 +138,7 @@ def vector_row(
     grades: dict[str, int] | None = None,
     retrieval: str = "dense",
     extra: Callable[[str], None] | None = None,
+    fusion: str | None = None,
     compact: bool = False,
 ) -> None:
     """One first-stage card; `extra` draws more inside it, given the document id (Explore's grade control);
@@ -144,7 +146,7 @@ def vector_row(
     with st.container(border=True):
         fate = "" if c.rerank_rank <= top_n else f" · :gray-badge[dropped → \\#{c.rerank_rank}]"
         grade = grade_badge(grades, _document(c.metadata, c.id))
-        name = RETRIEVAL[retrieval].score_name
+        name = score_name(retrieval, fusion)
         sources = ""
         if c.sources:
             sources = " · " + " · ".join(f"{k} \\#{int(v['rank'])}" for k, v in sorted(c.sources.items()))

@@ -12,6 +12,7 @@ from workbench.cli.plans import plan_from
 from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
+from workbench.fusion import first_stage_name, score_name
 from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
@@ -57,12 +58,14 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
     column = max((width - 3) // 2, 40)
     text_width = column - 24
     title = shown(
-        f"Query: {result.query}  [{result.collection} · {result.store} · {result.retrieval} · k={result.k} → "
+        f"Query: {result.query}  [{result.collection} · {result.store} · "
+        f"{first_stage_name(result.retrieval, result.fusion)} · k={result.k} → "
         f"top {result.top_n}]"
     )
     scorer = f"{result.reranker_model} · {result.reranker_backend}" if result.reranker_model else "no reranker"
     mode = RETRIEVAL.get(result.retrieval, RETRIEVAL["dense"])
-    left_head = f"{'#':>3}  {mode.score_name:>7}  text"  # a hybrid list's scores are RRF, not vector similarities
+    # a hybrid list's scores are fused (RRF or normalised), not vector similarities
+    left_head = f"{'#':>3}  {score_name(result.retrieval, result.fusion):>7}  text"
     right_head = f"{'#':>3}  {'rerank':>8}  {'move':<12} text"
     lines = [title, "", f"{mode.heading.upper():<{column}} │ RERANKED ({shown(scorer)})"]
     lines.append(f"{left_head:<{column}} │ {right_head}")

@@ -14,7 +14,7 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.long_documents import DEFAULT_STRATEGIES, compare_long_documents
 from workbench.evaluation.tuning import check_grid, tune
-from workbench.experiments import keep_report
+from workbench.experiments import keep_tuning
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 
 
@@ -43,17 +43,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(run.model_dump_json(indent=2))
     else:
         print(run.to_markdown())
-    if run.recommended and not args.no_save:
-        plan = run.plans[run.recommended]
-        if run.recommended_top_n:
-            plan = plan.with_(top_n=min(run.recommended_top_n, plan.k))
-        experiment = keep_report(
-            engine, run.reports[run.recommended], plan, dataset, source=dataset.name,
-            name=f"tune: {run.recommended}", tags=["tune"], notes=run.words,
-        )  # fmt: skip
+    kept = None if args.no_save else keep_tuning(engine, run, dataset, source=dataset.name)
+    if kept is not None:
         warn(
-            f"the recommended cell is kept as experiment {experiment.id}; `workbench gate {args.dataset or ''} "
-            f"--candidate-experiment {experiment.id}` takes it as the gate's candidate"
+            f"the recommended cell is kept as experiment {kept.id}; `workbench gate {args.dataset or ''} "
+            f"--candidate-experiment {kept.id}` takes it as the gate's candidate"
         )
     return 0
 

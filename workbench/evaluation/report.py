@@ -14,6 +14,7 @@ from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.significance import Difference, Paired, difference
 from workbench.evaluation.verdict import Verdict
+from workbench.fusion import first_stage_name
 from workbench.inputs import safe_file_stem
 from workbench.vocab import MRR_10
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
@@ -120,7 +121,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
     @property
     def first_stage(self) -> str:
         """The first stage as a plan's key writes it: 'dense', 'hybrid', 'hybrid(minmax 0.7)'."""
-        return f"{self.retrieval}({self.fusion})" if self.fusion else self.retrieval
+        return first_stage_name(self.retrieval, self.fusion)
 
     def summary(self) -> dict[str, Any]:
         """The figures `workbench eval --json` prints."""

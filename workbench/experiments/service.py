@@ -17,6 +17,7 @@ from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.service import evaluate_dataset
+from workbench.evaluation.tuning import TuningRun
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import (
@@ -87,6 +88,23 @@ def keep_report(
         after_run=report.after_run,
     )
     return open_experiment_store(engine.settings).save(experiment) if save else experiment
+
+
+def keep_tuning(
+    engine: Engine, run: TuningRun, dataset: Dataset, *, source: str, tags: Sequence[str] = ()
+) -> Experiment | None:
+    """A tuning run's recommended cell kept as an experiment (its top n the one recommended), named after the cell
+    and noting the run's sentence: what `workbench gate --candidate-experiment ID` takes as its candidate. None when
+    no cell was recommended."""
+    if run.recommended is None:
+        return None
+    plan = run.plans[run.recommended]
+    if run.recommended_top_n:
+        plan = plan.with_(top_n=min(run.recommended_top_n, plan.k))
+    return keep_report(
+        engine, run.reports[run.recommended], plan, dataset, source=source, name=f"tune: {run.recommended}",
+        tags=["tune", *tags], notes=run.words,
+    )  # fmt: skip
 
 
 def run_experiment(

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from workbench.app import calibration_view, queue_view, report_view, rerankers_view
+from workbench.app import calibration_view, queue_view, report_view, rerankers_view, tuning_view
 from workbench.app.progress import bar_with_time_left
 from workbench.app.state import STATE, Controls, controls, engine_resource, error_text
 from workbench.app.uploads import beir_folders, save_upload, server_path
@@ -23,7 +23,8 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
-from workbench.experiments import keep_report, open_experiment_store
+from workbench.evaluation.tuning import tune
+from workbench.experiments import keep_report, keep_tuning, open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
@@ -57,6 +58,13 @@ def run() -> None:
     asked = _form(engine, c, presets)
     if asked.submitted:
         _evaluate(engine, c, presets, asked)
+    if asked.tune_submitted:
+        _tune(engine, c, presets, asked)
+    if STATE.tuning_error:
+        st.error(STATE.tuning_error, icon=":material/error:")
+    if STATE.tuning_run is not None:
+        tuning_view.draw(STATE.tuning_run, STATE.tuning_experiment)
+        st.divider()
     report = _report_or_stop()
     report_view.headline(report)
     if STATE.eval_experiment:
@@ -96,6 +104,8 @@ class _EvalForm:
     query_set: str | None
     name: str
     submitted: bool
+    grid: tuning_view.TuneGrid
+    tune_submitted: bool
 
 
 def _presets(engine: Engine, c: Controls) -> dict[str, Path | None]:
@@ -173,11 +183,15 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
             key="eval-query-set", help="Kept on the Experiments page, or with `workbench query-sets add`.",
         )  # fmt: skip
         name = q2.text_input("Experiment name (optional)", key="eval-name", max_chars=MAX_NAME_CHARS)
-        submitted = st.form_submit_button("Run evaluation", type="primary")
+        grid = tuning_view.grid_inputs()
+        b1, b2 = st.columns(2)
+        submitted = b1.form_submit_button("Run evaluation", type="primary")
+        tune_submitted = b2.form_submit_button("Run tuning grid", help="every first stage × k of the grid, reranked")
     return _EvalForm(
         source, folder_text, split, queries_file, qrels_file, outside_file, candidates_file, collection, int(k),
         int(top_n),
-        int(max_queries), depth_ks, compared, None if query_set == ALL_QUERIES else query_set, name, submitted,
+        int(max_queries), depth_ks, compared, None if query_set == ALL_QUERIES else query_set, name, submitted, grid,
+        tune_submitted,
     )  # fmt: skip
 
 
@@ -274,6 +288,33 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         STATE.eval_error = error_text(exc)
 
 
+def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm) -> None:
+    """Run the tuning grid the form asked for on its judgments and collection, with the sidebar's reranker; keep
+    the recommended cell. A failure is kept to be shown."""
+    STATE.tuning_run, STATE.tuning_error, STATE.tuning_experiment = None, None, None
+    try:
+        if asked.candidates_file is not None:
+            raise InputError("A tuning grid compares first stages; a candidates file is one first stage. Remove it.")
+        with tempfile.TemporaryDirectory() as tmp:
+            dataset = _dataset(engine, c, presets, asked, Path(tmp))
+        if asked.query_set:
+            dataset = open_experiment_store(engine.settings).query_set(asked.query_set).judged(dataset)
+        ks = parse_int_list(asked.grid.ks, "Tuning grid k values")
+        deepest = max(ks) if ks else asked.k
+        base = c.plan(engine).with_(
+            collection=asked.collection.strip() or dataset.name, k=deepest, top_n=min(asked.top_n, deepest), filters={}
+        )
+        bar = st.progress(0.0, text="tuning grid")
+        STATE.tuning_run = run = tune(
+            engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, max_queries=asked.max_queries or None,
+            latency_budget_ms=asked.grid.budget_ms, progress=bar_with_time_left(bar, "queries of the tuning grid"),
+        )  # fmt: skip
+        kept = keep_tuning(engine, run, dataset, source=asked.source, tags=["app"])
+        STATE.tuning_experiment = kept.id if kept else None
+    except Exception as exc:  # shown, never raised: the page keeps working
+        STATE.tuning_error = error_text(exc)
+
+
 def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) -> None:
     """The evaluation kept as an experiment; a store that cannot keep it leaves the report on screen, with why."""
     try:
@@ -293,6 +334,7 @@ def _forget_result() -> None:
     STATE.eval_error = None
     STATE.eval_experiment = None
     STATE.reranker_comparison = None
+    STATE.tuning_run = STATE.tuning_error = STATE.tuning_experiment = None
 
 
 def _report_or_stop() -> EvaluationReport:

@@ -176,13 +176,13 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
 
     compact = compact_toggle()
     left, right = st.columns(2)
-    first_stage = RETRIEVAL[result.retrieval].heading
+    first_stage = RETRIEVAL[result.retrieval].heading + (f" ({result.fusion})" if result.fusion else "")
     with left:
         st.subheader(f"{first_stage} · top {result.top_n} of {len(result.candidates)}")
         for candidate in result.candidates[: result.top_n]:
             vector_row(
                 candidate, result.top_n, grades, result.retrieval, lambda doc: grade_control(judging, doc, "first"),
-                compact=compact,
+                compact=compact, fusion=result.fusion,
             )  # fmt: skip
     with right:
         heading = "Reranked" if result.reranker_model else "No reranking: first-stage order"
@@ -278,7 +278,7 @@ def _first_stage_preview(slot: Any, engine: Engine, query: str, plan: SearchPlan
         with left:
             st.subheader(f"{RETRIEVAL[first.retrieval].heading} · top {first.top_n} of {len(first.candidates)}")
             for candidate in first.candidates[: first.top_n]:
-                vector_row(candidate, first.top_n, None, first.retrieval)
+                vector_row(candidate, first.top_n, None, first.retrieval, fusion=first.fusion)
         with right:
             st.subheader(f"Reranking {len(first.candidates)} candidates…")
             bar = st.progress(0.0, text=f"Reranking: 0 of {len(first.candidates)} candidates scored")
