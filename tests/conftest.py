@@ -122,6 +122,16 @@ def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Pat
 
 
 @pytest.fixture
+def demo_cli(demo_engine: Engine, shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    """The CLI on the demo engine's data folder, the shared models found by id."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(demo_engine.settings.data_dir))
+    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared_dir / "models"))
+    monkeypatch.setenv("RERANKER_MODEL", "minilm-l6-qa-reranker")
+    monkeypatch.setenv("WORKBENCH_OFFLINE", "1")
+    return demo_engine
+
+
+@pytest.fixture
 def tiny_settings(tmp_path: Path, tiny_models: dict[str, Path]) -> Settings:
     return Settings(
         persist_dir=tmp_path / "store",

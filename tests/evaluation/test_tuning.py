@@ -159,15 +159,6 @@ def test_a_bad_grid_is_refused_before_any_query() -> None:
             check_grid(stages, ks, plan)
 
 
-@pytest.fixture
-def demo_cli(demo_engine: Engine, shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
-    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(demo_engine.settings.data_dir))
-    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared_dir / "models"))
-    monkeypatch.setenv("RERANKER_MODEL", "minilm-l6-qa-reranker")
-    monkeypatch.setenv("WORKBENCH_OFFLINE", "1")
-    return demo_engine
-
-
 @pytest.mark.slow
 def test_workbench_tune_keeps_the_recommended_cell_for_the_gate(
     demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]

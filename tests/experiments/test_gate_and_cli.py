@@ -17,16 +17,6 @@ from workbench.experiments import diff_experiments, open_experiment_store, repro
 from workbench.services.demo import demo_dataset
 
 
-@pytest.fixture
-def demo_cli(demo_engine: Engine, shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
-    """The CLI on the demo engine's data folder, the shared models found by id."""
-    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(demo_engine.settings.data_dir))
-    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared_dir / "models"))
-    monkeypatch.setenv("RERANKER_MODEL", "minilm-l6-qa-reranker")
-    monkeypatch.setenv("WORKBENCH_OFFLINE", "1")
-    return demo_engine
-
-
 @pytest.mark.parametrize(
     ("arguments", "exit_code", "outcome"),
     [

@@ -8,7 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
-from ranx import Run, fuse as ranx_fuse
+from ranx import Run
+from ranx import fuse as ranx_fuse
 
 from workbench.engine import Engine
 from workbench.errors import InputError
