@@ -454,10 +454,12 @@ class Engine:
         replace: bool = False,
         uploaded: bool = False,
         announce: Callable[[str], None] | None = None,
+        split_passages: bool = False,
     ) -> IngestReport:
         """Load, chunk, embed and store `path` into `collection` (created with the default embedder).
 
-        `chunk_size` DEFAULT uses the settings for files and keeps BEIR passages whole; None keeps all whole.
+        `chunk_size` DEFAULT uses the settings for files and keeps BEIR passages whole (`split_passages` chunks them
+        too); None keeps all whole.
         `text_columns` picks a CSV's text columns; `shown_as` names `path` in messages (uploads).
         Files that cannot be read are listed in the report's `problems`; the others are ingested. A file with the
         name of a document that came from a different file is kept beside it (a warning says so) unless `replace`;
@@ -503,6 +505,7 @@ class Engine:
                 progress=tracker,
                 shown_as=shown_as,
                 replace=replace,
+                split_passages=split_passages,
                 uploaded=uploaded,
                 on_write=wrote,
                 on_plan=planned,

@@ -84,13 +84,14 @@ def content_hash(text: str) -> str:
 
 
 def chunk_documents(
-    documents: Sequence[Document], chunk_size: int | None = 1000, chunk_overlap: int = 100
+    documents: Sequence[Document], chunk_size: int | None = 1000, chunk_overlap: int = 100, split_passages: bool = False
 ) -> list[Chunk]:
     """Split documents into chunks with stable ids. `chunk_size=None` keeps every document whole, and so do
-    documents marked not chunkable (BEIR passages, which are final retrieval units)."""
+    documents marked not chunkable (BEIR passages, which are final retrieval units) unless `split_passages` (a
+    tuning run comparing chunk sizes on a BEIR corpus, its judgments folded back to documents)."""
     chunks: list[Chunk] = []
     for document in documents:
-        if chunk_size is None or not document.chunkable:
+        if chunk_size is None or not (document.chunkable or split_passages):
             texts = [" ".join(document.text.split())]
         else:
             texts = split_text(document.text, chunk_size, chunk_overlap)
@@ -220,6 +221,7 @@ def ingest_path(
     on_plan: PlanListener | None = None,
     replace: bool = False,
     uploaded: bool = False,
+    split_passages: bool = False,
 ) -> IngestReport:
     """Load, chunk, embed and store everything at `path` into `collection_name`.
 
@@ -237,7 +239,7 @@ def ingest_path(
     warnings: list[str] = []
     if not uploaded:  # a local path: each file's full path tells a different file from a new version
         documents = _keep_different_files_apart(documents, Path(path), registry, collection_name, replace, warnings)
-    chunks = chunk_documents(documents, chunk_size, chunk_overlap)
+    chunks = chunk_documents(documents, chunk_size, chunk_overlap, split_passages)
     counts = write_chunks(
         chunks,
         collection_name,

@@ -456,3 +456,23 @@ def validate_policy(policy: Any) -> str:
     if value in JUDGMENT_POLICIES or (value.startswith(RATER_POLICY_PREFIX) and value[len(RATER_POLICY_PREFIX) :]):
         return value
     raise InputError(f"The judgment policy is latest, majority or rater:NAME; got {plain_text(repr(policy))[:40]}.")
+
+
+def parse_chunking(value: Any) -> tuple[int, int]:
+    """A chunking to compare, 'SIZE/OVERLAP' in characters ('500/50'; a size alone overlaps by a tenth): the size
+    at least 50, the overlap under the size."""
+    if isinstance(value, tuple):
+        size, overlap = value
+    else:
+        text = str(value).strip()
+        size_text, _, overlap_text = text.partition("/")
+        if not size_text.isdigit() or (overlap_text and not overlap_text.isdigit()) or len(text) > 20:
+            raise InputError(f"A chunking is SIZE/OVERLAP in characters, e.g. 500/50; got '{plain_text(text)[:20]}'.")
+        size = int(size_text)
+        overlap = int(overlap_text) if overlap_text else size // 10
+    if not 50 <= size <= 100_000 or not 0 <= overlap < size:
+        raise InputError(
+            f"A chunking's size must be from 50 to 100,000 characters and its overlap under the size; got "
+            f"{size}/{overlap}."
+        )
+    return int(size), int(overlap)

@@ -195,3 +195,31 @@ def test_workbench_tune_refuses_bad_options_in_one_line(
     assert main(["tune", "demo", *arguments]) == 2
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
+
+
+def test_chunkings_are_compared_each_in_its_own_collection(cran_engine: Engine, cranfield_dir: Path) -> None:
+    dataset = Dataset.from_beir(cranfield_dir)
+    base = cran_engine.plan(collection="cran", k=5, top_n=5)
+    run = tune(
+        cran_engine, dataset, base, first_stages=["bm25"], ks=[5], chunkings=["300/30", "600"], max_queries=5,
+        timing_queries=1,
+    )  # fmt: skip
+    assert [c.label for c in run.cells] == ["chunks 300/30 · bm25 k=5", "chunks 600/60 · bm25 k=5"]
+    passages = cran_engine.collection_info("cran").count
+    small, large = (cran_engine.collection_info(f"cran-chunks-{c}").count for c in ("300-30", "600-60"))
+    assert small > large > passages  # Cranfield's passages split (a BEIR corpus is otherwise never chunked)
+    fresh = Engine(cran_engine.settings)
+    for cell in run.cells:
+        report = run_evaluation(fresh, dataset, run.plans[cell.label], max_queries=5, use_cache=False)
+        assert cell.ndcg_after == report.after[NDCG_10] and cell.recall_ceiling == report.before["recall@5"]
+        # judged by document: a document's chunks fold into one entry of the run
+        assert all(":" not in doc for docs in report.after_run.values() for doc in docs)
+    with pytest.raises(InputError, match="two or more at a time"):
+        tune(cran_engine, dataset, base, chunkings=["300/30"])
+    with pytest.raises(InputError, match="SIZE/OVERLAP in characters"):
+        tune(cran_engine, dataset, base, chunkings=["300/30", "big"])
+    with pytest.raises(InputError, match="overlap under the size"):
+        tune(cran_engine, dataset, base, chunkings=["300/30", "300/300"])
+    judged_only = Dataset(dataset.name, dataset.queries, dataset.qrels)  # no corpus to ingest again
+    with pytest.raises(InputError, match="give a BEIR folder"):
+        tune(cran_engine, judged_only, base, chunkings=["300/30", "600/60"])

@@ -21,6 +21,7 @@ class TuneGrid:
     first_stages: list[str]
     ks: str
     budget_ms: float | None
+    chunkings: list[str]
 
 
 def grid_inputs() -> TuneGrid:
@@ -36,7 +37,13 @@ def grid_inputs() -> TuneGrid:
         extra = c1.text_input("Another fusion (optional)", placeholder="zscore 0.8", key="tune-extra")
         ks = c2.text_input("k values", ", ".join(map(str, DEFAULT_TUNE_KS)), key="tune-ks")
         budget = c3.number_input("p95 budget, ms (0: none)", 0.0, 3_600_000.0, 0.0, key="tune-budget")
-    return TuneGrid([*stages, *([extra.strip()] if extra.strip() else [])], ks, float(budget) or None)
+        chunkings = st.text_input(
+            "Chunkings to compare (optional: two or more SIZE/OVERLAP in characters, e.g. 500/50, 1000/100; a BEIR "
+            "folder's corpus is ingested once for each, its passages split)",
+            key="tune-chunkings",
+        )
+    stages = [*stages, *([extra.strip()] if extra.strip() else [])]
+    return TuneGrid(stages, ks, float(budget) or None, [c.strip() for c in chunkings.split(",") if c.strip()])
 
 
 def draw(run: TuningRun, kept: str | None) -> None:

@@ -28,12 +28,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     ks = args.k or []
     base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n)
-    check_grid(args.first_stage or [], ks, base)  # every cell's values checked before the first query
+    check_grid(args.first_stage or [], ks, base, args.chunking or ())  # every cell checked before the first query
     if demo and args.collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     with ProgressBar("tuning", unit="query") as bar:
         run = tune(
-            engine, dataset, base, first_stages=args.first_stage or (), ks=ks, max_queries=args.max_queries,
+            engine, dataset, base, first_stages=args.first_stage or (), ks=ks, chunkings=args.chunking or (),
+            max_queries=args.max_queries,
             latency_budget_ms=args.latency_budget_ms, timing_queries=args.timing_queries, progress=bar,
         )  # fmt: skip
     if args.out:

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
 from workbench.engine import Engine
-from workbench.errors import InputError
+from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import top_n_points
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.latency import rerank_time_by_k
@@ -31,7 +31,7 @@ from workbench.evaluation.runner import report_of
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, bootstrap_interval, difference
 from workbench.fusion import parse_fusion
-from workbench.inputs import whole_number
+from workbench.inputs import parse_chunking, validate_collection_name, whole_number
 from workbench.types import SearchPlan
 from workbench.vocab import (
     DEFAULT_FIRST_STAGES,
@@ -61,6 +61,7 @@ class TuneCell(BaseModel):
     """One cell of the grid: a first stage at one k, its quality after reranking and what it costs."""
 
     first_stage: str  # as a plan's key writes it: 'dense', 'hybrid', 'hybrid(minmax 0.5)'
+    chunking: str | None = None  # 'SIZE/OVERLAP' when the run compares chunkings (each its own collection)
     retrieval: str
     fusion: str | None = None
     k: int
@@ -79,8 +80,8 @@ class TuneCell(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def label(self) -> str:
-        """The cell's name: 'hybrid(minmax 0.5) k=20'."""
-        return f"{self.first_stage} k={self.k}"
+        """The cell's name: 'hybrid(minmax 0.5) k=20', or 'chunks 500/50 · dense k=20'."""
+        return f"{f'chunks {self.chunking} · ' if self.chunking else ''}{self.first_stage} k={self.k}"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -205,21 +206,36 @@ class TuningRun(BaseModel):
         return "\n".join(lines) + "\n"
 
 
-def check_grid(first_stages: Sequence[str], ks: Sequence[Any], base: SearchPlan) -> list[SearchPlan]:
-    """The grid's plans (first stage × k, each with the base plan's reranker, filters and top n, at most k),
-    checked before any work: InputError naming the first bad value."""
+def chunked_collection(collection: str, chunking: tuple[int, int]) -> str:
+    """The collection a chunking of `collection`'s corpus is ingested into: '<collection>-chunks-500-50'."""
+    return f"{collection}-chunks-{chunking[0]}-{chunking[1]}"
+
+
+def check_grid(
+    first_stages: Sequence[str], ks: Sequence[Any], base: SearchPlan, chunkings: Sequence[Any] = ()
+) -> list[SearchPlan]:
+    """The grid's plans (chunking × first stage × k, each with the base plan's reranker, filters and top n, at
+    most k), checked before any work: InputError naming the first bad value. Chunkings, when given (two or more),
+    each search a collection of their own (`chunked_collection`)."""
     stages = list(dict.fromkeys(first_stage_of(s) for s in first_stages or DEFAULT_FIRST_STAGES))
     depths = sorted({whole_number("k", k) for k in ks or DEFAULT_TUNE_KS})
     bad = [k for k in depths if not 1 <= k <= MAX_K]
     if bad:
         raise InputError(f"Each k of the grid must be from 1 to {MAX_K}; got {', '.join(map(str, bad))}.")
-    if len(stages) * len(depths) > MAX_CELLS:
+    sizes = list(dict.fromkeys(parse_chunking(c) for c in chunkings))
+    if len(sizes) == 1:
+        raise InputError("Chunkings are compared two or more at a time: give another --chunking SIZE/OVERLAP.")
+    collection = base.collection or ""
+    collections = [validate_collection_name(chunked_collection(collection, c)) for c in sizes] or [base.collection]
+    cells = len(collections) * len(stages) * len(depths)
+    if cells > MAX_CELLS:
         raise InputError(
-            f"The grid has {len(stages) * len(depths)} cells ({len(stages)} first stages × {len(depths)} k); "
-            f"at most {MAX_CELLS} run in one tuning run."
+            f"The grid has {cells} cells ({len(sizes) or 1} chunkings × {len(stages)} first stages × {len(depths)} "
+            f"k); at most {MAX_CELLS} run in one tuning run."
         )
     return [
-        base.with_(retrieval=retrieval, fusion=fusion, k=k, top_n=min(base.top_n, k))
+        base.with_(collection=name, retrieval=retrieval, fusion=fusion, k=k, top_n=min(base.top_n, k))
+        for name in collections
         for retrieval, fusion in stages
         for k in depths
     ]
@@ -244,6 +260,7 @@ def tune(
     *,
     first_stages: Sequence[str] = DEFAULT_FIRST_STAGES,
     ks: Sequence[Any] = DEFAULT_TUNE_KS,
+    chunkings: Sequence[Any] = (),
     max_queries: int | None = None,
     latency_budget_ms: float | None = None,
     timing_queries: int = 10,
@@ -251,14 +268,25 @@ def tune(
 ) -> TuningRun:
     """Every cell of first stages × ks on the dataset's judged queries, reranked by the base plan's reranker; the
     best cell by nDCG@10, and the recommended: the cheapest (compute per 1,000 queries) whose nDCG@10 is not
-    measurably below the best's (paired 95 % interval includes 0) and whose p95 keeps the budget."""
+    measurably below the best's (paired 95 % interval includes 0) and whose p95 keeps the budget.
+
+    `chunkings` ('SIZE/OVERLAP', two or more) compare ingest's chunk size and overlap the same way: the dataset's
+    corpus is ingested once per chunking (its passages split too) into a collection of its own, each judged by
+    document (a document's best chunk), every cell run on each."""
     started = time.perf_counter()
-    plans = check_grid(first_stages, ks, base)
     collection = base.collection or engine.settings.collection
-    plans = [p.with_(collection=collection) for p in plans]
+    plans = check_grid(first_stages, ks, base.with_(collection=collection), chunkings)
     _, _, max_queries, _ = check_plan(base.k, base.top_n, max_queries)
     reranker = engine.reranker_of(base)  # a missing model fails now, not after the ingest
-    prepare_collection(engine, dataset, collection)
+    sizes = {chunked_collection(collection, c): c for c in map(parse_chunking, chunkings)}
+    if sizes and dataset.corpus is None:
+        raise InputError(
+            "Comparing chunkings ingests the dataset's corpus once per chunking: give a BEIR folder (its corpus.jsonl)."
+        )
+    for name in dict.fromkeys(p.collection or collection for p in plans):
+        if name in sizes:
+            _ingest_chunked(engine, dataset, name, sizes[name])
+        prepare_collection(engine, dataset, name)
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     if not items:
         raise InputError(f"{dataset.name} has no judged query with text to tune on.")
@@ -271,12 +299,15 @@ def tune(
     }
     sample = [text for _, text in items[:timing_queries]]
     stage_times = _first_stage_times(engine, plans, sample)
-    rerank_times = (
-        {t.k: t for t in rerank_time_by_k(engine, sample, base, sorted({p.k for p in plans}), max_query_chars=None)}
-        if reranker
-        else {}
-    )
-    cells = [_cell(plan, reports[plan.key], stage_times, rerank_times) for plan in plans]
+    rerank_times: dict[tuple[str, int], Any] = {}
+    for name in dict.fromkeys(p.collection or collection for p in plans) if reranker else ():
+        timed = rerank_time_by_k(engine, sample, base.with_(collection=name), sorted({p.k for p in plans}),
+                                 max_query_chars=None)  # fmt: skip
+        rerank_times |= {(name, t.k): t for t in timed}
+    chunking = {name: f"{size}/{overlap}" for name, (size, overlap) in sizes.items()}
+    cells = [
+        _cell(plan, reports[plan.key], stage_times, rerank_times, chunking.get(plan.collection or "")) for plan in plans
+    ]
     run = TuningRun(
         dataset=dataset.name, collection=collection, reranker_model=reranker.model_id if reranker else None,
         reranker_backend=reranker.backend if reranker else None, queries=len(items),
@@ -291,14 +322,30 @@ def tune(
     return decide(run)
 
 
+def _ingest_chunked(engine: Engine, dataset: Dataset, name: str, chunking: tuple[int, int]) -> None:
+    """The dataset's corpus in `name`, chunked as given (passages too), unless it is there already."""
+    try:
+        if engine.collection_info(name).count > 0:
+            return
+    except CollectionNotFoundError:
+        pass
+    assert dataset.corpus is not None
+    engine.ingest(dataset.corpus, name, chunk_size=chunking[0], chunk_overlap=chunking[1], split_passages=True)
+
+
 def _cell(
-    plan: SearchPlan, report: EvaluationReport, stage_times: dict[str, list[float]], rerank_times: dict[int, Any]
+    plan: SearchPlan,
+    report: EvaluationReport,
+    stage_times: dict[str, list[float]],
+    rerank_times: dict[tuple[str, int], Any],
+    chunking: str | None,
 ) -> TuneCell:
     after = [o.after[NDCG_10] for o in report.per_query]
     stage = stage_times.get(plan.with_(reranker=None).key, [])
-    rerank = rerank_times.get(plan.k)
+    rerank = rerank_times.get((plan.collection or "", plan.k))
     return TuneCell(
-        first_stage=report.first_stage, retrieval=plan.retrieval, fusion=plan.fusion, k=plan.k, plan_key=plan.key,
+        chunking=chunking, first_stage=report.first_stage, retrieval=plan.retrieval, fusion=plan.fusion, k=plan.k,
+        plan_key=plan.key,
         recall_ceiling=report.before.get(recall_at(plan.k), 0.0), ndcg_before=report.before[NDCG_10],
         ndcg_after=report.after[NDCG_10], after_ci=bootstrap_interval([0.0] * len(after), after) if after else (0, 0),
         first_stage_ms_p50=float(np.percentile(stage, 50)) if stage else None,
@@ -341,6 +388,8 @@ def findings(cells: list[TuneCell], scores: dict[str, list[float]]) -> list[str]
     found: list[tuple[bool, float, str]] = []
     for simpler in cells:
         for richer in cells:
+            if richer.chunking != simpler.chunking:
+                continue
             deeper = richer.first_stage == simpler.first_stage and richer.k > simpler.k
             fused = richer.k == simpler.k and richer.retrieval == "hybrid" and simpler.retrieval != "hybrid"
             if not (deeper or fused) or richer.recall_ceiling <= simpler.recall_ceiling:

@@ -306,7 +306,8 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
         )
         bar = st.progress(0.0, text="tuning grid")
         STATE.tuning_run = run = tune(
-            engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, max_queries=asked.max_queries or None,
+            engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, chunkings=asked.grid.chunkings,
+            max_queries=asked.max_queries or None,
             latency_budget_ms=asked.grid.budget_ms, progress=bar_with_time_left(bar, "queries of the tuning grid"),
         )  # fmt: skip
         kept = keep_tuning(engine, run, dataset, source=asked.source, tags=["app"])

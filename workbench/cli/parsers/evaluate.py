@@ -65,6 +65,11 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         "-k", action="append", type=int, help="a k of the grid, repeatable (default: "
         + ", ".join(map(str, DEFAULT_TUNE_KS)) + ")",
     )  # fmt: skip
+    tune.add_argument(
+        "--chunking", action="append", metavar="SIZE/OVERLAP",
+        help="compare ingest's chunking, repeatable (two or more): the BEIR corpus ingested once per chunking, its "
+        "passages split (characters, e.g. 500/50), each a collection of its own",
+    )  # fmt: skip
     tune.add_argument("-n", type=int, help="the largest top n weighed (default: RERANKER_K_RETURN, 10)")
     tune.add_argument("--reranker", metavar="ID", help="the reranker every cell reranks with (default: RERANKER_MODEL)")
     tune.add_argument("--backend", help=f"the reranker's backend: {spoken(BACKEND_CHOICES)}")
