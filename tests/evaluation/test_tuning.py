@@ -14,7 +14,8 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset, run_evaluation
 from workbench.evaluation.significance import difference
-from workbench.evaluation.tuning import TuneCell, TuningRun, check_grid, decide, first_stage_of, tune
+from workbench.evaluation.tuning import TuneCell, TuningRun, decide, tune
+from workbench.evaluation.tuning_grid import check_grid, first_stage_of
 from workbench.experiments import open_experiment_store
 from workbench.types import SearchPlan
 from workbench.vocab import NDCG_10

@@ -13,7 +13,8 @@ from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.long_documents import DEFAULT_STRATEGIES, compare_long_documents
-from workbench.evaluation.tuning import check_grid, tune
+from workbench.evaluation.tuning import tune
+from workbench.evaluation.tuning_grid import check_grid
 from workbench.experiments import keep_tuning
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 
