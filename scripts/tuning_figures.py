@@ -2,7 +2,7 @@
 RRF, min-max and z-score fusion × k = 10, 20, 50) on every judged query of SciFact and Cranfield, reranked by the
 default cross-encoder. Per dataset: the best cell against today's dense default (k = 50) with the paired interval,
 the recommended cell, and the tuning run's time against one evaluation of the deepest cell in a fresh engine (the
-goal: under 1.5×). On SciFact, as the workbench chunks it, FirstP against MaxP and SumP (k = 20).
+goal: under 1.5×). On SciFact's whole abstracts, FirstP against MaxP and SumP (k = 20).
 
     .venv/bin/python scripts/tuning_figures.py           # measure (about 25 minutes on 2 cores), then write
     .venv/bin/python scripts/tuning_figures.py --write   # write the blocks again from the kept record
@@ -110,7 +110,8 @@ def _long_documents(record: dict[str, Any]) -> str:
         for s in long["strategies"]
     ]
     return (
-        f"SciFact as the workbench chunks it, {long['queries']} queries, k = {long['k']}: under FirstP the reranker "
+        f"SciFact's abstracts as ingested (whole: a BEIR passage is not chunked), {long['queries']} queries, "
+        f"k = {long['k']}, the first 4 windows: under FirstP the reranker "
         f"never reads {long['unread']:.1%} of the candidates' tokens on average, and {long['queries_cut']} queries "
         "have a candidate cut by at least 10 %.\n\n"
         "| strategy | nDCG@10 | vs FirstP [95 % CI] | queries whose top 10 changed | windows scored per query | "

@@ -67,12 +67,16 @@ def search_each(
     plans: Sequence[SearchPlan],
     texts: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    warm: Callable[[str], None] | None = None,
 ) -> list[list[SearchResult]]:
     """Each text searched under every plan, a query's plans one after another, so that a pair several plans share
-    is scored once and read from the score cache while it is fresh: results[plan][query]. Queries run at once
-    where a reranker is a service, as in `search_all`; `progress(done, total)` per query."""
+    is scored once and read from the score cache while it is fresh: results[plan][query]. `warm(text)` runs first
+    for each text (a tuning run scores the union of its cells' candidates in one batch). Queries run at once where
+    a reranker is a service, as in `search_all`; `progress(done, total)` per query."""
 
     def every(text: str) -> list[SearchResult]:
+        if warm is not None:
+            warm(text)
         return [engine.search(text, plan, max_query_chars=None) for plan in plans]
 
     workers = max((concurrency_for(engine, plan) for plan in plans), default=1)

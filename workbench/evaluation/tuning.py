@@ -244,7 +244,8 @@ def tune(
     if not items:
         raise InputError(f"{dataset.name} has no judged query with text to tune on.")
     calls_before = reranker.usage.documents if reranker else 0
-    results = search_each(engine, plans, [text for _, text in items], progress)
+    warm = _union_scorer(engine, plans) if reranker and not base.long_documents else None
+    results = search_each(engine, plans, [text for _, text in items], progress, warm)
     scored = (reranker.usage.documents - calls_before) if reranker else 0
     reports = {
         plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
@@ -273,6 +274,25 @@ def tune(
         plans={c.label: plan for c, plan in zip(cells, plans, strict=True)},
     )  # fmt: skip
     return decide(run)
+
+
+def _union_scorer(engine: Engine, plans: Sequence[SearchPlan]) -> Callable[[str], None]:
+    """What scores a query's pairs for every cell at once: the cells' first stages run (no reranker), and the union
+    of their candidates is scored in one call, so the model sees one full batch rather than each cell's few new
+    pairs; the cells then read every score from the cache."""
+
+    def warm(text: str) -> None:
+        seen: dict[str, None] = {}
+        query = text
+        for plan in plans:
+            found = engine.search(text, plan.with_(reranker=None), max_query_chars=None)
+            query = found.query  # as the engine checked and trimmed it: the cache's key
+            seen |= dict.fromkeys(c.text for c in found.candidates)
+        reranker = engine.reranker_of(plans[0])
+        if reranker is not None and seen:
+            reranker.score(query, list(seen))
+
+    return warm
 
 
 def _ingest_chunked(engine: Engine, dataset: Dataset, name: str, chunking: tuple[int, int]) -> None:
