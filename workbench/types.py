@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, create_model, model_validator
 
 from workbench.errors import InputError
-from workbench.fusion import parse_fusion
+from workbench.fusion import first_stage_name, parse_fusion
 from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
 from workbench.passages import parse_long_documents
 from workbench.redact import plain_text, public_name
@@ -202,7 +202,7 @@ class SearchPlan(BaseModel):
         ('demo · hybrid k=50 → 10 · minilm-l6-qa-reranker · page=2 · min 0.5')."""
         parts = [
             self.collection or "(default collection)",
-            f"{self.retrieval}{f'({self.fusion})' if self.fusion else ''} k={self.k} → {self.top_n}",
+            f"{first_stage_name(self.retrieval, self.fusion)} k={self.k} → {self.top_n}",
             (public_name(self.reranker) or "").rsplit("/", 1)[-1] if self.reranks else NO_RERANKER,
         ]
         if self.filters:
