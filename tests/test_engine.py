@@ -67,6 +67,24 @@ def test_repeat_after_result_cache_cleared_hits_the_score_cache(nature: Engine) 
     assert not again.cache.result_cached
 
 
+def test_a_query_is_embedded_once_for_every_plan_that_needs_its_vector(
+    nature: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = nature.embedder()
+    embedded: list[str] = []
+    real = embedder.embed_query
+    monkeypatch.setattr(embedder, "embed_query", lambda text: embedded.append(text) or real(text))
+    plans = [nature.plan(collection="nature", k=k, retrieval=r) for k in (3, 6) for r in ("dense", "hybrid")]
+    results = [nature.search("moss on stones", plan) for plan in plans]
+    assert embedded == ["moss on stones"]
+    fresh = nature.search("moss on stones", plans[0], use_cache=False)  # a timed run embeds again
+    assert embedded == ["moss on stones"] * 2 and fresh.timings.embed_ms > 0
+    assert [c.id for c in fresh.candidates] == [c.id for c in results[0].candidates]
+    nature.clear_caches()
+    nature.search("moss on stones", plans[1])
+    assert len(embedded) == 3
+
+
 def test_filters_restrict_candidates(nature: Engine) -> None:
     result = nature.search("nature", nature.plan(collection="nature", k=10, top_n=3, filters={"source": "guide.md"}))
     assert result.candidates and all(c.metadata["source"] == "guide.md" for c in result.candidates)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
 from cachetools import TTLCache
 
 from workbench.config import Settings, get_settings
@@ -173,6 +174,8 @@ class Engine:
         self._rerankers: dict[str, Reranker] = {}
         self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
+        # A query's vector, shared by every plan that embeds it (the k, fusion and reranker of a tuning grid).
+        self._vectors: TTLCache[tuple[str, str], np.ndarray] = TTLCache(maxsize=1024, ttl=self.settings.cache_ttl)
         self._epoch = 0  # grows when every cache is cleared
         self._generations: dict[str, int] = {}  # grows when a collection changes
         self.bm25 = BM25Indexes(self.settings)
@@ -356,7 +359,7 @@ class Engine:
         embedder = self._collection_embedder(name, info) if stage.needs_vector else None
         # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
         clock = [time.perf_counter()]
-        vector = embedder.embed_query(query) if embedder else None
+        vector = self._query_vector(embedder, query, use_cache) if embedder else None
         clock.append(time.perf_counter())
         depth = plan.k + max(5, plan.k // 5)  # a little more than k, so that removing duplicates still leaves k
         hits, duplicates = _dedupe(stage.candidates(query, depth, plan.filters, vector))
@@ -390,6 +393,16 @@ class Engine:
                 self._results[key] = result
         return result if plan.min_score is None else result.with_min_score(plan.min_score)
 
+    def _query_vector(self, embedder: Embedder, query: str, use_cache: bool) -> np.ndarray:
+        key = (embedder.model_id, query)
+        with self._lock:
+            vector = self._vectors.get(key) if use_cache else None
+        if vector is None:
+            vector = embedder.embed_query(query)
+            with self._lock:
+                self._vectors[key] = vector
+        return vector
+
     def generation(self, collection: str) -> tuple[int, int]:
         """A value that changes whenever the collection's contents change or the engine's caches are cleared: the
         key under which a cache kept outside the engine (Evaluate's measured depth timings) stays valid."""
@@ -400,6 +413,7 @@ class Engine:
         """Forget cached results, measured timings and reranker scores (models stay loaded)."""
         with self._lock:
             self._results.clear()
+            self._vectors.clear()
             self._epoch += 1
         self.score_cache.clear()
 
