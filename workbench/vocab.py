@@ -145,8 +145,18 @@ PRIMARY_METRIC: Final = NDCG_10  # the metric verdicts, wins and losses are coun
 # The grade scale every collection is judged on, stated once: grade -> label (imports may carry other integers).
 GRADE_SCALE: Final[dict[int, str]] = {0: "not relevant", 1: "partly relevant", 2: "relevant", 3: "perfectly relevant"}
 MAX_IMPORTED_GRADE: Final = 1000  # an imported qrels grade is a whole number this far from 0 at most
-JudgmentSource = Literal["person", "llm", "import"]
+JudgmentSource = Literal["person", "llm", "import", "clicks"]
 JUDGMENT_SOURCES: Final[tuple[str, ...]] = get_args(JudgmentSource)
+CLICK_MODELS: Final[tuple[str, ...]] = ("coec", "pbm")  # clicks over expected clicks; the position-based model
+LOG_SAMPLES: Final[tuple[str, ...]] = ("top", "random", "pps")  # how a query set is drawn from a click log
+MAX_CLICK_LOG_ROWS: Final = 500_000  # rows of a click log (or UBI queries and events together)
+MAX_CLICK_LOG_BYTES: Final = 500_000_000
+DEFAULT_MIN_IMPRESSIONS: Final = 5  # a click model's estimate of a pair shown fewer times is not kept as a grade
+# An estimate's grade is how many cut-points it reaches: COEC is clicks over those expected at the positions shown
+# (1 average), PBM's the probability that the result attracts a click once examined.
+CLICK_GRADE_CUTS: Final[dict[str, tuple[float, float, float]]] = {"coec": (0.5, 1.0, 2.0), "pbm": (0.1, 0.3, 0.6)}
+# Grades no person gave: where a person graded a pair, theirs count and these do not.
+MACHINE_SOURCES: Final[tuple[str, ...]] = ("llm", "clicks")
 # How the current grade of a (query, document) is chosen from its history; "rater:NAME" names one rater.
 JUDGMENT_POLICIES: Final = ("latest", "majority")
 RATER_POLICY_PREFIX: Final = "rater:"

@@ -15,7 +15,7 @@ from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.judgments import QueueItem, judgment_rows
 from workbench.judgments.llm import SETTINGS_HINT, JudgeRun, judge_queue, judge_rater
-from workbench.vocab import DEFAULT_JUDGE_CHECK, DEFAULT_JUDGE_LIMIT, GRADE_SCALE, MAX_JUDGE_PAIRS
+from workbench.vocab import DEFAULT_JUDGE_CHECK, DEFAULT_JUDGE_LIMIT, GRADE_SCALE, MACHINE_SOURCES, MAX_JUDGE_PAIRS
 
 
 def draw(engine: Engine, collection: str, queue: Sequence[QueueItem], rater: str) -> None:
@@ -58,7 +58,9 @@ def _draw_run(engine: Engine, collection: str, run: JudgeRun, rater: str) -> Non
     for line in run.agreement_lines():
         st.markdown("- " + text_md(line))
     people = {
-        (r.query_id, r.doc_id): r.grade for r in judgment_rows(engine.settings, collection) if r.source != "llm"
+        (r.query_id, r.doc_id): r.grade
+        for r in judgment_rows(engine.settings, collection)
+        if r.source not in MACHINE_SOURCES
     }  # later rows replace earlier: each pair's latest grade by a person
     for grade in run.grades:
         with st.container(border=True):

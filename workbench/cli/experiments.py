@@ -28,7 +28,10 @@ from workbench.experiments import (
     reproduced,
     run_again,
 )
+from workbench.experiments.log_sample import log_query_set
+from workbench.judgments import judged_queries as judged_texts
 from workbench.judgments import load_judgments
+from workbench.judgments.click_log import read_click_log
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.services.sessions import open_session_store
 from workbench.services.sources import attach_candidates
@@ -192,6 +195,13 @@ def cmd_set_add(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.file:
         query_set = read_query_set(args.name, args.file)
+    elif args.from_log:
+        log = read_click_log(args.from_log, args.events)
+        judged = judged_texts(settings, args.collection) if args.collection else {}
+        query_set = log_query_set(
+            args.name, log.impressions, sample=args.sample, size=args.size, seed=args.seed, judged=judged,
+            source=log.source,
+        )  # fmt: skip
     elif args.from_session:
         view = open_session_store(settings).get(args.from_session)
         query_set = history_query_set(args.name, [t.text for t in view.turns if t.role in {"query", "user"}])

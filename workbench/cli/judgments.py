@@ -10,6 +10,7 @@ from pathlib import Path
 from workbench.cli.common import print_json, settings_from, shown
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
+from workbench.errors import InputError
 from workbench.judgments import (
     export_judgments,
     export_queries,
@@ -17,6 +18,7 @@ from workbench.judgments import (
     judge,
     judgments_agreement,
 )
+from workbench.judgments.clicks import import_clicks
 from workbench.judgments.llm import judge_collection
 from workbench.vocab import GRADE_SCALE
 
@@ -59,6 +61,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     imported = import_judgments(engine, args.collection, args.qrels, args.queries, rater=args.rater)
     pairs = sum(len(docs) for docs in imported.qrels.values())
     print(shown(f"imported {pairs} grades of {imported.query_count} queries into '{args.collection}'"))
+    return 0
+
+
+def cmd_clicks(args: argparse.Namespace) -> int:
+    cuts = None
+    if args.cuts is not None:
+        try:
+            cuts = tuple(float(c) for c in args.cuts.replace(",", " ").split())
+        except ValueError:
+            raise InputError(f"--cuts takes three numbers ('0.5,1,2'); got {args.cuts[:40]!r}.") from None
+    imported = import_clicks(
+        Engine(settings_from(args)), args.collection, args.log, events=args.events, model=args.model,
+        min_impressions=args.min_impressions, cuts=cuts, save=not args.dry_run,
+    )  # fmt: skip
+    if args.json:
+        print_json(imported)
+    else:
+        print(shown(imported.summary()))
     return 0
 
 

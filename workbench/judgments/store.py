@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
-from workbench.vocab import DEFAULT_STORE_TIMEOUT, RATER_POLICY_PREFIX
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, MACHINE_SOURCES, RATER_POLICY_PREFIX
 
 _COLUMNS = "collection, query_id, doc_id, grade, rater, source, reason, created_at"
 
@@ -48,8 +48,9 @@ def now() -> datetime:
 def current_grades(rows: Iterable[JudgmentRow], policy: str = "latest") -> dict[str, dict[str, int]]:
     """The grade that counts for each (query, document), chosen from its history (rows oldest first).
 
-    Each rater's latest grade is their grade. People outrank the LLM judge: where any person graded a pair,
-    only people's grades count (a person overrides the judge by rating once). Then, by policy:
+    Each rater's latest grade is their grade. People outrank the LLM judge and click models (MACHINE_SOURCES):
+    where any person graded a pair, only people's grades count (a person overrides the judge by rating once).
+    Then, by policy:
     `latest` takes the most recent grade; `majority` the most common (a tie goes to the most recent of the tied);
     `rater:NAME` that rater's grade, and the latest for pairs they did not grade.
     """
@@ -59,7 +60,7 @@ def current_grades(rows: Iterable[JudgmentRow], policy: str = "latest") -> dict[
     named = policy[len(RATER_POLICY_PREFIX) :] if policy.startswith(RATER_POLICY_PREFIX) else None
     qrels: dict[str, dict[str, int]] = {}
     for (query_id, doc_id), latest_by_rater in by_pair.items():
-        people = [r for r in latest_by_rater.values() if r.source != "llm"]
+        people = [r for r in latest_by_rater.values() if r.source not in MACHINE_SOURCES]
         counted = sorted(people or latest_by_rater.values(), key=lambda r: r.created_at)
         if named and named in latest_by_rater:
             grade = latest_by_rater[named].grade

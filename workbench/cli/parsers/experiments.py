@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import candidates_options, store_options
-from workbench.vocab import BACKEND_CHOICES, spoken
+from workbench.vocab import BACKEND_CHOICES, LOG_SAMPLES, spoken
 
 
 def dataset_options(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +92,14 @@ def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: 
     add.add_argument("name", help="the query set's name")
     add.add_argument("--file", help="one query a line, CSV (query[,id,weight]) or JSONL ({text, _id, weight})")
     add.add_argument("--from-session", metavar="ID", help="the queries of a kept session (the app's: app:<user>)")
+    add.add_argument("--from-log", metavar="LOG", help="queries of a click log (UBI 1.0, or CSV/JSON lines)")
+    add.add_argument("--events", help="with --from-log: UBI events in a file of their own")
+    add.add_argument(
+        "--sample", choices=LOG_SAMPLES, default="top",
+        help="with --from-log: the most frequent, at random, or by frequency (pps) (default top)",
+    )  # fmt: skip
+    add.add_argument("--size", type=int, default=50, help="with --from-log: how many queries (default 50)")
+    add.add_argument("--seed", type=int, default=0, help="with --from-log: the random draw's seed (default 0)")
     dataset_options(add)
     add.set_defaults(handler="workbench.cli.experiments:cmd_set_add")
     listed = verbs.add_parser("list", help="the kept query sets")

@@ -6,8 +6,10 @@ import argparse
 
 from workbench.cli.parsers.common import fusion_option, store_options
 from workbench.vocab import (
+    CLICK_MODELS,
     DEFAULT_JUDGE_CHECK,
     DEFAULT_JUDGE_LIMIT,
+    DEFAULT_MIN_IMPRESSIONS,
     DEFAULT_RATER,
     GRADE_SCALE,
     JUDGMENT_EXPORT_FORMATS,
@@ -47,6 +49,24 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     imported.add_argument("--rater", help="the rater to record (default: 'imported <file name>')")
     store_options(imported)
     imported.set_defaults(handler="workbench.cli.judgments:cmd_import")
+    clicks = verbs.add_parser(
+        "clicks", help="grades from a click log (UBI 1.0, or CSV/JSON lines) by a click model, with their agreement"
+    )
+    clicks.add_argument(
+        "log", help="the log: UBI queries (and events), or CSV/JSON lines of query, shown, clicked, session, time"
+    )
+    clicks.add_argument("--collection", required=True, help="the collection whose documents the log shows")
+    clicks.add_argument("--events", help="UBI events, when they are in a file of their own")
+    clicks.add_argument("--model", choices=CLICK_MODELS, default="coec", help="COEC or the position-based model (EM)")
+    clicks.add_argument(
+        "--min-impressions", type=int, default=DEFAULT_MIN_IMPRESSIONS,
+        help="keep the grade of a pair shown at least this often (default %(default)s)",
+    )  # fmt: skip
+    clicks.add_argument("--cuts", help="the estimates at which grades 1, 2 and 3 begin (default: by model)")
+    clicks.add_argument("--dry-run", action="store_true", help="read, fit and compare, but keep nothing")
+    clicks.add_argument("--json", action="store_true", help="print the import as JSON")
+    store_options(clicks)
+    clicks.set_defaults(handler="workbench.cli.judgments:cmd_clicks")
     agreement = verbs.add_parser("agreement", help="Cohen's and Fleiss' kappa where raters overlap")
     agreement.add_argument("collection", help="the collection whose raters to compare")
     agreement.add_argument(

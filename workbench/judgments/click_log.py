@@ -1,0 +1,240 @@
+"""Click logs in: a plain log (CSV or JSON lines: query, the ids shown in order, the ids clicked, session, time) or
+User Behavior Insights 1.0 (its query records, with the hit ids returned, and its event records, whose clicks name
+the object clicked), read into impressions.
+
+A record that cannot be read (not JSON, not an object, a CSV without the columns) stops the import with its line
+number. A record that can be read but says nothing usable is skipped and counted, and the count is printed: an
+empty list, a click on an id that was not shown, an event whose query is not in the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import InputError
+from workbench.evaluation.click_models import MAX_POSITIONS, Impression
+from workbench.inputs import validate_doc_id
+from workbench.redact import plain_text
+from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS, MAX_QUERY_CHARS
+
+_PLAIN_COLUMNS = ("query", "shown")
+_SEPARATORS = ("|", ";")
+
+
+@dataclass
+class ClickLog:
+    """The impressions a log holds, how many rows it had, and what was skipped (reason -> count)."""
+
+    source: str
+    format: str
+    rows: int
+    impressions: list[Impression]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def sessions(self) -> int:
+        """Distinct sessions (an impression without one is a session of its own)."""
+        named = {i.session for i in self.impressions if i.session}
+        return len(named) + sum(1 for i in self.impressions if not i.session)
+
+    @property
+    def queries(self) -> int:
+        return len({i.query for i in self.impressions})
+
+
+def _text(value: Any, what: str, where: str) -> str:
+    text = plain_text(str(value if value is not None else "")).strip()
+    if len(text) > MAX_QUERY_CHARS * 4:
+        raise InputError(f"{where}: the {what} is over {MAX_QUERY_CHARS * 4} characters.")
+    return text
+
+
+def _ids(value: Any, where: str) -> list[str]:
+    """Ids as a JSON list, or a text of ids separated by spaces, | or ;."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):
+            try:
+                value = json.loads(stripped)
+            except (ValueError, RecursionError):
+                raise InputError(f"{where}: the id list {stripped[:40]!r} is not a JSON list.") from None
+        else:
+            for separator in _SEPARATORS:
+                stripped = stripped.replace(separator, " ")
+            value = stripped.split()
+    if not isinstance(value, list):
+        raise InputError(f"{where}: ids must be a list; got {type(value).__name__}.")
+    ids = []
+    for item in value:
+        if not isinstance(item, str | int) or isinstance(item, bool):
+            raise InputError(f"{where}: an id must be text; got {type(item).__name__}.")
+        try:
+            ids.append(validate_doc_id(str(item)))
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    return ids
+
+
+def _records(raw: bytes, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a JSON-lines file, a JSON array, or a CSV with a header."""
+    text = raw.decode("utf-8-sig", errors="replace")
+    head = text.lstrip()[:1]
+    json_file = Path(name).suffix.lower() in (".jsonl", ".ndjson", ".json") or head in ("{", "[")
+    if head == "[":
+        try:
+            loaded = json.loads(text)
+        except (ValueError, RecursionError):
+            raise InputError(f"{name} starts like a JSON array but is not valid JSON.") from None
+        for number, record in enumerate(loaded if isinstance(loaded, list) else [loaded], start=1):
+            yield number, _object(record, f"{name}, item {number}")
+        return
+    if json_file:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    record = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise InputError(f"{name}, line {number}: not a JSON object.") from None
+                yield number, _object(record, f"{name}, line {number}")
+        return
+    reader = csv.DictReader(io.StringIO(text))
+    columns = {str(c).strip().lower() for c in reader.fieldnames or []}
+    if not set(_PLAIN_COLUMNS) <= columns:
+        raise InputError(
+            f"{name} is neither JSON lines nor a CSV with the columns query and shown (and clicked, session, time); "
+            f"its columns: {', '.join(sorted(columns))[:120] or 'none'}."
+        )
+    for number, row in enumerate(reader, start=2):
+        yield number, {str(k).strip().lower(): v for k, v in row.items() if k is not None}
+
+
+def _object(record: Any, where: str) -> dict[str, Any]:
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: not a JSON object.")
+    return record
+
+
+def _plain(number: int, record: dict[str, Any], where: str, skipped: Counter[str]) -> Impression | None:
+    query = _text(record.get("query"), "query", where)
+    shown = _ids(record.get("shown"), where)
+    clicked = _ids(record.get("clicked"), where)
+    if not query:
+        skipped["rows without a query"] += 1
+        return None
+    if not shown:
+        skipped["rows that showed nothing"] += 1
+        return None
+    return _impression(query, shown, clicked, record.get("session"), record.get("time"), skipped)
+
+
+def _impression(
+    query: str, shown: list[str], clicked: list[str], session: Any, time: Any, skipped: Counter[str]
+) -> Impression:
+    unique = list(dict.fromkeys(shown))
+    if len(unique) > MAX_POSITIONS:
+        skipped[f"results shown past position {MAX_POSITIONS} (not counted)"] += len(unique) - MAX_POSITIONS
+    on_list = set(unique)
+    off_list = [doc for doc in clicked if doc not in on_list]
+    if off_list:
+        skipped["clicks on ids not shown in their list"] += len(off_list)
+    return Impression(
+        query=query, shown=tuple(unique), clicked=frozenset(d for d in clicked if d in on_list),
+        session=plain_text(str(session or ""))[:128], time=plain_text(str(time or ""))[:64],
+    )  # fmt: skip
+
+
+def _is_click(action: Any) -> bool:
+    name = str(action or "").strip().lower()
+    return name == "click" or name.startswith("click") or name.endswith("_click")
+
+
+def _ubi(records: list[tuple[int, dict[str, Any]]], where: str, skipped: Counter[str]) -> list[Impression]:
+    """UBI 1.0: query records (query_id, user_query, query_response_hit_ids, client_id, timestamp) and event records
+    (action_name, query_id, session_id, event_attributes.object.object_id); a click event credits its object."""
+    queries: dict[str, dict[str, Any]] = {}
+    clicks: dict[str, list[str]] = {}
+    sessions: dict[str, str] = {}
+    for number, record in records:
+        at = f"{where}, record {number}"
+        if "action_name" in record:
+            query_id = str(record.get("query_id") or "")
+            if not _is_click(record.get("action_name")):
+                continue
+            attributes = record.get("event_attributes")
+            target = attributes.get("object") if isinstance(attributes, dict) else None
+            object_id = target.get("object_id") if isinstance(target, dict) else None
+            if not query_id or object_id in (None, ""):
+                skipped["click events without a query_id or object_id"] += 1
+                continue
+            clicks.setdefault(query_id, []).extend(_ids([object_id], at))
+            if record.get("session_id"):
+                sessions.setdefault(query_id, str(record["session_id"]))
+        else:
+            query_id = str(record.get("query_id") or "")
+            if not query_id:
+                skipped["query records without a query_id"] += 1
+                continue
+            queries[query_id] = record
+    impressions = []
+    for query_id, record in queries.items():
+        at = f"{where}, query {query_id[:40]}"
+        text = _text(record.get("user_query"), "user_query", at)
+        hits = record.get("query_response_hit_ids", record.get("query_response_object_ids"))
+        shown = _ids(hits, at)
+        if not text:
+            skipped["queries without a user_query"] += 1
+        elif not shown:
+            skipped["queries that showed nothing"] += 1
+        else:
+            session = sessions.get(query_id) or record.get("session_id") or record.get("client_id")
+            impressions.append(
+                _impression(text, shown, clicks.pop(query_id, []), session, record.get("timestamp"), skipped)
+            )
+    unmatched = sum(len(c) for c in clicks.values())
+    if unmatched:
+        skipped["clicks whose query_id is not among the queries"] += unmatched
+    return impressions
+
+
+def read_click_log(path: str | Path, events: str | Path | None = None) -> ClickLog:
+    """The impressions of a click log: plain (CSV or JSON lines with query, shown, clicked, session, time), or UBI
+    1.0 (its queries, and its events in the same file or in `events`)."""
+    files = [Path(path), *([Path(events)] if events is not None else [])]
+    records: list[tuple[int, dict[str, Any]]] = []
+    for file in files:
+        if not file.is_file():
+            raise InputError(f"No click log at {file.name}.")
+        if file.stat().st_size > MAX_CLICK_LOG_BYTES:
+            raise InputError(f"{file.name} is over {MAX_CLICK_LOG_BYTES // 1_000_000} MB; split it or sample it.")
+        for number, record in _records(file.read_bytes(), file.name):
+            records.append((number, record))
+            if len(records) > MAX_CLICK_LOG_ROWS:
+                raise InputError(
+                    f"The click log has more than {MAX_CLICK_LOG_ROWS:,} rows; give a sample of it (the click models "
+                    "need a few dozen impressions of a pair, not every one)."
+                )
+    if not records:
+        raise InputError(f"{files[0].name} has no rows.")
+    skipped: Counter[str] = Counter()
+    ubi = any("user_query" in r or "action_name" in r for _, r in records[:100]) or events is not None
+    if ubi:
+        impressions = _ubi(records, files[0].name, skipped)
+    else:
+        read = (_plain(n, r, f"{files[0].name}, line {n}", skipped) for n, r in records)
+        impressions = [i for i in read if i is not None]
+    if not impressions:
+        reasons = "; ".join(f"{count:,} {reason}" for reason, count in skipped.items()) or "no rows"
+        raise InputError(f"{files[0].name} holds no impression with a query and the ids shown ({reasons}).")
+    return ClickLog(
+        source=" + ".join(f.name for f in files), format="UBI 1.0" if ubi else "plain log", rows=len(records),
+        impressions=impressions, skipped=dict(skipped),
+    )  # fmt: skip
