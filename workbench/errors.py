@@ -4,6 +4,7 @@ WorkbenchError
 ├── InputError               a query, k, top_n, filter or file name the engine cannot take
 ├── CollectionNotFoundError  no collection of that name in the configured store
 ├── ExperimentNotFoundError  no kept experiment (or query set) of that id or name
+├── ImpressionNotFoundError  a click on an interleaved impression the server did not serve (or has forgotten)
 ├── ModelError               a model that cannot be loaded or run (broken folder, unreachable service)
 │   └── ModelNotFoundError   a model id that resolves to no local folder and no reachable hub
 ├── StoreError               the vector store failed
@@ -64,6 +65,10 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
 
 class ExperimentNotFoundError(WorkbenchError, LookupError):
     """No kept experiment has that id, or no query set that name."""
+
+
+class ImpressionNotFoundError(WorkbenchError, LookupError):
+    """A click names an interleaved impression this server did not serve, or no longer remembers."""
 
 
 class ModelError(WorkbenchError):
@@ -168,6 +173,7 @@ ERROR_STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (IngestError, 422),
     (CollectionNotFoundError, 404),
     (ExperimentNotFoundError, 404),
+    (ImpressionNotFoundError, 404),
     (QueryTimeoutError, 504),
     (ModelError, 503),
     (StoreError, 503),

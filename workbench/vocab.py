@@ -155,6 +155,8 @@ DEFAULT_MIN_IMPRESSIONS: Final = 5  # a click model's estimate of a pair shown f
 # An estimate's grade is how many cut-points it reaches: COEC is clicks over those expected at the positions shown
 # (1 average), PBM's the probability that the result attracts a click once examined.
 CLICK_GRADE_CUTS: Final[dict[str, tuple[float, float, float]]] = {"coec": (0.5, 1.0, 2.0), "pbm": (0.1, 0.3, 0.6)}
+# The chance a result of each grade is clicked once examined: the click model an online test is sized with.
+CLICK_ATTRACTIVENESS: Final[dict[int, float]] = {0: 0.05, 1: 0.3, 2: 0.6, 3: 0.9}
 # Grades no person gave: where a person graded a pair, theirs count and these do not.
 MACHINE_SOURCES: Final[tuple[str, ...]] = ("llm", "clicks")
 # How the current grade of a (query, document) is chosen from its history; "rater:NAME" names one rater.

@@ -184,6 +184,17 @@ def test_a_generated_openapi_client_surfaces_422_messages(served: ApiServer, tmp
         assert "empty" in refused.detail[0].msg and refused.detail[0].loc[-1] == "query"
         found = search_api.sync(client=client, body=models.SearchRequest(query="vacation days", top_k=2))
         assert isinstance(found, models.SearchResponse) and len(found.results) == 2
+        interleaved = search_api.sync(
+            client=client, body=models.SearchRequest(query="vacation days", top_k=4, interleave=True)
+        )
+        assert isinstance(interleaved, models.SearchResponse) and interleaved.impression_id.startswith("imp-")
+        assert {hit.team for hit in interleaved.results} <= {"A", "B"} and len(interleaved.results) == 4
+        clicks_api = importlib.import_module("generated.api.search.clicks_clicks_post")
+        receipt = clicks_api.sync(
+            client=client,
+            body=models.ClickRequest(impression_id=interleaved.impression_id, id=interleaved.results[1].id),
+        )
+        assert isinstance(receipt, models.ClickReceipt) and receipt.team == interleaved.results[1].team
         rerank_api = importlib.import_module("generated.api.rerank.rerank_v2_v2_rerank_post")
         answer = rerank_api.sync(client=client, body=models.RerankRequest(query=QUERY, documents=DOCS))
         assert isinstance(answer, models.RerankResponse) and answer.meta.billed_units.search_units == 1
@@ -191,6 +202,38 @@ def test_a_generated_openapi_client_surfaces_422_messages(served: ApiServer, tmp
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m == "generated" or m.startswith("generated.")]:
             del sys.modules[name]
+
+
+def test_interleaved_search_and_clicks_over_http(served: ApiServer, served_data: Settings) -> None:
+    """/search with interleave: a team-draft list of the first stage's order (A) and the reranked one (B), logged;
+    /clicks credits a result's team; a click nobody could have made is refused in one line."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=served.url, headers=headers, timeout=60) as client:
+        answer = client.post("/search", json={"query": "vacation days", "top_k": 5, "k": 20, "interleave": True})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        plain = client.post("/search", json={"query": "vacation days", "top_k": 5, "k": 20}).json()
+        assert plain["impression_id"] is None and all(hit["team"] is None for hit in plain["results"])
+        teams = [hit["team"] for hit in body["results"]]
+        assert set(teams) <= {"A", "B"} and abs(teams.count("A") - teams.count("B")) <= 1
+        assert body["teams"]["A"].endswith("(first stage)") and "tiny-reranker" in body["teams"]["B"]
+        # Each team's results keep their own ranking's order: A's by rank before, B's as /search reranks them.
+        a_ranks = [hit["rank_before"] for hit in body["results"] if hit["team"] == "A"]
+        assert a_ranks == sorted(a_ranks)
+        clicked = body["results"][0]
+        receipt = client.post("/clicks", json={"impression_id": body["impression_id"], "id": clicked["id"]})
+        assert receipt.status_code == 200 and receipt.json()["team"] == clicked["team"]
+        unknown = client.post("/clicks", json={"impression_id": "imp-nothing", "id": clicked["id"]})
+        assert unknown.status_code == 404 and "No impression 'imp-nothing' was served" in unknown.json()["detail"]
+        unshown = client.post("/clicks", json={"impression_id": body["impression_id"], "id": "never-shown"})
+        assert unshown.status_code == 422 and "did not show 'never-shown'" in unshown.json()["detail"][0]["msg"]
+        refused = client.post("/search", json={"query": "vacation days", "rerank": False, "interleave": True})
+        assert refused.status_code == 422 and "interleave compares the first stage" in refused.json()["detail"][0]["msg"]
+    log = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    mine = [r for r in records if r.get("impression_id") == body["impression_id"]]
+    assert [r["type"] for r in mine] == ["impression", "click"] and mine[0]["teams"] == teams
+    assert mine[1]["id"] == clicked["id"]
 
 
 def test_a_workbench_reranks_through_another_served_with_a_token(

@@ -18,12 +18,13 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import QueryTimeoutError
 from workbench.services.events import EventSink, open_sink
+from workbench.services.interleaving import InterleavingLog
 from workbench.services.sessions import SessionStore, open_session_store
 
 
 class ServiceState:
     """One per running API: the engine every request shares, its settings, the event sink, the session store,
-    and whether the models are loaded (`ready`, `models`, `warm_error`)."""
+    the interleaving log, and whether the models are loaded (`ready`, `models`, `warm_error`)."""
 
     def __init__(self, settings: Settings, engine: Engine | None) -> None:
         self.settings = settings
@@ -33,6 +34,7 @@ class ServiceState:
         self.warm_error: str | None = None
         self.events: EventSink = open_sink(settings)
         self.sessions: SessionStore = open_session_store(settings)
+        self.interleaving = InterleavingLog(settings)
 
 
 def service_state(request: Request) -> ServiceState:

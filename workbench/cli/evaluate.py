@@ -16,6 +16,7 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
+from workbench.evaluation.interleaving import online_test_size
 from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
@@ -204,8 +205,13 @@ def _report_out(
         summary["calibration"] = calibration.summary()
         kept = save_calibration(engine.settings, calibration.chosen)
         warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{args.collection}' use it")
+    online = online_test_size(report) if report.verdict is not None else None
+    if online is not None:
+        summary["online_test"] = online.model_dump()
     if not args.json:
         print(shown(report.to_markdown()))
+        if online is not None:
+            print(shown(f"\n**Online test**: {online.words()}"))
         if calibration is not None:
             print(shown(calibration.to_markdown()))
     for warning in report.warnings:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from workbench.app import ENTRY_SCRIPT
-from workbench.cli.common import ProgressBar, settings_from, shown, warn
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
@@ -18,6 +18,7 @@ from workbench.inputs import is_loopback
 from workbench.rerankers.backends import measure_backends_in_background
 from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
+from workbench.services.interleaving import analyse_interleaving_log, interleaving_log_path
 from workbench.stores.localpg import LocalPostgres
 
 # The environment the app's server starts with. Streamlit's server reads the websocket handshake with the
@@ -150,3 +151,13 @@ def _log_to_stderr(name: str) -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+
+
+def cmd_interleaving_analyse(args: argparse.Namespace) -> int:
+    log = Path(args.log) if args.log else interleaving_log_path(settings_from(args))
+    analysis = analyse_interleaving_log(log, args.collection)
+    if args.json:
+        print_json(analysis)
+    else:
+        print(shown(analysis.words()))
+    return 0

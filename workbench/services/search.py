@@ -25,9 +25,10 @@ from workbench.errors import ConfigError, InputError, WorkbenchError, error_mess
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import public_name, redact_text, shown
 from workbench.services.events import EventSink, RetrievalCompleted
+from workbench.services.interleaving import InterleavingLog
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
-from workbench.types import RankedHit, RetrievedChunk, SearchPlan, StageTimings
+from workbench.types import Candidate, RankedHit, RetrievedChunk, SearchPlan, StageTimings
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
 
 NO_DOCUMENTS = "No relevant documents found."
@@ -111,6 +112,8 @@ class SearchHit(BaseModel):
     vector_score: float | None = None
     rerank_score: float | None = None
     rank_before: int
+    id: str | None = Field(None, description="with interleave: the result's id, what a click names")
+    team: str | None = Field(None, description="with interleave: A (the first stage's order) or B (the reranked)")
 
 
 class SearchResponse(BaseModel):
@@ -126,6 +129,8 @@ class SearchResponse(BaseModel):
     trace_id: str
     min_score: float | None = None
     below_min_score: int = Field(0, description="results of the top_k dropped for scoring below min_score")
+    impression_id: str | None = Field(None, description="with interleave: the id to send clicks on these results with")
+    teams: dict[str, str] | None = Field(None, description="with interleave: what teams A and B are")
 
 
 def seed_plan(
@@ -170,11 +175,22 @@ def search_documents(
     deadline: float | None = None,
     min_score: float | None = None,
     fusion: str | None = None,
+    interleave: bool = False,
+    interleaving: InterleavingLog | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
     max(top_k, RERANKER_K_RETRIEVE)); results scoring below `min_score` are dropped and counted. Publishes a
-    RetrievalCompleted event to `events`."""
+    RetrievalCompleted event to `events`.
+
+    With `interleave`, the top_k are a team-draft interleaving of the first stage's order (team A) and the
+    reranked order (team B), each labelled with its team and id, logged to `interleaving` under the response's
+    impression_id (see workbench.services.interleaving)."""
+    if interleave and (not rerank or min_score is not None or interleaving is None):
+        raise InputError(
+            "interleave compares the first stage's order with the reranked one: it needs rerank on, no min_score, "
+            "and a server that keeps an interleaving log (workbench serve)."
+        )
     plan = seed_plan(
         engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
         min_score=min_score, fusion=fusion,
@@ -182,7 +198,16 @@ def search_documents(
     result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
-    for row in result.reranked:
+    served = None
+    if interleave and interleaving is not None:
+        if result.reranker_model is None:
+            raise InputError("interleave needs a reranker: this server has none configured (RERANKER_MODEL).")
+        served, merged = interleaving.serve(result, plan, plan.top_n)
+        by_id = {c.id: c for c in result.candidates}
+        for doc, team in zip(merged.docs, merged.teams, strict=True):
+            fields = _as_retrieved_chunk(by_id[doc]).model_dump(exclude={"source_url"})
+            hits.append(SearchHit(**fields, rank_before=by_id[doc].vector_rank, id=doc, team=team))
+    for row in result.reranked if served is None else ():
         fields = _as_retrieved_chunk(row).model_dump(exclude={"source_url"})
         hits.append(SearchHit(**fields, rank_before=row.rank_before))
     response = SearchResponse(
@@ -196,13 +221,15 @@ def search_documents(
         trace_id=trace,
         min_score=result.min_score,
         below_min_score=result.below_min_score,
+        impression_id=served.impression_id if served else None,
+        teams={"A": served.a, "B": served.b} if served else None,
     )
     if events is not None:
         events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))
     return response
 
 
-def _as_retrieved_chunk(hit: RankedHit) -> RetrievedChunk:
+def _as_retrieved_chunk(hit: RankedHit | Candidate) -> RetrievedChunk:
     meta = hit.metadata
     url = meta.get("url") or meta.get("source_url")
     page = meta.get("page")

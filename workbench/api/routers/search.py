@@ -1,5 +1,5 @@
-"""POST /search (seed 002's search, with scores, rank before, timings, trace id) and POST /retrieve (seed 000's
-retrieve_top_docs as {"result": str})."""
+"""POST /search (seed 002's search, with scores, rank before, timings, trace id; interleaved on request), POST
+/clicks (a click on an interleaved result) and POST /retrieve (seed 000's retrieve_top_docs as {"result": str})."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, State, deadline, run_bounded
 from workbench.inputs import parse_filters, validate_query
+from workbench.services.interleaving import ClickReceipt
 from workbench.services.search import SearchResponse, retrieve_text, search_documents
-from workbench.vocab import DEFAULT_TOP_K, MAX_K, MAX_TOP_K
+from workbench.vocab import DEFAULT_TOP_K, MAX_DOC_ID_CHARS, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)
 _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -38,6 +39,12 @@ class SearchRequest(BaseModel):
     )
     min_score: float | None = Field(
         None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
+    )
+    interleave: bool = Field(
+        False,
+        description="an online test: the top_k are a team-draft interleaving of the first stage's order (team A) and "
+        "the reranked order (team B), each result with its team and id; send clicks to POST /clicks with the "
+        "response's impression_id",
     )
 
     @field_validator("query")
@@ -82,8 +89,25 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             events=state.events,
             deadline=until,
             min_score=body.min_score,
+            interleave=body.interleave,
+            interleaving=state.interleaving,
         ),
     )
+
+
+class ClickRequest(BaseModel):
+    """A click on a result of an interleaved /search answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    impression_id: str = Field(..., max_length=64, description="the impression_id /search answered")
+    id: str = Field(..., max_length=MAX_DOC_ID_CHARS, description="the clicked result's id, as /search gave it")
+
+
+@router.post("/clicks", response_model=ClickReceipt)
+async def clicks(body: ClickRequest, state: State) -> ClickReceipt:
+    """Log a click on an interleaved result, credited to its team (`workbench interleaving analyse` reads the log)."""
+    return await run_bounded(state, lambda: state.interleaving.click(body.impression_id, body.id))
 
 
 @router.post("/retrieve")

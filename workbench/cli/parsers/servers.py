@@ -35,6 +35,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     store_options(serve)
     serve.set_defaults(handler="workbench.cli.servers:cmd_serve")
 
+    interleaving = commands.add_parser(
+        "interleaving", help="an online test's interleaved impressions and clicks (workbench serve's /search)"
+    )
+    verbs = interleaving.add_subparsers(dest="verb", required=True, help="what to do with the log")
+    analysed = verbs.add_parser(
+        "analyse", help="wins, ties and losses of the reranked list against the first stage, with a binomial interval"
+    )
+    analysed.add_argument(
+        "log", nargs="?", help="the log (default: <WORKBENCH_DATA_DIR>/interleaving/log.jsonl, what serve writes)"
+    )
+    analysed.add_argument("--collection", help="only this collection's impressions")
+    analysed.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    analysed.set_defaults(handler="workbench.cli.servers:cmd_interleaving_analyse")
+
     mcp = commands.add_parser("mcp", help="the MCP server: stdio, or --http PORT for streamable HTTP")
     mcp.add_argument("--http", type=PORT, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
     mcp.add_argument(

@@ -1,0 +1,178 @@
+"""An online test served: `/search` with `interleave` answers one team-draft list of the plan's first-stage order
+(team A) and its reranked order (team B), each result labelled with its team and the response with an impression
+id; `/clicks` takes the clicks on it. Impressions and clicks are appended to one JSON-lines log in the data folder
+(`interleaving/log.jsonl`), which `workbench interleaving analyse` reads.
+
+A click must name an impression this server served (it remembers the last MAX_REMEMBERED_IMPRESSIONS) and a
+result that impression showed; anything else is refused, so a log never credits a result nobody saw.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cachetools import LRUCache
+from pydantic import BaseModel
+
+from workbench.config import Settings
+from workbench.errors import ImpressionNotFoundError, InputError
+from workbench.evaluation.interleaving import Interleaved, InterleavingAnalysis, Outcome, analyse, credit, team_draft
+from workbench.inputs import validate_doc_id
+from workbench.redact import plain_text
+from workbench.types import SearchPlan, SearchResult
+from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS
+
+MAX_REMEMBERED_IMPRESSIONS = 100_000
+_IMPRESSION_ID_CHARS = 64
+
+
+def interleaving_log_path(settings: Settings) -> Path:
+    return Path(settings.data_dir) / "interleaving" / "log.jsonl"
+
+
+def team_labels(plan: SearchPlan, result: SearchResult) -> tuple[str, str]:
+    """What teams A and B are, in words: the first stage's order and the reranked order of the same candidates."""
+    first = f"{result.retrieval}{f'({result.fusion})' if result.fusion else ''} k={plan.k}"
+    return f"{first} (first stage)", f"{first} → {result.reranker_model or 'no reranker'}"
+
+
+class ServedImpression(BaseModel):
+    """An interleaved list as served: its id, the result ids in order and their teams."""
+
+    impression_id: str
+    collection: str
+    query: str
+    ids: list[str]
+    teams: list[str]
+    a: str
+    b: str
+
+
+class ClickReceipt(BaseModel):
+    """A click taken: the impression, the result, its team."""
+
+    impression_id: str
+    id: str
+    team: str
+    clicks_on_impression: int
+
+
+class InterleavingLog:
+    """The log of served impressions and their clicks; safe to use from many threads."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.path = interleaving_log_path(settings)
+        self._lock = threading.Lock()
+        self._served: LRUCache[str, ServedImpression] = LRUCache(MAX_REMEMBERED_IMPRESSIONS)
+        self._clicks: dict[str, set[str]] = {}
+        self._rng = np.random.default_rng()
+
+    def _append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def serve(self, result: SearchResult, plan: SearchPlan, length: int) -> tuple[ServedImpression, Interleaved]:
+        """Team-draft interleave the result's first-stage order (A) and reranked order (B), cut at `length`, and
+        log the impression."""
+        first_stage = [c.id for c in sorted(result.candidates, key=lambda c: c.vector_rank)]
+        reranked = [c.id for c in sorted(result.candidates, key=lambda c: c.rerank_rank)]
+        with self._lock:
+            merged = team_draft(first_stage, reranked, self._rng, length)
+        a, b = team_labels(plan, result)
+        served = ServedImpression(
+            impression_id=f"imp-{uuid.uuid4().hex}", collection=result.collection, query=result.query,
+            ids=list(merged.docs), teams=list(merged.teams), a=a, b=b,
+        )  # fmt: skip
+        with self._lock:
+            self._served[served.impression_id] = served
+            self._append({"type": "impression", "time": _now(), **served.model_dump()})
+        return served, merged
+
+    def click(self, impression_id: str, result_id: str) -> ClickReceipt:
+        """Log a click on a result of a served impression."""
+        impression_id = plain_text(str(impression_id or "")).strip()
+        if not impression_id or len(impression_id) > _IMPRESSION_ID_CHARS:
+            raise InputError(f"impression_id is the id /search answered (1-{_IMPRESSION_ID_CHARS} characters).")
+        result_id = validate_doc_id(result_id)
+        with self._lock:
+            served = self._served.get(impression_id)
+            if served is None:
+                raise ImpressionNotFoundError(
+                    f"No impression '{impression_id[:_IMPRESSION_ID_CHARS]}' was served by this server (or it is "
+                    f"older than its last {MAX_REMEMBERED_IMPRESSIONS:,}): send the impression_id /search answered."
+                )
+            if result_id not in served.ids:
+                raise InputError(
+                    f"The impression '{impression_id}' did not show '{plain_text(result_id)[:80]}': a click must name "
+                    "the id of one of its results."
+                )
+            clicked = self._clicks.setdefault(impression_id, set())
+            clicked.add(result_id)
+            self._append({"type": "click", "time": _now(), "impression_id": impression_id, "id": result_id})
+            team = served.teams[served.ids.index(result_id)]
+        return ClickReceipt(impression_id=impression_id, id=result_id, team=team, clicks_on_impression=len(clicked))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise InputError(f"No interleaving log at {path.name}: `workbench serve` writes it when /search interleaves.")
+    if path.stat().st_size > MAX_CLICK_LOG_BYTES:
+        raise InputError(f"{path.name} is over {MAX_CLICK_LOG_BYTES // 1_000_000} MB.")
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if number > MAX_CLICK_LOG_ROWS * 4:
+                raise InputError(f"{path.name} has more than {MAX_CLICK_LOG_ROWS * 4:,} lines.")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                raise InputError(f"{path.name}, line {number}: not a JSON object.") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{path.name}, line {number}: not a JSON object.")
+            yield number, record
+
+
+def analyse_interleaving_log(path: str | Path, collection: str | None = None) -> InterleavingAnalysis:
+    """Wins, ties and losses of the reranked list (B) against the first stage (A) over a log's impressions (of one
+    collection, when named), with B's preference, its interval and the verdict."""
+    path = Path(path)
+    served: dict[str, tuple[Interleaved, str, str]] = {}
+    clicks: dict[str, set[str]] = {}
+    for number, record in _records(path):
+        kind = record.get("type")
+        if kind == "impression":
+            if collection is not None and record.get("collection") != collection:
+                continue
+            ids, teams = record.get("ids"), record.get("teams")
+            if not isinstance(ids, list) or not isinstance(teams, list) or len(ids) != len(teams):
+                raise InputError(f"{path.name}, line {number}: an impression needs ids and teams of one length.")
+            if any(t not in ("A", "B") for t in teams):
+                raise InputError(f"{path.name}, line {number}: a team is A or B.")
+            served[str(record.get("impression_id"))] = (
+                Interleaved(tuple(map(str, ids)), tuple(teams)),
+                str(record.get("a", "A")),
+                str(record.get("b", "B")),
+            )
+        elif kind == "click":
+            clicks.setdefault(str(record.get("impression_id")), set()).add(str(record.get("id")))
+        else:
+            raise InputError(f"{path.name}, line {number}: the type is impression or click.")
+    if not served:
+        where = f" of '{collection}'" if collection else ""
+        raise InputError(f"{path.name} holds no interleaved impression{where}.")
+    outcomes: list[Outcome] = [credit(merged, clicks.get(i, set())) for i, (merged, _, _) in served.items()]
+    _, a, b = next(iter(served.values()))
+    return analyse(outcomes, a=a, b=b)
