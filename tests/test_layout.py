@@ -147,6 +147,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
         "events",
         "explain",
         "hints",
+        "interleaving",
         "search",
         "sessions",
         "sources",

@@ -172,6 +172,7 @@ DEFAULT_JUDGE_LIMIT: Final = 20  # queue documents one judge run grades
 DEFAULT_JUDGE_CHECK: Final = 10  # pairs people graded that the judge grades too, so its agreement is measured
 JUDGMENT_EXPORT_FORMATS: Final = ("trec", "beir", "history")  # qrels of the current grades, or every grade
 MAX_JUDGE_PAIRS: Final = 500
+JUDGE_ROUND: Final = 10  # pairs the LLM judge grades between two looks at the verdict, with a token budget
 JUDGE_CONCURRENCY: Final = 4  # chat requests in flight at once
 MAX_QUEUE_TEXT_CHUNKS: Final = 20_000  # the queue and the judge read passages of collections up to this size
 

@@ -228,7 +228,9 @@ def test_interleaved_search_and_clicks_over_http(served: ApiServer, served_data:
         unshown = client.post("/clicks", json={"impression_id": body["impression_id"], "id": "never-shown"})
         assert unshown.status_code == 422 and "did not show 'never-shown'" in unshown.json()["detail"][0]["msg"]
         refused = client.post("/search", json={"query": "vacation days", "rerank": False, "interleave": True})
-        assert refused.status_code == 422 and "interleave compares the first stage" in refused.json()["detail"][0]["msg"]
+        assert (
+            refused.status_code == 422 and "interleave compares the first stage" in refused.json()["detail"][0]["msg"]
+        )
     log = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
     records = [json.loads(line) for line in log.read_text().splitlines()]
     mine = [r for r in records if r.get("impression_id") == body["impression_id"]]

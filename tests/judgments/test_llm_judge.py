@@ -124,6 +124,64 @@ def _quadratic_kappa(a: list[int], b: list[int]) -> float:
     return 1 - observed / expected
 
 
+SPARSE = "handbook-sparse"
+
+
+@pytest.fixture(scope="module")
+def sparse(handbook: dict[str, str]) -> dict[str, str]:
+    """The demo's documents again, with two grades by a person for each of 20 queries: most of each top 10 is
+    unjudged, so the verdict is open until the queue is graded."""
+    engine = Engine(_settings(handbook))
+    engine.ingest(demo_dir() / "docs", SPARSE)
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (demo_dir() / "queries.jsonl").read_text().splitlines())}
+    taken: Counter[str] = Counter()
+    for line in (demo_dir() / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc, grade = line.split("\t")
+        if qid in queries and len(taken) <= 20 and taken[qid] < 2 and (qid in taken or len(taken) < 20):
+            rate(engine.settings, SPARSE, doc, int(grade), query=queries[qid], rater="cy")
+            taken[qid] += 1
+    return handbook
+
+
+def _sparse_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(Path(sys.executable).parent / "workbench"), "judgments", "llm", SPARSE, *args]
+    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+
+
+def test_the_judge_grades_to_the_decision_within_a_token_budget(handbook: dict[str, str], sparse: dict) -> None:
+    """With --token-budget the judge grades rounds of the heaviest pairs and stops when the verdict is settled, the
+    limit is reached or the budget is spent; it says which, and where the verdict stands."""
+    with RerankApis(Behaviour(key=KEY)) as server:
+        few = _cli(_judge_env(handbook, server.base), "--check", "0", "--token-budget", "100000")
+        asked_few = len(server.behaviour.requests)
+    # Three judged queries: no grade can make a change measurable, so the verdict is settled before any is asked.
+    assert few.returncode == 0, few.stderr
+    assert asked_few == 0 and "stopped: settled" in few.stdout and "Settled: no grade of the remaining" in few.stdout
+    with RerankApis(Behaviour(key=KEY)) as server:
+        tight = _sparse_cli(
+            _judge_env(sparse, server.base), "--limit", "30", "--check", "0", "--token-budget", "1", "--json"
+        )
+        sent = len(server.behaviour.requests)
+    assert tight.returncode == 0, tight.stderr
+    run = json.loads(tight.stdout)
+    # the first round goes out whole (nothing measured a pair's tokens yet); its tokens pass the budget: stop
+    assert len(run["grades"]) == sent == 10 and run["stopped"] == "budget spent"
+    assert run["settle"].startswith(("About ", "Settled: "))
+    with RerankApis(Behaviour(key=KEY)) as server:
+        roomy = _sparse_cli(
+            _judge_env(sparse, server.base), "--limit", "15", "--check", "0", "--token-budget", "1000000"
+        )
+        sent = len(server.behaviour.requests)
+    assert roomy.returncode == 0, roomy.stderr
+    stopped = next(line for line in roomy.stdout.splitlines() if line.startswith("stopped: "))
+    assert stopped in {"stopped: settled", "stopped: limit reached", "stopped: queue empty"}
+    assert sent <= 15 and (sent == 15) == (stopped == "stopped: limit reached")
+    assert any(line.startswith(("About ", "Settled: ")) for line in roomy.stdout.splitlines())
+    with RerankApis(Behaviour(key=KEY)) as server:
+        refused = _cli(_judge_env(handbook, server.base), "--token-budget", "0")
+    assert refused.returncode == 2 and "The budget (--token-budget) is a whole number of tokens above 0" in refused.stderr
+
+
 def test_a_person_overrides_the_judge_in_one_rating(handbook: dict[str, str]) -> None:
     with RerankApis(Behaviour(key=KEY)) as server:
         settings = _settings(_judge_env(handbook, server.base))

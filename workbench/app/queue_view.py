@@ -12,7 +12,14 @@ from workbench.app.judging import Judging, grade_control
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
-from workbench.judgments import configuration_label, document_chunks, judging_queue, load_judgments
+from workbench.judgments import (
+    Judgments,
+    configuration_label,
+    document_chunks,
+    judging_queue,
+    load_judgments,
+    settle_now,
+)
 from workbench.types import Chunk
 from workbench.vocab import DISPLAY_CHARS
 
@@ -26,6 +33,17 @@ def _chunks(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[
     return document_chunks(_engine, collection, doc_ids)
 
 
+def settle_banner(report: EvaluationReport, judgments: Judgments | None) -> None:
+    """The count down: about how many grades settle the verdict, or that it is settled (grading can stop)."""
+    state = settle_now(report, judgments)
+    if state is None:
+        return
+    if state.settled:
+        st.success(text_md(state.words()), icon=":material/gavel:")
+    else:
+        st.info(text_md(state.words()), icon=":material/hourglass_top:")
+
+
 def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> None:
     """The queue pooled over these reports (the configurations run on one collection and its judgments, the
     newest last), rated in place as `rater`."""
@@ -33,6 +51,7 @@ def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> Non
     judgments = load_judgments(engine.settings, report.collection)
     queue = judging_queue(reports, judgments)
     st.markdown("#### Judging queue")
+    settle_banner(report, judgments)
     judge_view.draw(engine, report.collection, queue, rater)
     if not queue:
         st.success(
@@ -66,8 +85,9 @@ def draw(engine: Engine, reports: Sequence[EvaluationReport], rater: str) -> Non
                 f"**{text_md(item.query)}** · {named}`{item.doc_id.replace('`', '')}` · rank {before} → {after} · "
                 f"could move the mean nDCG@10 change by up to {item.weight:.3f}",
                 help="Its weight: how far the verdict's mean nDCG@10 change (after minus before) would move if this "
-                "document were relevant (its discount in the reranked top 10 minus its discount in the first-stage "
-                "top 10, over the number of queries). The heaviest come first.",
+                "document were relevant at the top grade (its discount in the reranked top 10 minus its discount in "
+                "the first-stage top 10, over the query's ideal DCG and the number of queries). The heaviest come "
+                "first: grading them narrows the bounds on the change fastest.",
             )
             text = " ".join(chunk.text.split()) if chunk is not None else ""
             if text:

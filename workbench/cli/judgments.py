@@ -98,8 +98,9 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 def cmd_llm(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
     run = judge_collection(
-        engine, plan_from(args, engine), max_queries=args.max_queries, limit=args.limit, check=args.check
-    )
+        engine, plan_from(args, engine), max_queries=args.max_queries, limit=args.limit, check=args.check,
+        token_budget=args.token_budget,
+    )  # fmt: skip
     if args.json:
         print_json(run, masked=True)
         return 0
@@ -110,4 +111,8 @@ def cmd_llm(args: argparse.Namespace) -> int:
     print(shown(run.summary()))
     for line in run.agreement_lines():
         print(shown(line))
+    if run.stopped:
+        print(shown(f"stopped: {run.stopped}"))
+    if run.settle:
+        print(shown(run.settle))
     return 0

@@ -10,7 +10,7 @@ import numpy as np
 
 from workbench.engine import Engine
 from workbench.evaluation.io import Dataset, Run
-from workbench.evaluation.metrics import evaluate, ndcg_bounds, unjudged_at
+from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import (
     PRIMARY,
@@ -22,9 +22,9 @@ from workbench.evaluation.report import (
 )
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
-from workbench.evaluation.verdict import Bounds, verdict
+from workbench.evaluation.verdict import measured_verdict
 from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
-from workbench.vocab import JUDGED_10, NDCG_10_JUDGED, SNIPPET_CHARS
+from workbench.vocab import SNIPPET_CHARS
 
 
 def run_evaluation(
@@ -54,21 +54,12 @@ def report_of(
     answers = _answers(items, results)
     before_run, after_run = answers.before_run, answers.after_run
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
-    before, per_before = evaluate(qrels, before_run, k)
-    after, per_after = evaluate(qrels, after_run, k)
+    measured = measured_verdict(qrels, before_run, after_run, k)
+    before, after, per_before, per_after = measured.before, measured.after, measured.per_before, measured.per_after
     ids = list(per_before)
     paired = paired_comparison([per_before[q][PRIMARY] for q in ids], [per_after[q][PRIMARY] for q in ids])
     groups = _group_figures(dataset.groups, ids, per_before, per_after)
-    before_low, before_high = ndcg_bounds(qrels, before_run)
-    after_low, after_high = ndcg_bounds(qrels, after_run)
-    judgement = verdict(
-        [per_before[q][PRIMARY] for q in ids],
-        [per_after[q][PRIMARY] for q in ids],
-        before.get(JUDGED_10, 0.0),
-        after.get(JUDGED_10, 0.0),
-        judged_only=([per_before[q][NDCG_10_JUDGED] for q in ids], [per_after[q][NDCG_10_JUDGED] for q in ids]),
-        bounds=Bounds(before_low=before_low, before_high=before_high, after_low=after_low, after_high=after_high),
-    )
+    judgement = measured.verdict
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     report = EvaluationReport(

@@ -20,8 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from workbench.evaluation.io import Qrels, Run
+from workbench.evaluation.metrics import evaluate, ndcg_bounds
 from workbench.evaluation.significance import Difference, difference, sensitivity
-from workbench.vocab import ENOUGH_JUDGED, NDCG_10_JUDGED, PRIMARY_METRIC, VERDICT_ALPHA
+from workbench.vocab import ENOUGH_JUDGED, JUDGED_10, NDCG_10_JUDGED, PRIMARY_METRIC, VERDICT_ALPHA
 
 Direction = Literal["helps", "hurts", "none", "unknown"]
 Basis = Literal["all", "judged-only", "bounds"]
@@ -173,3 +175,33 @@ def verdict(
         minimum_detectable_effect=sure.minimum_detectable_effect,
         queries_needed=sure.queries_needed,
     )
+
+
+class Measured(BaseModel):
+    """The metrics of the runs before and after reranking under one set of judgments (averaged and per query) and
+    the verdict they give."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+    per_before: dict[str, dict[str, float]]
+    per_after: dict[str, dict[str, float]]
+    verdict: Verdict
+
+
+def measured_verdict(qrels: Qrels, before_run: Run, after_run: Run, k: int) -> Measured:
+    """Every metric at k of both runs against `qrels` and the verdict on nDCG@10, as an evaluation report gives
+    them (the judged-only figures and the bounds for sparse judgments): the one place a verdict is measured."""
+    before, per_before = evaluate(qrels, before_run, k)
+    after, per_after = evaluate(qrels, after_run, k)
+    ids = list(per_before)
+    before_low, before_high = ndcg_bounds(qrels, before_run)
+    after_low, after_high = ndcg_bounds(qrels, after_run)
+    said = verdict(
+        [per_before[q][PRIMARY_METRIC] for q in ids],
+        [per_after[q][PRIMARY_METRIC] for q in ids],
+        before.get(JUDGED_10, 0.0),
+        after.get(JUDGED_10, 0.0),
+        judged_only=([per_before[q][NDCG_10_JUDGED] for q in ids], [per_after[q][NDCG_10_JUDGED] for q in ids]),
+        bounds=Bounds(before_low=before_low, before_high=before_high, after_low=after_low, after_high=after_high),
+    )
+    return Measured(before=before, after=after, per_before=per_before, per_after=per_after, verdict=said)

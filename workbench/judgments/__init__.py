@@ -4,7 +4,7 @@
 - `service`: rate, read, import, export (what every front end calls);
 - `figures`: a judged query's figures in one search result;
 - `agreement`: how far raters (people and the LLM judge) agree: Cohen's and Fleiss' kappa, disagreements;
-- `queue`: the unjudged documents that could move a verdict most, to rate next;
+- `queue`: the unjudged documents that could move a verdict most, to rate next, and when the verdict is settled;
 - `llm`: the optional LLM judge, any OpenAI-compatible chat endpoint.
 """
 
@@ -17,6 +17,7 @@ from workbench.judgments.queue import (
     document_texts,
     judging_queue,
     pooled_reports,
+    settle_now,
 )
 from workbench.judgments.service import (
     EXPORT_FORMATS,
@@ -78,6 +79,7 @@ __all__ = [
     "rate",
     "rater_agreement",
     "rater_progress",
+    "settle_now",
     "typed_query_id",
     "whose",
 ]

@@ -21,10 +21,11 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, ModelError, exception_chain, is_connection_problem
+from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.service import evaluate_dataset
 from workbench.extras import require_extra
 from workbench.judgments.agreement import PairAgreement, rater_agreement
-from workbench.judgments.queue import QueueItem, document_texts, judging_queue
+from workbench.judgments.queue import QueueItem, document_texts, judging_queue, settle_now
 from workbench.judgments.service import judged_queries, judgment_rows, load_judgments, rate
 from workbench.redact import redact_url, register_secret, shown
 from workbench.types import SearchPlan
@@ -34,6 +35,7 @@ from workbench.vocab import (
     GRADE_SCALE,
     JUDGE_CONCURRENCY,
     JUDGE_PASSAGE_CHARS,
+    JUDGE_ROUND,
     LLM_RATER_PREFIX,
     MAX_JUDGE_PAIRS,
     MAX_QUEUE_TEXT_CHUNKS,
@@ -84,6 +86,8 @@ class JudgeRun(BaseModel):
     output_tokens: int
     seconds: float
     agreement: list[PairAgreement]
+    settle: str = ""  # after the run: about how many grades settle the verdict, or that it is settled
+    stopped: str = ""  # with a budget of tokens: why grading stopped (settled, limit reached, budget spent)
 
     @property
     def stored(self) -> int:
@@ -315,10 +319,15 @@ def judge_collection(
     max_queries: int | None = None,
     limit: int = DEFAULT_JUDGE_LIMIT,
     check: int = DEFAULT_JUDGE_CHECK,
+    token_budget: int | None = None,
 ) -> JudgeRun:
     """Evaluate the plan's collection's judged queries as the plan says (first stage, k, top n, the reranker), and
     grade the first `limit` documents of that run's judging queue with the LLM judge (the CLI's way to fill a
-    queue)."""
+    queue); the run says after whether the verdict is settled.
+
+    With a `token_budget` the judge grades to the decision: rounds of JUDGE_ROUND pairs, heaviest first, the queue
+    and the verdict read again after each, until the verdict is settled, `limit` pairs are graded or the next
+    round would pass the budget (sized by the tokens a pair took so far)."""
     judge_rater(engine.settings)
     collection = plan.collection or engine.settings.collection
     judgments = load_judgments(engine.settings, collection)
@@ -328,4 +337,58 @@ def judge_collection(
             "document of a query (workbench judge) or import qrels first."
         )
     report = evaluate_dataset(engine, judgments.dataset(), plan, max_queries=max_queries, ingest_missing=False)
-    return judge_queue(engine, collection, judging_queue([report], judgments), limit=limit, check=check)
+    if token_budget is None:
+        run = judge_queue(engine, collection, judging_queue([report], judgments), limit=limit, check=check)
+        state = settle_now(report, load_judgments(engine.settings, collection))
+        return run.model_copy(update={"settle": state.words() if state else ""})
+    return _judge_to_the_decision(engine, collection, report, limit, check, token_budget)
+
+
+def _judge_to_the_decision(
+    engine: Engine, collection: str, report: EvaluationReport, limit: int, check: int, budget: int
+) -> JudgeRun:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"The budget (--token-budget) is a whole number of tokens above 0; got {budget!r}.")
+    runs: list[JudgeRun] = []
+    graded, sent, used, stopped = 0, 0, 0, ""
+    while True:
+        judgments = load_judgments(engine.settings, collection)
+        state = settle_now(report, judgments)
+        if state is not None and state.settled:
+            stopped = "settled"
+            break
+        queue = judging_queue([report], judgments)
+        per_pair = used / sent if sent else 0
+        size = min(JUDGE_ROUND, limit - graded, len(queue))
+        if per_pair:
+            size = min(size, int((budget - used) // per_pair))
+        if size <= 0:
+            stopped = "queue empty" if not queue else "limit reached" if graded >= limit else "budget spent"
+            break
+        run = judge_queue(engine, collection, queue, limit=size, check=check if not runs else 0)
+        runs.append(run)
+        graded += sum(1 for g in run.grades if not g.graded_by_people)
+        sent += len(run.grades)
+        used += run.input_tokens + run.output_tokens
+        if used >= budget:
+            stopped = "budget spent"
+            state = settle_now(report, load_judgments(engine.settings, collection))
+            break
+    words = state.words() if state else ""
+    if not runs:
+        return JudgeRun(
+            model=str(engine.settings.judge_model), rater=judge_rater(engine.settings),
+            endpoint=redact_url(engine.settings.judge_url) or "OpenAI", grades=[], input_tokens=0, output_tokens=0,
+            seconds=0.0, agreement=[], settle=words, stopped=stopped,
+        )  # fmt: skip
+    last = runs[-1]
+    return last.model_copy(
+        update={
+            "grades": [g for r in runs for g in r.grades],
+            "input_tokens": sum(r.input_tokens for r in runs),
+            "output_tokens": sum(r.output_tokens for r in runs),
+            "seconds": sum(r.seconds for r in runs),
+            "settle": words,
+            "stopped": stopped,
+        }
+    )

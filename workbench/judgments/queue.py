@@ -1,28 +1,28 @@
 """The judging queue: the unjudged documents in the top n of an evaluation, before and after reranking, ordered
 by how much their grade could move the verdict.
 
-A document's weight is how far the query's nDCG@10 change (after minus before) would move if it were found
-relevant: its discount 1/log2(rank + 1) in the reranked top 10 minus its discount in the first-stage top 10,
-divided by the number of queries (the verdict is on the mean change). A document the reranker brought in, or
-dropped, weighs most; one at the same rank in both lists cannot move the change at all, and comes last (it
-still moves both figures). Documents graded since the evaluation ran leave the queue.
+A document's weight is its reach (`workbench.evaluation.settling`): how far the mean nDCG@10 change would move if
+it were found relevant at the top grade: its discount 1/log2(rank + 1) in the reranked top 10 minus its discount
+in the first-stage top 10, times the top grade over the query's ideal DCG, divided by the number of queries. A
+document the reranker brought in, or dropped, in a query with few relevant documents weighs most; one at the same
+rank in both lists cannot move the change at all, and comes last (it still moves both figures). Grading in this
+order narrows the bounds on the change fastest. Documents graded since the evaluation ran leave the queue.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.settling import Judging, SettleState, discount, ideal_dcg, judging_settled, top_grade
 from workbench.judgments.service import Judgments
 from workbench.models import short_model_name
 from workbench.types import Chunk
 from workbench.vocab import MAX_QUEUE_TEXT_CHUNKS
 
-_CUTOFF = 10  # the verdict's metric is nDCG@10
 POOLED_CONFIGURATIONS = 6  # the most configurations the app's queue pools
 
 
@@ -36,10 +36,6 @@ class QueueItem(BaseModel):
     rank_after: int | None
     weight: float
     configurations: list[str]
-
-
-def _discount(rank: int | None) -> float:
-    return 1 / math.log2(rank + 1) if rank is not None and rank <= _CUTOFF else 0.0
 
 
 def configuration_label(report: EvaluationReport) -> str:
@@ -72,9 +68,11 @@ def judging_queue(
     for report in reports:
         label = configuration_label(report)
         texts = {o.query_id: o.query for o in report.per_query}
+        best = top_grade(report.qrels)
         for query_id, query in texts.items():
             graded = judgments.for_query(query) if judgments is not None else None
             now = graded[1] if graded else {}
+            scale = best / max(ideal_dcg(report.qrels.get(query_id, {}).values()), best) / max(report.queries, 1)
             before, after = report.top_lists(query_id)
             ranks_before = {doc: rank for rank, (doc, _) in enumerate(before, start=1)}
             ranks_after = {doc: rank for rank, (doc, _) in enumerate(after, start=1)}
@@ -82,7 +80,7 @@ def judging_queue(
                 if grade is not None or doc in now:
                     continue
                 rank_b, rank_a = ranks_before.get(doc), ranks_after.get(doc)
-                weight = abs(_discount(rank_a) - _discount(rank_b)) / max(report.queries, 1)
+                weight = abs(discount(rank_a) - discount(rank_b)) * scale
                 item = pooled.get((query_id, doc))
                 if item is None:
                     pooled[(query_id, doc)] = QueueItem(
@@ -97,6 +95,19 @@ def judging_queue(
         key=lambda i: (-i.weight, min(i.rank_before or 10**6, i.rank_after or 10**6), i.query_id, i.doc_id),
     )
     return ranked[:limit] if limit else ranked
+
+
+def settle_now(report: EvaluationReport, judgments: Judgments | None) -> SettleState | None:
+    """Whether the report's verdict is settled with the grades given since it ran (the judgments store's, read
+    now), else about how many grades settle it; None when nothing was reranked."""
+    if report.verdict is None:
+        return None
+    judging = Judging.of(report)
+    if judgments is not None:
+        now = {q: {**report.qrels.get(q, {}), **judgments.qrels.get(q, {})} for q in judging.query_ids}
+        if now != {q: report.qrels.get(q, {}) for q in judging.query_ids}:
+            judging = judging.with_qrels(now)
+    return judging_settled(judging)
 
 
 def document_chunks(

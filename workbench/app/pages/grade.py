@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
+from workbench.app import queue_view
 from workbench.app.judging import Judging, record_grade
 from workbench.app.progress import bar_with_time_left
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import counted, sidebar_note, text_md
 from workbench.engine import Engine
+from workbench.evaluation.report import EvaluationReport
 from workbench.experiments import open_experiment_store
 from workbench.judgments import (
     WalkItem,
@@ -40,6 +42,7 @@ class Walk:
     items: list[WalkItem]
     position: int = 0
     given: dict[int, int] = field(default_factory=dict)  # item index -> grade given on this walk
+    report: EvaluationReport | None = None  # the evaluation whose queue this walks: its verdict counts down
 
 
 def rank_words(before: int | None, after: int | None) -> str:
@@ -84,6 +87,7 @@ def _start(engine: Engine, c: Controls) -> None:
                     report.collection,
                     f"the judging queue of {report.dataset}",
                     queue_walk(engine, report.collection, queue),
+                    report=report,
                 )
             return
         if source == own:
@@ -127,6 +131,8 @@ def _progress(engine: Engine, walk: Walk) -> None:
         st.stop()
     seen = min(walk.position, total)
     st.progress(seen / total, text=f"{text_md(walk.label)}: document {min(seen + 1, total)} of {total}")
+    if walk.report is not None:
+        queue_view.settle_banner(walk.report, load_judgments(engine.settings, walk.collection))
     raters = rater_progress(
         walk.items, judgment_rows(engine.settings, walk.collection), judged_queries(engine.settings, walk.collection)
     )

@@ -94,6 +94,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     llm.add_argument("--retrieval", choices=RETRIEVAL_MODES, help="first stage (default: WORKBENCH_RETRIEVAL)")
     fusion_option(llm)
     llm.add_argument("--max-queries", type=int, help="evaluate at most this many judged queries")
+    llm.add_argument(
+        "--token-budget", type=int, metavar="TOKENS",
+        help="grade to the decision: rounds of the heaviest pairs until the verdict is settled, --limit pairs are "
+        "graded, or this many tokens are spent",
+    )  # fmt: skip
     llm.add_argument("--json", action="store_true", help="print the run as JSON")
     store_options(llm)
     llm.set_defaults(handler="workbench.cli.judgments:cmd_llm")
