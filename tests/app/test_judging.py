@@ -87,6 +87,9 @@ def test_the_queue_lists_unjudged_documents_and_empties_as_they_are_graded(app_e
     queue = [c for c in _grade_controls(at) if str(c.key).startswith("grade-queue-")]
     waiting = _waiting(at)
     assert queue and waiting >= len(queue)
+    text = _page_text(at)
+    assert "settle this (of" in text or "Settled: no grade of the remaining" in text  # the count down
+    assert "**Online test** An interleaved online test needs about" in text or "An online test would see no" in text
     queue[0].set_value(0).run()
     assert not at.exception
     assert _waiting(at) == waiting - 1  # the graded one left the queue

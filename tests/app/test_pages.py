@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench.app import ENTRY_SCRIPT
+from workbench.paths import demo_dir
 
 QUERY = "how many vacation days do I get per year"
 
@@ -550,6 +552,39 @@ def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:
     assert "Reranked · top 10" in headers(reloaded)
     stranger = new_app()  # another browser sees none of it
     assert not any(e.label.startswith("History (") for e in stranger.expander)
+
+
+def test_a_click_log_is_read_on_the_collections_page(app_env: dict) -> None:
+    """A plain click log of the demo's judged queries: read, fitted and compared with the shipped grades, nothing
+    kept when asked not to."""
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (demo_dir() / "queries.jsonl").read_text().splitlines())}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (demo_dir() / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        qid, doc, grade = line.split("\t")
+        qrels.setdefault(qid, {})[doc] = int(grade)
+    rows = []
+    for qid in list(qrels)[:5]:
+        shown = sorted(qrels[qid], key=lambda d: -qrels[qid][d])[:5]
+        rows += [
+            {"query": queries[qid], "shown": shown, "clicked": [d for d in shown if qrels[qid][d] > 0][:1],
+             "session": f"{qid}-{n}"}
+            for n in range(6)
+        ]  # fmt: skip
+    at = new_app()
+    at.switch_page("app/pages/collections.py").run()
+    at.selectbox(key="clicks-collection").set_value("demo")
+    log = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    at.get("file_uploader")[3].set_value(("clicks.jsonl", log, "application/json"))
+    at.checkbox(key="clicks-keep").uncheck()
+    next(b for b in at.button if b.label == "Import clicks").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    said = visible(next(s.value for s in at.success if "Read 30 rows" in visible(s.value)))
+    assert "Read 30 rows of clicks.jsonl (plain log): 30 sessions, 30 impressions, 5 queries" in said
+    assert "Agreement with people on" in said and "Not kept" in said
+    from workbench.app.state import engine_resource
+    from workbench.judgments import judgment_rows
+
+    assert not [r for r in judgment_rows(engine_resource().settings, "demo") if r.source == "clicks"]
 
 
 def test_evaluate_and_judgment_uploads_keep_safe_names(app_env: dict, tmp_path: Path) -> None:

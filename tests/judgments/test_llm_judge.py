@@ -179,7 +179,8 @@ def test_the_judge_grades_to_the_decision_within_a_token_budget(handbook: dict[s
     assert any(line.startswith(("About ", "Settled: ")) for line in roomy.stdout.splitlines())
     with RerankApis(Behaviour(key=KEY)) as server:
         refused = _cli(_judge_env(handbook, server.base), "--token-budget", "0")
-    assert refused.returncode == 2 and "The budget (--token-budget) is a whole number of tokens above 0" in refused.stderr
+    assert refused.returncode == 2
+    assert "The budget (--token-budget) is a whole number of tokens above 0" in refused.stderr
 
 
 def test_a_person_overrides_the_judge_in_one_rating(handbook: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ from workbench.app.widgets import counted, text_md
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
+from workbench.evaluation.interleaving import OnlineTestSize, online_test_size
 from workbench.evaluation.report import EvaluationReport
 from workbench.services.demo import GROUPS
 from workbench.types import SearchPlan
@@ -55,12 +56,30 @@ def headline(report: EvaluationReport) -> None:
         v = report.verdict
         label = {"helps": "helps", "hurts": "hurts", "none": "no measurable difference", "unknown": "too few judgments"}
         st.markdown(f"**Verdict** :{v.colour}-badge[{label[v.direction]}] {text_md(v.words())}")
+        st.markdown(
+            f"**Online test** {text_md(_online_test(report).words())}",
+            help="Team-draft interleaving of the first stage's top n and the reranked top n, simulated on these "
+            "judgments with position-based clicks: the impressions an interleaved test in production needs to see a "
+            "preference with 80 % power (two-sided sign test, α = 0.05). `workbench serve` runs that test: /search "
+            "with interleave, /clicks, then `workbench interleaving analyse`.",
+        )
         if report.recommendation is not None:
             st.markdown(f"**Recommendation** {text_md(report.recommendation.words)}")
         if report.diagnosis is not None:
             st.caption(text_md(report.diagnosis.words()))
     else:
         st.caption("No reranker in this run: the figures are the first stage's.")
+
+
+def _online_test(report: EvaluationReport) -> OnlineTestSize:
+    """The sizing of the report's online test, simulated once per report (every widget reruns the page)."""
+    sized: dict[int, tuple[EvaluationReport, OnlineTestSize]] = st.session_state.setdefault("online-tests", {})
+    kept = sized.get(id(report))
+    if kept is None or kept[0] is not report:
+        kept = (report, online_test_size(report))
+        sized.clear()  # only the report on screen
+        sized[id(report)] = kept
+    return kept[1]
 
 
 def kept_as(experiment_id: str) -> None:

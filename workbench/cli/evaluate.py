@@ -21,6 +21,7 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
+from workbench.evaluation.settling import settle_state
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
@@ -212,6 +213,9 @@ def _report_out(
         print(shown(report.to_markdown()))
         if online is not None:
             print(shown(f"\n**Online test**: {online.words()}"))
+        state = settle_state(report) if report.unjudged_before or report.unjudged_after else None
+        if state is not None:
+            print(shown(f"\n**Judging**: {state.words()}"))
         if calibration is not None:
             print(shown(calibration.to_markdown()))
     for warning in report.warnings:

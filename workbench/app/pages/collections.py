@@ -17,8 +17,10 @@ from workbench.app.widgets import counted, file_picker, problems_table, sidebar_
 from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
 from workbench.judgments import import_judgments, load_judgments
+from workbench.judgments.clicks import import_clicks
 from workbench.loaders import SUPPORTED_SUFFIXES
 from workbench.types import CollectionInfo
+from workbench.vocab import CLICK_MODELS, DEFAULT_MIN_IMPRESSIONS
 
 
 def run() -> None:
@@ -33,6 +35,7 @@ def run() -> None:
     if not names:
         st.stop()
     _attach_judgments(engine, names)
+    _import_clicks(engine, names)
     _browse(engine, infos, names)
     _delete(engine, names)
 
@@ -216,6 +219,49 @@ def _attach_judgments(engine: Engine, names: list[str]) -> None:
                     rater=rater.strip() or None,
                 )  # fmt: skip
             st.success(f"Attached judgments for {counted(judged.query_count, 'query', 'queries')} to '{target}'.")
+
+
+def _import_clicks(engine: Engine, names: list[str]) -> None:
+    """Judgments from a click log: a click model's grades, with their agreement with people's shown first."""
+    st.divider()
+    st.subheader("Judgments from clicks")
+    st.caption(
+        "A log of what users were shown and clicked (UBI 1.0 queries and events, or CSV / JSON lines with query, "
+        "shown, clicked, session, time): a click model turns each pair shown often enough into a grade, kept as the "
+        "rater clicks:<model>. A person's grade of a pair outranks it; its agreement with people is shown here first."
+    )
+    with st.form("clicks"):
+        target = st.selectbox("Collection", names, key="clicks-collection")
+        c1, c2 = st.columns(2)
+        log_file = file_picker(c1, "Click log (or UBI queries)", ["csv", "jsonl", "ndjson", "json"], "clicks-log")
+        events_file = file_picker(
+            c2, "UBI events (when in a file of their own)", ["jsonl", "ndjson", "json"], "clicks-ev"
+        )
+        m1, m2, m3 = st.columns(3)
+        model = m1.radio(
+            "Click model", CLICK_MODELS, key="clicks-model", horizontal=True,
+            format_func=lambda name: {"coec": "COEC", "pbm": "position-based (EM)"}[name],
+        )  # fmt: skip
+        least = m2.number_input(
+            "Least impressions of a pair",
+            min_value=1,
+            max_value=10_000,
+            value=DEFAULT_MIN_IMPRESSIONS,
+            key="clicks-min",
+        )
+        keep = m3.checkbox("Keep the grades", value=True, key="clicks-keep", help="Off: read, fit and compare only.")
+        imported = st.form_submit_button("Import clicks")
+    if imported:
+        with shown_errors():
+            if log_file is None:
+                raise InputError("Upload a click log (or UBI queries).")
+            with tempfile.TemporaryDirectory() as tmp:
+                events = save_upload(events_file, Path(tmp)) if events_file is not None else None
+                result = import_clicks(
+                    engine, target, save_upload(log_file, Path(tmp)), events=events, model=model,
+                    min_impressions=int(least), save=keep,
+                )  # fmt: skip
+            st.success(text_md(result.summary()).replace("\n", "  \n"))
 
 
 def _browse(engine: Engine, infos: list[CollectionInfo], names: list[str]) -> None:
