@@ -21,7 +21,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "docs" / "figures"
-DOCUMENTS = (REPO / "README.md", REPO / "docs" / "evaluation.md", REPO / "docs" / "performance.md")
+DOCUMENTS = (REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")))  # the README and every page of the site
 BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.DOTALL)
 
 

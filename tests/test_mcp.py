@@ -174,8 +174,8 @@ def test_mcp_over_streamable_http(served_data: Settings) -> None:
         log.close()
 
 
-def test_the_readme_client_config_names_a_working_command() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+def test_the_manuals_client_config_names_a_working_command() -> None:
+    readme = (Path(__file__).parents[1] / "docs" / "how-to" / "serve.md").read_text()
     start = readme.index('{\n  "mcpServers"')
     config = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     server = config["mcpServers"]["rerank-workbench"]
