@@ -13,7 +13,15 @@ from types import ModuleType
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = ("demo_figures", "collection_figures", "backend_figures", "attach_figures", "bench_figures", "tuning_figures")
+SCRIPTS = (
+    "demo_figures",
+    "collection_figures",
+    "backend_figures",
+    "attach_figures",
+    "bench_figures",
+    "tuning_figures",
+    "clicks_figures",
+)
 
 
 def _script(name: str) -> ModuleType:
