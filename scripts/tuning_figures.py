@@ -94,11 +94,11 @@ def render(name: str, record: dict[str, Any]) -> str:
             f"{figures['gain_high']:+.4f}] | {figures['recommended'] or '—'} | {figures['pairs_scored']:,} of "
             f"{figures['pairs_in_cells']:,} | {figures['tune_seconds']:.0f} s / {figures['alone_seconds']:.0f} s = "
             f"{ratio:.2f}× ({'within' if ratio < COST_GOAL else '**over**'} the {COST_GOAL}× goal) | "
-            f"{figures['pairs_scored'] / figures['alone_pairs']:.2f}× |"
+            f"{figures['pairs_scored'] / (figures['queries'] * 50):.2f}× |"
         )
     head = (
         "| dataset | dense k=50 nDCG@10 | best cell | best − dense k=50 [95 % CI] | recommended | pairs scored of "
-        "reranked | tuning run / deepest cell alone | pairs scored / deepest cell's |\n"
+        "reranked | tuning run / deepest cell alone | pairs scored / the deepest cell's (queries × 50) |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |"
     )
     return head + "\n" + "\n".join(rows) + f"\n\n{footer(record)}\n"
