@@ -37,7 +37,7 @@ def measure(shared: Path) -> dict[str, Any]:
 
     folder = user_cache_dir() / "clicks-figures"
     settings = Settings(
-        data_dir=folder, offline=True, models_dir=shared / "models", reranker_model="minilm-l6-qa-reranker"
+        data_dir=folder, offline=True, models_dir=str(shared / "models"), reranker_model="minilm-l6-qa-reranker"
     )
     engine = Engine(settings)
     ensure_demo_collection(engine)
