@@ -227,6 +227,19 @@ def test_interleaved_search_and_clicks_over_http(served: ApiServer, served_data:
         assert unknown.status_code == 404 and "No impression 'imp-nothing' was served" in unknown.json()["detail"]
         unshown = client.post("/clicks", json={"impression_id": body["impression_id"], "id": "never-shown"})
         assert unshown.status_code == 422 and "did not show 'never-shown'" in unshown.json()["detail"][0]["msg"]
+        # two plans: this request's (A, dense reranked) against another first stage (B, BM25 reranked)
+        two = client.post(
+            "/search", json={"query": "vacation days", "top_k": 4, "k": 20, "interleave": True,
+                             "against": {"retrieval": "bm25"}},
+        ).json()  # fmt: skip
+        assert two["teams"]["A"].startswith("dense k=20 → ") and two["teams"]["B"].startswith("bm25 k=20 → ")
+        assert len(two["results"]) == 4 and {hit["team"] for hit in two["results"]} <= {"A", "B"}
+        same = client.post(
+            "/search", json={"query": "vacation days", "interleave": True, "against": {"k": 50}},
+        )  # fmt: skip
+        assert same.status_code == 422 and "against names the same plan" in same.json()["detail"][0]["msg"]
+        alone = client.post("/search", json={"query": "vacation days", "against": {"retrieval": "bm25"}})
+        assert alone.status_code == 422 and "give it with interleave" in alone.json()["detail"][0]["msg"]
         refused = client.post("/search", json={"query": "vacation days", "rerank": False, "interleave": True})
         assert (
             refused.status_code == 422 and "interleave compares the first stage" in refused.json()["detail"][0]["msg"]

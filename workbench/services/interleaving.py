@@ -1,7 +1,8 @@
 """An online test served: `/search` with `interleave` answers one team-draft list of the plan's first-stage order
-(team A) and its reranked order (team B), each result labelled with its team and the response with an impression
-id; `/clicks` takes the clicks on it. Impressions and clicks are appended to one JSON-lines log in the data folder
-(`interleaving/log.jsonl`), which `workbench interleaving analyse` reads.
+(team A) and its reranked order (team B), or of the plan (A) and another plan given beside it (B), each result
+labelled with its team and the response with an impression id; `/clicks` takes the clicks on it. Impressions and
+clicks are appended to one JSON-lines log in the data folder (`interleaving/log.jsonl`), which `workbench
+interleaving analyse` reads.
 
 A click must name an impression this server served (it remembers the last MAX_REMEMBERED_IMPRESSIONS) and a
 result that impression showed; anything else is refused, so a log never credits a result nobody saw.
@@ -37,10 +38,21 @@ def interleaving_log_path(settings: Settings) -> Path:
     return Path(settings.data_dir) / "interleaving" / "log.jsonl"
 
 
-def team_labels(plan: SearchPlan, result: SearchResult) -> tuple[str, str]:
-    """What teams A and B are, in words: the first stage's order and the reranked order of the same candidates."""
+def first_stage_order(result: SearchResult) -> list[str]:
+    return [c.id for c in sorted(result.candidates, key=lambda c: c.vector_rank)]
+
+
+def final_order(result: SearchResult) -> list[str]:
+    """The order a plan shows: reranked when it reranks, else the first stage's."""
+    return [c.id for c in sorted(result.candidates, key=lambda c: c.rerank_rank)]
+
+
+def plan_label(plan: SearchPlan, result: SearchResult, *, reranked: bool = True) -> str:
+    """A team in words: its first stage and k, and the reranker when its order is the reranked one."""
     first = f"{result.retrieval}{f'({result.fusion})' if result.fusion else ''} k={plan.k}"
-    return f"{first} (first stage)", f"{first} → {result.reranker_model or 'no reranker'}"
+    if not reranked or result.reranker_model is None:
+        return f"{first} (first stage)"
+    return f"{first} → {result.reranker_model}"
 
 
 class ServedImpression(BaseModel):
@@ -79,17 +91,16 @@ class InterleavingLog:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
 
-    def serve(self, result: SearchResult, plan: SearchPlan, length: int) -> tuple[ServedImpression, Interleaved]:
-        """Team-draft interleave the result's first-stage order (A) and reranked order (B), cut at `length`, and
-        log the impression."""
-        first_stage = [c.id for c in sorted(result.candidates, key=lambda c: c.vector_rank)]
-        reranked = [c.id for c in sorted(result.candidates, key=lambda c: c.rerank_rank)]
+    def serve(
+        self, collection: str, query: str, a: tuple[str, list[str]], b: tuple[str, list[str]], length: int
+    ) -> tuple[ServedImpression, Interleaved]:
+        """Team-draft interleave ranking A and ranking B (each `(label, ids in order)`), cut at `length`, and log
+        the impression."""
         with self._lock:
-            merged = team_draft(first_stage, reranked, self._rng, length)
-        a, b = team_labels(plan, result)
+            merged = team_draft(a[1], b[1], self._rng, length)
         served = ServedImpression(
-            impression_id=f"imp-{uuid.uuid4().hex}", collection=result.collection, query=result.query,
-            ids=list(merged.docs), teams=list(merged.teams), a=a, b=b,
+            impression_id=f"imp-{uuid.uuid4().hex}", collection=collection, query=query, ids=list(merged.docs),
+            teams=list(merged.teams), a=a[0], b=b[0],
         )  # fmt: skip
         with self._lock:
             self._served[served.impression_id] = served

@@ -22,13 +22,20 @@ from workbench.config import get_settings
 from workbench.embeddings import LangChainEmbedder
 from workbench.engine import Engine, get_engine
 from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
+from workbench.evaluation.interleaving import Interleaved
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import public_name, redact_text, shown
 from workbench.services.events import EventSink, RetrievalCompleted
-from workbench.services.interleaving import InterleavingLog
+from workbench.services.interleaving import (
+    InterleavingLog,
+    ServedImpression,
+    final_order,
+    first_stage_order,
+    plan_label,
+)
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
-from workbench.types import Candidate, RankedHit, RetrievedChunk, SearchPlan, StageTimings
+from workbench.types import Candidate, RankedHit, RetrievedChunk, SearchPlan, SearchResult, StageTimings
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
 
 NO_DOCUMENTS = "No relevant documents found."
@@ -177,6 +184,7 @@ def search_documents(
     fusion: str | None = None,
     interleave: bool = False,
     interleaving: InterleavingLog | None = None,
+    against: dict[str, Any] | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
@@ -184,12 +192,16 @@ def search_documents(
     RetrievalCompleted event to `events`.
 
     With `interleave`, the top_k are a team-draft interleaving of the first stage's order (team A) and the
-    reranked order (team B), each labelled with its team and id, logged to `interleaving` under the response's
-    impression_id (see workbench.services.interleaving)."""
-    if interleave and (not rerank or min_score is not None or interleaving is None):
+    reranked order (team B), or, with `against` (plan fields to change: another reranker, first stage, fusion or
+    k), of this plan's order (A) and that plan's (B); each result labelled with its team and id, logged to
+    `interleaving` under the response's impression_id (see workbench.services.interleaving)."""
+    if against is not None and not interleave:
+        raise InputError("against names the plan to interleave with: give it with interleave.")
+    if interleave and (min_score is not None or interleaving is None or (against is None and not rerank)):
         raise InputError(
-            "interleave compares the first stage's order with the reranked one: it needs rerank on, no min_score, "
-            "and a server that keeps an interleaving log (workbench serve)."
+            "interleave compares the first stage's order with the reranked one (or this plan with the one named by "
+            "against): it needs rerank on (or against), no min_score, and a server that keeps an interleaving log "
+            "(workbench serve)."
         )
     plan = seed_plan(
         engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
@@ -200,13 +212,10 @@ def search_documents(
     hits = []
     served = None
     if interleave and interleaving is not None:
-        if result.reranker_model is None:
-            raise InputError("interleave needs a reranker: this server has none configured (RERANKER_MODEL).")
-        served, merged = interleaving.serve(result, plan, plan.top_n)
-        by_id = {c.id: c for c in result.candidates}
+        served, merged, found = _interleaved(engine, query, plan, result, against, interleaving, deadline)
         for doc, team in zip(merged.docs, merged.teams, strict=True):
-            fields = _as_retrieved_chunk(by_id[doc]).model_dump(exclude={"source_url"})
-            hits.append(SearchHit(**fields, rank_before=by_id[doc].vector_rank, id=doc, team=team))
+            fields = _as_retrieved_chunk(found[doc]).model_dump(exclude={"source_url"})
+            hits.append(SearchHit(**fields, rank_before=found[doc].vector_rank, id=doc, team=team))
     for row in result.reranked if served is None else ():
         fields = _as_retrieved_chunk(row).model_dump(exclude={"source_url"})
         hits.append(SearchHit(**fields, rank_before=row.rank_before))
@@ -227,6 +236,38 @@ def search_documents(
     if events is not None:
         events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))
     return response
+
+
+def _interleaved(
+    engine: Engine,
+    query: str,
+    plan: SearchPlan,
+    result: SearchResult,
+    against: dict[str, Any] | None,
+    interleaving: InterleavingLog,
+    deadline: float | None,
+) -> tuple[ServedImpression, Interleaved, dict[str, Candidate]]:
+    """The served impression, its list, and every candidate it may show by id (B's first, then A's)."""
+    if against is None:
+        if result.reranker_model is None:
+            raise InputError("interleave needs a reranker: this server has none configured (RERANKER_MODEL).")
+        a = (plan_label(plan, result, reranked=False), first_stage_order(result))
+        b = (plan_label(plan, result), final_order(result))
+        found = {c.id: c for c in result.candidates}
+    else:
+        other = plan.with_(**against)
+        if other.collection != plan.collection:
+            raise InputError("against changes how a collection is searched, not which: leave out its collection.")
+        answer = engine.search(query, other, deadline=deadline)
+        a = (plan_label(plan, result), final_order(result))
+        b = (plan_label(other, answer), final_order(answer))
+        if a[0] == b[0]:
+            raise InputError(
+                f"against names the same plan as the request ({a[0]}): change its reranker, k or first stage."
+            )
+        found = {**{c.id: c for c in answer.candidates}, **{c.id: c for c in result.candidates}}
+    served, merged = interleaving.serve(result.collection, result.query, a, b, plan.top_n)
+    return served, merged, found
 
 
 def _as_retrieved_chunk(hit: RankedHit | Candidate) -> RetrievedChunk:

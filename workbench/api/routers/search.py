@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, State, deadline, run_bounded
+from workbench.api.routers.experiments import PlanRequest
 from workbench.inputs import parse_filters, validate_query
 from workbench.services.interleaving import ClickReceipt
 from workbench.services.search import SearchResponse, retrieve_text, search_documents
@@ -45,6 +46,11 @@ class SearchRequest(BaseModel):
         description="an online test: the top_k are a team-draft interleaving of the first stage's order (team A) and "
         "the reranked order (team B), each result with its team and id; send clicks to POST /clicks with the "
         "response's impression_id",
+    )
+    against: PlanRequest | None = Field(
+        None,
+        description="with interleave: another plan (its reranker, first stage, fusion or k; the rest as this "
+        "request's) whose results are team B against this request's as team A",
     )
 
     @field_validator("query")
@@ -91,6 +97,7 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             min_score=body.min_score,
             interleave=body.interleave,
             interleaving=state.interleaving,
+            against=body.against.model_dump(exclude_unset=True) if body.against is not None else None,
         ),
     )
 
