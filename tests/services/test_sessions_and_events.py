@@ -197,6 +197,45 @@ def test_searches_over_http_publish_to_rabbitmq(served_data: Settings, rabbit: R
     assert "guest:guest" not in log
 
 
+def test_clicks_arrive_through_the_events_queue(served_data: Settings, rabbit: Rabbit) -> None:
+    """With WORKBENCH_EVENTS on RabbitMQ, serve consumes click messages ({impression_id, id}, routing key
+    interleaving.click): a click on a served result is logged like POST /clicks; one on an impression it never served
+    and one that is not JSON are refused and said once each, never credited."""
+    import pika
+
+    from workbench.services.click_queue import CLICK_ROUTING_KEY
+
+    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=rabbit.url))
+    log_file = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
+    try:
+        server.wait_ready()
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            answer = c.post("/search", json={"query": "pension question", "top_k": 3, "interleave": True}).json()
+        impression, clicked = answer["impression_id"], answer["results"][1]["id"]
+        connection = pika.BlockingConnection(pika.URLParameters(rabbit.url))
+        channel = connection.channel()
+        channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        for body in (
+            json.dumps({"impression_id": "imp-never-served", "id": clicked}),
+            b"not json",
+            json.dumps({"impression_id": impression, "id": clicked}),
+        ):
+            channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, body)
+        connection.close()
+        deadline = time.monotonic() + 30
+        mine: list[dict] = []
+        while time.monotonic() < deadline and not any(r["type"] == "click" for r in mine):
+            time.sleep(0.2)
+            lines = log_file.read_text().splitlines() if log_file.exists() else []
+            mine = [r for r in map(json.loads, lines) if r.get("impression_id") == impression]
+    finally:
+        log = server.stop()
+    assert [(r["type"], r.get("id")) for r in mine] == [("impression", None), ("click", clicked)]
+    assert "clicks: a message was refused (ImpressionNotFoundError)" in log
+    assert "clicks: a message was refused (JSONDecodeError)" in log
+    assert "Traceback" not in log and "guest:guest" not in log
+
+
 def test_a_broker_killed_mid_run_loses_no_search_and_no_buffered_event(tmp_path: Path) -> None:
     broker = Rabbit().start()
     try:

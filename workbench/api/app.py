@@ -94,6 +94,8 @@ def create_app(
             state.ready.set()
         yield
         state.events.close()
+        if state.clicks is not None:
+            state.clicks.close()
 
     app = FastAPI(
         title="Rerank Workbench API",

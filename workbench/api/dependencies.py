@@ -17,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import QueryTimeoutError
+from workbench.services.click_queue import open_click_consumer
 from workbench.services.events import EventSink, open_sink
 from workbench.services.interleaving import InterleavingLog
 from workbench.services.sessions import SessionStore, open_session_store
@@ -35,6 +36,7 @@ class ServiceState:
         self.events: EventSink = open_sink(settings)
         self.sessions: SessionStore = open_session_store(settings)
         self.interleaving = InterleavingLog(settings)
+        self.clicks = open_click_consumer(settings, self.interleaving)  # clicks from the events queue, with AMQP
 
 
 def service_state(request: Request) -> ServiceState:
