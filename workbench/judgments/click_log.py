@@ -123,7 +123,7 @@ def _object(record: Any, where: str) -> dict[str, Any]:
     return record
 
 
-def _plain(number: int, record: dict[str, Any], where: str, skipped: Counter[str]) -> Impression | None:
+def _plain(record: dict[str, Any], where: str, skipped: Counter[str]) -> Impression | None:
     query = _text(record.get("query"), "query", where)
     shown = _ids(record.get("shown"), where)
     clicked = _ids(record.get("clicked"), where)
@@ -229,7 +229,7 @@ def read_click_log(path: str | Path, events: str | Path | None = None) -> ClickL
     if ubi:
         impressions = _ubi(records, files[0].name, skipped)
     else:
-        read = (_plain(n, r, f"{files[0].name}, line {n}", skipped) for n, r in records)
+        read = (_plain(r, f"{files[0].name}, line {n}", skipped) for n, r in records)
         impressions = [i for i in read if i is not None]
     if not impressions:
         reasons = "; ".join(f"{count:,} {reason}" for reason, count in skipped.items()) or "no rows"

@@ -9,6 +9,7 @@ The query of a click is matched to a judged query by its text (case and spacing 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.click_models import CLICK_MODEL_TITLES, ClickFit, fit_click_model, grade_of
+from workbench.evaluation.click_models import CLICK_MODEL_TITLES, ClickFit, Impression, fit_click_model, grade_of
 from workbench.inputs import validate_collection_name
 from workbench.judgments.click_log import ClickLog, read_click_log
 from workbench.judgments.service import judged_queries, judgment_rows, normal_query, typed_query_id
@@ -154,14 +155,15 @@ def import_clicks(
     return _keep(engine, collection, read, fit, impressions, unknown, min_impressions, cuts, save)
 
 
-def _known(read: ClickLog, known: set[str]) -> tuple[list, int]:
+def _known(read: ClickLog, known: set[str]) -> tuple[list[Impression], int]:
+    """The log's impressions with only the collection's documents shown (and clicked), and how many shown ids
+    were left out."""
     kept, unknown = [], 0
     for impression in read.impressions:
         shown = tuple(d for d in impression.shown if d in known)
         unknown += len(impression.shown) - len(shown)
         if shown:
-            kept.append(type(impression)(impression.query, shown, impression.clicked & set(shown),
-                                         impression.session, impression.time))  # fmt: skip
+            kept.append(replace(impression, shown=shown, clicked=impression.clicked & set(shown)))
     return kept, unknown
 
 
@@ -170,7 +172,7 @@ def _keep(
     collection: str,
     read: ClickLog,
     fit: ClickFit,
-    impressions: list,
+    impressions: list[Impression],
     unknown: int,
     min_impressions: int,
     cuts: tuple[float, ...],
