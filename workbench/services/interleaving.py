@@ -26,7 +26,7 @@ from workbench.config import Settings
 from workbench.errors import ImpressionNotFoundError, InputError
 from workbench.evaluation.interleaving import Interleaved, InterleavingAnalysis, Outcome, analyse, credit, team_draft
 from workbench.inputs import validate_doc_id
-from workbench.redact import plain_text
+from workbench.redact import plain_text, public_name
 from workbench.types import SearchPlan, SearchResult
 from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS
 
@@ -35,10 +35,12 @@ _IMPRESSION_ID_CHARS = 64
 
 
 def interleaving_log_path(settings: Settings) -> Path:
+    """Where `workbench serve` logs interleaved impressions and their clicks."""
     return Path(settings.data_dir) / "interleaving" / "log.jsonl"
 
 
 def first_stage_order(result: SearchResult) -> list[str]:
+    """The candidates' ids in the first stage's order."""
     return [c.id for c in sorted(result.candidates, key=lambda c: c.vector_rank)]
 
 
@@ -52,7 +54,7 @@ def plan_label(plan: SearchPlan, result: SearchResult, *, reranked: bool = True)
     first = f"{result.retrieval}{f'({result.fusion})' if result.fusion else ''} k={plan.k}"
     if not reranked or result.reranker_model is None:
         return f"{first} (first stage)"
-    return f"{first} → {result.reranker_model}"
+    return f"{first} → {public_name(result.reranker_model)}"  # a model's name, never a server's folder
 
 
 class ServedImpression(BaseModel):
