@@ -9,10 +9,10 @@ import streamlit as st
 
 from workbench.app import judge_view
 from workbench.app.judging import Judging, grade_control
+from workbench.app.state import for_report
 from workbench.app.widgets import counted, text_md
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
-from workbench.evaluation.settling import SettleState
 from workbench.judgments import (
     Judgments,
     configuration_label,
@@ -37,14 +37,8 @@ def _chunks(_engine: Engine, collection: str, doc_ids: tuple[str, ...]) -> dict[
 def settle_banner(report: EvaluationReport, judgments: Judgments | None) -> None:
     """The count down: about how many grades settle the verdict, or that it is settled (grading can stop); measured
     again only when a grade was given (every widget reruns the page)."""
-    key = (id(report), judgments.given if judgments is not None else 0)
-    kept: dict[tuple[int, int], tuple[EvaluationReport, SettleState | None]] = st.session_state.setdefault(
-        "settle-states", {}
-    )
-    if key not in kept or kept[key][0] is not report:
-        kept.clear()
-        kept[key] = (report, settle_now(report, judgments))
-    state = kept[key][1]
+    given = judgments.given if judgments is not None else 0
+    state = for_report("settle", report, given, lambda: settle_now(report, judgments))
     if state is None:
         return
     if state.settled:

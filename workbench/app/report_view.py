@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from workbench.app.state import explore_with, page
+from workbench.app.state import explore_with, for_report, page
 from workbench.app.widgets import counted, text_md
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
@@ -73,13 +73,7 @@ def headline(report: EvaluationReport) -> None:
 
 def _online_test(report: EvaluationReport) -> OnlineTestSize:
     """The sizing of the report's online test, simulated once per report (every widget reruns the page)."""
-    sized: dict[int, tuple[EvaluationReport, OnlineTestSize]] = st.session_state.setdefault("online-tests", {})
-    kept = sized.get(id(report))
-    if kept is None or kept[0] is not report:
-        kept = (report, online_test_size(report))
-        sized.clear()  # only the report on screen
-        sized[id(report)] = kept
-    return kept[1]
+    return for_report("online-test", report, None, lambda: online_test_size(report))
 
 
 def kept_as(experiment_id: str) -> None:

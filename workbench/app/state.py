@@ -247,6 +247,17 @@ def explore_with(query: str, plan: SearchPlan) -> None:
     STATE.top_n_wanted = min(plan.top_n, plan.k)
 
 
+def for_report(name: str, report: Any, version: Any, compute: Callable[[], T]) -> T:
+    """`compute()` kept in this browser's session for one report (and `version` of what it also reads), so the
+    reruns every widget causes do not repeat it; computed again for another report or version."""
+    kept: dict[str, tuple[Any, Any, Any]] = st.session_state.setdefault("per-report", {})
+    held = kept.get(name)
+    if held is None or held[0] is not report or held[1] != version:
+        held = (report, version, compute())
+        kept[name] = held
+    return held[2]
+
+
 @st.cache_resource(show_spinner="Loading the workbench (first visit only)…")
 def engine_resource() -> Engine:
     """One engine per server process: models, store clients and caches are shared by every session."""

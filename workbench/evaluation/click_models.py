@@ -38,6 +38,12 @@ class Impression:
     time: str = ""
 
 
+def session_count(impressions: Sequence[Impression]) -> int:
+    """Distinct sessions of the impressions (one without a session is a session of its own)."""
+    named = {i.session for i in impressions if i.session}
+    return len(named) + sum(1 for i in impressions if not i.session)
+
+
 class PairEstimate(BaseModel):
     """A click model's estimate for one (query, document) pair."""
 

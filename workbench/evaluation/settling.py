@@ -123,6 +123,12 @@ def _top(run: Run, query: str) -> dict[str, int]:
     return {doc: rank for rank, (doc, _) in enumerate(ranked, start=1)}
 
 
+def reach_scale(judged: dict[str, int], best: int, queries: int) -> float:
+    """What a discount moved turns into on the mean change when the document is relevant at the top grade `best`:
+    the top grade over the query's ideal DCG (at least that of one such document) and the number of queries."""
+    return best / max(ideal_dcg(judged.values()), best * discount(1)) / max(queries, 1)
+
+
 def pair_reaches(judging: Judging) -> list[PairReach]:
     """Every unjudged pair of the top 10s with its reach and side, greatest reach first."""
     best = top_grade(judging.qrels)
@@ -130,12 +136,12 @@ def pair_reaches(judging: Judging) -> list[PairReach]:
     for query in judging.query_ids:
         judged = judging.qrels.get(query, {})
         ranks_before, ranks_after = _top(judging.before_run, query), _top(judging.after_run, query)
-        ideal = max(ideal_dcg(judged.values()), best * discount(1))
+        scale = reach_scale(judged, best, len(judging.query_ids))
         for doc in dict.fromkeys([*ranks_before, *ranks_after]):
             if doc in judged:
                 continue
             shift = discount(ranks_after.get(doc)) - discount(ranks_before.get(doc))
-            reach = abs(shift) * best / ideal / max(len(judging.query_ids), 1)
+            reach = abs(shift) * scale
             side = 0 if abs(shift) < 1e-12 else (1 if shift > 0 else -1)
             pairs.append(PairReach(query_id=query, doc_id=doc, reach=reach, side=side))
     return sorted(pairs, key=lambda p: (-p.reach, p.query_id, p.doc_id))

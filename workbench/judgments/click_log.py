@@ -38,16 +38,6 @@ class ClickLog:
     impressions: list[Impression]
     skipped: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def sessions(self) -> int:
-        """Distinct sessions (an impression without one is a session of its own)."""
-        named = {i.session for i in self.impressions if i.session}
-        return len(named) + sum(1 for i in self.impressions if not i.session)
-
-    @property
-    def queries(self) -> int:
-        return len({i.query for i in self.impressions})
-
 
 def _text(value: Any, what: str, where: str) -> str:
     text = plain_text(str(value if value is not None else "")).strip()

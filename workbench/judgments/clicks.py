@@ -19,7 +19,14 @@ from sklearn.metrics import cohen_kappa_score
 
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.click_models import CLICK_MODEL_TITLES, ClickFit, Impression, fit_click_model, grade_of
+from workbench.evaluation.click_models import (
+    CLICK_MODEL_TITLES,
+    ClickFit,
+    Impression,
+    fit_click_model,
+    grade_of,
+    session_count,
+)
 from workbench.inputs import validate_collection_name
 from workbench.judgments.click_log import ClickLog, read_click_log
 from workbench.judgments.service import judged_queries, judgment_rows, normal_query, typed_query_id
@@ -187,7 +194,7 @@ def _keep(
     rows = judgment_rows(settings, collection)
     people = current_grades([r for r in rows if r.source not in MACHINE_SOURCES])
     agreement = click_agreement(estimates, grades, people)
-    sessions = len({i.session for i in impressions if i.session}) + sum(1 for i in impressions if not i.session)
+    sessions = session_count(impressions)
     rater = f"clicks:{fit.model}"
     provenance = f"clicks: {CLICK_MODEL_TITLES[fit.model]}, {sessions:,} sessions of {read.source}"
     if save and grades:

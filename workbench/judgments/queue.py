@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from workbench.engine import Engine
 from workbench.evaluation.report import EvaluationReport
-from workbench.evaluation.settling import Judging, SettleState, discount, ideal_dcg, judging_settled, top_grade
+from workbench.evaluation.settling import Judging, SettleState, discount, judging_settled, reach_scale, top_grade
 from workbench.judgments.service import Judgments
 from workbench.models import short_model_name
 from workbench.types import Chunk
@@ -72,7 +72,7 @@ def judging_queue(
         for query_id, query in texts.items():
             graded = judgments.for_query(query) if judgments is not None else None
             now = graded[1] if graded else {}
-            scale = best / max(ideal_dcg(report.qrels.get(query_id, {}).values()), best) / max(report.queries, 1)
+            scale = reach_scale(report.qrels.get(query_id, {}), best, report.queries)
             before, after = report.top_lists(query_id)
             ranks_before = {doc: rank for rank, (doc, _) in enumerate(before, start=1)}
             ranks_after = {doc: rank for rank, (doc, _) in enumerate(after, start=1)}
