@@ -37,6 +37,7 @@ from workbench.vocab import (
     JUDGE_PASSAGE_CHARS,
     JUDGE_ROUND,
     LLM_RATER_PREFIX,
+    MACHINE_SOURCES,
     MAX_JUDGE_PAIRS,
     MAX_QUEUE_TEXT_CHUNKS,
     MAX_REASON_CHARS,
@@ -257,13 +258,13 @@ def grade_pairs(settings: Settings, collection: str, pairs: Sequence[JudgePair])
 
 
 def judge_agreement(settings: Settings, collection: str, rater: str) -> list[PairAgreement]:
-    """The judge's agreement with each rater who is not an LLM, over the pairs both graded."""
+    """The judge's agreement with each person (no LLM, no click model), over the pairs both graded."""
     rows = judgment_rows(settings, collection)
-    llms = {r.rater for r in rows if r.source == "llm"}
+    machines = {r.rater for r in rows if r.source in MACHINE_SOURCES}  # other LLMs, click models: not people
     return [
         p
         for p in rater_agreement(rows).pairs
-        if rater in (p.rater_a, p.rater_b) and not {p.rater_a, p.rater_b} & (llms - {rater}) and p.overlap
+        if rater in (p.rater_a, p.rater_b) and not {p.rater_a, p.rater_b} & (machines - {rater}) and p.overlap
     ]
 
 
@@ -284,7 +285,7 @@ def judge_queue(
             raise InputError(f"{name} must be from 0 to {MAX_JUDGE_PAIRS}; got {value}.")
     chosen = list(queue)[: max(limit, 0)]
     people = [
-        r for r in reversed(judgment_rows(settings, collection)) if r.source != "llm"
+        r for r in reversed(judgment_rows(settings, collection)) if r.source not in MACHINE_SOURCES
     ]  # newest first: the grades people are working on now
     texts_of_queries = judged_queries(settings, collection)
     checked: dict[tuple[str, str], str] = {}

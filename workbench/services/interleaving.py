@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.errors import ImpressionNotFoundError, InputError
 from workbench.evaluation.interleaving import Interleaved, InterleavingAnalysis, Outcome, analyse, credit, team_draft
+from workbench.fusion import first_stage_name
 from workbench.inputs import validate_doc_id
 from workbench.redact import plain_text, public_name
 from workbench.types import SearchPlan, SearchResult
@@ -51,7 +52,7 @@ def final_order(result: SearchResult) -> list[str]:
 
 def plan_label(plan: SearchPlan, result: SearchResult, *, reranked: bool = True) -> str:
     """A team in words: its first stage and k, and the reranker when its order is the reranked one."""
-    first = f"{result.retrieval}{f'({result.fusion})' if result.fusion else ''} k={plan.k}"
+    first = f"{first_stage_name(result.retrieval, result.fusion)} k={plan.k}"
     if not reranked or result.reranker_model is None:
         return f"{first} (first stage)"
     return f"{first} → {public_name(result.reranker_model)}"  # a model's name, never a server's folder
