@@ -55,3 +55,29 @@ def test_replicas_of_one_service_are_asked_in_turn_with_the_same_figures(demo_en
     assert sum(asked) >= 8 and abs(asked[0] - asked[1]) <= 1  # round-robin: one each in turn
     assert both.after_run == alone.after_run == down.after_run and both.after == alone.after
     assert both.reranker_model == f"{first.base}/service,{second.base}/service"
+
+
+def test_a_tuning_run_asks_a_service_for_each_querys_union_at_once_with_the_same_figures(demo_engine: Engine) -> None:
+    """A tuning run against a service sends each query's union of candidates as one request, queries at once
+    (WORKBENCH_RERANK_CONCURRENCY), and its cells equal a run one request at a time."""
+    from workbench.evaluation.tuning import tune
+
+    dataset = demo_dataset()
+
+    def tuned(concurrency: int, server: RerankApis):  # type: ignore[no-untyped-def]
+        settings = demo_engine.settings.model_copy(update={"rerank_concurrency": concurrency})
+        engine = Engine(settings, registry=demo_engine.registry, embedder=demo_engine.embedder())
+        plan = engine.plan(collection=DEMO_COLLECTION, k=10, top_n=5, reranker=f"{server.base}/service")
+        return tune(engine, dataset, plan, first_stages=["dense", "bm25"], ks=[5, 10], max_queries=8, timing_queries=1)
+
+    with RerankApis(Behaviour(key="unused", delay=0.2)) as server:
+        run = tuned(4, server)
+        most = server.behaviour.most_in_flight
+        union_requests = [r for r in server.behaviour.requests if r["path"].endswith("/rerank")][:8]
+    with RerankApis(Behaviour(key="unused")) as server:
+        serial = tuned(1, server)
+    assert 1 < most <= 4
+    # the first 8 requests are the 8 queries' unions; the timing pass (caches bypassed) comes after them
+    assert sum(len(r["body"]["documents"]) for r in union_requests) == run.pairs_scored
+    assert run.scores == serial.scores and run.pairs_scored == serial.pairs_scored
+    assert [c.ndcg_after for c in run.cells] == [c.ndcg_after for c in serial.cells]

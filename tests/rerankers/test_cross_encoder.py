@@ -213,3 +213,24 @@ def test_a_pairs_score_on_dynamic_int8_moves_with_its_batch_mates_and_auto_never
     ]
     # even a kept verdict calling it faithful (edited, or from an audit of another kind) does not admit it
     assert "onnx-int8" in BATCH_DEPENDENT_BACKENDS and decide(fastest, {"onnx-int8": True}) == "torch"
+
+
+def test_score_many_scores_many_queries_in_one_model_call_and_keeps_them(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """A tuning run's union: pairs of several queries scored together (one model call, sorted by length across
+    queries) equal each query's own scores, are kept in the cache, and what the cache held is not scored again."""
+    reranker = CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models))
+    queries = ["rivers and deltas", "volcanic islands", "how glaciers move"]
+    pairs = [(q, t) for q in queries for t in TEXTS]
+    reranker.score(queries[0], TEXTS[:2])  # two pairs already kept
+    calls, documents = reranker.model_calls, reranker.usage.documents
+    scores, reused = reranker.score_many(pairs)
+    assert reused == 2 and reranker.model_calls == calls + 1
+    assert reranker.usage.documents == documents + len(pairs) - 2
+    fresh = CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models))
+    one_by_one = [s for q in queries for s in fresh.score(q, TEXTS, use_cache=False)[0]]
+    assert scores == pytest.approx(one_by_one, abs=1e-5)
+    again, reused = reranker.score_many(pairs)
+    assert again == scores and reused == len(pairs) and reranker.model_calls == calls + 1
+    assert reranker.score(queries[2], TEXTS) == (scores[-len(TEXTS) :], len(TEXTS))

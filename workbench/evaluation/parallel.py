@@ -12,6 +12,7 @@ from workbench.engine import Engine
 from workbench.rerankers.remote import RemoteReranker
 from workbench.types import SearchPlan, SearchResult
 
+Item = TypeVar("Item")
 Answer = TypeVar("Answer")
 
 
@@ -20,13 +21,13 @@ def concurrency_for(engine: Engine, plan: SearchPlan) -> int:
     return engine.settings.rerank_concurrency if isinstance(engine.reranker_of(plan), RemoteReranker) else 1
 
 
-def _in_order(
-    texts: Sequence[str],
-    answer: Callable[[str], Answer],
+def in_order(
+    texts: Sequence[Item],
+    answer: Callable[[Item], Answer],
     workers: int,
-    progress: Callable[[int, int], None] | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Answer]:
-    """`answer(text)` of each text, in order: on `workers` threads when more than one; `progress(done, total)`
+    """`answer(item)` of each item, in order: on `workers` threads when more than one; `progress(done, total)`
     after each, from the calling thread."""
     workers = min(workers, max(len(texts), 1))
     answers: list[Answer] = []
@@ -59,7 +60,7 @@ def search_all(
     def one(text: str) -> SearchResult:
         return engine.search(text, plan, max_query_chars=None, use_cache=use_cache)
 
-    return _in_order(texts, one, concurrency_for(engine, plan), progress)
+    return in_order(texts, one, concurrency_for(engine, plan), progress)
 
 
 def search_each(
@@ -67,18 +68,25 @@ def search_each(
     plans: Sequence[SearchPlan],
     texts: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
-    warm: Callable[[str], None] | None = None,
+    warm: Callable[[Sequence[str]], None] | None = None,
+    block: int = 1,
 ) -> list[list[SearchResult]]:
     """Each text searched under every plan, a query's plans one after another, so that a pair several plans share
-    is scored once and read from the score cache while it is fresh: results[plan][query]. `warm(text)` runs first
-    for each text (a tuning run scores the union of its cells' candidates in one batch). Queries run at once where
-    a reranker is a service, as in `search_all`; `progress(done, total)` per query."""
+    is scored once and read from the score cache while it is fresh: results[plan][query]. With `warm`, the texts
+    go in blocks of `block`, and `warm(block's texts)` runs before their searches (a tuning run scores the union
+    of its cells' candidates for many queries in one model call). Queries run at once where a reranker is a
+    service, as in `search_all`; `progress(done, total)` per query."""
 
     def every(text: str) -> list[SearchResult]:
-        if warm is not None:
-            warm(text)
         return [engine.search(text, plan, max_query_chars=None) for plan in plans]
 
     workers = max((concurrency_for(engine, plan) for plan in plans), default=1)
-    rows = _in_order(texts, every, workers, progress)
+    step = max(block, 1) if warm is not None else max(len(texts), 1)
+    rows: list[list[SearchResult]] = []
+    for start in range(0, len(texts), step):
+        chunk = texts[start : start + step]
+        if warm is not None:
+            warm(chunk)
+        told = None if progress is None else (lambda done, _, offset=start: progress(offset + done, len(texts)))
+        rows += in_order(chunk, every, workers, told)
     return [[row[index] for row in rows] for index in range(len(plans))]

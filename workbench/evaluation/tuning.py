@@ -24,7 +24,7 @@ from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import top_n_points
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.latency import rerank_time_by_k
-from workbench.evaluation.parallel import search_each
+from workbench.evaluation.parallel import concurrency_for, in_order, search_each
 from workbench.evaluation.recommend import TopNPoint
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import report_of
@@ -41,6 +41,7 @@ from workbench.vocab import (
     recall_at,
 )
 
+UNION_BLOCK = 16  # queries whose candidates are scored in one model call: padding falls as the block grows
 NOTABLE_FALL = 0.005  # a fall of reranked nDCG@10 smaller than this is not worth a finding
 Progress = Callable[[int, int], None]
 
@@ -244,8 +245,10 @@ def tune(
     if not items:
         raise InputError(f"{dataset.name} has no judged query with text to tune on.")
     calls_before = reranker.usage.documents if reranker else 0
-    warm = _union_scorer(engine, plans) if reranker and not base.long_documents else None
-    results = search_each(engine, plans, [text for _, text in items], progress, warm)
+    shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0
+    warm = _union_scorer(engine, plans) if shared else None
+    block = _union_block(engine, plans)
+    results = search_each(engine, plans, [text for _, text in items], progress, warm, block)
     scored = (reranker.usage.documents - calls_before) if reranker else 0
     reports = {
         plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
@@ -276,21 +279,37 @@ def tune(
     return decide(run)
 
 
-def _union_scorer(engine: Engine, plans: Sequence[SearchPlan]) -> Callable[[str], None]:
-    """What scores a query's pairs for every cell at once: the cells' first stages run (no reranker), and the union
-    of their candidates is scored in one call, so the model sees one full batch rather than each cell's few new
-    pairs; the cells then read every score from the cache."""
+def _union_block(engine: Engine, plans: Sequence[SearchPlan]) -> int:
+    """How many queries' unions are scored together: up to `UNION_BLOCK`, fewer where the score cache could not
+    keep them all until the cells read them (every cell's k counted, as if no candidate were shared)."""
+    per_query = max(sum(plan.k for plan in plans), 1)
+    return max(1, min(UNION_BLOCK, engine.settings.cache_max_size // per_query))
 
-    def warm(text: str) -> None:
+
+def _union_scorer(engine: Engine, plans: Sequence[SearchPlan]) -> Callable[[Sequence[str]], None]:
+    """What scores a block of queries' pairs for every cell at once: the cells' first stages run (no reranker), and
+    the union of their candidates is scored, each query's pairs once, all the block's pairs in one call for a local
+    model (sorted by length across queries, so batches carry little padding), one request per query at once for a
+    service; the cells then read every score from the cache."""
+    reranker = engine.reranker_of(plans[0])
+    assert reranker is not None
+    workers = concurrency_for(engine, plans[0])
+
+    def union(text: str) -> tuple[str, list[str]]:
         seen: dict[str, None] = {}
         query = text
         for plan in plans:
             found = engine.search(text, plan.with_(reranker=None), max_query_chars=None)
             query = found.query  # as the engine checked and trimmed it: the cache's key
             seen |= dict.fromkeys(c.text for c in found.candidates)
-        reranker = engine.reranker_of(plans[0])
-        if reranker is not None and seen:
-            reranker.score(query, list(seen))
+        return query, list(seen)
+
+    def warm(texts: Sequence[str]) -> None:
+        unions = [union(text) for text in texts]
+        if workers > 1:
+            in_order(unions, lambda one: reranker.score(*one), workers)
+        else:
+            reranker.score_many([(query, doc) for query, docs in unions for doc in docs])
 
     return warm
 

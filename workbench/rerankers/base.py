@@ -54,6 +54,12 @@ class Reranker(Protocol):
         the kind allows: one for a local model, one request per distinct query for a service."""
         ...
 
+    def score_many(self, pairs: list[tuple[str, str]]) -> tuple[list[float], int]:
+        """Scores for (query, text) pairs whose queries differ, from the score cache where kept; the rest scored
+        together (`score_pairs`: one model call for a local model, its pairs sorted by length across queries) and
+        kept; and how many came from the cache."""
+        ...
+
 
 class BaseReranker(ABC):
     """What every kind of reranker shares, so that a kind is only how it scores: the score cache in front of
@@ -98,6 +104,12 @@ class BaseReranker(ABC):
             for i, value in zip(indices, self.predict(query, [pairs[i][1] for i in indices], deadline), strict=True):
                 scores[i] = value
         return scores
+
+    def score_many(self, pairs: list[tuple[str, str]]) -> tuple[list[float], int]:
+        """Scores for (query, text) pairs whose queries differ, from the score cache where kept; the rest scored
+        together by `score_pairs` and kept in the cache; and how many came from the cache."""
+        keys = [ScoreCache.key(self.cache_key, query, text) for query, text in pairs]
+        return self.cache.resolve(keys, lambda indices: self.score_pairs([pairs[i] for i in indices]))
 
     def counted(self, *, documents: int, tokens: int = 0, billed_units: float = 0.0) -> None:
         """One model run or service request done: what it scored, read and was billed."""
