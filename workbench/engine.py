@@ -321,10 +321,11 @@ class Engine:
         Top k first-stage candidates (dense, BM25 or both fused), reranked, top_n kept; see `SearchResult`.
         `max_query_chars` is the interactive limit; evaluation passes None to score the whole query. `deadline`
         (a time.monotonic() instant) stops a search its caller gave up on: the reranker stops at its next batch and
-        QueryTimeoutError is raised. `use_cache=False` skips the result and score caches (load runs measure real
-        work). `progress(scored, total)` hears the rerank advance after each model batch (a local cross-encoder's;
-        not for cached scores). Raises InputError for bad inputs (a plan that is not a SearchPlan among them),
-        CollectionNotFoundError (checked before any model loads), ModelError, StoreError.
+        QueryTimeoutError is raised. `use_cache=False` reads no cached result, vector or score (load runs measure
+        real work); the scores it computes are kept for the searches after it. `progress(scored, total)` hears the
+        rerank advance after each model batch (a local cross-encoder's; not for cached scores). Raises InputError
+        for bad inputs (a plan that is not a SearchPlan among them), CollectionNotFoundError (checked before any
+        model loads), ModelError, StoreError.
         """
         if not isinstance(plan, SearchPlan):
             raise InputError(

@@ -5,9 +5,10 @@ Scores are shared across cells: a query's cells run one after another, so a pair
 scored once and read from the score cache by the others. Each cell's report is made by the same function as an
 evaluation's (`runner.report_of`), from the same searches, so a cell's figures equal `eval`'s for its plan.
 
-Cost is measured apart from quality, with every cache bypassed: the first stage of each cell on a sample of
-queries (no reranker), and the rerank time at each k on the same sample. A cell's p95 is the sum of the two p95s
-(an upper bound of the p95 of their sum); its compute seconds per 1,000 queries are the two medians added.
+Cost is measured apart from quality, first, with every cache read bypassed: the first stage of each cell on a sample
+of queries (no reranker), and the rerank time at each k on the same sample (the scores it computes are kept, so the
+cells do not score those pairs again). A cell's p95 is the sum of the two p95s (an upper bound of the p95 of their
+sum); its compute seconds per 1,000 queries are the two medians added.
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ class TuningRun(BaseModel):
     over_budget: list[str] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list)
     timing_queries: int
-    pairs_scored: int = Field(description="pairs the reranker scored (a pair several cells share counts once)")
+    pairs_scored: int = Field(
+        description="pairs the reranker scored, the timing's included (a pair several cells share counts once)"
+    )
     pairs_in_cells: int = Field(description="pairs the cells rerank in all: what separate evaluations would score")
     seconds: float
     scores: dict[str, list[float]] = Field(default_factory=dict, exclude=True)  # each cell's nDCG@10 per query
@@ -244,16 +247,8 @@ def tune(
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     if not items:
         raise InputError(f"{dataset.name} has no judged query with text to tune on.")
-    calls_before = reranker.usage.documents if reranker else 0
-    shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0
-    warm = _union_scorer(engine, plans) if shared else None
-    block = _union_block(engine, plans)
-    results = search_each(engine, plans, [text for _, text in items], progress, warm, block)
-    scored = (reranker.usage.documents - calls_before) if reranker else 0
-    reports = {
-        plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
-        for plan, answered in zip(plans, results, strict=True)
-    }
+    scored_before = reranker.usage.documents if reranker else 0
+    # Timed first, caches bypassed: the scores it computes are kept, so the cells never score those pairs again.
     sample = [text for _, text in items[:timing_queries]]
     stage_times = _first_stage_times(engine, plans, sample)
     rerank_times: dict[tuple[str, int], Any] = {}
@@ -261,6 +256,15 @@ def tune(
         timed = rerank_time_by_k(engine, sample, base.with_(collection=name), sorted({p.k for p in plans}),
                                  max_query_chars=None)  # fmt: skip
         rerank_times |= {(name, t.k): t for t in timed}
+    shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0
+    warm = _union_scorer(engine, plans) if shared else None
+    block = _union_block(engine, plans)
+    results = search_each(engine, plans, [text for _, text in items], progress, warm, block)
+    scored = (reranker.usage.documents - scored_before) if reranker else 0
+    reports = {
+        plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
+        for plan, answered in zip(plans, results, strict=True)
+    }
     chunking = {name: f"{size}/{overlap}" for name, (size, overlap) in sizes.items()}
     cells = [
         _cell(plan, reports[plan.key], stage_times, rerank_times, chunking.get(plan.collection or "")) for plan in plans

@@ -126,10 +126,13 @@ def cached_scores(
     deadline: float | None = None,
 ) -> tuple[list[float], int]:
     """A reranker's `score`: each text's score from `cache` (keyed by model, query and text), or from
-    `predict(query, texts, deadline)` for the rest; and how many came from the cache."""
-    if not use_cache:
-        return predict(query, texts, deadline), 0
+    `predict(query, texts, deadline)` for the rest; and how many came from the cache. `use_cache=False` scores
+    every text (a timed run measures the model's real work) and keeps the scores for the searches after it."""
     keys = [ScoreCache.key(model_id, query, t) for t in texts]
+    if not use_cache:
+        scores = predict(query, texts, deadline)
+        cache.put_many(dict(zip(keys, scores, strict=True)))
+        return scores, 0
     return cache.resolve(keys, lambda indices: predict(query, [texts[i] for i in indices], deadline))
 
 
