@@ -22,27 +22,27 @@ def concurrency_for(engine: Engine, plan: SearchPlan) -> int:
 
 
 def in_order(
-    texts: Sequence[Item],
+    items: Sequence[Item],
     answer: Callable[[Item], Answer],
     workers: int,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Answer]:
     """`answer(item)` of each item, in order: on `workers` threads when more than one; `progress(done, total)`
     after each, from the calling thread."""
-    workers = min(workers, max(len(texts), 1))
+    workers = min(workers, max(len(items), 1))
     answers: list[Answer] = []
     if workers == 1:
-        for done, text in enumerate(texts, start=1):
-            answers.append(answer(text))
+        for done, item in enumerate(items, start=1):
+            answers.append(answer(item))
             if progress:
-                progress(done, len(texts))
+                progress(done, len(items))
         return answers
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="workbench-eval") as pool:
-        futures = [pool.submit(answer, text) for text in texts]
+        futures = [pool.submit(answer, item) for item in items]
         for done, future in enumerate(futures, start=1):
             answers.append(future.result())
             if progress:
-                progress(done, len(texts))
+                progress(done, len(items))
     return answers
 
 
