@@ -273,6 +273,7 @@ BESIDE_THE_TRUTH = (
     "/test_gate_and_cli.py::test_the_gate_exits_",
     "/test_gate_and_cli.py::test_a_budget_broken_",
     "/test_gate_and_cli.py::test_eval_keeps_",
+    "/test_gate_and_cli.py::test_the_gate_against_",
     "/test_demo.py::",
 )
 
