@@ -41,10 +41,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def measure(shared: Path, cost_queries: int = COST_QUERIES, cost_only: bool = False) -> dict[str, Any]:
     """Each dataset tuned on every judged query, its cost measured interleaved, and SciFact's long documents."""
+    datasets = _prepared(shared)
     if cost_only:
         record = json.loads(RECORD.read_text(encoding="utf-8"))
-        return {**record, "cost": measure_cost(shared, cost_queries)}
-    return {**measure_quality(shared), "cost": measure_cost(shared, cost_queries)}
+        return {**record, "cost": measure_cost(datasets, cost_queries)}
+    return {**measure_quality(datasets), "cost": measure_cost(datasets, cost_queries)}
 
 
 def _settings() -> Any:
@@ -54,19 +55,28 @@ def _settings() -> Any:
     return Settings(data_dir=user_cache_dir() / "tuning-figures", offline=True)
 
 
-def measure_cost(shared: Path, queries: int) -> dict[str, Any]:
+def _prepared(shared: Path) -> dict[str, Any]:
+    """Each dataset read once, and its collection ingested once, outside every clock."""
+    from workbench.engine import Engine
+    from workbench.evaluation import Dataset
+    from workbench.evaluation.service import prepare_collection
+
+    datasets = {name: Dataset.from_beir(shared / "data" / name) for name in DATASETS}
+    for name, dataset in datasets.items():
+        prepare_collection(Engine(_settings()), dataset, name)
+    return datasets
+
+
+def measure_cost(datasets: dict[str, Any], queries: int) -> dict[str, Any]:
     """Per dataset, on its first `queries` judged queries: the deepest cell evaluated alone, the tuning run, and
     the deepest cell alone again, each in a fresh engine (wall and CPU seconds, pairs scored)."""
     from workbench.engine import Engine
-    from workbench.evaluation import Dataset, run_evaluation
-    from workbench.evaluation.service import prepare_collection
+    from workbench.evaluation import run_evaluation
     from workbench.evaluation.tuning import tune
 
     settings = _settings()
     cost: dict[str, Any] = {"queries": queries, "datasets": {}}
-    for name in DATASETS:
-        dataset = Dataset.from_beir(shared / "data" / name)
-        prepare_collection(Engine(settings), dataset, name)  # ingested once, outside every clock
+    for name, dataset in datasets.items():
         runs: dict[str, list[dict[str, float]]] = {"alone": [], "tune": []}
         for kind in ("alone", "tune", "alone"):
             engine = Engine(settings)
@@ -87,20 +97,16 @@ def measure_cost(shared: Path, queries: int) -> dict[str, Any]:
     return stamp(cost)
 
 
-def measure_quality(shared: Path) -> dict[str, Any]:
+def measure_quality(datasets: dict[str, Any]) -> dict[str, Any]:
     """Each dataset tuned on every judged query in a fresh engine (its time is the cost block's business)."""
     from workbench.engine import Engine
-    from workbench.evaluation import Dataset
     from workbench.evaluation.long_documents import compare_long_documents
-    from workbench.evaluation.service import prepare_collection
     from workbench.evaluation.significance import difference
     from workbench.evaluation.tuning import tune
 
     settings = _settings()
     record: dict[str, Any] = {"datasets": {}}
-    for name in DATASETS:
-        dataset = Dataset.from_beir(shared / "data" / name)
-        prepare_collection(Engine(settings), dataset, name)  # ingested once, outside every clock
+    for name, dataset in datasets.items():
         tuned_engine = Engine(settings)
         run = tune(tuned_engine, dataset, tuned_engine.plan(collection=name))
         best, default = run.cell(run.best), run.cell(DEFAULT_CELL)
@@ -117,8 +123,8 @@ def measure_quality(shared: Path) -> dict[str, Any]:
             "pairs_scored": run.pairs_scored, "pairs_in_cells": run.pairs_in_cells,
         }  # fmt: skip
     engine = Engine(settings)
-    scifact = Dataset.from_beir(shared / "data" / "scifact")
-    long = compare_long_documents(engine, scifact, engine.plan(collection="scifact", k=20), ["maxp", "sump"])
+    plan = engine.plan(collection="scifact", k=20)
+    long = compare_long_documents(engine, datasets["scifact"], plan, ["maxp", "sump"])
     record["long_documents"] = {
         "queries": long.queries, "k": long.k,
         "unread": sum(u.unread_share for u in long.unread) / max(len(long.unread), 1),

@@ -75,12 +75,12 @@ _WATCH_FEWEST_CONTROLS = """() => {
     const count = () => document.querySelectorAll("[class*='st-key-grade-reranked-']").length;
     window.__wbCounts = [count()];
     window.__wbFewest = count();
-    new MutationObserver(() => {
+    const look = () => {
         const now = count();
         if (now !== window.__wbCounts.at(-1)) window.__wbCounts.push(now);
         window.__wbFewest = Math.min(window.__wbFewest, now);
-    })
-        .observe(document.body, {childList: true, subtree: true});
+    };
+    new MutationObserver(look).observe(document.body, {childList: true, subtree: true});
 }"""
 
 
