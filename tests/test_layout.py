@@ -32,6 +32,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.passages",
         "workbench.models",
         "workbench.service_calls",
+        "workbench.spreadsheet",
     ),
     "stages": (
         "workbench.embeddings",

@@ -303,7 +303,10 @@ class Settings(BaseSettings):
 
     def store_options(self, kind: str | None = None) -> dict[str, Any]:
         """Store-specific settings handed to a backend of this kind (default: the configured store)."""
-        return {"schema": self.pg_schema} if (kind or self.store) == "pgvector" else {}
+        kind = kind or self.store
+        if kind == "chroma":  # a folder another tool wrote is opened as a copy kept here, never where it lies
+            return {"snapshot_dir": str(Path(self.data_dir) / "attached" / "chroma")}
+        return {"schema": self.pg_schema} if kind == "pgvector" else {}
 
     def data_root_paths(self) -> list[Path]:
         """Folders the app may read server-side paths from: WORKBENCH_DATA_ROOTS (os.pathsep separated), else

@@ -9,10 +9,14 @@ the same filter matches the same chunks everywhere.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import ipaddress
 import json
 import math
+import os
 import re
+import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -476,3 +480,110 @@ def parse_chunking(value: Any) -> tuple[int, int]:
             f"{size}/{overlap}."
         )
     return int(size), int(overlap)
+
+
+def read_user_file(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of a file a user named (a log, a candidates file, a query set, an import), read under a cap.
+
+    Refuses, in one line naming the file by its name only, what is not there, what is not a regular file (a
+    folder, a device such as /dev/zero, a pipe or a socket: their size says nothing of what they hold) and what
+    holds more than `max_bytes`: the cap is enforced on the bytes read, never on the size the file reports."""
+    path = Path(path)
+    name = plain_text(path.name)[:120] or str(path)[:120]
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"No {what} at {name}.") from None
+    except OSError as exc:
+        raise InputError(f"The {what} {name} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"The {what} {name} is a folder: give a file.")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"The {what} {name} is not a regular file (a device, pipe or socket): give a file.")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"The {what} {name} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+    if len(data) > max_bytes:
+        raise InputError(f"The {what} {name} is over {max_bytes:,} bytes: split it or sample it.")
+    return data
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """A user's file as text: UTF-8 (a BOM allowed), or UTF-16 with its BOM. Refuses, naming the byte, a file in
+    another encoding (rather than reading it with replacement characters) and one holding NUL bytes (binary)."""
+    shown_name = plain_text(name)[:120]
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{shown_name}: not UTF-16 text past its BOM (byte {exc.start}).") from None
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{shown_name}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8."
+            ) from None
+    if "\x00" in text:
+        raise InputError(f"{shown_name} holds NUL bytes: it is a binary file, not text.")
+    return text
+
+
+CSV_FIELD_LIMIT: Final = 16 * 1024 * 1024  # one cell of a CSV a user gives (Python's default is 131,072)
+
+
+def csv_records(text: str, name: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The columns (trimmed, lower case) and the (line number, row) pairs of a CSV a user gave, the header first.
+
+    Python's `csv` errors (a newline in an unquoted field, a cell over the limit, ...) become one line naming the
+    file and the line; a header that names a column twice is refused (the second would silently win)."""
+    shown_name = plain_text(name)[:120]
+    csv.field_size_limit(CSV_FIELD_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if not header:
+            raise InputError(f"{shown_name}: the CSV has no header row.")
+        columns = [plain_text(c).strip().lower() for c in header]
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise InputError(f"{shown_name}: the header names the column {', '.join(repeated)[:80]} more than once.")
+        rows = []
+        for cells in reader:
+            if any(cell.strip() for cell in cells):
+                rows.append((reader.line_num, dict(zip(columns, cells, strict=False))))
+    except csv.Error as exc:
+        raise InputError(
+            f"{shown_name}, line {reader.line_num}: not a readable CSV ({plain_text(str(exc))[:80]})."
+        ) from None
+    return columns, rows
+
+
+def validate_budget_ms(value: Any) -> float:
+    """A latency budget in milliseconds: a finite number above 0 (`nan`, `inf` and 0 would silently budget nothing)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"A latency budget is a number of milliseconds above 0; got '{plain_text(str(value))[:20]}'."
+        ) from None
+    if not math.isfinite(number) or number <= 0:
+        raise InputError(f"A latency budget is a number of milliseconds above 0; got {plain_text(str(value))[:20]}.")
+    return number
+
+
+def validate_seed(value: Any) -> int:
+    """A random seed: a whole number from 0 to 2**32 - 1."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise InputError(
+                f"The seed is a whole number from 0 to {2**32 - 1}; got '{plain_text(value)[:20]}'."
+            ) from None
+    seed = whole_number("the seed", value)
+    if not 0 <= seed < 2**32:
+        raise InputError(f"The seed is a whole number from 0 to {2**32 - 1}; got {seed}.")
+    return seed

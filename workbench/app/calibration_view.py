@@ -15,6 +15,7 @@ from workbench.app.widgets import text_md
 from workbench.evaluation.calibration import CalibrationReport, ScoreSeparation, calibrate, save_calibration
 from workbench.evaluation.io import Qrels
 from workbench.evaluation.report import EvaluationReport
+from workbench.spreadsheet import csv_text
 from workbench.vocab import DEFAULT_TARGET_PRECISION
 
 _GRADE_COLOURS = {"unjudged": "#9e9e9e", "grade 0": "#616161", "grade 1": "#f59e0b", "grade 2": "#16a34a"}
@@ -92,7 +93,7 @@ def cutoff_curve(report: CalibrationReport) -> go.Figure:
 
 
 def _download(frame: pd.DataFrame, label: str, name: str, key: str) -> None:
-    st.download_button(label, frame.to_csv(index=False), name, "text/csv", key=key)
+    st.download_button(label, csv_text(frame), name, "text/csv", key=key)
 
 
 def draw(report: EvaluationReport, qrels: Qrels) -> None:

@@ -15,6 +15,7 @@ from workbench.evaluation.html_report import report_html
 from workbench.evaluation.interleaving import OnlineTestSize, online_test_size
 from workbench.evaluation.report import EvaluationReport
 from workbench.services.demo import GROUPS
+from workbench.spreadsheet import csv_text
 from workbench.types import SearchPlan
 from workbench.vocab import JUDGED_10, MAX_K
 
@@ -174,9 +175,7 @@ def downloads(report: EvaluationReport) -> None:
         "Run after (TREC)", trec_run_text(report.after_run, "reranked"), f"{report.file_stem}.after.trec"
     )
     d[2].download_button("Report (Markdown)", report.to_markdown(), f"{report.file_stem}.report.md", "text/markdown")
-    d[3].download_button(
-        "Per query (CSV)", per_query.to_csv(index=False), f"{report.file_stem}.per_query.csv", "text/csv"
-    )
+    d[3].download_button("Per query (CSV)", csv_text(per_query), f"{report.file_stem}.per_query.csv", "text/csv")
     d[4].download_button(
         "Verdict report (HTML)",
         lambda: report_html(report),  # made when asked for: it carries plotly.js, a few MB

@@ -12,6 +12,7 @@ from workbench.app.state import STATE
 from workbench.evaluation.rerankers import RerankerComparison
 from workbench.inputs import safe_file_stem
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
+from workbench.spreadsheet import csv_text
 
 
 def _prices() -> dict[str, Price]:
@@ -53,7 +54,7 @@ def draw(comparison: RerankerComparison) -> None:
     st.dataframe(table, hide_index=True, width="stretch")
     st.download_button(
         "Rerankers (CSV)",
-        table.to_csv(index=False),
+        csv_text(table),
         f"{safe_file_stem(comparison.collection)}.rerankers.csv",
         "text/csv",
     )

@@ -19,6 +19,7 @@ from workbench.evaluation.calibration import Calibration
 from workbench.fusion import score_name
 from workbench.inputs import safe_upload_name
 from workbench.rerankers import sigmoid, to_probability
+from workbench.spreadsheet import csv_text
 from workbench.types import Candidate, RankedHit, SearchResult
 from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS
 
@@ -250,8 +251,8 @@ def reranked_frame(result: SearchResult) -> pd.DataFrame:
 def downloads(result: SearchResult, key: str) -> None:
     """CSV of both lists and JSON of the whole result."""
     files = [
-        ("Vector list (CSV)", candidates_frame(result).to_csv(index=False), "vector_search.csv", "text/csv", "csv-v"),
-        ("Reranked list (CSV)", reranked_frame(result).to_csv(index=False), "reranked.csv", "text/csv", "csv-r"),
+        ("Vector list (CSV)", csv_text(candidates_frame(result)), "vector_search.csv", "text/csv", "csv-v"),
+        ("Reranked list (CSV)", csv_text(reranked_frame(result)), "reranked.csv", "text/csv", "csv-r"),
         ("Result (JSON)", result.to_json(indent=2), "search_result.json", "application/json", "json"),
     ]
     for column, (label, data, name, mime, suffix) in zip(st.columns(3), files, strict=True):

@@ -29,13 +29,14 @@ from workbench.experiments import (
     run_again,
 )
 from workbench.experiments.log_sample import log_query_set
+from workbench.inputs import read_user_file
 from workbench.judgments import judged_queries as judged_texts
 from workbench.judgments import load_judgments
 from workbench.judgments.click_log import read_click_log
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.services.sessions import open_session_store
 from workbench.services.sources import attach_candidates
-from workbench.vocab import PRIMARY_METRIC
+from workbench.vocab import MAX_EXPORT_BYTES, PRIMARY_METRIC
 
 
 def _store(args: argparse.Namespace) -> ExperimentStore:
@@ -153,10 +154,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if not path.is_file():
-        raise InputError(f"No experiment file at {path.name}.")
-    experiment = import_experiment(Engine(settings_from(args)), path.read_bytes())
+    data = read_user_file(Path(args.file), "experiment file", MAX_EXPORT_BYTES)
+    experiment = import_experiment(Engine(settings_from(args)), data)
     print(shown(f"imported {_line(experiment)}"))
     return 0
 

@@ -155,7 +155,7 @@ def _log_to_stderr(name: str) -> None:
 
 def cmd_interleaving_analyse(args: argparse.Namespace) -> int:
     log = Path(args.log) if args.log else interleaving_log_path(settings_from(args))
-    analysis = analyse_interleaving_log(log, args.collection)
+    analysis = analyse_interleaving_log(log, args.collection, args.test)
     if args.json:
         print_json(analysis)
     else:

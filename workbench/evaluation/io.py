@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from workbench.errors import IngestError
+from workbench.errors import IngestError, InputError
+from workbench.inputs import decode_text, read_user_file
 from workbench.loaders import iter_jsonl
 from workbench.redact import CONTROL_CHARACTERS, plain_text
-from workbench.vocab import MAX_IMPORTED_GRADE
+from workbench.vocab import MAX_EXPORT_BYTES, MAX_IMPORTED_GRADE
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -20,12 +21,10 @@ Run = dict[str, dict[str, float]]
 
 def _lines(path: Path, what: str) -> list[str]:
     """A judgments file's lines. Messages name the file by its name only (uploads live in temp folders)."""
-    if not path.is_file():
-        raise IngestError(f"No {what} file at {path}.")
     try:
-        return path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{path.name}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8.") from exc
+        return decode_text(read_user_file(path, f"{what} file", MAX_EXPORT_BYTES), path.name).splitlines()
+    except InputError as exc:
+        raise IngestError(str(exc)) from None
 
 
 def read_queries(path: str | Path) -> dict[str, str]:
@@ -123,7 +122,8 @@ def read_trec_run(path: str | Path) -> Run:
 
 
 def write_trec_run(run: Run, path: str | Path, tag: str) -> Path:
-    """Write a run as a TREC run file, documents ranked by score (ties by id), ranks from 1."""
+    """Write a run as a TREC run file, documents ranked by score (ties by id), ranks from 1; each score written
+    exactly (the shortest text that reads back as the same float), so the file keeps the run's order."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(trec_run_text(run, tag), encoding="utf-8")
@@ -135,7 +135,7 @@ def trec_run_text(run: Run, tag: str) -> str:
     lines = []
     for qid in sorted(run):
         ranked = sorted(run[qid].items(), key=lambda item: (-item[1], item[0]))
-        lines += [f"{qid} Q0 {docid} {rank} {score:.6f} {tag}" for rank, (docid, score) in enumerate(ranked, 1)]
+        lines += [f"{qid} Q0 {docid} {rank} {float(score)!r} {tag}" for rank, (docid, score) in enumerate(ranked, 1)]
     return "\n".join(lines) + "\n"
 
 

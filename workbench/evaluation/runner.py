@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workbench.engine import Engine
+from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
 from workbench.evaluation.parallel import search_all
@@ -23,6 +24,8 @@ from workbench.evaluation.report import (
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import measured_verdict
+from workbench.fusion import first_stage_name
+from workbench.redact import plain_text
 from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
 from workbench.vocab import SNIPPET_CHARS
 
@@ -52,6 +55,12 @@ def report_of(
     `run_evaluation` returns, made from searches run elsewhere (a tuning run's cells)."""
     collection, k, top_n = plan.collection or "", plan.k, plan.top_n
     answers = _answers(items, results)
+    if items and not any(answers.candidates.values()):
+        raise InputError(
+            f"Nothing was measured: none of the {len(items):,} evaluated queries got a candidate from "
+            f"{first_stage_name(plan.retrieval, plan.fusion)} on '{plain_text(collection)[:80]}' (a candidates file "
+            "of other queries, or an empty collection?), so there is no verdict and no recommendation."
+        )
     before_run, after_run = answers.before_run, answers.after_run
     qrels = {qid: dataset.qrels[qid] for qid, _ in items}
     measured = measured_verdict(qrels, before_run, after_run, k)

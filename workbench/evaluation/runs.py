@@ -6,6 +6,7 @@ before reranking (the first stage's) and after (the reranker's, or the first sta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from workbench.types import Candidate
@@ -15,14 +16,37 @@ ScoredChunk = tuple[str, float, float | None]
 
 
 def fold_documents(rows: Iterable[ScoredChunk]) -> tuple[dict[str, float], dict[str, float]]:
-    """Each document's best chunk score before and after reranking."""
+    """Each document's best chunk score before and after reranking, as runs that encode the order the user sees.
+
+    `rows` come in first-stage order. The lists break tied scores by the first-stage rank (the engine's reranked
+    order does, and the first stage's order is its own), while trec_eval and every metric built on it break them by
+    document id. So where two documents tie (a saturated, rounded or constant reranker; BM25's equal scores), the
+    later one's score is lowered to the next float below the one before it: the run's order is the shown order, and
+    every score that does not tie stays exactly as it was. A reranker that gives every document the same score has
+    an "after" equal to its "before", to the last digit."""
     before: dict[str, float] = {}
     after: dict[str, float] = {}
-    for doc, vector, rerank in rows:
+    first_seen: dict[str, int] = {}
+    for position, (doc, vector, rerank) in enumerate(rows):
+        first_seen.setdefault(doc, position)
         before[doc] = max(before.get(doc, float("-inf")), vector)
         score = rerank if rerank is not None else vector
         after[doc] = max(after.get(doc, float("-inf")), score)
-    return before, after
+    return shown_order(before, first_seen), shown_order(after, first_seen)
+
+
+def shown_order(best: dict[str, float], first_seen: dict[str, int]) -> dict[str, float]:
+    """Scores strictly decreasing in the shown order (score, then first-stage position): tied ones nudged down by
+    the fewest floats that part them."""
+    ordered = sorted(best, key=lambda doc: (-best[doc], first_seen[doc]))
+    run: dict[str, float] = {}
+    previous = math.inf
+    for doc in ordered:
+        score = best[doc]
+        if score >= previous:
+            score = math.nextafter(previous, -math.inf)
+        run[doc] = previous = score
+    return run
 
 
 def scored_chunks(candidates: Sequence[Candidate]) -> list[ScoredChunk]:

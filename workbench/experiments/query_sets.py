@@ -4,8 +4,6 @@ comparison of two configurations, Latency's load run and the gate all take one."
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import unicodedata
 from collections.abc import Iterable
@@ -17,11 +15,11 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.experiments.record import checksum
-from workbench.inputs import validate_doc_id, validate_query
+from workbench.inputs import csv_records, decode_text, read_user_file, validate_doc_id, validate_query
 from workbench.loaders import iter_jsonl
 from workbench.redact import plain_text
 from workbench.types import CheckedModel
-from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES, MAX_QUERY_SET_TEXT_CHARS
+from workbench.vocab import MAX_EXPORT_BYTES, MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES, MAX_QUERY_SET_TEXT_CHARS
 
 _ID_COLUMNS = ("id", "_id", "query_id", "qid")
 _TEXT_COLUMNS = ("text", "query", "query_text", "question")
@@ -153,10 +151,7 @@ def parse_query_set(name: str, raw: bytes, filename: str) -> QuerySet:
     and TREC topics files are written, or a header naming the columns), anything else one query a line.
     InputError naming the file and line of anything wrong."""
     where = Path(filename).name
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
+    text = decode_text(raw, where)
     suffix = Path(filename).suffix.lower()
     items: list[QueryItem] = []
     if suffix == ".jsonl":
@@ -168,11 +163,10 @@ def parse_query_set(name: str, raw: bytes, filename: str) -> QuerySet:
                       _pick(record, _WEIGHT_COLUMNS), where)
             )  # fmt: skip
     elif suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        fields = [str(f).strip().lower() for f in reader.fieldnames or []]
+        fields, rows = csv_records(text, where)
         if not any(column in fields for column in _TEXT_COLUMNS):
             raise InputError(f"{where}: the header must name the query column ({', '.join(_TEXT_COLUMNS)}).")
-        for number, row in enumerate(reader, start=2):
+        for number, row in rows:
             items.append(
                 _item(number, _pick(row, _ID_COLUMNS), _pick(row, _TEXT_COLUMNS), _pick(row, _WEIGHT_COLUMNS), where)
             )
@@ -210,9 +204,7 @@ def _tsv_items(text: str, where: str) -> list[QueryItem]:
 def read_query_set(name: str, path: str | Path) -> QuerySet:
     """A query set from a file (see `parse_query_set`)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"No query file at {path.name}.")
-    return parse_query_set(name, path.read_bytes(), path.name)
+    return parse_query_set(name, read_user_file(path, "query file", MAX_EXPORT_BYTES), path.name)
 
 
 def judged_query_set(name: str, dataset: Dataset) -> QuerySet:

@@ -9,8 +9,6 @@ empty list, a click on an id that was not shown, an event whose query is not in 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -20,11 +18,11 @@ from typing import Any
 
 from workbench.errors import InputError
 from workbench.evaluation.click_models import MAX_POSITIONS, Impression
-from workbench.inputs import validate_doc_id
+from workbench.inputs import csv_records, decode_text, read_user_file, validate_doc_id
 from workbench.redact import plain_text
 from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS, MAX_QUERY_CHARS
 
-_PLAIN_COLUMNS = ("query", "shown")
+_PLAIN_COLUMNS = ("query", "shown", "clicked")  # without clicks every pair would be graded 0
 _SEPARATORS = ("|", ";")
 
 
@@ -40,6 +38,8 @@ class ClickLog:
 
 
 def _text(value: Any, what: str, where: str) -> str:
+    if isinstance(value, bool) or (value is not None and not isinstance(value, str | int | float)):
+        raise InputError(f"{where}: the {what} must be text; got {type(value).__name__}.")
     text = plain_text(str(value if value is not None else "")).strip()
     if len(text) > MAX_QUERY_CHARS * 4:
         raise InputError(f"{where}: the {what} is over {MAX_QUERY_CHARS * 4} characters.")
@@ -76,7 +76,7 @@ def _ids(value: Any, where: str) -> list[str]:
 
 def _records(raw: bytes, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of a JSON-lines file, a JSON array, or a CSV with a header."""
-    text = raw.decode("utf-8-sig", errors="replace")
+    text = decode_text(raw, name)
     head = text.lstrip()[:1]
     json_file = Path(name).suffix.lower() in (".jsonl", ".ndjson", ".json") or head in ("{", "[")
     if head == "[":
@@ -96,15 +96,14 @@ def _records(raw: bytes, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise InputError(f"{name}, line {number}: not a JSON object.") from None
                 yield number, _object(record, f"{name}, line {number}")
         return
-    reader = csv.DictReader(io.StringIO(text))
-    columns = {str(c).strip().lower() for c in reader.fieldnames or []}
-    if not set(_PLAIN_COLUMNS) <= columns:
+    columns, rows = csv_records(text, name)
+    missing = [c for c in _PLAIN_COLUMNS if c not in columns]
+    if missing:
         raise InputError(
-            f"{name} is neither JSON lines nor a CSV with the columns query and shown (and clicked, session, time); "
-            f"its columns: {', '.join(sorted(columns))[:120] or 'none'}."
+            f"{name} is neither JSON lines nor a CSV with the columns query, shown and clicked (and session, time); "
+            f"it has no {', '.join(missing)} (its columns: {', '.join(sorted(columns))[:120] or 'none'})."
         )
-    for number, row in enumerate(reader, start=2):
-        yield number, {str(k).strip().lower(): v for k, v in row.items() if k is not None}
+    yield from rows
 
 
 def _object(record: Any, where: str) -> dict[str, Any]:
@@ -114,6 +113,9 @@ def _object(record: Any, where: str) -> dict[str, Any]:
 
 
 def _plain(record: dict[str, Any], where: str, skipped: Counter[str]) -> Impression | None:
+    if "clicked" not in record:
+        raise InputError(f"{where}: no clicked field (an empty list when nothing was clicked): without it every "
+                         "pair would be graded 0.")  # fmt: skip
     query = _text(record.get("query"), "query", where)
     shown = _ids(record.get("shown"), where)
     clicked = _ids(record.get("clicked"), where)
@@ -173,7 +175,15 @@ def _ubi(records: list[tuple[int, dict[str, Any]]], where: str, skipped: Counter
             if not query_id:
                 skipped["query records without a query_id"] += 1
                 continue
+            if query_id in queries:
+                skipped["repeated query_ids (the first record of each kept)"] += 1
+                continue
             queries[query_id] = record
+    if queries and not any("action_name" in r for _, r in records):
+        raise InputError(
+            f"{where} holds UBI queries but no events: give the events file (--events), or every pair would be "
+            "graded 0."
+        )
     impressions = []
     for query_id, record in queries.items():
         at = f"{where}, query {query_id[:40]}"
@@ -201,11 +211,7 @@ def read_click_log(path: str | Path, events: str | Path | None = None) -> ClickL
     files = [Path(path), *([Path(events)] if events is not None else [])]
     records: list[tuple[int, dict[str, Any]]] = []
     for file in files:
-        if not file.is_file():
-            raise InputError(f"No click log at {file.name}.")
-        if file.stat().st_size > MAX_CLICK_LOG_BYTES:
-            raise InputError(f"{file.name} is over {MAX_CLICK_LOG_BYTES // 1_000_000} MB; split it or sample it.")
-        for number, record in _records(file.read_bytes(), file.name):
+        for number, record in _records(read_user_file(file, "click log", MAX_CLICK_LOG_BYTES), file.name):
             records.append((number, record))
             if len(records) > MAX_CLICK_LOG_ROWS:
                 raise InputError(

@@ -153,7 +153,7 @@ def import_clicks(
     engine.collection_info(collection)  # CollectionNotFoundError naming those there are, before the log is read
     read = read_click_log(log, events)
     known = _document_ids(engine, collection)
-    impressions, unknown = _known(read, known)
+    impressions, unknown = _known(_one_spelling(read.impressions), known)
     if not impressions:
         raise InputError(
             f"None of the ids {read.source} shows is a document of '{collection}': is it the log of another collection?"
@@ -162,11 +162,18 @@ def import_clicks(
     return _keep(engine, collection, read, fit, impressions, unknown, min_impressions, cuts, save)
 
 
-def _known(read: ClickLog, known: set[str]) -> tuple[list[Impression], int]:
-    """The log's impressions with only the collection's documents shown (and clicked), and how many shown ids
-    were left out."""
+def _one_spelling(impressions: list[Impression]) -> list[Impression]:
+    """The impressions with each query spelled as it first appears: a query typed with other case or spacing is
+    the same query (as a judged query is matched), so its pairs are counted together, never graded twice."""
+    first: dict[str, str] = {}
+    return [replace(i, query=first.setdefault(normal_query(i.query), i.query)) for i in impressions]
+
+
+def _known(impressions: list[Impression], known: set[str]) -> tuple[list[Impression], int]:
+    """The impressions with only the collection's documents shown (and clicked), and how many shown ids were left
+    out."""
     kept, unknown = [], 0
-    for impression in read.impressions:
+    for impression in impressions:
         shown = tuple(d for d in impression.shown if d in known)
         unknown += len(impression.shown) - len(shown)
         if shown:

@@ -80,12 +80,12 @@ class JudgmentStore(KeptStore, ABC):
     store_name = "the judgments store"
 
     def add(self, rows: list[JudgmentRow], queries: dict[str, str] | None = None, collection: str = "") -> int:
-        """Append grades (and keep the texts of their queries); how many rows were added."""
+        """Append grades and keep the texts of their queries, in one transaction: a process killed on the way leaves
+        all of it or none of it (never query texts without their grades). How many rows were added."""
+        if not rows and not queries:
+            return 0
         with self._errors("save judgments"):
-            if queries:
-                self._save_queries(collection or rows[0].collection, queries)
-            if rows:
-                self._insert(rows)
+            self._add(collection or rows[0].collection, rows, queries or {})
         return len(rows)
 
     def add_once(self, row: JudgmentRow, queries: dict[str, str] | None, request_key: str, request: str) -> str | None:
@@ -114,10 +114,7 @@ class JudgmentStore(KeptStore, ABC):
             return self._delete(collection)
 
     @abstractmethod
-    def _insert(self, rows: list[JudgmentRow]) -> None: ...
-
-    @abstractmethod
-    def _save_queries(self, collection: str, queries: dict[str, str]) -> None: ...
+    def _add(self, collection: str, rows: list[JudgmentRow], queries: dict[str, str]) -> None: ...
 
     @abstractmethod
     def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None: ...
@@ -182,18 +179,19 @@ class SqliteJudgmentStore(SqliteFile, JudgmentStore):
                 """
             )
 
-    def _insert(self, rows: list[JudgmentRow]) -> None:
+    def _add(self, collection: str, rows: list[JudgmentRow], queries: dict[str, str]) -> None:
         with self._connection() as db:
-            db.execute("BEGIN")
-            db.executemany(
-                f"INSERT INTO judgments ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [_values(r, r.created_at.isoformat()) for r in rows],
-            )
-            db.execute("COMMIT")
-
-    def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
-        with self._connection() as db:
-            db.executemany(_QUERY_UPSERT.format(table="judged_queries", p="?"), _query_values(collection, queries))
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(_QUERY_UPSERT.format(table="judged_queries", p="?"), _query_values(collection, queries))
+                db.executemany(
+                    f"INSERT INTO judgments ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [_values(r, r.created_at.isoformat()) for r in rows],
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None:
         with self._connection() as db:
@@ -264,18 +262,18 @@ class PostgresJudgmentStore(PostgresTables, JudgmentStore):
             "request_key text NOT NULL, request text NOT NULL, PRIMARY KEY (collection, request_key))",
         )
 
-    def _insert(self, rows: list[JudgmentRow]) -> None:
-        with self._cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {self._schema}.judgments ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                [_values(r, r.created_at) for r in rows],
-            )
-
-    def _save_queries(self, collection: str, queries: dict[str, str]) -> None:
-        with self._cursor() as cur:
-            cur.executemany(
-                _QUERY_UPSERT.format(table=f"{self._schema}.judged_queries", p="%s"), _query_values(collection, queries)
-            )
+    def _add(self, collection: str, rows: list[JudgmentRow], queries: dict[str, str]) -> None:
+        with self._cursor() as cur:  # one transaction: the cursor's block commits once, or rolls back
+            if queries:
+                cur.executemany(
+                    _QUERY_UPSERT.format(table=f"{self._schema}.judged_queries", p="%s"),
+                    _query_values(collection, queries),
+                )
+            if rows:
+                cur.executemany(
+                    f"INSERT INTO {self._schema}.judgments ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    [_values(r, r.created_at) for r in rows],
+                )
 
     def _insert_once(self, row: JudgmentRow, queries: dict[str, str], request_key: str, request: str) -> str | None:
         with self._cursor() as cur:  # one transaction: a concurrent insert of the same key waits, then finds it

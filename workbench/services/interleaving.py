@@ -10,6 +10,7 @@ result that impression showed; anything else is refused, so a log never credits 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import uuid
@@ -26,7 +27,7 @@ from workbench.config import Settings
 from workbench.errors import ImpressionNotFoundError, InputError
 from workbench.evaluation.interleaving import Interleaved, InterleavingAnalysis, Outcome, analyse, credit, team_draft
 from workbench.fusion import first_stage_name
-from workbench.inputs import validate_doc_id
+from workbench.inputs import decode_text, read_user_file, validate_doc_id
 from workbench.redact import plain_text, public_name
 from workbench.types import SearchPlan, SearchResult
 from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS
@@ -58,10 +59,18 @@ def plan_label(plan: SearchPlan, result: SearchResult, *, reranked: bool = True)
     return f"{first} → {public_name(result.reranker_model)}"  # a model's name, never a server's folder
 
 
+def online_test_id(collection: str, a: str, b: str) -> str:
+    """The online test an impression belongs to: one collection, ranking A against ranking B, in those roles (an
+    impression of B against A belongs to another test). Stable across servers and restarts."""
+    digest = hashlib.blake2b(json.dumps([collection, a, b]).encode(), digest_size=6).hexdigest()
+    return f"t-{digest}"
+
+
 class ServedImpression(BaseModel):
-    """An interleaved list as served: its id, the result ids in order and their teams."""
+    """An interleaved list as served: its id, its online test, the result ids in order and their teams."""
 
     impression_id: str
+    test: str
     collection: str
     query: str
     ids: list[str]
@@ -102,7 +111,8 @@ class InterleavingLog:
         with self._lock:
             merged = team_draft(a[1], b[1], self._rng, length)
         served = ServedImpression(
-            impression_id=f"imp-{uuid.uuid4().hex}", collection=collection, query=query, ids=list(merged.docs),
+            impression_id=f"imp-{uuid.uuid4().hex}", test=online_test_id(collection, a[0], b[0]), collection=collection,
+            query=query, ids=list(merged.docs),
             teams=list(merged.teams), a=a[0], b=b[0],
         )  # fmt: skip
         with self._lock:
@@ -140,53 +150,85 @@ def _now() -> str:
 
 
 def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"No interleaving log at {path.name}: `workbench serve` writes it when /search interleaves.")
-    if path.stat().st_size > MAX_CLICK_LOG_BYTES:
-        raise InputError(f"{path.name} is over {MAX_CLICK_LOG_BYTES // 1_000_000} MB.")
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if number > MAX_CLICK_LOG_ROWS * 4:
-                raise InputError(f"{path.name} has more than {MAX_CLICK_LOG_ROWS * 4:,} lines.")
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                raise InputError(f"{path.name}, line {number}: not a JSON object.") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{path.name}, line {number}: not a JSON object.")
-            yield number, record
+    text = decode_text(read_user_file(path, "interleaving log", MAX_CLICK_LOG_BYTES), path.name)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if number > MAX_CLICK_LOG_ROWS * 4:
+            raise InputError(f"{path.name} has more than {MAX_CLICK_LOG_ROWS * 4:,} lines.")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise InputError(f"{path.name}, line {number}: not a JSON object.") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path.name}, line {number}: not a JSON object.")
+        yield number, record
 
 
-def analyse_interleaving_log(path: str | Path, collection: str | None = None) -> InterleavingAnalysis:
-    """Wins, ties and losses of the reranked list (B) against the first stage (A) over a log's impressions (of one
-    collection, when named), with B's preference, its interval and the verdict."""
-    path = Path(path)
-    served: dict[str, tuple[Interleaved, str, str]] = {}
+class _OnlineTest:
+    """The impressions of one online test found in a log, keyed by impression id."""
+
+    def __init__(self, collection: str, a: str, b: str) -> None:
+        self.collection, self.a, self.b = collection, a, b
+        self.served: dict[str, Interleaved] = {}
+
+
+def _impression(record: dict[str, Any], where: str) -> tuple[str, str, str, str, Interleaved]:
+    """(test id, collection, A's label, B's label, the list as served) of a logged impression."""
+    ids, teams = record.get("ids"), record.get("teams")
+    if not isinstance(ids, list) or not isinstance(teams, list) or len(ids) != len(teams):
+        raise InputError(f"{where}: an impression needs ids and teams of one length.")
+    if any(t not in ("A", "B") for t in teams):
+        raise InputError(f"{where}: a team is A or B.")
+    collection, a, b = (plain_text(str(record.get(key, default))) for key, default in
+                        (("collection", ""), ("a", "A"), ("b", "B")))  # fmt: skip
+    test = str(record.get("test") or online_test_id(collection, a, b))  # logs written before tests were named
+    return test, collection, a, b, Interleaved(tuple(map(str, ids)), tuple(teams))
+
+
+def _online_tests(path: Path, collection: str | None) -> tuple[dict[str, _OnlineTest], dict[str, set[str]]]:
+    tests: dict[str, _OnlineTest] = {}
     clicks: dict[str, set[str]] = {}
     for number, record in _records(path):
         kind = record.get("type")
         if kind == "impression":
-            if collection is not None and record.get("collection") != collection:
+            test, where, a, b, merged = _impression(record, f"{path.name}, line {number}")
+            if collection is not None and where != collection:
                 continue
-            ids, teams = record.get("ids"), record.get("teams")
-            if not isinstance(ids, list) or not isinstance(teams, list) or len(ids) != len(teams):
-                raise InputError(f"{path.name}, line {number}: an impression needs ids and teams of one length.")
-            if any(t not in ("A", "B") for t in teams):
-                raise InputError(f"{path.name}, line {number}: a team is A or B.")
-            served[str(record.get("impression_id"))] = (
-                Interleaved(tuple(map(str, ids)), tuple(teams)),
-                str(record.get("a", "A")),
-                str(record.get("b", "B")),
-            )
+            tests.setdefault(test, _OnlineTest(where, a, b)).served[str(record.get("impression_id"))] = merged
         elif kind == "click":
             clicks.setdefault(str(record.get("impression_id")), set()).add(str(record.get("id")))
         else:
             raise InputError(f"{path.name}, line {number}: the type is impression or click.")
-    if not served:
-        where = f" of '{collection}'" if collection else ""
+    return tests, clicks
+
+
+def analyse_interleaving_log(
+    path: str | Path, collection: str | None = None, test: str | None = None
+) -> InterleavingAnalysis:
+    """Wins, ties and losses of ranking B against ranking A over the impressions of one online test in a log, with
+    B's preference, its interval and the verdict. Tests are never pooled: a log that holds several (of one
+    collection, when named) needs `test`, and the refusal lists them."""
+    path = Path(path)
+    tests, clicks = _online_tests(path, collection)
+    where = f" of '{plain_text(collection)[:80]}'" if collection else ""
+    if not tests:
         raise InputError(f"{path.name} holds no interleaved impression{where}.")
-    outcomes: list[Outcome] = [credit(merged, clicks.get(i, set())) for i, (merged, _, _) in served.items()]
-    _, a, b = next(iter(served.values()))
-    return analyse(outcomes, a=a, b=b)
+    if test is not None and test not in tests:
+        raise InputError(f"{path.name} holds no online test '{plain_text(test)[:40]}'{where}: {_listed(tests)}.")
+    if test is None and len(tests) > 1:
+        raise InputError(
+            f"{path.name} holds {len(tests)} online tests{where}; they are never pooled: name one with --test "
+            f"({_listed(tests)})."
+        )
+    chosen = tests[test or next(iter(tests))]
+    outcomes: list[Outcome] = [credit(merged, clicks.get(i, set())) for i, merged in chosen.served.items()]
+    return analyse(outcomes, a=chosen.a, b=chosen.b)
+
+
+def _listed(tests: dict[str, _OnlineTest]) -> str:
+    return "; ".join(
+        f"{test}: {t.collection}, {t.a} against {t.b}, {len(t.served):,} impressions" for test, t in tests.items()
+    )

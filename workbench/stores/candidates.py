@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from workbench.errors import InputError, StoreError
+from workbench.inputs import decode_text, read_user_file
 from workbench.loaders import load_beir_corpus
 from workbench.redact import plain_text
 from workbench.stores.base import CONTENT_HASH_KEY, Collection
@@ -40,15 +41,7 @@ def _named(items: Sequence[str]) -> str:
 
 
 def _lines(path: Path) -> list[str]:
-    try:
-        size = path.stat().st_size
-        if size > MAX_EXPORT_BYTES:
-            raise InputError(f"{path.name} is {size:,} bytes: a candidates file may be {MAX_EXPORT_BYTES:,} at most.")
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InputError(f"The candidates file {path.name} does not exist.") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path.name} cannot be read as UTF-8 text ({type(exc).__name__}).") from exc
+    return decode_text(read_user_file(path, "candidates file", MAX_EXPORT_BYTES), path.name).splitlines()
 
 
 def _score(value: Any, rank: int, where: str) -> float:
@@ -177,7 +170,13 @@ def _from_jsonl(source: str, lines: list[str]) -> tuple[dict[str, list[Hit]], li
                 _hit(doc_id, text, _score(item.get("score"), rank, f"{where} hit {rank}"), item.get("title"),
                      item.get("metadata"))
             )  # fmt: skip
-        hits[_text_key(row["query"])] = kept
+        key = _text_key(row["query"])
+        if key in hits:
+            raise InputError(
+                f"{where}: the query '{plain_text(row['query'])[:80]}' is on an earlier line too; give each query's "
+                "hits on one line (which list would be the system's?)."
+            )
+        hits[key] = kept
     return hits, _problems(
         (empty, "hits have no text and were left out"),
         (repeated, "hits repeat an id of the same query and were left out"),

@@ -10,12 +10,16 @@ are never shown.
 from __future__ import annotations
 
 import base64
+import hashlib
+import shutil
+import sqlite3
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import numpy as np
 
@@ -217,6 +221,67 @@ def _set_request_timeout(client: Any, timeout: float) -> None:
         session.timeout = httpx.Timeout(timeout)
 
 
+def _written_by_others(folder: Path) -> bool:
+    """Whether every collection in a Chroma folder was written by another tool (none carries the workbench's
+    metadata), read from its SQLite file opened immutable: nothing is written, not even a lock or a journal."""
+    database = folder / "chroma.sqlite3"
+    if not database.is_file():
+        return False
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(database.resolve()))}?immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        collections = connection.execute("SELECT COUNT(*) FROM collections").fetchone()[0]
+        ours = connection.execute(
+            "SELECT COUNT(DISTINCT collection_id) FROM collection_metadata WHERE key = ?", (EMBEDDING_MODEL_KEY,)
+        ).fetchone()[0]
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
+    return collections > 0 and ours == 0
+
+
+def _fingerprint(folder: Path) -> str:
+    """Every file of a folder by name, size and modification time: changes when the writer writes again."""
+    digest = hashlib.blake2b(digest_size=10)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def read_only_copy(folder: Path, snapshots: Path) -> Path:
+    """A copy of an attached Chroma folder to open instead of the folder itself.
+
+    Chroma's own client writes to the folder it opens (an `acquire_write` row in its SQLite file, and the HNSW
+    segment's files once the collection is above its batch size), so an attached collection is never opened where
+    it lies: the copy is made once per version of the folder (its files' names, sizes and times) and kept in the
+    data folder; copies of older versions are removed."""
+    source = folder.resolve()
+    home = snapshots / hashlib.blake2b(str(source).encode(), digest_size=8).hexdigest()
+    target = home / _fingerprint(source)
+    if (target / ".complete").is_file():
+        return target
+    home.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".copy-", dir=home))
+    try:
+        shutil.copytree(source, staging / "store")
+        (staging / "store" / ".complete").write_text(str(source), encoding="utf-8")
+        try:
+            (staging / "store").rename(target)
+        except OSError:  # another process made the same copy first
+            if not (target / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for older in home.iterdir():
+        if older != target and not older.name.startswith(".copy-"):
+            shutil.rmtree(older, ignore_errors=True)
+    return target
+
+
 def _persistent_client(path: Path) -> Any:
     """A PersistentClient on `path`, sharing the settings of any client this process already has there."""
     import chromadb
@@ -242,14 +307,18 @@ class ChromaBackend(StoreBackend):
         url: str | None = None,
         *,
         timeout: float = DEFAULT_STORE_TIMEOUT,
+        snapshot_dir: str | Path | None = None,
         **options: Any,
     ) -> None:
         """`options`: an attached collection's `embedding_model`, `layout` and keys (`stores/layouts.py`), from
-        its `[collections.<name>]` table."""
+        its `[collections.<name>]` table. `snapshot_dir`: where read-only copies of folders that other tools
+        wrote are kept (such a folder is opened as a copy, never where it lies); None opens every folder in place."""
         if (path is None) == (url is None):
             raise InputError("Chroma needs exactly one of a persist folder or a server URL.")
         self.timeout = timeout
         self.options = options
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir else None
+        self.copied = False
         self.location = redact_url(url) if url else str(Path(path).resolve())  # type: ignore[arg-type]
         self._client = self._client_for(path, url, timeout)
 
@@ -271,6 +340,12 @@ class ChromaBackend(StoreBackend):
                 folder = Path(path)  # type: ignore[arg-type]
                 if folder.exists() and not folder.is_dir():
                     raise InputError(f"The Chroma folder {folder} is a file, not a folder.")
+                if self.snapshot_dir is not None and folder.is_dir() and _written_by_others(folder):
+                    folder, self.copied = read_only_copy(folder, self.snapshot_dir), True
+                    key = str(folder)
+                    with _clients_lock:
+                        if key in _clients:
+                            return _clients[key]
                 folder.mkdir(parents=True, exist_ok=True)
                 client = _persistent_client(folder)
         except InputError:
@@ -307,6 +382,11 @@ class ChromaBackend(StoreBackend):
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> ChromaCollection:
         check_collection_name(name)
+        if self.copied and not self.exists(name):
+            raise StoreError(
+                f"The Chroma folder {self.location} holds collections another tool wrote, which the workbench reads "
+                f"and never writes: create '{name}' in a folder of its own (another persist_dir)."
+            )
         collection = self._client.get_or_create_collection(
             name,
             metadata={EMBEDDING_MODEL_KEY: embedding_model, DIMENSION_KEY: int(dimension)},
@@ -317,4 +397,6 @@ class ChromaBackend(StoreBackend):
 
     def delete(self, name: str) -> None:
         self.get(name)
+        if self.copied:
+            raise StoreError(f"'{name}' was written by another tool: the workbench reads it and never deletes it.")
         self._client.delete_collection(name)

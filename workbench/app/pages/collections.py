@@ -19,6 +19,7 @@ from workbench.errors import IngestError, InputError
 from workbench.judgments import import_judgments, load_judgments
 from workbench.judgments.clicks import import_clicks
 from workbench.loaders import SUPPORTED_SUFFIXES
+from workbench.spreadsheet import csv_text
 from workbench.types import CollectionInfo
 from workbench.vocab import CLICK_MODELS, DEFAULT_MIN_IMPRESSIONS
 
@@ -74,7 +75,7 @@ def _collections_table(engine: Engine) -> list[CollectionInfo]:
             for n in names
         ]
         st.dataframe(table, hide_index=True, width="stretch")
-        st.download_button("Collections (CSV)", table.to_csv(index=False), "collections.csv", "text/csv")
+        st.download_button("Collections (CSV)", csv_text(table), "collections.csv", "text/csv")
     return infos
 
 
@@ -285,7 +286,7 @@ def _browse(engine: Engine, infos: list[CollectionInfo], names: list[str]) -> No
             st.caption("No chunks on this page.")
         else:
             st.dataframe(rows, hide_index=True, width="stretch")
-            st.download_button("This page (CSV)", rows.to_csv(index=False), "chunks.csv", "text/csv")
+            st.download_button("This page (CSV)", csv_text(rows), "chunks.csv", "text/csv")
 
 
 def _delete(engine: Engine, names: list[str]) -> None:

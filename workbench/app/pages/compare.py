@@ -50,6 +50,7 @@ from workbench.services.store_comparison import (
     missing_targets,
     release,
 )
+from workbench.spreadsheet import csv_text
 from workbench.types import SearchPlan, SearchResult
 from workbench.vocab import (
     BACKENDS,
@@ -283,7 +284,7 @@ def _agreement(results: dict[str, SearchResult]) -> None:
         )
 
     summary = pd.DataFrame([{"metric": k, "value": v} for k, v in agree.model_dump().items()])
-    st.download_button("Agreement (CSV)", summary.to_csv(index=False), "agreement.csv", "text/csv")
+    st.download_button("Agreement (CSV)", csv_text(summary), "agreement.csv", "text/csv")
     notes = dict.fromkeys(score_note(results[side]) for side in ("A", "B") if results[side].reranker_model)
     if notes:
         st.caption(" ".join(notes))

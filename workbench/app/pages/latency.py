@@ -21,6 +21,7 @@ from workbench.rerankers.backends import kept_audit
 from workbench.rerankers.factory import reranker_kind, split_backend
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
 from workbench.services.sources import judged_dataset
+from workbench.spreadsheet import csv_text
 from workbench.types import StageTimings
 from workbench.vocab import CROSS_ENCODER_KIND
 
@@ -75,7 +76,7 @@ def _session_searches() -> None:
                 key="session-box",
             )
         st.dataframe(history.style.format(precision=1), hide_index=True, width="stretch")
-        st.download_button("Every search (CSV)", history.to_csv(index=False), "session_searches.csv", "text/csv")
+        st.download_button("Every search (CSV)", csv_text(history), "session_searches.csv", "text/csv")
 
 
 def _load_run_queries(engine: Engine) -> list[str]:
@@ -143,8 +144,8 @@ def _load_run(engine: Engine, c: Controls, queries: list[str]) -> None:
         st.dataframe(table.style.format(precision=1), hide_index=True, width="stretch")
         frame = pd.DataFrame([t.model_dump() for t in run.timings])
         d1, d2 = st.columns(2)
-        d1.download_button("Load run summary (CSV)", table.to_csv(index=False), "load_run.csv", "text/csv")
-        d2.download_button("Load run, every query (CSV)", frame.to_csv(index=False), "load_run_queries.csv", "text/csv")
+        d1.download_button("Load run summary (CSV)", csv_text(table), "load_run.csv", "text/csv")
+        d2.download_button("Load run, every query (CSV)", csv_text(frame), "load_run_queries.csv", "text/csv")
         st.plotly_chart(stage_distribution(frame, "Load run: per-stage ms"), width="stretch", key="load-box")
 
 
@@ -174,7 +175,7 @@ def _rerank_time(engine: Engine, c: Controls, queries: list[str]) -> None:
         )
         depth = pd.DataFrame([p.model_dump() for p in points])
         st.dataframe(depth, hide_index=True, width="stretch")
-        st.download_button("Rerank time by k (CSV)", depth.to_csv(index=False), "rerank_by_k.csv", "text/csv")
+        st.download_button("Rerank time by k (CSV)", csv_text(depth), "rerank_by_k.csv", "text/csv")
 
 
 def _backends(engine: Engine, c: Controls) -> None:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import candidates_options, fusion_option, long_documents_option, store_options
+from workbench.cli.parsers.common import (
+    candidates_options,
+    checked,
+    fusion_option,
+    long_documents_option,
+    store_options,
+)
 from workbench.cli.parsers.experiments import dataset_options
+from workbench.inputs import validate_budget_ms
 from workbench.vocab import (
     BACKEND_CHOICES,
     DEFAULT_FIRST_STAGES,
@@ -76,7 +83,9 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     tune.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality, repeatable")
     long_documents_option(tune)
     tune.add_argument("--max-queries", type=int, help="only the first N judged queries")
-    tune.add_argument("--latency-budget-ms", type=float, help="recommend only a cell whose p95 fits this budget")
+    tune.add_argument(
+        "--latency-budget-ms", type=checked(validate_budget_ms), help="recommend only a cell whose p95 fits this budget"
+    )
     tune.add_argument("--timing-queries", type=int, default=10, help="queries each cell's cost is timed on (10)")
     tune.add_argument("--out", metavar="FILE", help="write the run as Markdown (.md) or JSON (.json)")
     tune.add_argument("--json", action="store_true", help="print the run as JSON")
@@ -113,7 +122,9 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         + ", those up to -k); `none` for no curve",
     )
     evaluate.add_argument(
-        "--latency-budget-ms", type=float, help="recommend only a k whose p95 rerank time fits this budget"
+        "--latency-budget-ms",
+        type=checked(validate_budget_ms),
+        help="recommend only a k whose p95 rerank time fits this budget",
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     evaluate.add_argument(

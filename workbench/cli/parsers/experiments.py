@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import candidates_options, store_options
+from workbench.cli.parsers.common import candidates_options, checked, store_options
+from workbench.inputs import validate_seed
 from workbench.vocab import BACKEND_CHOICES, LOG_SAMPLES, spoken
 
 
@@ -99,7 +100,9 @@ def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: 
         help="with --from-log: the most frequent, at random, or by frequency (pps) (default top)",
     )  # fmt: skip
     add.add_argument("--size", type=int, default=50, help="with --from-log: how many queries (default 50)")
-    add.add_argument("--seed", type=int, default=0, help="with --from-log: the random draw's seed (default 0)")
+    add.add_argument(
+        "--seed", type=checked(validate_seed), default=0, help="with --from-log: the random draw's seed (default 0)"
+    )
     dataset_options(add)
     add.set_defaults(handler="workbench.cli.experiments:cmd_set_add")
     listed = verbs.add_parser("list", help="the kept query sets")

@@ -46,6 +46,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "log", nargs="?", help="the log (default: <WORKBENCH_DATA_DIR>/interleaving/log.jsonl, what serve writes)"
     )
     analysed.add_argument("--collection", help="only this collection's impressions")
+    analysed.add_argument(
+        "--test", help="the online test to analyse (its id, t-…): a log of several tests names them; never pooled"
+    )
     analysed.add_argument("--json", action="store_true", help="print the analysis as JSON")
     analysed.set_defaults(handler="workbench.cli.servers:cmd_interleaving_analyse")
 
