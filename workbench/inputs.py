@@ -527,7 +527,8 @@ def decode_text(data: bytes, name: str) -> str:
                 f"{shown_name}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8."
             ) from None
     if "\x00" in text:
-        raise InputError(f"{shown_name} holds NUL bytes: it is a binary file, not text.")
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError(f"{shown_name}, line {line}: a NUL byte; it is a binary file, not text.")
     return text
 
 

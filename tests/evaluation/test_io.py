@@ -35,9 +35,20 @@ def test_trec_run_round_trip(tmp_path: Path) -> None:
     run = {"q2": {"b": 0.5, "a": 0.5, "c": 2.0}, "q1": {"x": -1.25}}
     path = write_trec_run(run, tmp_path / "runs" / "r.trec", "tag1")
     lines = path.read_text().splitlines()
-    assert lines[0] == "q1 Q0 x 1 -1.250000 tag1"
-    assert lines[1:] == ["q2 Q0 c 1 2.000000 tag1", "q2 Q0 a 2 0.500000 tag1", "q2 Q0 b 3 0.500000 tag1"]
+    assert lines[0] == "q1 Q0 x 1 -1.25 tag1"
+    assert lines[1:] == ["q2 Q0 c 1 2.0 tag1", "q2 Q0 a 2 0.5 tag1", "q2 Q0 b 3 0.5 tag1"]
     assert read_trec_run(path) == run
+
+
+def test_a_trec_run_keeps_scores_that_differ_in_the_last_digit_apart(tmp_path: Path) -> None:
+    """Six decimals would tie two documents a reranker parted (and trec_eval would then order them by id)."""
+    import math
+
+    close = math.nextafter(0.5, 0.0)
+    run = {"q": {"a": close, "b": 0.5, "c": 0.1234567891234}}
+    path = write_trec_run(run, tmp_path / "r.trec", "t")
+    assert [line.split()[2] for line in path.read_text().splitlines()] == ["b", "a", "c"]
+    assert read_trec_run(path) == run  # every score read back as the same float
 
 
 @pytest.mark.parametrize(
@@ -48,7 +59,7 @@ def test_trec_run_round_trip(tmp_path: Path) -> None:
         ("empty.qrels", "query-id\tcorpus-id\tscore\n", "holds no judgments"),
         ("fraction.qrels", "q1 0 d1 1\nq1 0 d2 2.9\n", "line 2: the grade '2.9' is not a whole number"),
         ("huge.qrels", "q1 0 d1 1e30\n", "'1e30' is not a whole number from -1000 to 1000"),
-        ("nul.qrels", "q1 0 d\x001 2\n", "line 1: an id holds a control character"),
+        ("nul.qrels", "q1 0 d\x001 2\n", "line 1: a NUL byte"),
         ("escape.tsv", "query-id\tcorpus-id\tscore\nq\x1b[31m1\td1\t1\n", "line 2: an id holds a control"),
     ],
 )

@@ -100,7 +100,8 @@ def _records(raw: bytes, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     missing = [c for c in _PLAIN_COLUMNS if c not in columns]
     if missing:
         raise InputError(
-            f"{name} is neither JSON lines nor a CSV with the columns query, shown and clicked (and session, time); "
+            f"{name} is neither JSON lines nor a CSV with the columns query and shown, and clicked (session and "
+            "time optional); "
             f"it has no {', '.join(missing)} (its columns: {', '.join(sorted(columns))[:120] or 'none'})."
         )
     yield from rows
@@ -113,9 +114,6 @@ def _object(record: Any, where: str) -> dict[str, Any]:
 
 
 def _plain(record: dict[str, Any], where: str, skipped: Counter[str]) -> Impression | None:
-    if "clicked" not in record:
-        raise InputError(f"{where}: no clicked field (an empty list when nothing was clicked): without it every "
-                         "pair would be graded 0.")  # fmt: skip
     query = _text(record.get("query"), "query", where)
     shown = _ids(record.get("shown"), where)
     clicked = _ids(record.get("clicked"), where)
@@ -230,6 +228,11 @@ def read_click_log(path: str | Path, events: str | Path | None = None) -> ClickL
     if not impressions:
         reasons = "; ".join(f"{count:,} {reason}" for reason, count in skipped.items()) or "no rows"
         raise InputError(f"{files[0].name} holds no impression with a query and the ids shown ({reasons}).")
+    if not any(i.clicked for i in impressions):
+        raise InputError(
+            f"{files[0].name} holds {len(impressions):,} impressions and not one click on a shown id: every pair "
+            "would be graded 0. Is the clicked column (or, for UBI, the events file) missing or misnamed?"
+        )
     return ClickLog(
         source=" + ".join(f.name for f in files), format="UBI 1.0" if ubi else "plain log", rows=len(records),
         impressions=impressions, skipped=dict(skipped),

@@ -57,13 +57,16 @@ def run() -> None:
         _sample_queries()
     history = st.container()  # drawn last, so that it counts the search this run makes
     query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
-    # The result's place. A new query's first-stage preview takes it at once, so no earlier query's lists stay on
-    # the page below it, and the result then takes the preview's. A rerun that asks nothing new (a grade, a new top
-    # n) redraws the result over the previous one in place, never emptied first, so the lists do not blink and a
-    # control being clicked does not vanish under the pointer.
+    # Two places, in this order on every run (so each keeps its place between runs): the first-stage preview of a
+    # new query, and the result. A new query empties the result's place at once (no earlier query's lists stay
+    # below the preview), and the preview's place is emptied before the result is drawn: the result never reuses
+    # the preview's elements, so no preview card survives beside it. A rerun that asks nothing new (a grade, a new
+    # top n) redraws the result over the previous one in place, never emptied first, so the lists do not blink and
+    # a control being clicked does not vanish under the pointer.
     area = st.container()
-    result, place = _search(engine, c, query, history, area)
-    with place.container():
+    preview = area.empty()
+    result, box = _search(engine, c, query, history, area, preview)
+    with box:
         _headline(engine, result)
         _lists(engine, c, result)
 
@@ -96,10 +99,10 @@ def _sample_queries() -> None:
             )
 
 
-def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any) -> tuple[SearchResult, Any]:
-    """The search the sidebar's plan makes for the query, and where in `area` its result goes; the first-stage
-    list is shown there while the reranker works. The page stops here when there is nothing to search, or the
-    search failed."""
+def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any, preview: Any) -> tuple[SearchResult, Any]:
+    """The search the sidebar's plan makes for the query, and the container in `area` its result goes in; a new
+    query's first-stage list is shown in `preview` while the reranker works, and `preview` is emptied once the
+    search ends. The page stops here when there is nothing to search, or the search failed."""
     if c.collection is None:
         _stop(engine, history)
     if not query.strip():
@@ -113,22 +116,23 @@ def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any) ->
     reranking = " and reranking" if c.reranker is not None else ""
     plan = c.plan(engine)
     asked = (query, plan.with_(top_n=plan.k).key)  # a new top n re-slices: no preview, no search
-    bar, place = None, area
-    if plan.reranks and STATE.explore_asked != asked:
-        place = area.empty()
-        bar = _first_stage_preview(place, engine, query, plan)
+    bar = None
+    new_query = STATE.explore_asked != asked
+    box = area.empty() if new_query else area.container()
+    if plan.reranks and new_query:
+        bar = _first_stage_preview(preview, engine, query, plan)
     STATE.explore_asked = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
         result = search_with_progress(
             lambda progress: engine.search(query, plan, progress=progress), bar, first_use=engine.first_use(plan)
         )
+    preview.empty()  # before the result is drawn, and above an error
     if result is None:
-        place.empty()  # no preview stays above the error (an earlier result, not drawn again, leaves at the end)
         _stop(engine, history)
     remember(engine, result)
     with history:
         open_history(engine)
-    return result, place
+    return result, box.container() if new_query else box
 
 
 def _headline(engine: Engine, result: SearchResult) -> None:
