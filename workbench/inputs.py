@@ -542,7 +542,7 @@ def csv_records(text: str, name: str) -> tuple[list[str], list[tuple[int, dict[s
     file and the line; a header that names a column twice is refused (the second would silently win)."""
     shown_name = plain_text(name)[:120]
     csv.field_size_limit(CSV_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
         if not header:

@@ -26,6 +26,6 @@ def csv_text(frame: Any) -> str:
     safe = frame.copy()
     safe.columns = [safe_cell(str(c)) for c in safe.columns]
     for column in safe.columns:
-        if safe[column].dtype == object or str(safe[column].dtype) in ("string", "category"):
-            safe[column] = safe[column].map(safe_cell)
+        if safe[column].dtype.kind not in "biufcmM":  # numbers and times are written as they are
+            safe[column] = safe[column].astype(object).map(safe_cell)
     return safe.to_csv(index=False)

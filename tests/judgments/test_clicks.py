@@ -222,3 +222,11 @@ def test_query_sets_drawn_from_a_log_by_frequency(shop: Engine, tmp_path: Path) 
     assert uniform["stones"] / 3000 == pytest.approx(1 / 4, abs=0.03)
     with pytest.raises(InputError, match="The sample is one of top, random, pps"):
         log_query_set("x", log, sample="often")
+
+
+def test_case_and_spacing_variants_of_a_query_are_one_query(shop: Engine, tmp_path: Path) -> None:
+    """Issue 51: pairs are keyed by the query as people match it (case and spacing ignored), so two spellings are
+    one query whose impressions count together, never two queries whose grades overwrite each other."""
+    rows = [{"query": q, "shown": ["d0", "d1"], "clicked": ["d0"]} for q in ("Herons and fish", "herons  AND fish")]
+    done = import_clicks(shop, "shop", _log(tmp_path / "log.jsonl", rows * 3), min_impressions=6)
+    assert done.queries == 1 and done.graded == 2  # 6 impressions of one query, not 3 of two

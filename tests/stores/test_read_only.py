@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from workbench.app import ENTRY_SCRIPT
 from workbench.cli import main
-from workbench.loaders import load_beir_corpus
 from workbench.stores import qdrant as qdrant_store
 from workbench.vocab import DEFAULT_EMBEDDING_MODEL
 
@@ -32,34 +32,43 @@ def _files_digest(folder: Path) -> dict[str, str]:
     }
 
 
-def _documents(scifact_dir: Path) -> list[Any]:
-    from langchain_core.documents import Document
+WRITER = """
+import itertools, sys
+from pathlib import Path
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from workbench.loaders import load_beir_corpus
 
-    corpus = load_beir_corpus(scifact_dir / "corpus.jsonl")[:PASSAGES]
-    return [
-        Document(page_content=d.text, metadata={"title": str(d.metadata.get("title", ""))}, id=d.id) for d in corpus
-    ]
-
-
-def _write_chroma(folder: Path, documents: list[Any]) -> None:
+store, folder, corpus, count = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+documents = [
+    Document(page_content=d.text, metadata={"title": str(d.metadata.get("title"))}, id=d.id)
+    for d in itertools.islice(load_beir_corpus(corpus / "corpus.jsonl"), count)
+]
+embeddings = DeterministicFakeEmbedding(size=384)
+if store == "chroma":
     from langchain_chroma import Chroma
-    from langchain_core.embeddings import DeterministicFakeEmbedding
 
     Chroma.from_documents(
-        documents, DeterministicFakeEmbedding(size=384), ids=[d.id for d in documents],
-        persist_directory=str(folder), collection_name="lc_big", collection_metadata={"hnsw:space": "cosine"},
-    )  # fmt: skip
-
-
-def _write_qdrant(folder: Path, documents: list[Any]) -> None:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
+        documents, embeddings, ids=[d.id for d in documents], persist_directory=folder, collection_name="lc_big",
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+else:
     from langchain_qdrant import QdrantVectorStore
 
     ids = [f"00000000-0000-4000-8000-{i:012d}" for i in range(len(documents))]
-    store = QdrantVectorStore.from_documents(
-        documents, DeterministicFakeEmbedding(size=384), ids=ids, path=str(folder), collection_name="lc_big"
-    )
-    store.client.close()
+    QdrantVectorStore.from_documents(
+        documents, embeddings, ids=ids, path=folder, collection_name="lc_big"
+    ).client.close()
+"""
+
+
+def _write(store: str, folder: Path, scifact_dir: Path, count: int = PASSAGES) -> None:
+    """LangChain writes the store in a process of its own, as the user's pipeline did before the workbench came."""
+    done = subprocess.run(
+        [sys.executable, "-c", WRITER, store, str(folder), str(scifact_dir), str(count)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.fixture(scope="module", params=["chroma", "qdrant"])
@@ -67,7 +76,7 @@ def attached(request: pytest.FixtureRequest, scifact_dir: Path, tmp_path_factory
     store = request.param
     root = tmp_path_factory.mktemp(f"attached-{store}")
     folder = root / "store"
-    (_write_chroma if store == "chroma" else _write_qdrant)(folder, _documents(scifact_dir))
+    _write(store, folder, scifact_dir)
     config = root / "workbench.toml"
     config.write_text(
         f'[collections.lc_big]\nstore = "{store}"\npersist_dir = "{folder}"\n'
@@ -138,7 +147,7 @@ def test_a_chroma_folder_another_tool_wrote_takes_no_new_collection(
     scifact_dir: Path, tmp_path: Path, corpus_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "store"
-    _write_chroma(folder, _documents(scifact_dir)[:20])
+    _write("chroma", folder, scifact_dir, 20)
     before = _files_digest(folder)
     code = main(["ingest", str(corpus_dir), "--collection", "mine", "--persist-dir", str(folder)])
     assert code != 0

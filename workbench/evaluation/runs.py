@@ -6,8 +6,9 @@ before reranking (the first stage's) and after (the reranker's, or the first sta
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from workbench.types import Candidate
 
@@ -19,11 +20,12 @@ def fold_documents(rows: Iterable[ScoredChunk]) -> tuple[dict[str, float], dict[
     """Each document's best chunk score before and after reranking, as runs that encode the order the user sees.
 
     `rows` come in first-stage order. The lists break tied scores by the first-stage rank (the engine's reranked
-    order does, and the first stage's order is its own), while trec_eval and every metric built on it break them by
-    document id. So where two documents tie (a saturated, rounded or constant reranker; BM25's equal scores), the
-    later one's score is lowered to the next float below the one before it: the run's order is the shown order, and
-    every score that does not tie stays exactly as it was. A reranker that gives every document the same score has
-    an "after" equal to its "before", to the last digit."""
+    order does, and the first stage's order is its own), while trec_eval (pytrec_eval, ir-measures) breaks them by
+    document id, and reads scores in single precision: two scores closer than that tie there. So a document whose
+    score ties the one before it, at single precision, gets the next single-precision number below it: the run's
+    order is the shown order for every metric and every TREC file, and every score that does not tie stays exactly
+    as it was. A reranker that gives every document the same score has an "after" equal to its "before", to the
+    last digit."""
     before: dict[str, float] = {}
     after: dict[str, float] = {}
     first_seen: dict[str, int] = {}
@@ -36,16 +38,17 @@ def fold_documents(rows: Iterable[ScoredChunk]) -> tuple[dict[str, float], dict[
 
 
 def shown_order(best: dict[str, float], first_seen: dict[str, int]) -> dict[str, float]:
-    """Scores strictly decreasing in the shown order (score, then first-stage position): tied ones nudged down by
-    the fewest floats that part them."""
+    """Scores strictly decreasing at single precision in the shown order (score, then first-stage position), in that
+    order: a tied score becomes the next single-precision number below the one before it."""
     ordered = sorted(best, key=lambda doc: (-best[doc], first_seen[doc]))
     run: dict[str, float] = {}
-    previous = math.inf
+    previous = np.float32(np.inf)
     for doc in ordered:
         score = best[doc]
-        if score >= previous:
-            score = math.nextafter(previous, -math.inf)
-        run[doc] = previous = score
+        if np.float32(score) >= previous:
+            score = float(np.nextafter(previous, np.float32(-np.inf)))
+        run[doc] = score
+        previous = np.float32(score)
     return run
 
 

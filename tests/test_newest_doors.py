@@ -1,0 +1,223 @@
+"""Issue 51: the newest doors (click logs, candidates files, online tests, exports) refuse what they cannot read and
+never give a verdict on nothing. Each finding of the hostile-input round is one test on the real surface."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workbench.cli import main
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation import run_evaluation
+from workbench.evaluation.metrics import evaluate
+from workbench.evaluation.runs import fold_documents
+from workbench.inputs import read_user_file
+from workbench.judgments.click_log import read_click_log
+from workbench.services.demo import demo_dataset, ensure_demo_collection
+from workbench.services.interleaving import InterleavingLog, analyse_interleaving_log
+from workbench.services.sources import attach_candidates
+from workbench.spreadsheet import csv_text
+from workbench.stores.candidates import CandidatesFile
+
+HOSTILE_CELLS = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\t=1", " =1"]
+
+
+def test_every_csv_cell_a_spreadsheet_would_evaluate_is_written_as_text() -> None:
+    frame = pd.DataFrame({"query": [*HOSTILE_CELLS, "plain"], "change": [-0.25] * 7, "=col": [1] * 7})
+    rows = list(csv.reader(io.StringIO(csv_text(frame))))
+    assert rows[0] == ["query", "change", "'=col"]
+    for row, hostile in zip(rows[1:], HOSTILE_CELLS, strict=False):
+        assert row[0] == "'" + hostile  # read as text by Excel, LibreOffice and Sheets
+        assert row[1] == "-0.25"  # a number stays a number
+    assert rows[-1][0] == "plain"
+
+
+def test_no_app_download_writes_a_csv_but_through_the_safe_writer() -> None:
+    app = Path(__file__).resolve().parents[1] / "workbench" / "app"
+    offenders = [str(p) for p in app.rglob("*.py") if ".to_csv(" in p.read_text(encoding="utf-8")]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_is_refused_before_a_byte_is_read(device: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a regular file"):
+        CandidatesFile.read(Path(device), "x")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_click_log(device)
+    with pytest.raises(InputError, match="is a folder"):
+        read_user_file(tmp_path, "log", 10)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * 101)
+    with pytest.raises(InputError, match="over 100 bytes"):
+        read_user_file(big, "log", 100)
+
+
+def test_the_cli_refuses_dev_zero_as_candidates_in_one_line(
+    demo_cli: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["eval", "demo", "--candidates", "/dev/zero", "--max-queries", "2", "-k", "10"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not a regular file" in err and "Traceback" not in err
+
+
+def _impressions(log: InterleavingLog, a: str, b: str, winner: str, count: int) -> None:
+    for _ in range(count):
+        served, _ = log.serve("demo", "q", (a, ["x1", "x2", "x3"]), (b, ["y1", "y2", "y3"]), 6)
+        clicked = next(i for i, team in zip(served.ids, served.teams, strict=True) if team == winner)
+        log.click(served.impression_id, clicked)
+
+
+def test_online_tests_are_never_pooled_and_each_keeps_its_roles(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, reranker_model="none", offline=True)
+    log = InterleavingLog(settings)
+    # Two tests: the reranked list is B in the first and A in the second (`against`); users prefer it in both.
+    _impressions(log, "dense k=50 (first stage)", "dense k=50 → qa", "B", 12)
+    _impressions(log, "dense k=50 → qa", "bm25 k=50 (first stage)", "A", 12)
+    with pytest.raises(InputError, match="holds 2 online tests; they are never pooled: name one with --test") as ex:
+        analyse_interleaving_log(log.path)
+    tests = [part.split(":")[0].strip() for part in str(ex.value).split("(", 1)[1].split(";")]
+    first, second = (analyse_interleaving_log(log.path, test=t) for t in tests)
+    assert (first.b, first.wins, first.losses) == ("dense k=50 → qa", 12, 0) and first.direction == "helps"
+    assert (second.a, second.wins, second.losses) == ("dense k=50 → qa", 0, 12) and second.direction == "hurts"
+    with pytest.raises(InputError, match="holds no online test 't-nosuch'"):
+        analyse_interleaving_log(log.path, test="t-nosuch")
+    assert main(["interleaving", "analyse", str(log.path), "--test", tests[0], "--json"]) == 0
+
+
+IMPORT = """
+import sys
+from pathlib import Path
+from workbench.config import Settings
+from workbench.judgments.store import JudgmentRow, SqliteJudgmentStore, now
+import workbench.judgments.store as store
+rows = [JudgmentRow(collection="c", query_id=f"q{i}", doc_id="d", grade=1, rater="clicks:coec", source="clicks",
+                    created_at=now()) for i in range(3000)]
+queries = {f"q{i}": f"text {i}" for i in range(3000)}
+db = SqliteJudgmentStore(Path(sys.argv[1]))
+original = store._query_values
+def slow(collection, given):
+    print("WRITING", flush=True)
+    return original(collection, given)
+store._query_values = slow
+db.add(rows, queries, "c")
+print("DONE", flush=True)
+"""
+
+
+def test_a_click_import_killed_midway_leaves_all_or_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "judgments.sqlite3"
+    process = subprocess.Popen(
+        [sys.executable, "-c", IMPORT, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "WRITING"
+    os.kill(process.pid, signal.SIGKILL)  # inside the transaction: the texts are being written
+    process.wait(timeout=30)
+    with sqlite3.connect(path) as db:
+        texts = db.execute("SELECT COUNT(*) FROM judged_queries").fetchone()[0]
+        grades = db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+    assert (texts, grades) in {(0, 0), (3000, 3000)}
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "words"),
+    [
+        ("noclick.csv", "query,shown\nherons,d0 d1\n", "it has no clicked"),
+        ("dupe.csv", "query,shown,clicked,query\nherons,d0,d0,x\n", "names the column query more than once"),
+        ("newline.csv", 'query,shown,clicked\n"herons,d0,d0\n', "not a readable CSV"),
+        ("long.csv", "query,shown,clicked\n" + "a" * 20_000_000 + ",d0,d0\n", "not a readable CSV"),
+        ("latin.csv", "query,shown,clicked\nh\xe9rons,d0,d0\n".encode("latin-1"), "not UTF-8 text"),
+        ("nul.csv", b"query,shown,clicked\nher\x00ons,d0,d0\n", "line 2: a NUL byte"),
+        ("object.jsonl", '{"query": {"a": 1}, "shown": ["d0"], "clicked": ["d0"]}\n', "the query must be text"),
+        ("list.jsonl", '{"query": ["a"], "shown": ["d0"], "clicked": ["d0"]}\n', "the query must be text"),
+        ("zero.jsonl", '{"query": "a", "shown": ["d0"], "clicked": []}\n', "not one click on a shown id"),
+        ("ubi.jsonl", '{"query_id": "1", "user_query": "a", "query_response_hit_ids": ["d0"]}\n', "but no events"),
+    ],
+)
+def test_a_click_log_that_would_grade_silently_is_refused(
+    tmp_path: Path, name: str, content: object, words: str
+) -> None:
+    with pytest.raises(InputError, match=words):
+        read_click_log(_write(tmp_path / name, content))  # type: ignore[arg-type]
+
+
+def test_utf16_logs_are_read_and_repeated_ubi_query_ids_are_counted(tmp_path: Path) -> None:
+    utf16 = _write(tmp_path / "u.csv", "query,shown,clicked\nherons,d0 d1,d0\n".encode("utf-16"))
+    assert read_click_log(utf16).impressions[0].query == "herons"
+    records = [
+        {"query_id": "1", "user_query": "a", "query_response_hit_ids": ["d0"]},
+        {"query_id": "1", "user_query": "b", "query_response_hit_ids": ["d1"]},
+        {"action_name": "click", "query_id": "1", "event_attributes": {"object": {"object_id": "d0"}}},
+    ]
+    read = read_click_log(_write(tmp_path / "ubi.jsonl", "".join(json.dumps(r) + "\n" for r in records)))
+    assert read.skipped == {"repeated query_ids (the first record of each kept)": 1}
+    assert [i.query for i in read.impressions] == ["a"]
+
+
+def test_a_query_on_two_lines_of_a_candidates_file_is_refused(tmp_path: Path) -> None:
+    line = json.dumps({"query_id": "1", "query": "Vacation days", "hits": [{"id": "a", "text": "x"}]})
+    again = json.dumps({"query_id": "1", "query": "vacation  days", "hits": [{"id": "b", "text": "y"}]})
+    with pytest.raises(InputError, match="line 2: the query 'vacation  days' is on an earlier line too"):
+        CandidatesFile.read(_write(tmp_path / "c.jsonl", f"{line}\n{again}\n"), "c")
+
+
+def test_a_candidates_file_that_answers_no_evaluated_query_gives_no_verdict(
+    tiny_engine: Engine, tmp_path: Path
+) -> None:
+    ensure_demo_collection(tiny_engine)
+    dataset = demo_dataset("test")
+    line = json.dumps({"query_id": "zz", "query": "a query nobody judged", "hits": [{"id": "a", "text": "x"}]})
+    found = attach_candidates(tiny_engine, _write(tmp_path / "other.jsonl", line + "\n"), dataset.queries)
+    with pytest.raises(InputError, match="Nothing was measured: none of the 3 evaluated queries got a candidate"):
+        run_evaluation(tiny_engine, dataset, tiny_engine.plan(collection=found.name, k=10), max_queries=3)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["tune", "demo", "--latency-budget-ms", "nan"], "latency budget is a number of milliseconds above 0"),
+        (["gate", "demo", "--max-latency-ms", "-5"], "latency budget is a number of milliseconds above 0"),
+        (["query-sets", "add", "x", "--from-log", "log.csv", "--seed", "-1"], "seed is a whole number from 0"),
+    ],
+)
+def test_options_that_would_do_nothing_are_refused(
+    args: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_a_reranker_whose_scores_all_tie_changes_no_figure_to_the_last_digit() -> None:
+    """The run handed to the metrics is the order the user sees: tied scores keep the first-stage order (pytrec_eval
+    on the explicit shown order is the independent computation)."""
+    import pytrec_eval
+
+    qrels = {"q": {"d9": 3, "d1": 1, "d5": 2}}
+    first_stage = [(f"d{i}", 1.0 - rank / 20, 0.5) for rank, i in enumerate((3, 9, 1, 7, 5, 2))]  # every rerank score 0.5
+    before, after = fold_documents(first_stage)
+    assert list(after) == list(before) == ["d3", "d9", "d1", "d7", "d5", "d2"]
+    figures_before, _ = evaluate(qrels, {"q": before}, 6)
+    figures_after, _ = evaluate(qrels, {"q": after}, 6)
+    assert figures_after == figures_before
+    shown = {"q": {doc: float(6 - rank) for rank, doc in enumerate(["d3", "d9", "d1", "d7", "d5", "d2"])}}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(shown)["q"]["ndcg_cut_10"]
+    assert figures_after["ndcg@10"] == expected
+    by_id = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate({"q": {d: 0.5 for d in before}})
+    assert by_id["q"]["ndcg_cut_10"] != expected  # what the figures were: ties broken by document id
