@@ -210,7 +210,8 @@ def test_a_reranker_whose_scores_all_tie_changes_no_figure_to_the_last_digit() -
     import pytrec_eval
 
     qrels = {"q": {"d9": 3, "d1": 1, "d5": 2}}
-    first_stage = [(f"d{i}", 1.0 - rank / 20, 0.5) for rank, i in enumerate((3, 9, 1, 7, 5, 2))]  # every rerank score 0.5
+    # every rerank score 0.5
+    first_stage = [(f"d{i}", 1.0 - rank / 20, 0.5) for rank, i in enumerate((3, 9, 1, 7, 5, 2))]
     before, after = fold_documents(first_stage)
     assert list(after) == list(before) == ["d3", "d9", "d1", "d7", "d5", "d2"]
     figures_before, _ = evaluate(qrels, {"q": before}, 6)
