@@ -2,7 +2,7 @@
 
     .venv/bin/workbench serve &                               # the demo collection, on 127.0.0.1:8000
     python bench/http_load.py --clients 8 --queries 50
-    python bench/http_load.py --url http://127.0.0.1:8000 --token "$WORKBENCH_API_TOKEN" --top-k 5 --k 50
+    python bench/http_load.py --url http://127.0.0.1:8765 --token "$WORKBENCH_API_TOKEN" --top-k 5 --k 50
 
 Each client sends the demo's sample queries in turn (a different starting point per client) to POST /search,
 each tagged so that the result cache does not answer it (--repeat sends them as they are).
@@ -77,7 +77,7 @@ def report(label: str, latencies: list[float], errors: int, wall: float) -> dict
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--url", default="http://127.0.0.1:8765")
     parser.add_argument("--token")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--queries", type=int, default=50, help="queries per client")

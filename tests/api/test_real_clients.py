@@ -300,7 +300,7 @@ def test_voyage_and_text_embeddings_inference_clients_rerank_here(
     for result in answer.results:
         assert result.relevance_score == pytest.approx(expected["probability"][result.index], abs=1e-6)
         assert result.document == DOCS[result.index]
-    for provider in ("voyage", "text-embeddings-inference"):
+    for provider in ("voyage", "text-embeddings-inference", "mixedbread.ai"):  # mixedbread.ai: issue 51
         ranker = APIRanker("tiny-reranker", TOKEN, provider, verbose=0, url=f"{served.url}/rerank")
         ranked = ranker.rank(QUERY, DOCS)
         assert [DOCS.index(r.document.text) for r in ranked.results] == best, provider

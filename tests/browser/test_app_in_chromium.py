@@ -122,6 +122,28 @@ def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     no_exception(page)
 
 
+def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page) -> None:
+    """Issue 52: once the reranker is done, the first-stage preview and its "Reranking ..." box are gone: one copy
+    of each list, side by side at the top of the result (a stale copy of the preview stayed in a narrow column
+    above the result, and the real lists sat screens below it, until a control was touched)."""
+    on_page(page, "Explore")
+    for query in ("who approves expense reports", "parental leave length"):  # two fresh searches in a row
+        box = page.get_by_label("Query", exact=True)
+        box.fill(query)
+        box.press("Enter")
+        reranked_cards(page, 10)
+        page.wait_for_timeout(1500)  # the run has ended: whatever is left on the page now stays
+        no_exception(page)
+        assert page.get_by_text("the reranked list replaces this when the model is done").count() == 0
+        assert page.get_by_role("heading", name=re.compile(r"^Reranking \d+ candidates")).count() == 0
+        first = page.get_by_role("heading", name=re.compile(r"^Vector search · top 10 of 50"))
+        reranked = page.get_by_role("heading", name=re.compile(r"^Reranked · top 10"))
+        assert first.count() == 1 and reranked.count() == 1
+        left, right = first.bounding_box(), reranked.bounding_box()
+        assert left and right and abs(left["y"] - right["y"]) < 5 and right["x"] > left["x"] + 300
+        assert left["width"] > 400 and right["width"] > 400  # neither squeezed into a narrow stale column
+
+
 def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)

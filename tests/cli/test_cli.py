@@ -297,3 +297,20 @@ def test_a_progress_bar_closes_when_its_work_is_done(capsys: pytest.CaptureFixtu
         assert "3/3" in closed and closed.endswith("\n")  # tqdm ends a closed bar's line
         bar(3, 3)
     assert capsys.readouterr().err == ""
+
+
+def test_serve_on_a_taken_port_is_one_line_naming_the_port_and_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52: `mkdocs serve` held 8000, serve's old default, and serve died with uvicorn's raw Errno 98 after
+    loading its models. The port is tried first; the default is now apart from MkDocs'."""
+    import socket
+
+    from workbench.cli.parsers.servers import SERVE_PORT
+
+    assert SERVE_PORT not in (8000, 8501)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"Port {port} on 127.0.0.1 is taken" in err and "--port N" in err and len(err.splitlines()) == 1

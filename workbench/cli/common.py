@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from workbench.config import Settings
+from workbench.errors import InputError
 from workbench.redact import shown
 from workbench.vocab import STORES
 
-__all__ = ["ProgressBar", "settings_from", "shown", "warn"]
+__all__ = ["ProgressBar", "settings_from", "shown", "warn", "writable_file", "writable_folder"]
 
 
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
@@ -75,3 +77,34 @@ def print_json(model: BaseModel, *, masked: bool = False) -> None:
     what a remote service answered)."""
     text = model.model_dump_json(indent=2)
     print(shown(text) if masked else text)
+
+
+def writable_file(path: str | None, option: str, outcome: str) -> None:
+    """InputError now, before a run of minutes, when the file `option` names could not be written after it: its
+    folder is missing or not writable, it is a folder, or it is a file that cannot be written. `outcome` says what
+    did not happen ("the gate did not run")."""
+    if not path:
+        return
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(f"{option} {shown(path)[:200]}: cannot write there (no such folder, a folder of that name, "
+                         f"or not writable): {outcome}.")  # fmt: skip
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"{option} {shown(path)[:200]}: the file is not writable: {outcome}.")
+
+
+def writable_folder(path: str | None, option: str, outcome: str) -> None:
+    """InputError now when the folder `option` names could not take files: a file of that name, a parent that is
+    missing, or a folder that is not writable."""
+    if not path:
+        return
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{option} {shown(path)[:200]} is a file: name a folder ({outcome}).")
+    if not target.exists() and not parent.is_dir():
+        raise InputError(f"{option} {shown(path)[:200]}: its folder {shown(str(parent))[:200]} does not exist "
+                         f"({outcome}).")  # fmt: skip
+    if not os.access(target if target.exists() else parent, os.W_OK):
+        raise InputError(f"{option} {shown(path)[:200]} is not writable ({outcome}).")

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file, writable_folder
 from workbench.cli.evaluate import judged_queries
 from workbench.cli.plans import plan_from_spec
 from workbench.engine import Engine
@@ -67,6 +67,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    writable_folder(args.report, "--report", "nothing was written")
     experiment = _store(args).get(args.id)
     report = experiment.evaluation()
     if args.report:
@@ -144,6 +145,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    writable_file(args.output, "--output", "nothing was written")
     text = export_experiment(_store(args).get(args.id))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -192,6 +194,12 @@ def cmd_note(args: argparse.Namespace) -> int:
 
 def cmd_set_add(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    given = [name for name, value in (("--file", args.file), ("--from-log", args.from_log),
+             ("--from-session", args.from_session), ("a dataset", args.dataset)) if value]  # fmt: skip
+    if len(given) > 1:
+        raise InputError(f"A query set comes from one source; got {' and '.join(given)}: keep one.")
+    if args.events and not args.from_log:
+        raise InputError("--events goes with --from-log (UBI events of that log).")
     if args.file:
         query_set = read_query_set(args.name, args.file)
     elif args.from_log:

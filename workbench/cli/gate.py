@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
+from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file
 from workbench.cli.evaluate import judged_queries
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
@@ -21,22 +20,9 @@ from workbench.services.sources import attach_candidates
 from workbench.types import SearchPlan
 
 
-def _writable(path: str | None, option: str) -> None:
-    """InputError now, before a run of minutes, when the decision could not be written to `path` after it."""
-    if not path:
-        return
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise InputError(f"{option} {shown(path)[:200]}: cannot write the decision there (no such folder, or not "
-                         "writable): the gate did not run.")  # fmt: skip
-    if target.exists() and not os.access(target, os.W_OK):
-        raise InputError(f"{option} {shown(path)[:200]}: the file is not writable: the gate did not run.")
-
-
 def cmd_gate(args: argparse.Namespace) -> int:
-    _writable(args.junit, "--junit")
-    _writable(args.json_out, "--json-out")
+    writable_file(args.junit, "--junit", "the gate did not run")
+    writable_file(args.json_out, "--json-out", "the gate did not run")
     settings = settings_from(args)
     if args.candidates:
         if args.retrieval not in (None, "dense"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from workbench.app import ENTRY_SCRIPT
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import ConfigError, InputError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback
 from workbench.rerankers.backends import measure_backends_in_background
@@ -131,6 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"--host {args.host} makes the API reachable from other machines: set WORKBENCH_API_TOKEN first (clients "
             "then send 'Authorization: Bearer <token>'), or keep the default 127.0.0.1."
         )
+    _port_free(args.host, args.port)  # before the models load: a busy port is one line, at once
     engine = Engine(settings)  # one engine per process: the one that checked the demo serves the requests
     _ensure_demo(engine)
     _say_backend_choice(settings)
@@ -140,6 +142,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     requests_logged = args.log_level in {"info", "debug"}
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=requests_logged)
     return 0
+
+
+def _port_free(host: str, port: int) -> None:
+    """InputError naming the port and the flag when something already listens on it (`mkdocs serve`, another
+    workbench), instead of uvicorn's "[Errno 98] address already in use" after the models have loaded."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a closed port is free
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InputError(
+                f"Port {port} on {host} is taken ({exc.strerror or 'in use'}): another server listens there (the "
+                f"manual's `mkdocs serve`, or another workbench?). Start it on another: workbench serve --port N."
+            ) from None
 
 
 def _log_to_stderr(name: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbench.cli.common import ProgressBar, settings_from, warn
+from workbench.cli.common import ProgressBar, settings_from, warn, writable_file
 from workbench.cli.evaluate import judged_queries
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
@@ -25,6 +25,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise InputError(f"--timing-queries must be from 1 to 1000; got {args.timing_queries}.")
     if args.out and Path(args.out).suffix.lower() not in {".md", ".json"}:
         raise InputError(f"--out writes Markdown (.md) or JSON (.json); got '{Path(args.out).name}'.")
+    writable_file(args.out, "--out", "the grid did not run")
     dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
     ks = args.k or []

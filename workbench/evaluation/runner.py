@@ -22,6 +22,7 @@ from workbench.evaluation.report import (
     RunComparison,
 )
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
+from workbench.evaluation.sanity import run_checks
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import measured_verdict
 from workbench.fusion import first_stage_name
@@ -69,6 +70,9 @@ def report_of(
     paired = paired_comparison([per_before[q][PRIMARY] for q in ids], [per_after[q][PRIMARY] for q in ids])
     groups = _group_figures(dataset.groups, ids, per_before, per_after)
     judgement = measured.verdict
+    checks = run_checks(answers.candidates, top_n, answers.score_scale) if answers.reranker_model else []
+    if checks:  # the figures are about how the reranker ran: no "helps" or "hurts" about the model
+        judgement = judgement.model_copy(update={"direction": "unknown", "not_as_intended": checks})
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     report = EvaluationReport(

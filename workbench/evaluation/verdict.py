@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from workbench.evaluation.io import Qrels, Run
 from workbench.evaluation.metrics import evaluate, ndcg_bounds
+from workbench.evaluation.sanity import RunCheck, not_as_intended
 from workbench.evaluation.significance import Difference, difference, sensitivity
 from workbench.vocab import ENOUGH_JUDGED, JUDGED_10, NDCG_10_JUDGED, PRIMARY_METRIC, VERDICT_ALPHA
 
@@ -58,6 +59,9 @@ class Verdict(BaseModel):
     bounds: Bounds | None = None
     minimum_detectable_effect: float | None = None  # at 80 % power, α = 0.05, for this query set
     queries_needed: int | None = None  # to detect the observed change with 80 % power
+    # The run checks that fired (evaluation/sanity.py): while any did, the direction is "unknown" and the words say
+    # the reranker did not run as intended, never that the model helps or hurts.
+    not_as_intended: list[RunCheck] = Field(default_factory=list)
 
     @property
     def colour(self) -> str:
@@ -88,6 +92,8 @@ class Verdict(BaseModel):
 
     def words(self) -> str:
         """The verdict in a few sentences."""
+        if self.not_as_intended:
+            return f"{not_as_intended(self.not_as_intended)} Measured all the same: {self._change()}."
         few = self.judged_at_k < ENOUGH_JUDGED
         queue = (
             " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged "

@@ -4,7 +4,8 @@ configuration run now) on judged queries, decided as CI needs it.
 - **ship** (exit 0): the candidate is better, p < 0.05 and the 95 % interval above zero, judged@10 at least half,
   and every budget given is kept;
 - **no-ship** (exit 1): the candidate is measurably worse (p < 0.05, the interval below zero), or a budget is broken;
-- **inconclusive** (exit 3): anything else: no measurable difference, or too few judgments to tell.
+- **inconclusive** (exit 3): anything else: no measurable difference, too few judgments to tell, or a reranker that
+  did not run as intended (its scores constant, tied, in the first stage's order or squashed twice: the reason says).
 
 The decision is written as JSON and as a JUnit XML file (one test case per check) that CI systems read.
 """
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
+from workbench.evaluation.sanity import not_as_intended
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
@@ -26,6 +28,8 @@ from workbench.experiments.service import Progress, diff_experiments, run_experi
 from workbench.experiments.store import open_experiment_store
 from workbench.types import SearchPlan
 from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
+
+RAN_AS_INTENDED = "ran as intended"  # the check a candidate whose reranker did not run as intended fails
 
 
 class Budgets(BaseModel):
@@ -69,7 +73,7 @@ class GateDecision(BaseModel):
         failures = skipped = 0
         for check in self.checks:
             case = ElementTree.SubElement(suite, "testcase", classname="workbench.gate", name=check.name)
-            if not check.passed and check.name == "quality" and self.outcome == "inconclusive":
+            if not check.passed and check.name in ("quality", RAN_AS_INTENDED) and self.outcome == "inconclusive":
                 ElementTree.SubElement(case, "skipped", message=check.detail)
                 skipped += 1
             elif not check.passed:
@@ -124,6 +128,11 @@ def decide(
     if broken:
         outcome = "no-ship"
     reason = "; ".join(c.detail for c in broken) if broken else quality.detail
+    verdict = candidate.verdict
+    if verdict is not None and verdict.not_as_intended and not broken:  # a verdict about how it ran, not the model
+        ran = Check(name=RAN_AS_INTENDED, passed=False, detail=not_as_intended(verdict.not_as_intended))
+        checks.insert(0, ran)
+        outcome, reason = "inconclusive", ran.detail
     return GateDecision(
         outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=reason, candidate=_named(candidate),
         baseline=baseline, candidate_experiment=candidate.id, baseline_experiment=baseline_id, checks=checks,

@@ -21,7 +21,7 @@ from workbench.redact import plain_text
 from workbench.types import CheckedModel
 from workbench.vocab import MAX_EXPORT_BYTES, MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES, MAX_QUERY_SET_TEXT_CHARS
 
-_ID_COLUMNS = ("id", "_id", "query_id", "qid")
+_ID_COLUMNS = ("id", "_id", "query_id", "query-id", "qid")
 _TEXT_COLUMNS = ("text", "query", "query_text", "question")
 _WEIGHT_COLUMNS = ("weight", "frequency", "count", "freq")
 
@@ -170,13 +170,18 @@ def parse_query_set(name: str, raw: bytes, filename: str) -> QuerySet:
             items.append(
                 _item(number, _pick(row, _ID_COLUMNS), _pick(row, _TEXT_COLUMNS), _pick(row, _WEIGHT_COLUMNS), where)
             )
-    elif suffix == ".tsv":
+    elif suffix == ".tsv" or _all_tabbed(text):  # id<TAB>text in a file of another name is TSV too
         items = _tsv_items(text, where)
     else:
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 items.append(_item(number, None, line, None, where))
     return QuerySet(name=name, source=f"file {where}", queries=items)
+
+
+def _all_tabbed(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all("\t" in line for line in lines)
 
 
 def _tsv_items(text: str, where: str) -> list[QueryItem]:

@@ -145,15 +145,23 @@ def returned_document(sent: str | dict[str, Any], ranked_text: str) -> dict[str,
     return {"text": sent}
 
 
-AnswerShape = Literal["cohere", "voyage", "tei"]
+AnswerShape = Literal["cohere", "voyage", "tei", "mixedbread"]
 
 
 def in_shape(answer: dict[str, Any], shape: AnswerShape) -> Any:
     """A rerank answer in the shape its client reads: Cohere's, Jina's and Infinity's as made; Voyage's with the
-    results also in `data`; text-embeddings-inference's as its list of `{index, score, text?}`."""
+    results also in `data`; Mixedbread's in `data` with `score` and `input`; text-embeddings-inference's as its list
+    of `{index, score, text?}`."""
     if shape == "voyage":  # Voyage's results carry the document as a plain string
         data = [
             {**r, "document": r["document"]["text"]} if "document" in r else r for r in answer["results"]
+        ]  # fmt: skip
+        return {**answer, "object": "list", "data": data}
+    if shape == "mixedbread":  # Mixedbread's `data`: `score`, and the document's text as `input`
+        data = [
+            {"index": r["index"], "relevance_score": r["relevance_score"], "score": r["relevance_score"],
+             **({"input": r["document"]["text"]} if "document" in r else {})}
+            for r in answer["results"]
         ]  # fmt: skip
         return {**answer, "object": "list", "data": data}
     if shape == "tei":

@@ -37,7 +37,7 @@ from workbench.stores.base import (
     clean_metadata,
     translate_store_error,
 )
-from workbench.stores.layouts import WORKBENCH, Layout, detect, mapped
+from workbench.stores.layouts import WORKBENCH, Layout, check_declared, detect, mapped
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -83,9 +83,13 @@ class ChromaCollection(Collection):
         what its first record shows (Chroma keeps the text as the document, the metadata flat)."""
         if self._layout is None:
             layout = WORKBENCH if EMBEDDING_MODEL_KEY in (self._collection.metadata or {}) else mapped(self.options)
-            if layout is None:
+            if layout is not WORKBENCH:
                 got = self._collection.get(limit=1, include=["metadatas"])
-                layout = detect(dict((got.get("metadatas") or [{}])[0] or {}), has_document=True)
+                first = dict((got.get("metadatas") or [{}])[0] or {})
+                if layout is None:
+                    layout = detect(first, has_document=True)
+                elif got.get("ids"):
+                    layout = check_declared(layout, self.options, first, has_document=True, name=self.name)
             self._layout = replace(layout, metadata_key=None)  # type: ignore[arg-type]
         return self._layout
 

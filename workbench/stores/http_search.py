@@ -22,15 +22,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from workbench.errors import ConfigError, InputError, ModelError, StoreError
+from workbench.inputs import validate_doc_id
 from workbench.redact import plain_text, redact_url
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
 from workbench.stores.base import CONTENT_HASH_KEY, Collection, StoreBackend
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
-from workbench.vocab import DEFAULT_STORE_TIMEOUT, SEARCH_SERVICE_STORE
+from workbench.vocab import DEFAULT_STORE_TIMEOUT, MAX_SERVICE_RETRIES, SEARCH_SERVICE_STORE
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FIELDS = ("id", "text", "title", "score", "metadata")
@@ -106,16 +108,32 @@ class HttpSearchCollection(Collection):
                 str(k): _environment(str(v), f"{self.where} headers.{k}")
                 for k, v in (self.options.get("headers") or {}).items()
             }
+            if urlsplit(self.url).username is not None and any(k.lower() == "authorization" for k in headers):
+                raise ConfigError(
+                    f"{self.where} gives credentials twice, in the url (user:password@) and as an Authorization "
+                    "header, and only one would be sent: keep one of the two."
+                )
             words = ServiceWords(
                 noun=f"The search service '{plain_text(self.name)[:40]}'", setting=f"{self.where} url",
                 auth_fix=f"check {self.where} headers (their secrets come from the environment)",
                 timeout_setting="WORKBENCH_STORE_TIMEOUT",
             )  # fmt: skip
             self._caller = ServiceCaller(
-                [self.url], [None], words, timeout=self.timeout, retries=int(self.options.get("retries", 2)),
+                [self.url], [None], words, timeout=self.timeout, retries=self._retries(),
                 method=self.method, headers=headers,
             )  # fmt: skip
         return self._caller
+
+    def _retries(self) -> int:
+        """How often a busy or failing service is asked again: 0 to MAX_SERVICE_RETRIES, so that a search ends
+        within (retries + 1) deadlines."""
+        value = self.options.get("retries", 2)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SERVICE_RETRIES:
+            raise ConfigError(
+                f"{self.where} retries is a whole number from 0 to {MAX_SERVICE_RETRIES}; got "
+                f"{plain_text(str(value))[:20]}."
+            )
+        return value
 
     def count(self) -> int:
         return -1  # a service does not say
@@ -171,7 +189,10 @@ class HttpSearchCollection(Collection):
         doc_id = self._field(row, "id", rank, required=True)
         if doc_id in (None, "") or isinstance(doc_id, dict | list):
             raise InvalidAnswer(f"hit {rank} without an id")
-        doc_id = str(doc_id)
+        try:
+            doc_id = validate_doc_id(str(doc_id))
+        except InputError as exc:
+            raise InvalidAnswer(f"hit {rank} with an id that cannot be one ({exc})") from None
         if doc_id in seen:
             raise InvalidAnswer(f"the id {plain_text(doc_id)[:40]} twice")
         seen.add(doc_id)

@@ -58,7 +58,7 @@ class Layout:
     def text(self, payload: Mapping[str, Any], document: str | None = None) -> str:
         """The record's text: Chroma's document when it has one, else the payload's text key (LlamaIndex's node
         JSON for LlamaIndex)."""
-        if document:
+        if document and not (self.name == "mapped" and self.text_key in payload):  # a declared key is used
             return document
         if self.name == "llamaindex":
             try:
@@ -84,6 +84,8 @@ class Layout:
 WORKBENCH = Layout("workbench", "the workbench", "text", "chunk_id", None)
 LANGCHAIN = Layout("langchain", "LangChain", "page_content", None, None)
 LLAMAINDEX = Layout("llamaindex", "LlamaIndex", None, None, "ref_doc_id", metadata_key=None)
+# Seed 001's Qdrant layout, and many a hand-written one: the text under `text`, every other key a metadata field.
+PLAIN = Layout("plain", "another tool (its text under 'text')", "text", None, None, metadata_key=None)
 KNOWN = {layout.name: layout for layout in (WORKBENCH, LANGCHAIN, LLAMAINDEX)}
 
 
@@ -114,7 +116,35 @@ def detect(payload: Mapping[str, Any], *, has_document: bool = False) -> Layout 
         return WORKBENCH
     if "page_content" in payload or has_document:
         return LANGCHAIN
+    if isinstance(payload.get("text"), str):
+        return PLAIN
     return None
+
+
+def check_declared(layout: Layout, options: Mapping[str, Any], payload: Mapping[str, Any], *, has_document: bool,
+                   name: str) -> Layout:  # fmt: skip
+    """`layout`, once one stored record shows that what `[collections.<name>]` declares is there: a named layout
+    is the one the record was written in, and every declared key is a key of the record. A declaration that would
+    be silently ignored is refused, naming what the record holds."""
+    keys = sorted(str(k) for k in payload)
+    shown = ", ".join(plain_text(k)[:30] for k in keys[:12]) or "none"
+    table = f"[collections.{plain_text(name)[:40]}]"
+    if layout.name in KNOWN:
+        found = detect(payload, has_document=has_document)
+        if found is not None and found.name != layout.name:
+            raise StoreError(
+                f"{table} says layout = '{layout.name}', but its records were written by {found.writer} (their "
+                f"keys: {shown}): use layout = '{found.name}' or 'auto'."
+            )
+        return layout
+    for key in MAPPING_KEYS:
+        value = options.get(key)
+        if value and str(value) not in payload:
+            raise StoreError(
+                f"{table} declares {key} = '{plain_text(str(value))[:40]}', which its records do not hold (their "
+                f"keys: {shown})."
+            )
+    return layout
 
 
 def unknown_layout(name: str, keys: list[str]) -> StoreError:

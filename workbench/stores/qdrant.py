@@ -35,7 +35,7 @@ from workbench.stores.base import (
     clean_metadata,
     translate_store_error,
 )
-from workbench.stores.layouts import LANGCHAIN, WORKBENCH, Layout, detect, mapped, unknown_layout
+from workbench.stores.layouts import LANGCHAIN, WORKBENCH, Layout, check_declared, detect, mapped, unknown_layout
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -95,13 +95,17 @@ class QdrantCollection(Collection):
         if self._layout is None:
             metadata, _ = self._details()
             layout = WORKBENCH if EMBEDDING_MODEL_KEY in metadata else mapped(self.options)
-            if layout is None:
+            if layout is not WORKBENCH:
                 records, _ = self._client.scroll(self.name, limit=1, with_payload=True)
                 if not records:
-                    return LANGCHAIN  # an empty collection of another tool's: nothing to read yet, nothing written
-                layout = detect(records[0].payload or {})
+                    return layout or LANGCHAIN  # another tool's, empty: nothing to read yet, nothing written
+                payload = records[0].payload or {}
+                if layout is not None:
+                    layout = check_declared(layout, self.options, payload, has_document=False, name=self.name)
+                else:
+                    layout = detect(payload)
                 if layout is None:
-                    raise unknown_layout(self.name, list((records[0].payload or {}).keys()))
+                    raise unknown_layout(self.name, list(payload.keys()))
             self._layout = layout
         return self._layout
 

@@ -24,7 +24,8 @@ from workbench.rerankers.serving import (
 router = APIRouter(tags=["rerank"], dependencies=Authorised)
 HONOURED = (
     "query, documents, model, top_n, return_documents, rank_fields, max_tokens_per_doc, raw_scores; Voyage's top_k "
-    "(the answer then also in `data`); text-embeddings-inference's texts and return_text (the answer then a list)"
+    "(the answer then also in `data`); Mixedbread's input and return_input (the answer in `data`, with `score`); "
+    "text-embeddings-inference's texts and return_text (the answer then a list)"
 )
 IGNORED = "max_chunks_per_doc (Cohere v1), truncation (Voyage, TEI), priority (Cohere v2) and any other field"
 
@@ -47,6 +48,11 @@ class RerankRequest(BaseModel):
         None, min_length=1, max_length=MAX_RERANK_DOCUMENTS,
         description="text-embeddings-inference's name for the documents: the answer is then TEI's list",
     )  # fmt: skip
+    input: list[str | dict[str, Any]] | None = Field(
+        None, min_length=1, max_length=MAX_RERANK_DOCUMENTS,
+        description="Mixedbread's name for the documents: the answer then in `data` with `score`",
+    )  # fmt: skip
+    return_input: StrictBool = Field(False, description="Mixedbread's: each result in `data` carries its `input`")
     model: str | None = Field(None, description="a served name (GET /models); default: the served model")
     top_n: int | None = Field(None, ge=1, description="keep the best n (default: all)")
     top_k: int | None = Field(None, ge=1, description="Voyage's name for top_n: the answer then also in `data`")
@@ -68,8 +74,13 @@ class RerankRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_list(self) -> RerankRequest:
-        if (self.documents is None) == (self.texts is None):
-            raise ValueError("send the documents as `documents` (Cohere, Jina, Voyage) or `texts` (TEI), not both")
+        given = [name for name in ("documents", "texts", "input") if getattr(self, name) is not None]
+        if len(given) != 1:
+            named = "; got none" if not given else f"; got {' and '.join(given)}, send one"
+            raise ValueError(
+                "send the documents in one list: `documents` (Cohere, Jina, Voyage), `texts` (TEI) or `input` "
+                f"(Mixedbread){named}"
+            )
         if self.top_n is not None and self.top_k is not None:
             raise ValueError("top_n and top_k are the same limit: send one")
         return self
@@ -79,6 +90,8 @@ class RerankRequest(BaseModel):
         """Which client's answer shape the request asks for."""
         if self.texts is not None:
             return "tei"
+        if self.input is not None:
+            return "mixedbread"
         return "voyage" if self.top_k is not None or self.truncation is not None else "cohere"
 
 
@@ -102,6 +115,8 @@ class VoyageResult(BaseModel):
     index: int
     relevance_score: float
     document: str | None = None
+    score: float | None = Field(None, description="Mixedbread's name for relevance_score")
+    input: str | None = Field(None, description="Mixedbread's document text, with return_input")
 
 
 class TeiResult(BaseModel):
@@ -171,11 +186,11 @@ async def _rerank(body: RerankRequest, state: State, api_version: str) -> Any:
         answer = rerank_answer(
             served_reranker(state.engine.reranker()),
             body.query,
-            body.documents if body.documents is not None else list(body.texts or []),
+            next(given for given in (body.documents, body.texts, body.input) if given is not None),
             model=body.model,
             served=state.settings.served_model_names(),
             top_n=body.top_n or body.top_k,
-            return_documents=body.return_documents or body.return_text,
+            return_documents=body.return_documents or body.return_text or body.return_input,
             rank_fields=body.rank_fields,
             max_tokens_per_doc=body.max_tokens_per_doc,
             raw_scores=body.raw_scores,

@@ -10,6 +10,7 @@ from workbench.inputs import validate_listen_host, validate_port
 
 HOST = checked(validate_listen_host)
 PORT = checked(validate_port)
+SERVE_PORT = 8765  # `workbench serve`'s: `mkdocs serve` (the manual) takes 8000, Streamlit 8501
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,7 +26,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
 
     serve = commands.add_parser("serve", help="the HTTP API: /search, /retrieve, /collections, /session, /health")
     serve.add_argument("--host", type=HOST, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=PORT, default=8000, help="port (default 8000)")
+    serve.add_argument(
+        "--port", type=PORT, default=SERVE_PORT, help=f"port (default {SERVE_PORT}, apart from MkDocs' 8000)"
+    )
     serve.add_argument(
         "--log-level",
         default="warning",

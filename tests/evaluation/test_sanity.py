@@ -1,0 +1,121 @@
+"""Issue 54, item 2: before any verdict, did the reranker run as intended? Four planted failures, each a reranker
+kind built in the test around the real QA cross-encoder (its scores made constant, saturated and rounded to bf16,
+replaced by the first stage's order, or put through the sigmoid twice), are each flagged on the demo, and the
+verdict then never says "helps" or "hurts"; the shared rerankers, run as they should run, raise none."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from workbench.engine import Engine
+from workbench.evaluation import run_evaluation
+from workbench.evaluation.sanity import run_checks
+from workbench.experiments.gate import RAN_AS_INTENDED, run_gate
+from workbench.rerankers import factory
+from workbench.rerankers.base import BaseReranker
+from workbench.services.demo import demo_dataset
+from workbench.types import SearchPlan
+
+pytestmark = pytest.mark.slow
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _bf16(value: float) -> float:
+    return float(torch.tensor(value, dtype=torch.float32).to(torch.bfloat16).to(torch.float32))
+
+
+# name -> (score scale, what becomes of the model's logits for one query's texts)
+PLANTED: dict[str, tuple[str, Callable[[list[float]], list[float]]]] = {
+    "constant": ("probability", lambda logits: [0.5] * len(logits)),
+    "bf16-saturated": ("probability", lambda logits: [_bf16(_sigmoid(x + 8.0)) for x in logits]),
+    "first-stage-order": ("logit", lambda logits: [float(len(logits) - i) for i in range(len(logits))]),
+    "double-sigmoid": ("probability", lambda logits: [_sigmoid(_sigmoid(x)) for x in logits]),
+}
+EXPECTED = {"constant": "constant", "bf16-saturated": "tied", "first-stage-order": "identity",
+            "double-sigmoid": "squashed"}  # fmt: skip
+
+
+class Planted(BaseReranker):
+    """The real cross-encoder with its scores changed as a faulty deployment changes them."""
+
+    def __init__(self, model_id: str, inner: BaseReranker, cache) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(model_id, cache)
+        self.inner = inner
+        self.fault = model_id.removeprefix("planted:")
+        self.score_scale, self.change = PLANTED[self.fault]  # type: ignore[assignment]
+        self.backend = f"planted {self.fault}"
+
+    def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
+        self.counted(documents=len(texts))
+        return self.change(self.inner.predict(query, texts, deadline))
+
+    def score(
+        self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
+    ) -> tuple[list[float], int]:
+        """No score cache: a planted score may depend on a text's place in the list (the first stage's order)."""
+        return self.predict(query, texts, deadline), 0
+
+
+@pytest.fixture
+def planted_engine(demo_engine: Engine, real_reranker_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    inner = demo_engine.reranker(str(real_reranker_dir))
+
+    def build(model_id, settings, cache, tokens, progress):  # type: ignore[no-untyped-def]
+        return Planted(model_id, inner, cache)
+
+    kind = factory.RerankerKind("planted", lambda model_id: model_id.startswith("planted:"), build)
+    monkeypatch.setattr(factory, "KINDS", (kind, *factory.KINDS))
+    return demo_engine
+
+
+@pytest.mark.parametrize("fault", sorted(PLANTED))
+@pytest.mark.parametrize("retrieval", ["dense", "bm25"])
+def test_each_planted_failure_is_named_and_no_verdict_is_given(
+    planted_engine: Engine, fault: str, retrieval: str
+) -> None:
+    plan = SearchPlan(collection="demo", retrieval=retrieval, k=20, top_n=10, reranker=f"planted:{fault}")
+    report = run_evaluation(planted_engine, demo_dataset("test"), plan, max_queries=20)
+    verdict = report.verdict
+    assert verdict is not None and verdict.direction == "unknown"
+    assert EXPECTED[fault] in [check.name for check in verdict.not_as_intended], verdict.not_as_intended
+    words = verdict.words()
+    assert words.startswith("The reranker did not run as intended") and "helps" not in words and "hurts" not in words
+    assert "did not run as intended" in report.to_markdown()
+    assert report.summary()["verdict"]["not_as_intended"]
+
+
+def test_a_reranker_that_ties_everything_changes_no_figure(planted_engine: Engine) -> None:
+    """The issue's own case: a constant-score reranker was reported as "hurts" (ties broken by document id)."""
+    plan = SearchPlan(collection="demo", retrieval="dense", k=10, top_n=10, reranker="planted:constant")
+    report = run_evaluation(planted_engine, demo_dataset("test"), plan, max_queries=8)
+    assert report.after == report.before  # every metric, to the last digit
+    assert all(o.before == o.after for o in report.per_query)
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "bm25", "hybrid"])
+@pytest.mark.parametrize("reranker", ["minilm-l6-qa-reranker", "minilm-l6-scifact-reranker"])
+def test_the_shared_rerankers_run_as_they_should_raise_no_alarm(
+    demo_engine: Engine, shared_dir: Path, retrieval: str, reranker: str
+) -> None:
+    plan = SearchPlan(
+        collection="demo", retrieval=retrieval, k=50, top_n=10, reranker=str(shared_dir / "models" / reranker)
+    )
+    report = run_evaluation(demo_engine, demo_dataset("test"), plan)
+    assert report.verdict is not None and report.verdict.not_as_intended == []
+    assert run_checks(report.candidates, 10, report.score_scale) == []
+
+
+def test_the_gate_is_inconclusive_with_the_reason_while_a_check_fires(planted_engine: Engine) -> None:
+    plan = SearchPlan(collection="demo", retrieval="bm25", k=20, top_n=10, reranker="planted:double-sigmoid")
+    decision = run_gate(planted_engine, demo_dataset("test"), plan, source="demo", max_queries=10)
+    assert decision.outcome == "inconclusive" and decision.exit_code == 3
+    assert decision.reason.startswith("The reranker did not run as intended")
+    assert decision.checks[0].name == RAN_AS_INTENDED and "<skipped" in decision.to_junit()
