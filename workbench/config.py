@@ -149,6 +149,9 @@ class Settings(BaseSettings):
         DEFAULT_STORE_TIMEOUT, gt=0, le=600, validation_alias=_alias("store_timeout", "WORKBENCH_STORE_TIMEOUT")
     )
     collection: str = Field(DEMO_COLLECTION, validation_alias=_alias("collection", "WORKBENCH_COLLECTION"))
+    # Evaluate a collection whose ingest was interrupted (or is still running): the figures are then of part of the
+    # corpus, and say so. Off by default: `eval`, `gate` and `tune` refuse such a collection, naming the ingest.
+    allow_partial: bool = Field(False, validation_alias=_alias("allow_partial", "WORKBENCH_ALLOW_PARTIAL"))
 
     # Named collections with store settings of their own, from workbench.toml's [collections.<name>] tables:
     # store, url, persist_dir, collection, and for pgvector schema, table, id/text/embedding/metadata_column,

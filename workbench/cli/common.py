@@ -25,6 +25,8 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
     overrides = {name: value for name, value in overrides.items() if value}
     if getattr(args, "store", None):
         overrides["store"] = args.store
+    if getattr(args, "allow_partial", False):
+        overrides["allow_partial"] = True
     if getattr(args, "persist_dir", None):
         overrides["persist_dir"] = Path(args.persist_dir)
     if getattr(args, "url", None):

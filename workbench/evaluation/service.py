@@ -19,8 +19,9 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.recommend import recommend
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
+from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, whole_number
-from workbench.types import SearchPlan
+from workbench.types import IngestStatus, SearchPlan
 
 Progress = Callable[[int, int], None]
 _SAMPLE = 500
@@ -59,6 +60,12 @@ def judged_coverage(engine: Engine, dataset: Dataset, collection: str) -> tuple[
     return len(found), len(sample)
 
 
+def partial_collection(engine: Engine, collection: str) -> IngestStatus | None:
+    """What an ingest into `collection` that has not finished (interrupted, or running in another process) left:
+    None when the collection is whole."""
+    return ingest_statuses(engine.settings.data_dir).get((engine.registry.config(collection).where, collection))
+
+
 def prepare_collection(
     engine: Engine,
     dataset: Dataset,
@@ -71,6 +78,7 @@ def prepare_collection(
     """The collection ready for the dataset's judgments: ingested from the dataset's corpus when it is missing or
     empty (`ingest_announce` hears the ingest's estimate); InputError when none of the judged documents is in it;
     warnings when some are missing or queries have no text."""
+    partial = partial_collection(engine, collection)
     try:
         empty = engine.collection_info(collection).count == 0  # an ingest cut off before its first batch
     except CollectionNotFoundError:
@@ -81,6 +89,14 @@ def prepare_collection(
         engine.ingest(dataset.corpus, collection, progress=ingest_progress, announce=ingest_announce)
     found, checked = judged_coverage(engine, dataset, collection)
     warnings: list[str] = [dataset.note] if dataset.note else []
+    if partial is not None and not (empty and ingest_missing and dataset.corpus is not None):  # else ingested now
+        if not engine.settings.allow_partial:
+            raise InputError(
+                f"'{collection}' is partial ({partial.words()}): an evaluation of it would be of part of the corpus. "
+                "Run the same ingest again to complete it, or pass --allow-partial (WORKBENCH_ALLOW_PARTIAL=1) to "
+                "evaluate the part knowingly."
+            )
+        warnings.append(f"Partial collection: '{collection}' is {partial.words()}; these figures are of that part.")
     if checked and not found:
         example = ", ".join(sorted({d for j in dataset.qrels.values() for d in j})[:3])
         raise InputError(

@@ -46,6 +46,14 @@ def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
+def partial_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-partial: evaluate a collection whose ingest was interrupted, knowingly (the figures say so)."""
+    parser.add_argument(
+        "--allow-partial", action="store_true",
+        help="evaluate a collection whose ingest was interrupted or is running (its figures are then marked partial)",
+    )  # fmt: skip
+
+
 def fusion_option(parser: argparse.ArgumentParser) -> None:
     """--fusion: how a hybrid first stage fuses its two lists (workbench.fusion reads it)."""
     parser.add_argument(

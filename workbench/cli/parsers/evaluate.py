@@ -9,6 +9,7 @@ from workbench.cli.parsers.common import (
     checked,
     fusion_option,
     long_documents_option,
+    partial_option,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
@@ -83,6 +84,7 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     tune.add_argument("--filter", action="append", metavar="KEY=VALUE", help="metadata equality, repeatable")
     long_documents_option(tune)
     tune.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    partial_option(tune)
     tune.add_argument(
         "--latency-budget-ms", type=checked(validate_budget_ms), help="recommend only a cell whose p95 fits this budget"
     )
@@ -127,6 +129,7 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         help="recommend only a k whose p95 rerank time fits this budget",
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
+    partial_option(evaluate)
     evaluate.add_argument(
         "--corpus-sample",
         type=int,
