@@ -88,3 +88,28 @@ def test_the_apps_depth_chart_draws_the_intervals_on_a_full_axis() -> None:
     assert list(reranked.error_y.array) == pytest.approx([0.90 - 0.861, 0.89 - 0.850, 0.89 - 0.848, 0.75 - 0.70])
     assert list(reranked.error_y.arrayminus) == pytest.approx([0.861 - 0.82, 0.850 - 0.81, 0.848 - 0.80, 0.05])
     assert tuple(figure.layout.yaxis.range) == (0, 1.05)
+
+
+def test_advice_never_outruns_the_verdict() -> None:
+    """Issue 52: under "No measurable difference", Evaluate said "Recommendation: Rerank k = 10 candidates: the best
+    of the depths measured". Without a measured gain, no depth is advised as better, only named as the cheapest."""
+    found = recommend(CURVE, reranking_measured=False)
+    assert found is not None and found.k == 10
+    assert found.words.startswith("No depth is measurably better than the first stage")
+    assert "the cheapest within the best is k = 10" in found.words and "Rerank k" not in found.words
+    assert recommend(CURVE).words.startswith("Rerank k = 10")  # type: ignore[union-attr]
+
+
+def test_the_demo_without_a_measured_gain_advises_no_depth(demo_engine) -> None:  # type: ignore[no-untyped-def]
+    from workbench.evaluation.service import evaluate_dataset
+    from workbench.services.demo import demo_dataset
+
+    report = evaluate_dataset(
+        demo_engine, demo_dataset("test"), demo_engine.plan(collection="demo", k=20, top_n=10), depth=(10, 20)
+    )
+    assert report.verdict is not None and report.recommendation is not None
+    if report.verdict.direction == "helps":
+        assert not report.recommendation.words.startswith("No depth")
+    else:  # the dense demo at k = 20: no measurable difference
+        assert report.recommendation.words.startswith("No depth is measurably better")
+        assert "Rerank k" not in report.to_markdown()

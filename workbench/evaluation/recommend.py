@@ -59,13 +59,21 @@ class Recommendation(BaseModel):
     top_n_recall: float | None = None
     largest_top_n: int | None = None
     largest_top_n_recall: float | None = None
+    # Whether the verdict found reranking measurably better than the first stage: when it did not, no depth is
+    # advised as better, only named as the cheapest within the best (the advice never outruns the verdict).
+    reranking_measured: bool = True
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def words(self) -> str:
         """The recommendation in one or two sentences."""
         metric = PRIMARY_METRIC
-        if self.k == self.best_k:
+        if not self.reranking_measured:
+            said = (
+                f"No depth is measurably better than the first stage (see the verdict); if you rerank for another "
+                f"reason, the cheapest within the best is k = {self.k}: {metric} {self.quality:.3f}"
+            )
+        elif self.k == self.best_k:
             said = f"Rerank k = {self.k} candidates: {metric} {self.quality:.3f}, the best of the depths measured"
             if self.deepest_k and self.deepest_k != self.k and self.rerank_ms_p50 and self.deepest_rerank_ms_p50:
                 share = self.rerank_ms_p50 / self.deepest_rerank_ms_p50
@@ -101,10 +109,16 @@ def _overlaps(a: tuple[float, float] | None, b: tuple[float, float] | None) -> b
 
 
 def recommend(
-    points: Sequence[DepthPoint], top_ns: Sequence[TopNPoint] = (), latency_budget_ms: float | None = None
+    points: Sequence[DepthPoint],
+    top_ns: Sequence[TopNPoint] = (),
+    latency_budget_ms: float | None = None,
+    *,
+    reranking_measured: bool = True,
 ) -> Recommendation | None:
     """The smallest k whose nDCG@10 interval overlaps the best point's (p95 within the budget, when one is set),
-    and the smallest top n whose recall interval overlaps the largest top n's. None without points."""
+    and the smallest top n whose recall interval overlaps the largest top n's. None without points.
+    `reranking_measured`: whether the verdict found reranking measurably better than the first stage (else the
+    words advise no depth as better)."""
     if not points:
         return None
     ordered = sorted(points, key=lambda p: p.k)
@@ -127,7 +141,7 @@ def recommend(
         k=chosen.k, quality=chosen.after[PRIMARY_METRIC], best_k=best.k, best_quality=best.after[PRIMARY_METRIC],
         rerank_ms_p50=chosen.rerank_ms_p50, best_rerank_ms_p50=best.rerank_ms_p50, rerank_ms_p95=chosen.rerank_ms_p95,
         latency_budget_ms=latency_budget_ms, over_budget=over, falls_with_k=falls, deepest_k=deepest.k,
-        deepest_rerank_ms_p50=deepest.rerank_ms_p50,
+        deepest_rerank_ms_p50=deepest.rerank_ms_p50, reranking_measured=reranking_measured,
     )  # fmt: skip
     if top_ns:
         largest = max(top_ns, key=lambda t: t.n)

@@ -150,7 +150,10 @@ def evaluate_dataset(
     if ks:
         report.depth = depth_curve(engine, report, dataset, plan, ks)
         if report.reranker_model:
-            report.recommendation = recommend(report.depth, top_n_points(report), latency_budget_ms)
+            helps = report.verdict is not None and report.verdict.direction == "helps"
+            report.recommendation = recommend(
+                report.depth, top_n_points(report), latency_budget_ms, reranking_measured=helps
+            )
     if report.reranker_model:
         report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
     if outside_run is not None:
