@@ -518,7 +518,10 @@ def decode_text(data: bytes, name: str) -> str:
         try:
             text = data.decode("utf-16")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{shown_name}: not UTF-16 text past its BOM (byte {exc.start}).") from None
+            raise InputError(
+                f"{shown_name}: not UTF-8 text, nor UTF-16 past its byte-order mark (byte {exc.start}); save it as "
+                "UTF-8."
+            ) from None
     else:
         try:
             text = data.decode("utf-8-sig")

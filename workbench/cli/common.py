@@ -81,17 +81,17 @@ def print_json(model: BaseModel, *, masked: bool = False) -> None:
     print(shown(text) if masked else text)
 
 
-def writable_file(path: str | None, option: str, outcome: str) -> None:
+def writable_file(path: str | None, option: str, outcome: str, what: str = "the file") -> None:
     """InputError now, before a run of minutes, when the file `option` names could not be written after it: its
     folder is missing or not writable, it is a folder, or it is a file that cannot be written. `outcome` says what
-    did not happen ("the gate did not run")."""
+    did not happen ("the gate did not run"); `what` names what would have been written."""
     if not path:
         return
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise InputError(f"{option} {shown(path)[:200]}: cannot write there (no such folder, a folder of that name, "
-                         f"or not writable): {outcome}.")  # fmt: skip
+        raise InputError(f"{option} {shown(path)[:200]}: cannot write {what} there (no such folder, a folder of "
+                         f"that name, or not writable): {outcome}.")  # fmt: skip
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"{option} {shown(path)[:200]}: the file is not writable: {outcome}.")
 
@@ -101,12 +101,10 @@ def writable_folder(path: str | None, option: str, outcome: str) -> None:
     missing, or a folder that is not writable."""
     if not path:
         return
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.exists() and not target.is_dir():
-        raise InputError(f"{option} {shown(path)[:200]} is a file: name a folder ({outcome}).")
-    if not target.exists() and not parent.is_dir():
-        raise InputError(f"{option} {shown(path)[:200]}: its folder {shown(str(parent))[:200]} does not exist "
-                         f"({outcome}).")  # fmt: skip
-    if not os.access(target if target.exists() else parent, os.W_OK):
+    target = Path(path).absolute()
+    existing = next(p for p in (target, *target.parents) if p.exists())  # the folders below it are made
+    if not existing.is_dir():
+        where = "" if existing == target else f" ({shown(str(existing))[:200]} is a file)"
+        raise InputError(f"{option} {shown(path)[:200]} cannot be a folder{where}: name a folder ({outcome}).")
+    if not os.access(existing, os.W_OK):
         raise InputError(f"{option} {shown(path)[:200]} is not writable ({outcome}).")

@@ -21,8 +21,8 @@ from workbench.types import SearchPlan
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    writable_file(args.junit, "--junit", "the gate did not run")
-    writable_file(args.json_out, "--json-out", "the gate did not run")
+    writable_file(args.junit, "--junit", "the gate did not run", "the decision")
+    writable_file(args.json_out, "--json-out", "the gate did not run", "the decision")
     settings = settings_from(args)
     if args.candidates:
         if args.retrieval not in (None, "dense"):
