@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     k_return: int = Field(DEFAULT_TOP_N, ge=1, le=MAX_K, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
     cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
     cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
+    # A causal-LM reranker's instruction (Qwen3-Reranker's "Instruct"); empty: its profile's default.
+    reranker_instruction: str = Field(
+        "", max_length=1000, validation_alias=_alias("reranker_instruction", "RERANKER_INSTRUCTION")
+    )
     reranker_batch_size: int = Field(
         0, ge=0, le=4096, validation_alias=_alias("reranker_batch_size", "RERANKER_BATCH_SIZE")
     )  # 0: 32 on the CPU, 128 on CUDA

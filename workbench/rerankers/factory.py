@@ -16,13 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, InputError
+from workbench.errors import ConfigError, InputError, ModelNotFoundError
 from workbench.models import resolve_model, short_model_name
 from workbench.redact import plain_text
 from workbench.rerankers.backends import backend_choice, backend_measured, background_measurement
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
+from workbench.rerankers.causal_lm import CausalLMReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
+from workbench.rerankers.families import model_family, refusal
 from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
 from workbench.vocab import (
@@ -63,6 +65,26 @@ def on_backend(model_id: str, backend: str) -> str:
     return f"{split_backend(model_id)[0]}{BACKEND_SEPARATOR}{backend}"
 
 
+def _local(
+    model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
+) -> Reranker:
+    """A local model folder (or hub id), by what its config says it is (`families.model_family`): a cross-encoder,
+    a causal-LM reranker of a known profile, or refused naming what it is. Nothing is loaded as what it is not."""
+    folder, backend = split_backend(model_id)
+    try:
+        path = resolve_model(folder, settings, setting="RERANKER_MODEL")
+    except ModelNotFoundError:  # the cross-encoder's own loading names every place looked in
+        return _cross_encoder(model_id, settings, cache, tokens, progress)
+    family = model_family(path)
+    if family.name == "causal-lm":
+        if backend not in (None, "torch", "auto"):
+            raise ConfigError(f"A causal-LM reranker runs on torch; '@{backend}' is a cross-encoder backend.")
+        return CausalLMReranker(model_id, path, family, settings, cache)
+    if family.name == "refused":
+        raise refusal(folder, family)
+    return _cross_encoder(model_id, settings, cache, tokens, progress)
+
+
 def _cross_encoder(
     model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
 ) -> Reranker:
@@ -98,7 +120,7 @@ KINDS: tuple[RerankerKind, ...] = (
         for hosted in (CohereReranker, JinaReranker, VoyageReranker)
     ),
     RerankerKind(UNSUPPORTED_URL_KIND, lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
-    RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _cross_encoder),
+    RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _local),  # a local folder: its family from its config
 )
 
 
@@ -137,6 +159,8 @@ def first_use_words(settings: Settings, model_id: str) -> str | None:
     name = short_model_name(folder)
     try:
         path = resolve_model(folder, settings, setting="RERANKER_MODEL")
+        if model_family(path).name != "cross-encoder":
+            return f"Loading {name} (its first use in this app)…"
         measured = (
             (named_backend or settings.reranker_backend) != "auto"
             or not settings.reranker_calibrate
@@ -168,6 +192,8 @@ def reranker_backend_choice(
     if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
         return None
     path = resolve_model(split_backend(model_id)[0], settings, setting="RERANKER_MODEL")
+    if model_family(path).name != "cross-encoder":  # the backends measured are a cross-encoder's
+        return None
     return backend_choice(
         path, settings.reranker_device, settings.reranker_max_length, exports_root=settings.exports_dir,
         recalibrate=recalibrate, progress=progress,
