@@ -25,6 +25,19 @@ def config_file() -> Path | None:
     return default if default.is_file() else None
 
 
+def config_stamp() -> str:
+    """What changes when the settings file does (its path, size and modification time): a running app builds a new
+    engine when it changes, so a collection added to `workbench.toml` is seen without a restart."""
+    path = config_file()
+    if path is None:
+        return ""
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"{path}:missing"
+    return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def user_data_dir() -> Path:
     """The data folder when no settings file names one: the user's data folder for this application
     (`~/.local/share/rerank-workbench` on Linux), never the current folder."""

@@ -21,6 +21,7 @@ from workbench.app.markdown import message_md
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import error_message, is_expected
+from workbench.paths import config_stamp
 from workbench.types import SearchPlan, StageTimings
 from workbench.vocab import DEFAULT_K, DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_N, MAX_K
 
@@ -258,10 +259,19 @@ def for_report(name: str, report: Any, version: Any, compute: Callable[[], T]) -
     return held[2]
 
 
-@st.cache_resource(show_spinner="Loading the workbench (first visit only)…")
-def engine_resource() -> Engine:
-    """One engine per server process: models, store clients and caches are shared by every session."""
+@st.cache_resource(show_spinner="Loading the workbench…", max_entries=1)
+def _engine_for(config: str) -> Engine:
     return Engine(Settings())
+
+
+def engine_resource() -> Engine:
+    """One engine per server process and version of the settings file: models, store clients and caches are shared
+    by every session, and a `workbench.toml` changed while the app runs (a collection attached) is read on the next
+    rerun, without a restart (the models stay loaded: the process keeps them)."""
+    return _engine_for(config_stamp())
+
+
+engine_resource.clear = _engine_for.clear  # type: ignore[attr-defined]
 
 
 def error_text(exc: BaseException) -> str:
