@@ -179,6 +179,10 @@ def test_workbench_tune_keeps_the_recommended_cell_for_the_gate(
     captured = capsys.readouterr()
     assert "# Tuning: the demo handbook on 'demo'" in captured.out and "| hybrid(minmax 0.5) k=10 |" in captured.out
     assert out_file.read_text(encoding="utf-8") in captured.out
+    # issue 52: the plan at once, before its first minutes of timing (it printed nothing for 3 minutes)
+    assert captured.err.index("tuning 4 cells (dense, hybrid(minmax 0.5) × k 5, 10) on 8 queries") < captured.err.index(
+        "timed; now each cell on every query"
+    )
     kept_id = captured.err.split("kept as experiment ")[1].split(";")[0]
     kept = open_experiment_store(demo_cli.settings).get(kept_id)
     assert kept.name.startswith("tune: ") and kept.tags == ["tune"] and kept.name[len("tune: ") :] in captured.out

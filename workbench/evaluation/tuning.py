@@ -32,6 +32,7 @@ from workbench.evaluation.runner import report_of
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, bootstrap_interval, difference
 from workbench.evaluation.tuning_grid import check_grid, chunked_collection
+from workbench.fusion import first_stage_name
 from workbench.inputs import parse_chunking
 from workbench.types import SearchPlan
 from workbench.vocab import (
@@ -222,6 +223,7 @@ def tune(
     latency_budget_ms: float | None = None,
     timing_queries: int = 10,
     progress: Progress | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> TuningRun:
     """Every cell of first stages × ks on the dataset's judged queries, reranked by the base plan's reranker; the
     best cell by nDCG@10, and the recommended: the cheapest (compute per 1,000 queries) whose nDCG@10 is not
@@ -248,6 +250,13 @@ def tune(
     if not items:
         raise InputError(f"{dataset.name} has no judged query with text to tune on.")
     scored_before = reranker.usage.documents if reranker else 0
+    say = announce or (lambda _: None)
+    stages = ", ".join(dict.fromkeys(first_stage_name(p.retrieval, p.fusion) for p in plans))
+    say(
+        f"tuning {len(plans)} cells ({stages} × k {', '.join(str(k) for k in sorted({p.k for p in plans}))}) on "
+        f"{len(items):,} queries of {dataset.name}: first the cost of each cell, timed on "
+        f"{min(timing_queries, len(items))} queries, then every cell's quality (a bar with the time left)"
+    )
     # Timed first, caches bypassed: the scores it computes are kept, so the cells never score those pairs again.
     sample = [text for _, text in items[:timing_queries]]
     stage_times = _first_stage_times(engine, plans, sample)
@@ -256,6 +265,7 @@ def tune(
         timed = rerank_time_by_k(engine, sample, base.with_(collection=name), sorted({p.k for p in plans}),
                                  max_query_chars=None)  # fmt: skip
         rerank_times |= {(name, t.k): t for t in timed}
+    say("timed; now each cell on every query")
     shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0
     warm = _union_scorer(engine, plans) if shared else None
     block = _union_block(engine, plans)
