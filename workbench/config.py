@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     k_return: int = Field(DEFAULT_TOP_N, ge=1, le=MAX_K, validation_alias=_alias("k_return", "RERANKER_K_RETURN"))
     cache_ttl: float = Field(3600, gt=0, validation_alias=_alias("cache_ttl", "CACHE_TTL"))
     cache_max_size: int = Field(10000, ge=0, validation_alias=_alias("cache_max_size", "CACHE_MAX_SIZE"))
+    # Pair scores kept on disk across runs and processes (`scores.sqlite3` in the data folder), by the reranker's
+    # fingerprint; CACHE_MAX_SIZE=0 turns it off too.
+    score_store: bool = Field(True, validation_alias=_alias("score_store", "WORKBENCH_SCORE_STORE"))
+    score_store_max_rows: int = Field(
+        2_000_000, ge=1000, validation_alias=_alias("score_store_max_rows", "WORKBENCH_SCORE_STORE_MAX_ROWS")
+    )
     # A causal-LM reranker's instruction (Qwen3-Reranker's "Instruct"); empty: its profile's default.
     reranker_instruction: str = Field(
         "", max_length=1000, validation_alias=_alias("reranker_instruction", "RERANKER_INSTRUCTION")

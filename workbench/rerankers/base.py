@@ -87,12 +87,20 @@ class BaseReranker(ABC):
         """What its scores are cached under: its id (another backend of one model has another id)."""
         return self.model_id
 
+    @property
+    def store_key(self) -> str | None:
+        """Its fingerprint in the score store that lasts across processes (what made the scores: weights, backend,
+        max length, template); None keeps its scores in this process only (a service may change behind its URL)."""
+        return None
+
     def score(
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None
     ) -> tuple[list[float], int]:
         """Scores for each text (on `score_scale`), and how many came from the score cache (or a concurrent
         search asking for the same pairs)."""
-        return cached_scores(self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline)
+        return cached_scores(
+            self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline, self.store_key
+        )
 
     def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
         """Scores for (query, text) pairs whose queries differ, one `predict` per distinct query; no cache."""
@@ -109,7 +117,7 @@ class BaseReranker(ABC):
         """Scores for (query, text) pairs whose queries differ, from the score cache where kept; the rest scored
         together by `score_pairs` and kept in the cache; and how many came from the cache."""
         keys = [ScoreCache.key(self.cache_key, query, text) for query, text in pairs]
-        return self.cache.resolve(keys, lambda indices: self.score_pairs([pairs[i] for i in indices]))
+        return self.cache.resolve(keys, lambda indices: self.score_pairs([pairs[i] for i in indices]), self.store_key)
 
     def counted(self, *, documents: int, tokens: int = 0, billed_units: float = 0.0) -> None:
         """One model run or service request done: what it scored, read and was billed."""

@@ -12,6 +12,8 @@ from typing import Any
 
 from cachetools import LRUCache, TTLCache
 
+from workbench.rerankers.score_store import PairScoreStore
+
 ScoreKey = tuple[str, str, str]
 
 
@@ -27,9 +29,19 @@ class ScoreCache:
     A max_size of 0 turns the cache off (and single-flight with it).
     """
 
-    def __init__(self, ttl: float = 3600, max_size: int = 10000, timer: Callable[[], float] = time.monotonic) -> None:
-        """`timer` is the clock entries age by (seconds; a test's own clock instead of waiting)."""
+    def __init__(
+        self,
+        ttl: float = 3600,
+        max_size: int = 10000,
+        timer: Callable[[], float] = time.monotonic,
+        store: PairScoreStore | None = None,
+    ) -> None:
+        """`timer` is the clock entries age by (seconds; a test's own clock instead of waiting). `store` keeps scores
+        across processes (`score_store`): asked for the pairs memory lacks, given every score computed, for the
+        rerankers that name a fingerprint (`persist`)."""
         self.ttl = ttl
+        self.store = store
+        self.stored_hits = 0
         self.max_size = max_size
         self._cache: TTLCache[ScoreKey, float] | None = (
             TTLCache(maxsize=max_size, ttl=ttl, timer=timer) if max_size > 0 else None
@@ -59,9 +71,30 @@ class ScoreCache:
             for k, v in items.items():
                 self._cache[k] = v
 
-    def resolve(self, keys: Sequence[ScoreKey], compute: Callable[[list[int]], list[float]]) -> tuple[list[float], int]:
-        """Scores for every key: from the cache, from a computation already running for the same pair, or from
-        `compute(indices)` for the rest. Returns the scores and how many were found without computing."""
+    def keep(self, persist: str | None, keys: Sequence[ScoreKey], scores: Sequence[float]) -> None:
+        """Scores computed outside `resolve` (a timed run) kept in memory and in the store."""
+        self.put_many(dict(zip(keys, scores, strict=True)))
+        if self.store is not None and persist:
+            self.store.put_many(persist, {(text_hash(k[1]), k[2]): s for k, s in zip(keys, scores, strict=True)})
+
+    def _stored(self, persist: str | None, keys: Sequence[ScoreKey], todo: list[int]) -> dict[int, float]:
+        """The kept scores of the pairs at `todo` (none without a store or a fingerprint)."""
+        if self.store is None or not persist or not todo:
+            return {}
+        kept = self.store.get_many(persist, [(text_hash(keys[i][1]), keys[i][2]) for i in todo])
+        found = {i: float(score) for i, score in zip(todo, kept, strict=True) if score is not None}
+        with self._lock:
+            self.stored_hits += len(found)
+            self.hits += len(found)
+            self.misses -= len(found)
+        return found
+
+    def resolve(
+        self, keys: Sequence[ScoreKey], compute: Callable[[list[int]], list[float]], persist: str | None = None
+    ) -> tuple[list[float], int]:
+        """Scores for every key: from the cache, from a computation already running for the same pair, from the
+        store (`persist`: the reranker's fingerprint there), or from `compute(indices)` for the rest. Returns the
+        scores and how many were found without computing."""
         if self._cache is None:
             with self._lock:
                 self.misses += len(keys)
@@ -86,7 +119,13 @@ class ScoreCache:
         todo = [i for i, k in enumerate(keys) if scores[i] is None and i not in waiting and k in mine]
         todo = list(dict.fromkeys(todo))
         try:
+            stored = self._stored(persist, keys, todo)
+            todo = [i for i in todo if i not in stored]
             fresh = compute(todo) if todo else []
+            if self.store is not None and persist and todo:
+                self.store.put_many(
+                    persist, {(text_hash(keys[i][1]), keys[i][2]): s for i, s in zip(todo, fresh, strict=True)}
+                )
         except BaseException as exc:
             with self._lock:
                 for k, future in mine.items():
@@ -94,7 +133,7 @@ class ScoreCache:
                     future.set_exception(exc)
             raise
         with self._lock:
-            for i, score in zip(todo, fresh, strict=True):
+            for i, score in [*zip(todo, fresh, strict=True), *stored.items()]:
                 scores[i] = score
                 self._cache[keys[i]] = score
                 future = mine.get(keys[i])
@@ -103,7 +142,7 @@ class ScoreCache:
                 self._pending.pop(keys[i], None)
         for i, future in waiting.items():
             scores[i] = future.result()
-        return [float(s) for s in scores], reused  # type: ignore[arg-type]
+        return [float(s) for s in scores], reused + len(stored)  # type: ignore[arg-type]
 
     def clear(self) -> None:
         with self._lock:
@@ -124,16 +163,18 @@ def cached_scores(
     predict: Callable[[str, list[str], float | None], list[float]],
     use_cache: bool = True,
     deadline: float | None = None,
+    persist: str | None = None,
 ) -> tuple[list[float], int]:
-    """A reranker's `score`: each text's score from `cache` (keyed by model, query and text), or from
-    `predict(query, texts, deadline)` for the rest; and how many came from the cache. `use_cache=False` scores
-    every text (a timed run measures the model's real work) and keeps the scores for the searches after it."""
+    """A reranker's `score`: each text's score from `cache` (keyed by model, query and text; and from its store
+    under the fingerprint `persist`), or from `predict(query, texts, deadline)` for the rest; and how many came
+    from the caches. `use_cache=False` scores every text (a timed run measures the model's real work) and keeps the
+    scores for the searches after it."""
     keys = [ScoreCache.key(model_id, query, t) for t in texts]
     if not use_cache:
         scores = predict(query, texts, deadline)
-        cache.put_many(dict(zip(keys, scores, strict=True)))
+        cache.keep(persist, keys, scores)
         return scores, 0
-    return cache.resolve(keys, lambda indices: predict(query, [texts[i] for i in indices], deadline))
+    return cache.resolve(keys, lambda indices: predict(query, [texts[i] for i in indices], deadline), persist)
 
 
 class TokenCache:

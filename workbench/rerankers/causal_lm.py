@@ -16,6 +16,7 @@ from typing import Any
 from workbench.config import Settings
 from workbench.errors import ConfigError
 from workbench.models import pick_device
+from workbench.rerankers.backends import fingerprint
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.families import ModelFamily
@@ -80,7 +81,13 @@ class CausalLMReranker(BaseReranker):
             )
         self.batch_size = settings.reranker_batch_size or 8
         self.backend = f"causal-lm torch:{self.device} ({self.profile.name} template; instruction: {self.instruction})"
+        self.fingerprint = fingerprint(path)
         self._lock = threading.Lock()
+
+    @property
+    def store_key(self) -> str | None:
+        """The weights, the template and instruction, the device and the max length: what its scores depend on."""
+        return f"causal-lm:{self.fingerprint}:{self.backend}:{self.max_length}"
 
     def _answer_id(self, token: str) -> int:
         found = self.tokenizer.convert_tokens_to_ids(token)

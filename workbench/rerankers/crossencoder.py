@@ -113,6 +113,11 @@ class CrossEncoderReranker(BaseReranker):
         return f"{self.model_id}{BACKEND_SEPARATOR}torch-until-measured" if self.measuring else self.model_id
 
     @property
+    def store_key(self) -> str | None:
+        """The weights' fingerprint, the backend that ran them and the max length: what its scores depend on."""
+        return None if self.measuring else f"cross-encoder:{self.fingerprint}:{self.backend}:{self.max_length}"
+
+    @property
     def device(self) -> str:
         return str(self._model.device)
 

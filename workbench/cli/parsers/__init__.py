@@ -9,7 +9,17 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from workbench.cli.parsers import collections, doctor, evaluate, experiments, explain, gate, judgments, servers
+from workbench.cli.parsers import (
+    cache,
+    collections,
+    doctor,
+    evaluate,
+    experiments,
+    explain,
+    gate,
+    judgments,
+    servers,
+)
 
 __all__ = ["build_parser"]
 
@@ -30,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, servers):
+    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, servers, cache):
         module.add_commands(commands)
     collections.add_store_comparison(commands)
     return parser

@@ -1,0 +1,90 @@
+"""Issue 56, item 1: pair scores last across runs and processes. An evaluation run again in a new process scores
+no pair; a changed document, or the same model on another max length, is scored again; two processes share the
+store at once; the figures of a run from the store equal a run that scored every pair; `workbench cache` shows and
+clears it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation import run_evaluation
+from workbench.rerankers.score_store import PairScoreStore
+from workbench.services.demo import demo_dataset, ensure_demo_collection
+
+EVAL = """
+import json, sys
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation import run_evaluation
+from workbench.services.demo import demo_dataset, ensure_demo_collection
+data, reranker, max_length = sys.argv[1], sys.argv[2], int(sys.argv[3])
+engine = Engine(Settings(data_dir=data, reranker_model=reranker, offline=True, reranker_max_length=max_length,
+                         reranker_backend="torch"))
+ensure_demo_collection(engine)
+reranker_ = engine.reranker()
+report = run_evaluation(engine, demo_dataset("test"), engine.plan(collection="demo", k=10, top_n=10), max_queries=6)
+stored = engine.score_cache.stored_hits
+print(json.dumps({"scored": reranker_.usage.documents, "after": report.after, "stored": stored}))
+"""
+
+
+def _run(data: Path, reranker: Path, max_length: int = 256) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", EVAL, str(data), str(reranker), str(max_length)], capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_again_in_a_new_process_scores_no_pair_and_gives_the_same_figures(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    first = _run(tmp_path, tiny_models["reranker"])
+    assert first["scored"] == 60 and first["stored"] == 0  # 6 queries × 10 candidates
+    again = _run(tmp_path, tiny_models["reranker"])
+    assert again["scored"] == 0 and again["stored"] == 60 and again["after"] == first["after"]
+    other_length = _run(tmp_path, tiny_models["reranker"], max_length=128)  # another setting: another fingerprint
+    assert other_length["scored"] == 60
+
+
+def test_a_changed_document_is_scored_again_and_two_processes_share_the_store(tmp_path: Path) -> None:
+    store = PairScoreStore(tmp_path / "scores.sqlite3", max_rows=1000)
+    store.put_many("r1", {("q", "t1"): 0.5, ("q", "t2"): 0.25})
+    assert store.get_many("r1", [("q", "t1"), ("q", "t3"), ("q", "t2")]) == [0.5, None, 0.25]
+    assert store.get_many("r2", [("q", "t1")]) == [None]  # another reranker's fingerprint
+    writer = (
+        "import sys; from workbench.rerankers.score_store import PairScoreStore as S; "
+        "s = S(sys.argv[1], 100000); [s.put_many(sys.argv[2], {('q', f't{i}'): float(i)}) for i in range(300)]"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path / "scores.sqlite3"), name])
+               for name in ("a", "b")]  # fmt: skip
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    assert store.counts() == {"a": 300, "b": 300, "r1": 2}
+    small = PairScoreStore(tmp_path / "small.sqlite3", max_rows=1000)
+    small.put_many("r", {("q", f"t{i}"): float(i) for i in range(1500)})
+    assert sum(small.counts().values()) == 1000  # bounded: the oldest go
+
+
+def test_cache_show_and_clear(tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("WORKBENCH_CONFIG", "")
+    engine = Engine(Settings(data_dir=tmp_path, reranker_model=str(tiny_models["reranker"]), offline=True))
+    ensure_demo_collection(engine)
+    run_evaluation(engine, demo_dataset("test"), engine.plan(collection="demo", k=5, top_n=5), max_queries=2)
+    assert main(["cache", "show", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert sum(shown["scores"].values()) == 10 and all(k.startswith("cross-encoder:") for k in shown["scores"])
+    assert main(["cache", "clear"]) == 0
+    assert "10 pair scores removed" in capsys.readouterr().out
+    assert main(["cache", "show", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scores"] == {}
