@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         IngestReport,
         RankedHit,
         RetrievedChunk,
+        SearchPlan,
         SearchResult,
         StageTimings,
     )
@@ -62,6 +63,7 @@ _EXPORTS: dict[str, str] = {
     "RetrievalService": "workbench.services.search",
     "RetrievedChunk": "workbench.types",
     "ScoreCache": "workbench.rerankers",
+    "SearchPlan": "workbench.types",
     "SearchResult": "workbench.types",
     "SentenceTransformerEmbedder": "workbench.embeddings",
     "Settings": "workbench.config",
@@ -101,6 +103,7 @@ __all__ = [
     "RetrievalService",
     "RetrievedChunk",
     "ScoreCache",
+    "SearchPlan",
     "SearchResult",
     "SentenceTransformerEmbedder",
     "Settings",
