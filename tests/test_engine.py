@@ -85,6 +85,25 @@ def test_a_query_is_embedded_once_for_every_plan_that_needs_its_vector(
     assert len(embedded) == 3
 
 
+def test_a_preview_and_the_reranked_search_after_it_run_the_first_stage_once(
+    nature: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issues 52 and 55: Explore's first-stage preview and its reranked search searched the store twice, and the
+    reranked result's timings read "embed 0 ms" (the vector came from the cache). The first stage now runs once and
+    the reranked result carries the times it really took."""
+    store = nature.registry.get("nature")
+    searched: list[int] = []
+    real = store.search
+    monkeypatch.setattr(store, "search", lambda *a, **kw: searched.append(1) or real(*a, **kw))
+    plan = nature.plan(collection="nature", k=6, top_n=3)
+    preview = nature.search("rivers and deltas", plan.with_(reranker=None))
+    reranked = nature.search("rivers and deltas", plan)
+    assert len(searched) == 1
+    assert [c.id for c in reranked.candidates] == [c.id for c in preview.candidates]
+    assert reranked.timings.embed_ms == pytest.approx(preview.timings.embed_ms) and reranked.timings.embed_ms > 0
+    assert reranked.timings.search_ms == pytest.approx(preview.timings.search_ms)
+
+
 def test_filters_restrict_candidates(nature: Engine) -> None:
     result = nature.search("nature", nature.plan(collection="nature", k=10, top_n=3, filters={"source": "guide.md"}))
     assert result.candidates and all(c.metadata["source"] == "guide.md" for c in result.candidates)

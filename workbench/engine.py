@@ -177,6 +177,12 @@ class Engine:
         self._rerankers: dict[str, Reranker] = {}
         self._infos: dict[str, CollectionInfo] = {}
         self._results: TTLCache[tuple[Any, ...], SearchResult] = TTLCache(maxsize=512, ttl=self.settings.cache_ttl)
+        # A query's first stage as it was measured (hits, duplicates removed, embed and search seconds): a preview
+        # without the reranker (Explore's) and the reranked search after it run the first stage once, and the
+        # reranked result carries the times the first stage really took (never "embed 0 ms" from a cached vector).
+        self._staged: TTLCache[tuple[Any, ...], tuple[list[Any], int, float, float]] = TTLCache(
+            maxsize=256, ttl=self.settings.cache_ttl
+        )
         # A query's vector, shared by every plan that embeds it (the k, fusion and reranker of a tuning grid).
         self._vectors: TTLCache[tuple[str, str], np.ndarray] = TTLCache(maxsize=1024, ttl=self.settings.cache_ttl)
         self._epoch = 0  # grows when every cache is cleared
@@ -361,14 +367,24 @@ class Engine:
         parts = StageParts(store, lambda: self.bm25.get(name, store), self.settings, fusion)
         stage = first_stage(plan.retrieval, parts)
         embedder = self._collection_embedder(name, info) if stage.needs_vector else None
-        # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
-        clock = [time.perf_counter()]
-        vector = self._query_vector(embedder, query, use_cache) if embedder else None
-        clock.append(time.perf_counter())
-        depth = plan.k + max(5, plan.k // 5)  # a little more than k, so that removing duplicates still leaves k
-        hits, duplicates = _dedupe(stage.candidates(query, depth, plan.filters, vector))
-        hits = hits[: plan.k]
-        clock.append(time.perf_counter())
+        staged_key = (*key[:6], embedder.model_id if embedder else None)
+        with self._lock:
+            staged = self._staged.get(staged_key) if use_cache else None
+        if staged is None:
+            # The clock starts once models, clients and indexes are loaded: timings measure a query, not start-up.
+            clock = [time.perf_counter()]
+            vector = self._query_vector(embedder, query, use_cache) if embedder else None
+            clock.append(time.perf_counter())
+            depth = plan.k + max(5, plan.k // 5)  # a little more than k, so that removing duplicates still leaves k
+            hits, duplicates = _dedupe(stage.candidates(query, depth, plan.filters, vector))
+            hits = hits[: plan.k]
+            clock.append(time.perf_counter())
+            with self._lock:
+                self._staged[staged_key] = (hits, duplicates, clock[1] - clock[0], clock[2] - clock[1])
+        else:  # measured by the search that ran it, moments ago
+            hits, duplicates, embed_s, search_s = staged
+            now = time.perf_counter()
+            clock = [now - embed_s - search_s, now - search_s, now]
         strategy = parse_long_documents(plan.long_documents) if plan.long_documents else None
         scores, hit_count, asked = _rerank(rerank_model, query, hits, use_cache, deadline, progress, strategy)
         clock.append(time.perf_counter())
@@ -417,6 +433,7 @@ class Engine:
         """Forget cached results, measured timings and reranker scores (models stay loaded)."""
         with self._lock:
             self._results.clear()
+            self._staged.clear()
             self._vectors.clear()
             self._epoch += 1
         self.score_cache.clear()
@@ -433,6 +450,8 @@ class Engine:
             self._infos.pop(collection, None)
             for key in [key for key in self._results if key[0] == collection]:
                 self._results.pop(key, None)
+            for key in [key for key in self._staged if key[0] == collection]:
+                self._staged.pop(key, None)
             self._generations[collection] = self._generations.get(collection, 0) + 1
 
     # Collections --------------------------------------------------------------------------------------------
