@@ -222,3 +222,51 @@ def test_a_reranker_whose_scores_all_tie_changes_no_figure_to_the_last_digit() -
     assert figures_after["ndcg@10"] == expected
     by_id = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate({"q": {d: 0.5 for d in before}})
     assert by_id["q"]["ndcg_cut_10"] != expected  # what the figures were: ties broken by document id
+
+
+def test_a_query_set_takes_one_source_and_reads_tsv_ids_apart_from_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 51: `query-sets add both demo --file ok.txt` dropped the dataset, `--from-log X --file Y` the log; a
+    TSV whose header says query-id, or an id<TAB>text file of another name, kept the ids in the texts."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_CONFIG", "")
+    listed = _write(tmp_path / "ok.txt", "q1\tcan I carry over vacation days\nq2\thow do I claim expenses\n")
+    assert main(["query-sets", "add", "both", "demo", "--file", str(listed)]) == 2
+    assert "A query set comes from one source; got --file and a dataset" in capsys.readouterr().err
+    assert main(["query-sets", "add", "two", "--file", str(listed), "--from-log", str(listed)]) == 2
+    assert "got --file and --from-log" in capsys.readouterr().err
+    assert main(["query-sets", "add", "tabbed", "--file", str(listed)]) == 0
+    capsys.readouterr()
+    assert main(["query-sets", "show", "tabbed"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "q1\t1\tcan I carry over vacation days",
+        "q2\t1\thow do I claim expenses",
+    ]
+    headed = _write(tmp_path / "h.tsv", "query-id\ttext\nq7\tparental leave\n")
+    assert main(["query-sets", "add", "headed", "--file", str(headed)]) == 0
+    capsys.readouterr()
+    assert main(["query-sets", "show", "headed"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["q7\t1\tparental leave"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["experiments", "export", "x" * 12, "-o", "{tmp}"], "--output"),
+        (["experiments", "export", "x" * 12, "-o", "{tmp}/missing/e.json"], "cannot write the file there"),
+        (["experiments", "show", "x" * 12, "--report", "{tmp}/afile"], "cannot be a folder"),
+        (["tune", "demo", "--out", "{tmp}/missing/t.md"], "the grid did not run"),
+    ],
+)
+def test_output_paths_are_checked_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
+    """Issue 51: `export -o` on a folder and `show --report` on a file gave "Unexpected error (FileExistsError)";
+    `tune --out /missing/dir` failed after the whole grid."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_CONFIG", "")
+    (tmp_path / "afile").write_text("x")
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Unexpected" not in err and len(err.strip().splitlines()) == 1

@@ -88,6 +88,16 @@ def badscore() -> dict:
     return {"data": {"results": [{"doc_id": "a", "body": "x", "score": "high"}]}}
 
 
+@app.post("/escape-id")
+def escape_id() -> dict:
+    return {"data": {"results": [{"doc_id": "a\x1b[31mred", "body": "x", "score": 1.0}]}}
+
+
+@app.post("/long-id")
+def long_id() -> dict:
+    return {"data": {"results": [{"doc_id": "a" * 100_000, "body": "x", "score": 1.0}]}}
+
+
 @app.post("/nolist")
 def nolist() -> dict:
     return {"data": {"total": 0}}

@@ -20,7 +20,7 @@ from sentence_transformers import SentenceTransformer
 
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import ConfigError, InputError
+from workbench.errors import ConfigError, InputError, StoreError
 from workbench.stores import qdrant as qdrant_store
 from workbench.vocab import DEFAULT_EMBEDDING_MODEL
 
@@ -253,3 +253,53 @@ def test_a_collection_of_unknown_keys_is_listed_and_its_search_names_the_keys_to
         assert mapped.search("herons", mapped.plan(collection="custom", k=1)).candidates[0].text == "Herons fish."
     finally:
         _forget_qdrant_clients()
+
+
+def test_seed_001s_own_qdrant_layout_attaches_as_it_lies_and_filters_by_its_keys(tmp_path: Path) -> None:
+    """Issue 51: the payload seed 001 writes (`text`, `source_url`, `chapter`, `section`) was refused until
+    text_key = "text" was declared. `text` says where its text is; the other keys are metadata a filter can name."""
+    from qdrant_client import QdrantClient, models
+
+    folder = tmp_path / "seed"
+    client = QdrantClient(path=str(folder))
+    client.create_collection("docs", vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE))
+    payloads = [
+        {"text": "Herons fish in rivers.", "source_url": "https://a.example/1", "chapter": "Birds", "section": "1"},
+        {"text": "Oaks grow slowly.", "source_url": "https://a.example/2", "chapter": "Trees", "section": "2"},
+    ]
+    client.upsert("docs", points=[models.PointStruct(id=i + 1, vector=[1.0, 0.1 * i, 0.0, 0.0], payload=p)
+                                  for i, p in enumerate(payloads)])  # fmt: skip
+    client.close()
+    table = {"store": "qdrant", "persist_dir": str(folder), "embedding_model": DEFAULT_EMBEDDING_MODEL}
+    engine = Engine(Settings(data_dir=tmp_path / "data", reranker_model="none", offline=True,
+                             collections={"docs": table}))  # fmt: skip
+    try:
+        chunks = engine.registry.get("docs").browse(0, 10)
+        assert sorted(c.text for c in chunks) == sorted(p["text"] for p in payloads)
+        assert {c.metadata["chapter"] for c in chunks} == {"Birds", "Trees"} and "text" not in chunks[0].metadata
+        found = engine.search("herons or oaks", engine.plan(collection="docs", k=5, retrieval="bm25",
+                                                    filters={"chapter": "Trees"}))  # fmt: skip
+        assert [c.text for c in found.candidates] == ["Oaks grow slowly."]
+    finally:
+        _forget_qdrant_clients()
+
+
+@pytest.mark.parametrize(
+    ("declared", "words"),
+    [
+        ({"text_key": "nosuch_field"}, "declares text_key = 'nosuch_field', which its records do not hold"),
+        ({"layout": "llamaindex"}, "says layout = 'llamaindex', but its records were written by LangChain"),
+    ],
+)
+def test_a_declaration_its_records_contradict_is_refused(
+    minilm: SentenceTransformer, tmp_path: Path, declared: dict, words: str
+) -> None:
+    """Issue 51: `text_key = "nosuch_field"` and `layout = "llamaindex"` on a LangChain collection were silently
+    ignored. Every declaration is used or refused, naming the keys the records hold."""
+    folder = tmp_path / "store"
+    _write_langchain_chroma(folder, minilm)
+    table = {"store": "chroma", "persist_dir": str(folder), "embedding_model": DEFAULT_EMBEDDING_MODEL, **declared}
+    engine = Engine(Settings(data_dir=tmp_path / "data", reranker_model="none", offline=True,
+                             collections={"lc_chroma": table}))  # fmt: skip
+    with pytest.raises(StoreError, match=words):
+        engine.search(QUERIES[0], engine.plan(collection="lc_chroma", k=4))

@@ -17,7 +17,7 @@ import pytrec_eval
 from tests.conftest import free_port, running
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import InputError, StoreError
+from workbench.errors import ConfigError, InputError, StoreError
 from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset
 
@@ -105,6 +105,8 @@ def test_get_templates_and_a_secret_header_from_the_environment(
         ("dupes", "the id a twice"),
         ("badscore", "the score of hit 1"),
         ("nolist", "no list of hits at 'data.results'"),
+        ("escape-id", "hit 1 with an id that cannot be one"),  # issue 51: control characters in an id
+        ("long-id", "hit 1 with an id that cannot be one"),  # issue 51: a 100,000-character id
     ],
 )
 def test_a_bad_answer_is_one_clear_line(
@@ -139,3 +141,27 @@ def test_an_experiment_records_the_source_and_a_changed_mapping_is_named(
         source="demo", max_queries=3, save=False,
     )  # fmt: skip
     assert "the first stage's source" in changed_inputs(first, second)
+
+
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ({"retries": 100_000}, "retries is a whole number from 0 to 5"),
+        ({"retries": -1}, "retries is a whole number from 0 to 5"),
+        ({"url_user": True, "headers": {"Authorization": "Bearer x"}}, "gives credentials twice"),
+    ],
+)
+def test_declarations_that_would_hang_or_be_dropped_are_refused(
+    service: str, tmp_path: Path, tiny_models: dict[str, Path], table: dict, words: str
+) -> None:
+    """Issue 51: `retries = 100000` hung a query; a declared Authorization header was dropped when the URL held user
+    info (httpx sends the URL's). Both are refused in one line before any request."""
+    url = (
+        f"{service}/search".replace("http://", "http://ann:pw@")
+        if table.pop("url_user", False)
+        else f"{service}/search"
+    )
+    settings = {"store": "http", "url": url, "body": {"q": "{query}", "size": "{k}"}, **FIELDS, **table}
+    engine = _engine(tmp_path, tiny_models, declared=settings)
+    with pytest.raises(ConfigError, match=words):
+        engine.search("anything", engine.plan(collection="declared", k=5, reranker=None))
