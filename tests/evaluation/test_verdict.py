@@ -116,3 +116,16 @@ def test_a_query_whose_judged_documents_are_all_grade_0_counts_as_judged() -> No
 def test_the_verdict_says_which_judged_at_10_it_quotes() -> None:
     v = verdict([0.5, 0.4, 0.3, 0.2], [0.6, 0.5, 0.4, 0.3], 0.275, 0.3)
     assert "judged@10 28% before, 30% after" in v.words()
+
+
+def test_the_verdict_never_asks_for_grades_that_cannot_change_it() -> None:
+    """Issue 52: a 5-query run said "Too few of the top 10 are judged to tell: grade them" and, on the next line,
+    "Settled: no grade of the remaining 70 unjudged pairs can change the verdict". One decision now words both."""
+    from workbench.evaluation.verdict import verdict
+
+    sparse = verdict([0.2, 0.5, 0.3, 0.6, 0.4], [0.3, 0.4, 0.5, 0.5, 0.4], 0.3, 0.3)
+    assert "grade them" in sparse.words()  # grading could still change it: the queue is offered
+    settled = sparse.model_copy(update={"grading_settles": True})
+    words = settled.words()
+    assert "grade them" not in words and "No grade of the unjudged documents can change this" in words
+    assert "with 5 queries, more queries, not more grades, would tell" in words

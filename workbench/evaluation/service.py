@@ -19,6 +19,7 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.recommend import recommend
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
+from workbench.evaluation.settling import settle_state
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, whole_number
 from workbench.types import IngestStatus, SearchPlan
@@ -147,6 +148,10 @@ def evaluate_dataset(
             "nothing about this collection."
         )
     report.warnings = warnings
+    if report.verdict is not None and (report.unjudged_before or report.unjudged_after):
+        state = settle_state(report)
+        if state is not None:
+            report.verdict.grading_settles = state.settled
     if ks:
         report.depth = depth_curve(engine, report, dataset, plan, ks)
         if report.reranker_model:

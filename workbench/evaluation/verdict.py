@@ -62,6 +62,9 @@ class Verdict(BaseModel):
     # The run checks that fired (evaluation/sanity.py): while any did, the direction is "unknown" and the words say
     # the reranker did not run as intended, never that the model helps or hurts.
     not_as_intended: list[RunCheck] = Field(default_factory=list)
+    # Whether grading the unjudged documents can still change the verdict (evaluation/settling.py): when it cannot,
+    # the words never ask for grades (one function decides both the verdict's advice and the judging line).
+    grading_settles: bool | None = None
 
     @property
     def colour(self) -> str:
@@ -98,6 +101,9 @@ class Verdict(BaseModel):
         queue = (
             " Too few of the top 10 are judged to tell: grade them in the judging queue on Evaluate (unjudged "
             "documents count as not relevant)."
+            if self.grading_settles is not True
+            else f" No grade of the unjudged documents can change this: with {self.queries} queries, more queries, "
+            "not more grades, would tell."
         )
         sureness = self.sureness()
         sure = f" {sureness}" if sureness else ""
