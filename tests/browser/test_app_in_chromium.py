@@ -127,6 +127,7 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
     of each list, side by side at the top of the result (a stale copy of the preview stayed in a narrow column
     above the result, and the real lists sat screens below it, until a control was touched)."""
     on_page(page, "Explore")
+    set_slider(page, "top n — kept after reranking", 10)
     for query in ("who approves expense reports", "parental leave length"):  # two fresh searches in a row
         box = page.get_by_label("Query", exact=True)
         box.fill(query)
@@ -136,7 +137,7 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
         no_exception(page)
         assert page.get_by_text("the reranked list replaces this when the model is done").count() == 0
         assert page.get_by_role("heading", name=re.compile(r"^Reranking \d+ candidates")).count() == 0
-        first = page.get_by_role("heading", name=re.compile(r"^Vector search · top 10 of 50"))
+        first = page.get_by_role("heading", name=re.compile(r"^Vector search · top 10 of \d+"))
         reranked = page.get_by_role("heading", name=re.compile(r"^Reranked · top 10"))
         assert first.count() == 1 and reranked.count() == 1
         left, right = first.bounding_box(), reranked.bounding_box()
