@@ -143,6 +143,8 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
         left, right = first.bounding_box(), reranked.bounding_box()
         assert left and right and abs(left["y"] - right["y"]) < 5 and right["x"] > left["x"] + 300
         assert left["width"] > 400 and right["width"] > 400  # neither squeezed into a narrow stale column
+        top = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').getBoundingClientRect().top")
+        assert left["y"] - top < 2000, left  # right below the figures, not ten screens down past a stale preview
 
 
 def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
