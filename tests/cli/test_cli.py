@@ -314,3 +314,26 @@ def test_serve_on_a_taken_port_is_one_line_naming_the_port_and_the_flag(capsys: 
         assert main(["serve", "--port", str(port)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"Port {port} on 127.0.0.1 is taken" in err and "--port N" in err and len(err.splitlines()) == 1
+
+
+def test_eval_says_each_step_after_the_queries(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 52: Evaluate's bar sat at "50 of 50 queries" for up to a minute with nothing else said. Each step after
+    the queries is named as it starts."""
+    args = [
+        "eval",
+        "demo",
+        "-k",
+        "10",
+        "-n",
+        "5",
+        "--depth",
+        "5,10",
+        "--max-queries",
+        "4",
+        "--persist-dir",
+        str(cli_env),
+    ]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "queries done; now the depth curve: reranking the first 5, 10 candidates, each timed…" in err
+    assert "queries done; now the signs behind each query's change (4 queries)…" in err

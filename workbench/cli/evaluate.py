@@ -193,6 +193,7 @@ def _evaluate_mode(
             ingest_progress=ingest_bar,
             ingest_announce=warn,
             latency_budget_ms=args.latency_budget_ms,
+            phase=lambda words: warn(f"queries done; now {words}…"),
         )
 
 

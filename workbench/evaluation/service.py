@@ -129,11 +129,14 @@ def evaluate_dataset(
     ingest_announce: Callable[[str], None] | None = None,
     latency_budget_ms: float | None = None,
     use_cache: bool = True,
+    phase: Callable[[str], None] | None = None,
 ) -> EvaluationReport:
     """Judged queries answered as `plan` says (`use_cache=False`: every search does its real work, so its time is
     measured): metrics before and after reranking, significance, optional depth
     curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
-    with warnings about anything that makes the figures doubtful."""
+    with warnings about anything that makes the figures doubtful. `phase(words)` hears each step after the queries
+    (the judging state, the depth curve, the signs of hurt queries), so a long run never sits silent."""
+    say = phase or (lambda _: None)
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
     engine.reranker_of(plan)  # a missing model fails now, not after the ingest
@@ -149,10 +152,12 @@ def evaluate_dataset(
         )
     report.warnings = warnings
     if report.verdict is not None and (report.unjudged_before or report.unjudged_after):
+        say("what grading the unjudged documents could still change")
         state = settle_state(report)
         if state is not None:
             report.verdict.grading_settles = state.settled
     if ks:
+        say(f"the depth curve: reranking the first {', '.join(map(str, ks))} candidates, each timed")
         report.depth = depth_curve(engine, report, dataset, plan, ks)
         if report.reranker_model:
             helps = report.verdict is not None and report.verdict.direction == "helps"
@@ -160,6 +165,7 @@ def evaluate_dataset(
                 report.depth, top_n_points(report), latency_budget_ms, reranking_measured=helps
             )
     if report.reranker_model:
+        say(f"the signs behind each query's change ({report.queries} queries)")
         report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
     if outside_run is not None:
         report.outside = compare_runs(dataset, outside_run, report.after_run, plan.k, (outside_name, "reranked"))

@@ -267,6 +267,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             progress=bar_with_time_left(bar, "queries"),
             ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             ingest_announce=ingest_estimate.caption,
+            phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
         )
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
