@@ -141,3 +141,29 @@ def test_eval_on_a_trec_run_with_its_corpus_from_the_command_line(tmp_path: Path
     decision = json.loads(gate.stdout)
     assert gate.returncode == decision["exit_code"] in (0, 1, 3), gate.stderr
     assert decision["candidate"].startswith("candidates-prod · dense k=3 → 2")
+
+
+def test_a_trec_run_of_the_demos_own_ids_needs_no_corpus(
+    demo_cli: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 55: `eval demo --candidates RUN` refused a TREC run of the demo collection's own document ids ("give the
+    corpus its document ids come from"): their texts are in the collection it names. Its "before" figure equals
+    pytrec_eval on the run."""
+    from workbench.cli import main
+
+    dataset = demo_dataset("test")
+    items = list(dataset.queries.items())[:6]
+    lines, run = [], {}
+    for qid, text in items:
+        result = demo_cli.search(text, demo_cli.plan(collection="demo", retrieval="bm25", k=20, reranker=None))
+        ranked = [(str(c.metadata.get("document_id", c.id)), 20.0 - rank) for rank, c in enumerate(result.candidates)]
+        run[qid] = dict(ranked)
+        lines += [f"{qid} Q0 {doc} {rank + 1} {score} bm25" for rank, (doc, score) in enumerate(ranked)]
+    path = tmp_path / "bm25.trec"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["eval", "demo", "--candidates", str(path), "--max-queries", "6", "-k", "20", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    judged = {q: dataset.qrels[q] for q, _ in items}
+    expected = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(run)
+    mean = sum(q["ndcg_cut_10"] for q in expected.values()) / len(expected)
+    assert figures["before"]["ndcg@10"] == pytest.approx(mean, abs=1e-9) and figures["queries"] == 6

@@ -57,6 +57,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     depth, modes, folder = _checked_arguments(args, settings)
     if args.fusion and modes != [None] and "hybrid" not in modes:
         raise InputError(f"--fusion fuses hybrid retrieval's lists, and --retrieval {args.retrieval} has no hybrid.")
+    texts_from = args.collection or (DEMO_COLLECTION if args.dataset == "demo" else None)
     if args.candidates:
         if modes != [None] and modes != ["dense"]:
             raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
@@ -65,7 +66,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
     if args.candidates:
-        found = attach_candidates(engine, args.candidates, dataset.queries, corpus=args.corpus or dataset.corpus)
+        corpus = args.corpus or dataset.corpus
+        if corpus is None and texts_from == DEMO_COLLECTION:
+            ensure_demo_collection(engine)  # a run of the demo's own ids reads their texts from it
+        found = attach_candidates(
+            engine, args.candidates, dataset.queries, corpus=corpus, texts_from=None if corpus else texts_from
+        )
         for problem in found.problems:
             warn(problem)
         args.collection, demo = found.name, False

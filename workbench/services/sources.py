@@ -52,12 +52,24 @@ def judged_dataset(
     )
 
 
+def collection_texts(engine: Engine, collection: str) -> dict[str, tuple[str, str]]:
+    """A collection's documents as a TREC run's hits read them: document id -> (title, text), a document's chunks
+    joined in their stored order (a TREC run of the collection's own ids needs no corpus file beside it)."""
+    texts: dict[str, tuple[str, list[str]]] = {}
+    for chunk in engine.registry.get(collection).all_chunks():
+        doc = str(chunk.metadata.get("document_id", chunk.id))
+        _, parts = texts.setdefault(doc, (str(chunk.metadata.get("title") or ""), []))
+        parts.append(chunk.text)
+    return {doc: (title, "\n".join(parts)) for doc, (title, parts) in texts.items()}
+
+
 def attach_candidates(
     engine: Engine,
     path: str | Path,
     queries: Mapping[str, str],
     *,
     corpus: str | Path | None = None,
+    texts_from: str | None = None,
     tag: str = "",
 ) -> CandidatesFile:
     """A file of a production system's first-stage candidates (JSONL, or a TREC run with its corpus) registered
@@ -66,6 +78,7 @@ def attach_candidates(
     Its `problems` say what it could not use. `tag` sets one caller's files apart from another's (the app's
     sessions share one engine)."""
     name = f"candidates-{safe_file_stem(Path(path).stem, 'file')}" + (f"-{tag}" if tag else "")
-    found = CandidatesFile.read(path, name, queries=queries, corpus=corpus)
+    texts = collection_texts(engine, texts_from) if corpus is None and texts_from else None
+    found = CandidatesFile.read(path, name, queries=queries, corpus=corpus if corpus is not None else texts)
     engine.registry.register_collection(name, found)
     return found

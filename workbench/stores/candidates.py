@@ -71,10 +71,11 @@ class CandidatesFile(Collection):
         name: str,
         *,
         queries: Mapping[str, str] | None = None,
-        corpus: str | Path | None = None,
+        corpus: str | Path | Mapping[str, tuple[str, str]] | None = None,
     ) -> CandidatesFile:
-        """A JSONL candidates file, or a TREC run with `corpus` (a BEIR folder or corpus.jsonl) and `queries`
-        (id -> text, the judged queries). Problems are counted and named; a malformed line is an InputError."""
+        """A JSONL candidates file, or a TREC run with `corpus` (a BEIR folder or corpus.jsonl, or the texts
+        themselves: document id -> (title, text)) and `queries` (id -> text, the judged queries). Problems are
+        counted and named; a malformed line is an InputError."""
         path = Path(path)
         lines = _lines(path)
         first = next((line for line in lines if line.strip()), "")
@@ -86,7 +87,7 @@ class CandidatesFile(Collection):
                     f"{path.name} is a TREC run: give the corpus its document ids come from (--corpus) and the "
                     "judged queries, so that each hit has its text."
                 )
-            hits, problems = _from_trec(path.name, lines, queries, Path(corpus))
+            hits, problems = _from_trec(path.name, lines, queries, corpus)
         if queries is not None:
             missing = [qid for qid, text in queries.items() if _text_key(text) not in hits]
             if missing:
@@ -201,9 +202,9 @@ def _problems(*found: tuple[list[str], str]) -> list[str]:
 
 
 def _from_trec(
-    source: str, lines: list[str], queries: Mapping[str, str], corpus: Path
+    source: str, lines: list[str], queries: Mapping[str, str], corpus: str | Path | Mapping[str, tuple[str, str]]
 ) -> tuple[dict[str, list[Hit]], list[str]]:
-    texts = _corpus(corpus)
+    texts = corpus if isinstance(corpus, Mapping) else _corpus(Path(corpus))
     ranked: dict[str, list[tuple[float, str]]] = {}
     for number, line in enumerate(lines, start=1):
         parts = line.split()
