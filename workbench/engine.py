@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
@@ -122,6 +122,12 @@ def _rerank(
             return list(combined), hit_count, asked
         scores, hit_count = model.score(query, [h.text for h in hits], use_cache, deadline)
     return list(scores), hit_count, len(hits)
+
+
+def first_stage_is_sure(hits: Sequence[Hit], skip_gap: float | None) -> bool:
+    """A skip policy's test: the first stage's top two scores differ by at least `skip_gap` (never without a
+    policy, or with fewer than two candidates)."""
+    return skip_gap is not None and len(hits) >= 2 and hits[0].score - hits[1].score >= skip_gap
 
 
 def _candidates(hits: list[Hit], scores: list[float | None]) -> list[Candidate]:
@@ -358,7 +364,7 @@ class Engine:
         info = self._info(name)
         rerank_model = self.reranker_of(plan)
         key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
-               plan.long_documents, rerank_model.model_id if rerank_model else None)  # fmt: skip
+               plan.long_documents, rerank_model.model_id if rerank_model else None, plan.skip_gap)  # fmt: skip
         with self._lock:
             cached = self._results.get(key) if use_cache else None
         if cached is not None:
@@ -386,7 +392,10 @@ class Engine:
             now = time.perf_counter()
             clock = [now - embed_s - search_s, now - search_s, now]
         strategy = parse_long_documents(plan.long_documents) if plan.long_documents else None
-        scores, hit_count, asked = _rerank(rerank_model, query, hits, use_cache, deadline, progress, strategy)
+        skipped = rerank_model is not None and first_stage_is_sure(hits, plan.skip_gap)
+        scores, hit_count, asked = _rerank(
+            None if skipped else rerank_model, query, hits, use_cache, deadline, progress, strategy
+        )
         clock.append(time.perf_counter())
         result = SearchResult(
             query=query,
@@ -407,6 +416,8 @@ class Engine:
             timings=_timings(clock),
             cache=CacheStats(score_hits=hit_count, score_misses=asked - hit_count),
             duplicates_removed=duplicates,
+            skip_gap=plan.skip_gap if rerank_model else None,
+            rerank_skipped=skipped,
         )
         if use_cache:
             with self._lock:

@@ -148,6 +148,11 @@ class SearchPlan(BaseModel):
         "window), 'maxp' (the best of the first 4 windows) or 'sump' (their probabilities added), with windows=N "
         "and stride=N (tokens)",
     )
+    skip_gap: float | None = Field(
+        None, ge=0, allow_inf_nan=False,
+        description="rerank only when the first stage is unsure: when its top two scores differ by less than this "
+        "(a skip policy; null: always rerank). A query it skips keeps the first stage's order and costs no model call",
+    )  # fmt: skip
 
     def __init__(self, **given: Any) -> None:
         """A plan from its fields; InputError (never a ValidationError) naming the first field that is wrong."""
@@ -211,6 +216,8 @@ class SearchPlan(BaseModel):
             parts.append(f"min {self.min_score:g}")
         if self.long_documents is not None:
             parts.append(self.long_documents)
+        if self.skip_gap is not None and self.reranks:
+            parts.append(f"rerank if gap < {self.skip_gap:g}")
         return " · ".join(parts)
 
     def with_(self, **changes: Any) -> SearchPlan:
@@ -283,6 +290,10 @@ class SearchResult(BaseModel):
     timings: StageTimings
     cache: CacheStats = Field(default_factory=CacheStats)
     duplicates_removed: int = 0
+    skip_gap: float | None = Field(None, description="the plan's skip policy (SearchPlan.skip_gap)")
+    rerank_skipped: bool = Field(
+        False, description="the plan's skip policy kept the first stage's order: the first stage was sure enough"
+    )
     min_score: float | None = Field(
         None,
         description="results of the top n scoring below this (the reranker's score, else the first stage's) "
@@ -302,7 +313,7 @@ class SearchResult(BaseModel):
         return SearchPlan(
             collection=self.collection, retrieval=self.retrieval, fusion=self.fusion, k=self.k, top_n=self.top_n,
             filters=self.filters, reranker=self.reranker_model, min_score=self.min_score,
-            long_documents=self.long_documents,
+            long_documents=self.long_documents, skip_gap=self.skip_gap,
         )  # fmt: skip
 
     @computed_field  # type: ignore[prop-decorator]

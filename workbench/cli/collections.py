@@ -63,6 +63,9 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
         f"top {result.top_n}]"
     )
     scorer = f"{result.reranker_model} · {result.reranker_backend}" if result.reranker_model else "no reranker"
+    if result.rerank_skipped:
+        scorer = f"not reranked: the skip policy found the first stage sure (its top two {result.skip_gap:g} or "
+        scorer += "more apart)"
     mode = RETRIEVAL.get(result.retrieval, RETRIEVAL["dense"])
     # a hybrid list's scores are fused (RRF or normalised), not vector similarities
     left_head = f"{'#':>3}  {score_name(result.retrieval, result.fusion):>7}  text"

@@ -35,6 +35,7 @@ def plan_from(args: argparse.Namespace, engine: Engine, **given: Any) -> SearchP
         "filters": getattr(args, "filter", None),
         "min_score": getattr(args, "min_score", None),
         "long_documents": getattr(args, "long_documents", None),
+        "skip_gap": getattr(args, "skip_gap", None),
         "reranker": chosen[0] if len(chosen) == 1 else None,  # several are compared, each in a plan of its own
     }
     return engine.plan(**{**fields, **given})

@@ -13,6 +13,7 @@ from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.significance import Difference, Paired, difference
+from workbench.evaluation.skip_policy import SkipFigures
 from workbench.evaluation.verdict import Verdict
 from workbench.fusion import first_stage_name
 from workbench.inputs import safe_file_stem
@@ -100,6 +101,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
     depth_timings_reused: bool = False  # the depth curve's rerank times are an earlier run's measurement
     groups: list[GroupFigures] = Field(default_factory=list)
     outside: RunComparison | None = None
+    reranked_queries: int | None = None  # with a skip policy: the queries the reranker was called for
+    skip: SkipFigures | None = None  # with a skip policy: its figures against always reranking
     verdict: Verdict | None = None
     latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
     latency_p95: dict[str, float] = Field(default_factory=dict)
@@ -168,6 +171,9 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             data["groups"] = [g.model_dump() for g in self.groups]
         if self.outside:
             data["outside_run"] = self.outside.model_dump()
+        if self.skip is not None:
+            data["skip_policy"] = {**self.skip.model_dump(), "saved_share": self.skip.saved_share,
+                                   "words": self.skip.words()}  # fmt: skip
         return data
 
     def ranked_outcomes(self) -> list[QueryOutcome]:
@@ -301,6 +307,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             lines += ["", f"**Verdict**: {self.verdict.words()}"]
         if self.recommendation is not None:
             lines += ["", f"**Recommendation**: {self.recommendation.words}"]
+        if self.skip is not None:
+            lines += ["", f"**Skip policy**: {self.skip.words()}"]
         if self.diagnosis is not None:
             lines += ["", f"**Signs**: {self.diagnosis.words()}"]
         lines += [

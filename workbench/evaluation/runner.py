@@ -108,6 +108,8 @@ def report_of(
         candidates=answers.candidates,
     )
     report.documents = {doc: answers.labels[doc] for doc in report.extreme_documents() if doc in answers.labels}
+    if plan.skip_gap is not None and answers.reranker_model:
+        report.reranked_queries = sum(not r.rerank_skipped for r in results)
     return report
 
 

@@ -20,9 +20,12 @@ from workbench.evaluation.recommend import recommend
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.evaluation.settling import settle_state
+from workbench.evaluation.significance import difference
+from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, whole_number
 from workbench.types import IngestStatus, SearchPlan
+from workbench.vocab import PRIMARY_METRIC
 
 Progress = Callable[[int, int], None]
 _SAMPLE = 500
@@ -59,6 +62,20 @@ def judged_coverage(engine: Engine, dataset: Dataset, collection: str) -> tuple[
         return 0, 0
     found = store.content_hashes([f"{doc}::0" for doc in sample])
     return len(found), len(sample)
+
+
+def _skip_figures(policy: EvaluationReport, always: EvaluationReport, gap: float, reranked: int) -> SkipFigures:
+    """A skip policy's report against the same queries always reranked (the plan without its policy)."""
+    ids = [o.query_id for o in policy.per_query]
+    by_id = {o.query_id: o for o in always.per_query}
+    mine = [o.after[PRIMARY_METRIC] for o in policy.per_query]
+    theirs = [by_id[q].after[PRIMARY_METRIC] for q in ids]
+    return SkipFigures(
+        gap=gap, queries=len(ids), reranked=reranked, ndcg_policy=policy.after[PRIMARY_METRIC],
+        ndcg_always=always.after[PRIMARY_METRIC], ndcg_first_stage=policy.before[PRIMARY_METRIC],
+        vs_always=difference(theirs, mine), rerank_ms_p50_policy=policy.latency_p50.get("rerank"),
+        rerank_ms_p50_always=always.latency_p50.get("rerank"),
+    )  # fmt: skip
 
 
 def partial_collection(engine: Engine, collection: str) -> IngestStatus | None:
@@ -167,6 +184,12 @@ def evaluate_dataset(
     if report.reranker_model:
         say(f"the signs behind each query's change ({report.queries} queries)")
         report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
+    if plan.skip_gap is not None and report.reranker_model and report.reranked_queries is not None:
+        say("the same queries always reranked, against the skip policy")
+        always = run_evaluation(
+            engine, dataset, plan.with_(skip_gap=None), max_queries=max_queries, use_cache=use_cache
+        )
+        report.skip = _skip_figures(report, always, plan.skip_gap, report.reranked_queries)
     if outside_run is not None:
         report.outside = compare_runs(dataset, outside_run, report.after_run, plan.k, (outside_name, "reranked"))
     return report

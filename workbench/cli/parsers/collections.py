@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.parsers.common import fusion_option, long_documents_option, store_options
+from workbench.cli.parsers.common import fusion_option, long_documents_option, skip_option, store_options
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_K, DEFAULT_TOP_N, RETRIEVAL_MODES, VECTOR_STORE_KINDS, spoken
 
 
@@ -47,6 +47,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         metavar="X",
         help="drop results of the top n scoring below X (the reranker's score; the first stage's with --no-rerank)",
     )
+    skip_option(query)
     query.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
     store_options(query)
     query.set_defaults(handler="workbench.cli.collections:cmd_query")

@@ -46,6 +46,15 @@ def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
+def skip_option(parser: argparse.ArgumentParser) -> None:
+    """--skip-gap: rerank only when the first stage is unsure (a skip policy, SearchPlan.skip_gap)."""
+    parser.add_argument(
+        "--skip-gap", type=float, metavar="GAP",
+        help="rerank only when the first stage's top two scores differ by less than GAP (a skip policy: a sure "
+        "first stage keeps its order and costs no model call)",
+    )  # fmt: skip
+
+
 def partial_option(parser: argparse.ArgumentParser) -> None:
     """--allow-partial: evaluate a collection whose ingest was interrupted, knowingly (the figures say so)."""
     parser.add_argument(

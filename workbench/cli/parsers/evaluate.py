@@ -10,6 +10,7 @@ from workbench.cli.parsers.common import (
     fusion_option,
     long_documents_option,
     partial_option,
+    skip_option,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
@@ -130,6 +131,7 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(evaluate)
+    skip_option(evaluate)
     evaluate.add_argument(
         "--corpus-sample",
         type=int,
