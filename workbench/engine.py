@@ -441,7 +441,8 @@ class Engine:
             return self._epoch, self._generations.get(collection, 0)
 
     def clear_caches(self) -> None:
-        """Forget cached results, measured timings and reranker scores (models stay loaded)."""
+        """Forget cached results, measured timings and reranker scores held in memory (models stay loaded; the
+        score store on disk keeps its scores: `workbench cache clear` empties it)."""
         with self._lock:
             self._results.clear()
             self._staged.clear()
