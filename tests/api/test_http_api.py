@@ -70,6 +70,19 @@ def test_search_has_seed_002s_shape_and_the_workbenchs_extras(client: httpx.Clie
     assert mine["payload"]["top_k"] == 3 and mine["payload"]["result_count"] == 3
 
 
+def test_search_serves_a_skip_policy(client: httpx.Client) -> None:
+    """Issue 54, item 4: /search serves a skip policy: with skip_gap 0 every first stage is sure (its order kept, no
+    reranker call, said in the response); with a huge gap none is; a negative gap is a 422."""
+    query = {"query": "can I carry over unused vacation days", "top_k": 5}
+    sure = client.post("/search", json={**query, "skip_gap": 0}).json()
+    assert sure["rerank_skipped"] is True
+    assert [r["rank_before"] for r in sure["results"]] == [1, 2, 3, 4, 5]
+    assert all(r["rerank_score"] is None for r in sure["results"])
+    unsure = client.post("/search", json={**query, "skip_gap": 1e9}).json()
+    assert unsure["rerank_skipped"] is False and all(r["rerank_score"] is not None for r in unsure["results"])
+    assert client.post("/search", json={**query, "skip_gap": -1}).status_code == 422
+
+
 def test_retrieve_keeps_retrieve_top_docs_behaviour(client: httpx.Client) -> None:
     ok = client.post(
         "/retrieve", json={"collection_name": "demo", "query": "pension contributions", "k": 8, "top_n": 2}

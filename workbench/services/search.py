@@ -138,6 +138,9 @@ class SearchResponse(BaseModel):
     below_min_score: int = Field(0, description="results of the top_k dropped for scoring below min_score")
     impression_id: str | None = Field(None, description="with interleave: the id to send clicks on these results with")
     teams: dict[str, str] | None = Field(None, description="with interleave: what teams A and B are")
+    rerank_skipped: bool = Field(
+        False, description="with skip_gap: the first stage was sure, so its order was kept and no reranker was called"
+    )
 
 
 def seed_plan(
@@ -151,6 +154,7 @@ def seed_plan(
     filters: dict[str, Any] | None = None,
     min_score: float | None = None,
     fusion: str | None = None,
+    skip_gap: float | None = None,
 ) -> SearchPlan:
     """The plan behind seed 002's search, wherever it is asked (HTTP /search, MCP's search tool, `retrieve_chunks`):
     `top_k` (1-20) results from `k` candidates, by default max(top_k, RERANKER_K_RETRIEVE) when the configured
@@ -163,7 +167,7 @@ def seed_plan(
         raise InputError(f"k ({k}) must be at least top_k ({top_k}).")
     return engine.plan(
         collection=collection, retrieval=retrieval, fusion=fusion, k=k, top_n=top_k, filters=filters,
-        reranker=reranker, min_score=min_score,
+        reranker=reranker, min_score=min_score, skip_gap=skip_gap,
     )  # fmt: skip
 
 
@@ -185,6 +189,7 @@ def search_documents(
     interleave: bool = False,
     interleaving: InterleavingLog | None = None,
     against: dict[str, Any] | None = None,
+    skip_gap: float | None = None,
 ) -> SearchResponse:
     """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
     document_id, chunk_index, title, page, url and score; reranked from k candidates (default
@@ -205,7 +210,7 @@ def search_documents(
         )
     plan = seed_plan(
         engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
-        min_score=min_score, fusion=fusion,
+        min_score=min_score, fusion=fusion, skip_gap=skip_gap,
     )  # fmt: skip
     result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
@@ -232,6 +237,7 @@ def search_documents(
         below_min_score=result.below_min_score,
         impression_id=served.impression_id if served else None,
         teams={"A": served.a, "B": served.b} if served else None,
+        rerank_skipped=result.rerank_skipped,
     )
     if events is not None:
         events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))

@@ -41,6 +41,10 @@ class SearchRequest(BaseModel):
     min_score: float | None = Field(
         None, allow_inf_nan=False, description="drop results scoring below this (the reranker's score when reranking)"
     )
+    skip_gap: float | None = Field(
+        None, ge=0, allow_inf_nan=False,
+        description="a skip policy: rerank only when the first stage's top two scores differ by less than this",
+    )  # fmt: skip
     interleave: bool = Field(
         False,
         description="an online test: the top_k are a team-draft interleaving of the first stage's order (team A) and "
@@ -98,6 +102,7 @@ async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, H
             interleave=body.interleave,
             interleaving=state.interleaving,
             against=body.against.model_dump(exclude_unset=True) if body.against is not None else None,
+            skip_gap=body.skip_gap,
         ),
     )
 
