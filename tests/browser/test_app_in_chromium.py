@@ -127,6 +127,8 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
     of each list, side by side at the top of the result (a stale copy of the preview stayed in a narrow column
     above the result, and the real lists sat screens below it, until a control was touched)."""
     on_page(page, "Explore")
+    slider = page.get_by_role("slider", name="top n — kept after reranking")
+    earlier = int(slider.get_attribute("aria-valuetext") or slider.input_value())
     set_slider(page, "top n — kept after reranking", 10)
     for query in ("who approves expense reports", "parental leave length"):  # two fresh searches in a row
         box = page.get_by_label("Query", exact=True)
@@ -145,6 +147,7 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
         assert left["width"] > 400 and right["width"] > 400  # neither squeezed into a narrow stale column
         top = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').getBoundingClientRect().top")
         assert left["y"] - top < 2000, left  # right below the figures, not ten screens down past a stale preview
+    set_slider(page, "top n — kept after reranking", earlier)  # the tests after this one start where they expect
 
 
 def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:

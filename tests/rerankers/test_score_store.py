@@ -27,7 +27,7 @@ from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset, ensure_demo_collection
 data, reranker, max_length = sys.argv[1], sys.argv[2], int(sys.argv[3])
 engine = Engine(Settings(data_dir=data, reranker_model=reranker, offline=True, reranker_max_length=max_length,
-                         reranker_backend="torch"))
+                         reranker_backend="torch", score_store=True))
 ensure_demo_collection(engine)
 reranker_ = engine.reranker()
 report = run_evaluation(engine, demo_dataset("test"), engine.plan(collection="demo", k=10, top_n=10), max_queries=6)
@@ -78,6 +78,7 @@ def test_cache_show_and_clear(tmp_path: Path, tiny_models: dict[str, Path], monk
                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("WORKBENCH_CONFIG", "")
+    monkeypatch.setenv("WORKBENCH_SCORE_STORE", "1")  # the suite turns it off (tests/conftest.py)
     engine = Engine(Settings(data_dir=tmp_path, reranker_model=str(tiny_models["reranker"]), offline=True))
     ensure_demo_collection(engine)
     run_evaluation(engine, demo_dataset("test"), engine.plan(collection="demo", k=5, top_n=5), max_queries=2)
