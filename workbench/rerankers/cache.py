@@ -4,6 +4,7 @@ documents' token ids (size bounded), both keyed by a hash of the text so a chang
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from cachetools import LRUCache, TTLCache
 from workbench.rerankers.score_store import PairScoreStore
 
 ScoreKey = tuple[str, str, str]
+log = logging.getLogger("workbench.rerankers")
 
 
 def text_hash(text: str) -> str:
@@ -74,14 +76,29 @@ class ScoreCache:
     def keep(self, persist: str | None, keys: Sequence[ScoreKey], scores: Sequence[float]) -> None:
         """Scores computed outside `resolve` (a timed run) kept in memory and in the store."""
         self.put_many(dict(zip(keys, scores, strict=True)))
-        if self.store is not None and persist:
-            self.store.put_many(persist, {(text_hash(k[1]), k[2]): s for k, s in zip(keys, scores, strict=True)})
+        self._persist(persist, keys, list(range(len(keys))), scores)
+
+    def _persist(self, persist: str | None, keys: Sequence[ScoreKey], at: list[int], scores: Sequence[float]) -> None:
+        """Scores kept in the store; a store that cannot be written (a full disk, a locked file) costs only the
+        keeping, never the search: said once in the log."""
+        if self.store is None or not persist or not at:
+            return
+        try:
+            self.store.put_many(
+                persist, {(text_hash(keys[i][1]), keys[i][2]): s for i, s in zip(at, scores, strict=True)}
+            )
+        except Exception as exc:  # the scores are computed and returned all the same
+            _store_trouble(exc)
 
     def _stored(self, persist: str | None, keys: Sequence[ScoreKey], todo: list[int]) -> dict[int, float]:
         """The kept scores of the pairs at `todo` (none without a store or a fingerprint)."""
         if self.store is None or not persist or not todo:
             return {}
-        kept = self.store.get_many(persist, [(text_hash(keys[i][1]), keys[i][2]) for i in todo])
+        try:
+            kept = self.store.get_many(persist, [(text_hash(keys[i][1]), keys[i][2]) for i in todo])
+        except Exception as exc:  # a store that cannot be read: the pairs are scored instead
+            _store_trouble(exc)
+            return {}
         found = {i: float(score) for i, score in zip(todo, kept, strict=True) if score is not None}
         with self._lock:
             self.stored_hits += len(found)
@@ -122,10 +139,7 @@ class ScoreCache:
             stored = self._stored(persist, keys, todo)
             todo = [i for i in todo if i not in stored]
             fresh = compute(todo) if todo else []
-            if self.store is not None and persist and todo:
-                self.store.put_many(
-                    persist, {(text_hash(keys[i][1]), keys[i][2]): s for i, s in zip(todo, fresh, strict=True)}
-                )
+            self._persist(persist, keys, todo, fresh)
         except BaseException as exc:
             with self._lock:
                 for k, future in mine.items():
@@ -153,6 +167,15 @@ class ScoreCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._cache) if self._cache is not None else 0
+
+
+_warned: list[bool] = []
+
+
+def _store_trouble(exc: Exception) -> None:
+    if not _warned:
+        _warned.append(True)
+        log.warning("the score store cannot be used (%s): scores are computed and kept in memory only", exc)
 
 
 def cached_scores(
