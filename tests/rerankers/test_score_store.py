@@ -93,17 +93,21 @@ def test_cache_show_and_clear(tmp_path: Path, tiny_models: dict[str, Path], monk
 
 def test_a_store_that_cannot_be_used_costs_the_keeping_never_the_search(tmp_path: Path) -> None:
     """A locked or broken scores.sqlite3 never breaks a search: the pairs are scored, and kept in memory."""
+    import sqlite3
+
+    from workbench.rerankers import cache as caching
     from workbench.rerankers.cache import ScoreCache
 
-    broken = tmp_path / "scores.sqlite3"
-    store = PairScoreStore(broken, max_rows=1000)
-    broken.write_bytes(b"not a database at all" * 100)  # the file is ruined under the open store
-    store._local.db = None  # a new connection meets the ruined file
-    cache = ScoreCache(store=store)
+    class Locked(PairScoreStore):
+        def get_many(self, reranker, keys):  # type: ignore[no-untyped-def]
+            raise sqlite3.OperationalError("database is locked")
+
+        def put_many(self, reranker, scores):  # type: ignore[no-untyped-def]
+            raise sqlite3.OperationalError("database is locked")
+
+    cache = ScoreCache(store=Locked(tmp_path / "scores.sqlite3", max_rows=1000))
     keys = [ScoreCache.key("r", "q", t) for t in ("a", "b")]
     scores, reused = cache.resolve(keys, lambda indices: [float(i) for i in indices], persist="fingerprint")
     assert scores == [0.0, 1.0] and reused == 0
     assert cache.resolve(keys, lambda indices: [9.0] * len(indices), persist="fingerprint")[0] == [0.0, 1.0]
-    from workbench.rerankers import cache as caching
-
-    assert caching._warned  # the trouble was met, and said in the log
+    assert caching._warned  # the trouble was met, and said once in the log
