@@ -236,3 +236,20 @@ def test_chunkings_are_compared_each_in_its_own_collection(cran_engine: Engine, 
     judged_only = Dataset(dataset.name, dataset.queries, dataset.qrels)  # no corpus to ingest again
     with pytest.raises(InputError, match="give a BEIR folder"):
         tune(cran_engine, judged_only, base, chunkings=["300/30", "600/60"])
+
+
+def test_eval_and_tune_advise_the_same_top_n_for_the_same_k(
+    demo_cli: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: `tune demo` said "Keep the top 5" where `eval demo` said keep the top 10, because eval weighed top n
+    on its lists at k = 50 while advising a smaller k. Both now weigh it on the lists at the k they advise."""
+    assert main(["eval", "demo", "-k", "20", "--depth", "5,10,20", "--max-queries", "12", "--json", "--no-save"]) == 0
+    advice = json.loads(capsys.readouterr().out)["recommendation"]
+    assert main(["tune", "demo", "--first-stage", "dense", "-k", str(advice["k"]), "--max-queries", "12",
+                 "--timing-queries", "1", "--json", "--no-save"]) == 0  # fmt: skip
+    run = json.loads(capsys.readouterr().out)
+    (cell,) = run["cells"]
+    assert cell["k"] == advice["k"] and run["recommended_top_n"] == advice["top_n"]
+    weighed = {point["n"]: point["recall"] for point in cell["top_n"]}
+    assert weighed[advice["top_n"]] == advice["top_n_recall"]
+    assert max(weighed) == advice["largest_top_n"] <= advice["k"]

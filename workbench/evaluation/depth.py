@@ -90,12 +90,17 @@ def _point(report: EvaluationReport, qrels: Qrels, k: int, timing: tuple[float, 
     )
 
 
-def top_n_points(report: EvaluationReport, ns: Sequence[int] = TOP_N_SWEEP) -> list[TopNPoint]:
-    """Recall@n of the reranked lists for each n up to the report's k, with its 95 % bootstrap interval: how much
-    of what is relevant a top n keeps."""
+def top_n_points(report: EvaluationReport, ns: Sequence[int] = TOP_N_SWEEP, *, k: int | None = None) -> list[TopNPoint]:
+    """Recall@n of the reranked lists for each n up to k (the report's k unless given), with its 95 % bootstrap
+    interval: how much of what is relevant a top n keeps. With `k`, the lists are the report's first k candidates
+    reranked, as a search at that k returns them, so the top n advised for a depth is measured at that depth."""
+    depth = report.k if k is None else min(k, report.k)
+    after = report.after_run
+    if depth != report.k:
+        after = {qid: fold_documents(rows[:depth])[1] for qid, rows in report.candidates.items()}
     points = []
-    for n in sorted({n for n in ns if 1 <= n <= report.k}):
-        _, per_query = evaluate(report.qrels, report.after_run, n)
+    for n in sorted({n for n in ns if 1 <= n <= depth}):
+        _, per_query = evaluate(report.qrels, after, n)
         values = [figures[recall_at(n)] for figures in per_query.values()]
         if values:
             mean = sum(values) / len(values)

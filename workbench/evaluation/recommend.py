@@ -143,9 +143,26 @@ def recommend(
         latency_budget_ms=latency_budget_ms, over_budget=over, falls_with_k=falls, deepest_k=deepest.k,
         deepest_rerank_ms_p50=deepest.rerank_ms_p50, reranking_measured=reranking_measured,
     )  # fmt: skip
-    if top_ns:
-        largest = max(top_ns, key=lambda t: t.n)
-        smallest = next(t for t in sorted(top_ns, key=lambda t: t.n) if t is largest or _overlaps(t.ci, largest.ci))
+    return with_top_n(recommendation, top_ns)
+
+
+def smallest_sufficient_top_n(top_ns: Sequence[TopNPoint]) -> tuple[TopNPoint, TopNPoint] | None:
+    """The one rule for top n, shared by eval, tune and the gate's kept candidates: the smallest top n whose
+    recall interval overlaps the largest top n's, with that largest point. None without points. The points must
+    come from the reranked lists at the k that is advised (`depth.top_n_points(report, k=...)`), so every command
+    advising that k advises the same top n."""
+    if not top_ns:
+        return None
+    largest = max(top_ns, key=lambda t: t.n)
+    smallest = next(t for t in sorted(top_ns, key=lambda t: t.n) if t is largest or _overlaps(t.ci, largest.ci))
+    return smallest, largest
+
+
+def with_top_n(recommendation: Recommendation, top_ns: Sequence[TopNPoint]) -> Recommendation:
+    """`recommendation` with its top n chosen from `top_ns` (measured at its k) by `smallest_sufficient_top_n`."""
+    chosen = smallest_sufficient_top_n(top_ns)
+    if chosen is not None:
+        smallest, largest = chosen
         recommendation.top_n, recommendation.top_n_recall = smallest.n, smallest.recall
         recommendation.largest_top_n, recommendation.largest_top_n_recall = largest.n, largest.recall
     return recommendation

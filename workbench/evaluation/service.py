@@ -16,7 +16,7 @@ from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import depth_curve, top_n_points
 from workbench.evaluation.diagnosis import diagnose
 from workbench.evaluation.io import Dataset, Run
-from workbench.evaluation.recommend import recommend
+from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.evaluation.settling import settle_state
@@ -178,9 +178,10 @@ def evaluate_dataset(
         report.depth = depth_curve(engine, report, dataset, plan, ks)
         if report.reranker_model:
             helps = report.verdict is not None and report.verdict.direction == "helps"
-            report.recommendation = recommend(
-                report.depth, top_n_points(report), latency_budget_ms, reranking_measured=helps
-            )
+            advice = recommend(report.depth, (), latency_budget_ms, reranking_measured=helps)
+            if advice is not None:  # top n measured on the lists at the advised k, as `tune` measures its cell
+                advice = with_top_n(advice, top_n_points(report, k=advice.k))
+            report.recommendation = advice
     if report.reranker_model:
         say(f"the signs behind each query's change ({report.queries} queries)")
         report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})

@@ -26,7 +26,7 @@ from workbench.evaluation.depth import top_n_points
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.latency import rerank_time_by_k
 from workbench.evaluation.parallel import concurrency_for, in_order, search_each
-from workbench.evaluation.recommend import TopNPoint
+from workbench.evaluation.recommend import TopNPoint, smallest_sufficient_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import report_of
 from workbench.evaluation.service import check_plan, prepare_collection
@@ -371,20 +371,14 @@ def decide(run: TuningRun) -> TuningRun:
     over = [c.label for c in cells if budget is not None and c.total_ms_p95 is not None and c.total_ms_p95 > budget]
     allowed = [c for c in cells if c.label not in over and not c.measurably_below_best]
     chosen = min(allowed, key=lambda c: (c.compute_seconds_per_1000 or 0.0, c.k), default=None)
-    top_n = None
-    if chosen is not None and chosen.top_n:
-        largest = max(chosen.top_n, key=lambda t: t.n)
-        top_n = next(t.n for t in sorted(chosen.top_n, key=lambda t: t.n) if t is largest or _overlap(t.ci, largest.ci))
+    sufficient = smallest_sufficient_top_n(chosen.top_n) if chosen is not None else None
+    top_n = sufficient[0].n if sufficient else None
     return run.model_copy(
         update={
             "cells": cells, "best": best.label, "recommended": chosen.label if chosen else None,
             "recommended_top_n": top_n, "over_budget": over, "findings": findings(cells, scores),
         }
     )  # fmt: skip
-
-
-def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[1] >= b[0] and b[1] >= a[0]
 
 
 def findings(cells: list[TuneCell], scores: dict[str, list[float]]) -> list[str]:
