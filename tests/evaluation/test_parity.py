@@ -183,6 +183,11 @@ def test_doctor_parity_from_the_command_line(tmp_path: Path, tiny_models: dict[s
     audit = json.loads(done.stdout)
     assert audit["rows"][0]["backend"] == "torch" and audit["queries"] == 4 and audit["auto_runs"]
     assert audit["peak"]["fp32_gflops_per_core"] > 0
+    # issue 52: `doctor` after the audit names the backend the audit said auto runs (it said torch while no
+    # calibration was kept, and `doctor`, calibrating next, named openvino)
+    doctor = subprocess.run([workbench, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert doctor.returncode == 0, doctor.stderr
+    assert json.loads(doctor.stdout)["choice"]["chosen"] == audit["auto_runs"]
     for row in audit["rows"]:
         assert 0 < row["ceiling"]["share_of_ceiling"] <= 1
     words = subprocess.run([*command, "--no-keep"], env=env, capture_output=True, text=True, timeout=600)

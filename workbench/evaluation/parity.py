@@ -39,14 +39,18 @@ from workbench.rerankers.ceiling import CeilingRow, Peak, against_ceiling, measu
 from workbench.rerankers.factory import on_backend, reranker_kind, split_backend
 from workbench.rerankers.machine import (
     MIN_SPEEDUP,
+    BackendFigures,
     FaithfulBackends,
+    audited_rule,
     installed_backends,
     keep_faithful,
     kept_choice,
+    kept_faithful,
     machine_facts,
 )
 from workbench.types import SearchPlan
 from workbench.vocab import (
+    BACKENDS,
     BATCH_SCORE_TOLERANCE,
     CROSS_ENCODER_KIND,
     NDCG_10,
@@ -387,4 +391,17 @@ def _keep_for_auto(engine: Engine, folder: str | Path, audit: ParityAudit) -> st
         ),
     )  # fmt: skip
     kept = kept_choice(root, model_print, facts)
-    return kept.chosen if kept is not None else PARITY_REFERENCE
+    if kept is not None:
+        return kept.chosen
+    # no calibration kept yet: the rule on the audit's own timings, which are what it decides by once one is (the
+    # audit's speed-ups outrank the calibration's), so `doctor` afterwards names the same backend
+    timed = [
+        BackendFigures(
+            backend=r.backend,
+            ms_per_50_pairs=50_000 / r.ceiling.pairs_per_second,
+            speedup=r.ceiling.pairs_per_second / torch_rate,
+        )
+        for r in local
+        if r.ceiling and r.ceiling.pairs_per_second > 0 and torch_rate and r.backend in BACKENDS
+    ]
+    return audited_rule(timed, kept_faithful(root, model_print, facts))

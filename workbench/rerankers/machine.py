@@ -104,7 +104,11 @@ class BackendChoice(BaseModel):
                 verdict = "not audited"
             else:
                 verdict = "faithful" if self.audited.faithful[f.backend] else "not faithful"
-            parts.append(f"{f.backend} {f.ms_per_50_pairs:.0f} ms/50 pairs, {f.speedup:.2f}x, {verdict}")
+            speed = f"{f.speedup:.2f}x"
+            if self.audited is not None and f.backend != "torch" and f.backend in self.audited.speedups:
+                # what the rule decides by: the audit's speed on the collection's own pairs
+                speed += f" ({self.audited.speedups[f.backend]:.2f}x on the audit's pairs)"
+            parts.append(f"{f.backend} {f.ms_per_50_pairs:.0f} ms/50 pairs, {speed}, {verdict}")
         said = f"auto → {self.chosen} (measured on this machine over {self.pairs} pairs: {'; '.join(parts)})"
         if self.audited is None:
             said += ". No parity audit yet: `workbench doctor --parity demo` lets auto consider the faster backends"
