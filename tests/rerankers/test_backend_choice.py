@@ -166,6 +166,39 @@ def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: d
     assert "int8 configuration" in words.stdout and "Measuring" not in words.stderr  # kept from the first run
 
 
+def test_speeds_taken_on_a_busy_machine_say_so_and_doctor_measures_them_again_when_it_is_quiet(
+    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 52: the speeds `doctor` kept were measured at load 18, kept as this machine's, with no sign of it."""
+    from workbench.cli import main
+
+    model = str(tiny_models["reranker"])
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("WORKBENCH_EXPORTS_DIR", str(tmp_path / "exports"))
+    monkeypatch.setenv("RERANKER_MODEL", model)
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0 * cores, 9.0 * cores, 9.0 * cores))  # the OS's load, busy
+    assert main(["doctor"]) == 0
+    said = capsys.readouterr()
+    facts = machine_facts("cpu")
+    path = choice_path(ExportCache(tmp_path / "exports").choices_root, fingerprint(model), facts)
+    busy = BackendChoice.model_validate_json(path.read_text())
+    assert busy.load_per_core == pytest.approx(9.0)
+    assert "taken at load 9.0 per core, a busy machine: the speeds may be low" in said.out
+    assert main(["doctor"]) == 0  # still busy: measuring again would be no better
+    assert "measuring them again" not in capsys.readouterr().err
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.25 * cores, 0.5, 0.5))
+    assert main(["doctor"]) == 0
+    said = capsys.readouterr()
+    assert (
+        "the kept backend speeds were taken at load 9.0 per core (a busy machine); measuring them again now, at "
+        "load 0.2" in said.err
+    )
+    quiet = BackendChoice.model_validate_json(path.read_text())
+    assert quiet.load_per_core == pytest.approx(0.25) and quiet.measured_at > busy.measured_at
+    assert "busy machine" not in said.out
+
+
 @pytest.mark.parametrize("chosen", ["../../../victim", "", "tensorrt", "../onnx"])
 def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_touched(
     tmp_path: Path, tiny_models: dict[str, Path], chosen: str

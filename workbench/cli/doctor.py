@@ -31,6 +31,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(shown(f"The reranker {model} is a service: it has no local backend to choose."))
         return 0
     facts, choice = measured
+    again = choice.measured_busy_then_quiet_now() if choice is not None else None
+    if again:  # speeds kept from a busy machine are not this machine's
+        warn(again)
+        facts, choice = reranker_backend_choice(settings, recalibrate=True, progress=warn) or measured
     ceiling = _ceiling(model, settings, choice) if choice is not None else []
     if args.json:
         body = {

@@ -42,10 +42,12 @@ from workbench.rerankers.machine import (
     BackendFigures,
     FaithfulBackends,
     audited_rule,
+    busy_words,
     installed_backends,
     keep_faithful,
     kept_choice,
     kept_faithful,
+    load_per_core,
     machine_facts,
 )
 from workbench.types import SearchPlan
@@ -119,6 +121,7 @@ class ParityAudit(BaseModel):
     rows: list[BackendParity]
     auto_runs: str | None = None  # when the verdicts were kept: the backend `auto` runs from now on, on this machine
     measured_at: datetime
+    load_per_core: float | None = None  # the 1-minute load per core when the audit began
 
     def table(self) -> list[dict[str, object]]:
         """One flat row per backend, for a table or a CSV."""
@@ -164,6 +167,8 @@ class ParityAudit(BaseModel):
             f"{self.max_set_changes:.0%} of queries, no score moved more than {self.batch_tolerance:g} with its "
             "batch-mates."
         )
+        if busy := busy_words(self.load_per_core):
+            said.append(f"Speeds {busy}.")
         if self.auto_runs:
             said.append(
                 f"Kept for this machine: auto now runs {self.auto_runs} (the fastest faithful backend at least "
@@ -267,7 +272,7 @@ def audit_parity(
             "The parity audit runs a local cross-encoder on each backend: name one (a model folder or hub id), not "
             f"{redact_url(str(model_id)) if model_id else 'no reranker'}."
         )
-    base = split_backend(model_id)[0]
+    base, load = split_backend(model_id)[0], load_per_core()
     backends = list(backends or installed_backends())
     if PARITY_REFERENCE in backends:
         backends.remove(PARITY_REFERENCE)
@@ -315,7 +320,7 @@ def audit_parity(
         model=Path(folder).name, collection=plan.collection or "", dataset=dataset.name, retrieval=plan.retrieval,
         k=plan.k, top_n=plan.top_n, queries=len(queries), judged=judged, tolerance=tolerance,
         max_set_changes=PARITY_MAX_SET_CHANGES, batch_tolerance=BATCH_SCORE_TOLERANCE, reference=PARITY_REFERENCE,
-        peak=peak, rows=rows, measured_at=datetime.now(UTC),
+        peak=peak, rows=rows, measured_at=datetime.now(UTC), load_per_core=load,
     )  # fmt: skip
     if keep and judged:
         audit.auto_runs = _keep_for_auto(engine, folder, audit)
@@ -386,7 +391,7 @@ def _keep_for_auto(engine: Engine, folder: str | Path, audit: ParityAudit) -> st
         FaithfulBackends(
             model=audit.model, model_print=model_print, machine=facts,
             faithful={r.backend: r.faithful for r in local}, reasons={r.backend: "; ".join(r.reasons) for r in local},
-            queries=audit.queries, measured_at=audit.measured_at,
+            queries=audit.queries, measured_at=audit.measured_at, load_per_core=audit.load_per_core,
             speedups={r.backend: r.ceiling.pairs_per_second / torch_rate for r in local if r.ceiling and torch_rate},
         ),
     )  # fmt: skip

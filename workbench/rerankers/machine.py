@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 import statistics
 import time
@@ -30,6 +31,9 @@ from workbench.paths import demo_dir
 from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, Backend
 
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
+# Timings taken while the 1-minute load average per core was above this were taken on a busy machine: kept, but
+# said so, and `workbench doctor` measures again once the machine is quieter.
+BUSY_LOAD_PER_CORE = 1.0
 CPU_BACKENDS = BACKENDS
 
 
@@ -40,6 +44,21 @@ def installed_backends() -> tuple[str, ...]:
 
 CALIBRATION_QUERIES = 4
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average over the CPU count (None where the OS keeps no load average)."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return None
+
+
+def busy_words(load: float | None) -> str:
+    """A clause saying the machine was busy at `load` per core; empty when it was not, or when nobody knows."""
+    if load is None or load <= BUSY_LOAD_PER_CORE:
+        return ""
+    return f"taken at load {load:.1f} per core, a busy machine: the speeds may be low"
 
 
 class MachineFacts(BaseModel):
@@ -75,6 +94,7 @@ class FaithfulBackends(BaseModel):
     speedups: dict[str, float] = Field(default_factory=dict)
     queries: int
     measured_at: datetime
+    load_per_core: float | None = None  # the machine's load when the speeds were measured (None: not recorded)
 
 
 class BackendChoice(BaseModel):
@@ -89,6 +109,7 @@ class BackendChoice(BaseModel):
     seconds: float
     measured_at: datetime
     audited: FaithfulBackends | None = None  # the parity audit's verdicts, when one was run here for this model
+    load_per_core: float | None = None  # the 1-minute load per core when the timings began (None: not recorded)
     rule: str = (
         f"the fastest backend the parity audit found faithful to fp32 torch and at least {MIN_SPEEDUP}x faster, whose "
         "scores do not depend on their batch-mates (never dynamic int8), else torch"
@@ -110,9 +131,22 @@ class BackendChoice(BaseModel):
                 speed += f" ({self.audited.speedups[f.backend]:.2f}x on the audit's pairs)"
             parts.append(f"{f.backend} {f.ms_per_50_pairs:.0f} ms/50 pairs, {speed}, {verdict}")
         said = f"auto → {self.chosen} (measured on this machine over {self.pairs} pairs: {'; '.join(parts)})"
+        if busy := busy_words(self.load_per_core):
+            said += f"; {busy}"
         if self.audited is None:
             said += ". No parity audit yet: `workbench doctor --parity demo` lets auto consider the faster backends"
         return said
+
+    def measured_busy_then_quiet_now(self) -> str | None:
+        """Why these timings should be taken again, when they were taken on a busy machine and it is quieter now
+        (a line saying both loads); None otherwise."""
+        now = load_per_core()
+        if not busy_words(self.load_per_core) or now is None or now > BUSY_LOAD_PER_CORE:
+            return None
+        return (
+            f"the kept backend speeds were taken at load {self.load_per_core:.1f} per core (a busy machine); "
+            f"measuring them again now, at load {now:.1f}"
+        )
 
 
 @functools.cache  # the CPU does not change while the process runs
@@ -259,7 +293,7 @@ def calibrate(
         f"Measuring the reranker's backends ({', '.join(backends)}) for {Path(model_path).name} on this machine "
         "(once; the choice is kept)…"
     )
-    started = time.perf_counter()
+    started, load_then = time.perf_counter(), load_per_core()
     pairs = calibration_pairs()[0]
     seconds: dict[str, float] = {}
     tokens = 0.0
@@ -285,7 +319,7 @@ def calibrate(
     choice = BackendChoice(
         model=Path(model_path).name, model_print=model_print, machine=facts,
         chosen=audited_rule(figures, audited), figures=figures, audited=audited,
-        pairs=len(pairs), seconds=time.perf_counter() - started, measured_at=datetime.now(UTC),
+        pairs=len(pairs), seconds=time.perf_counter() - started, measured_at=datetime.now(UTC), load_per_core=load_then,
     )  # fmt: skip
     path = choice_path(root, model_print, facts)
     path.parent.mkdir(parents=True, exist_ok=True)
