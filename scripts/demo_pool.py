@@ -1,4 +1,5 @@
-"""The demo's judging pool: every document in the top 10 of dense, BM25 and hybrid candidates at each offered depth
+"""The demo's judging pool: every document in the top 10 of each pooled first stage (dense, BM25, hybrid by RRF and
+each linear fusion at the default weight: `DEMO_POOLED_FIRST_STAGES`) at each offered depth
 (k = 10, 20, 50, 100), before and after reranking with each given reranker, for all 50 sample queries. Prints the
 pairs that have no judgment in workbench/demo_data/qrels/test.tsv (none, when the judgments are complete), each with
 the passage, so that a change to the demo, the embedder or a shipped reranker shows what to grade by reading (2
@@ -19,8 +20,8 @@ import sys
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.runs import fold_documents, scored_chunks
-from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEPTH_SWEEP, RETRIEVAL_MODES
+from workbench.services.demo import DEMO_COLLECTION, DEMO_POOLED_FIRST_STAGES, demo_dataset, ensure_demo_collection
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEPTH_SWEEP
 
 
 def top_ten_with_ties(run: dict[str, float]) -> set[str]:
@@ -38,11 +39,11 @@ def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], di
     pool: set[str] = set()
     passages: dict[str, str] = {}
     for model in rerankers or [DEFAULT_RERANKER_CHOICE]:
-        for mode in RETRIEVAL_MODES:
-            result = engine.search(
-                text,
-                engine.plan(collection=DEMO_COLLECTION, retrieval=mode, k=max(DEPTH_SWEEP), top_n=10, reranker=model),
+        for mode, fusion in DEMO_POOLED_FIRST_STAGES:
+            plan = engine.plan(
+                collection=DEMO_COLLECTION, retrieval=mode, fusion=fusion, k=max(DEPTH_SWEEP), top_n=10, reranker=model
             )
+            result = engine.search(text, plan)
             for c in result.candidates:
                 passages.setdefault(str(c.metadata.get("document_id", c.id)), c.text)
             rows = scored_chunks(result.candidates)

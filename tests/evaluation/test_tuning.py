@@ -13,7 +13,7 @@ from workbench.cli import main
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset, run_evaluation
-from workbench.evaluation.significance import difference
+from workbench.evaluation.significance import Difference, difference
 from workbench.evaluation.tuning import TuneCell, TuningRun, decide, tune
 from workbench.evaluation.tuning_grid import check_grid, first_stage_of
 from workbench.experiments import open_experiment_store
@@ -129,6 +129,36 @@ def test_the_recommendation_on_constructed_grids() -> None:
     alone = _grid([_cell("dense k=10", 10, 0.52, 10.0, 0.6), _cell("dense k=50", 50, 0.5, 50.0, 0.8)],
                   {"dense k=10": best, "dense k=50": near})  # fmt: skip
     assert alone.recommended == alone.best == "dense k=10" and "the best of 2 cells" in alone.words
+
+
+@pytest.mark.parametrize(
+    ("verdict", "ci", "said"),
+    [
+        ("none", (-0.05, 0.07), "reranking is not measurably better than the first stage alone"),
+        ("hurts", (-0.09, -0.01), "reranking is measurably worse than the first stage alone"),
+        ("unknown", (-0.05, 0.07), "reranking is not known to be running as intended"),
+    ],
+)
+def test_a_cell_whose_reranking_is_not_measurably_better_is_never_called_one_to_ship(
+    verdict: str, ci: tuple[float, float], said: str
+) -> None:
+    """Issue 52: `tune demo` said "Ship dense k=10" under a verdict of no measurable difference. The advice never
+    outruns the cell's own verdict (reranking against its first stage alone, as `eval` decides it)."""
+    scores = {"dense k=10": [0.5, 0.6, 0.7, 0.4], "dense k=50": [0.5, 0.6, 0.7, 0.41]}
+    change = Difference(delta=0.01, ci_low=ci[0], ci_high=ci[1], p_value=0.6)
+    cells = [
+        _cell("dense k=10", 10, 0.55, 10.0, 0.6).model_copy(
+            update={"reranking_verdict": verdict, "reranking_change": change}
+        ),
+        _cell("dense k=50", 50, 0.5525, 50.0, 0.8).model_copy(update={"reranking_verdict": "helps"}),
+    ]
+    run = _grid(cells, scores)
+    assert run.recommended == "dense k=10" and "Ship" not in run.words
+    assert run.words.startswith(f"No cell is advised as better: in dense k=10, {said}"), run.words
+    assert f"(nDCG@10 +0.0100, 95 % CI {ci[0]:+.4f} to {ci[1]:+.4f})" in run.words
+    assert "the cheapest cell not measurably below the best (dense k=50, nDCG@10 0.552) is dense k=10" in run.words
+    helped = _grid([c.model_copy(update={"reranking_verdict": "helps"}) for c in cells], scores)
+    assert helped.words.startswith("Ship dense k=10")
 
 
 def test_findings_name_where_recall_rises_and_reranked_quality_falls() -> None:

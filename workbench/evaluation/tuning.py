@@ -62,6 +62,10 @@ class TuneCell(BaseModel):
     ndcg_after: float
     after_ci: tuple[float, float] = Field(description="95 % bootstrap interval of the mean nDCG@10 after reranking")
     vs_best: Difference | None = Field(None, description="nDCG@10 after, against the best cell's, paired by query")
+    # the cell's own verdict (reranking against its first stage alone, as `eval` decides it): 'helps', 'hurts',
+    # 'none' or 'unknown'; None in runs kept before it was recorded
+    reranking_verdict: str | None = None
+    reranking_change: Difference | None = Field(None, description="nDCG@10 after reranking against before, paired")
     first_stage_ms_p50: float | None = None
     first_stage_ms_p95: float | None = None
     rerank_ms_p50: float | None = None
@@ -138,7 +142,23 @@ class TuningRun(BaseModel):
                 f"(nDCG@10 {best.ndcg_after:.3f})."
             )
         chosen = self.cell(self.recommended)
-        if chosen.label == best.label:
+        if chosen.reranking_verdict not in (None, "helps"):
+            # the advice never outruns the verdict: no "ship" where reranking is not measurably better than the
+            # cell's own first stage
+            change = chosen.reranking_change
+            interval = ""
+            if change is not None:
+                interval = f" (nDCG@10 {change.delta:+.4f}, 95 % CI {change.ci_low:+.4f} to {change.ci_high:+.4f})"
+            how = {
+                "hurts": "measurably worse than",
+                "unknown": "not known to be running as intended (see its evaluation's checks), so no better than",
+            }.get(chosen.reranking_verdict or "", "not measurably better than")
+            said = (
+                f"No cell is advised as better: in {chosen.label}, reranking is {how} the first stage alone{interval}. "
+                f"If you rerank for another reason, the cheapest cell not measurably below the best ({best.label}, "
+                f"nDCG@10 {best.ndcg_after:.3f}) is {chosen.label}"
+            )
+        elif chosen.label == best.label:
             said = f"Ship {chosen.label}: nDCG@10 {chosen.ndcg_after:.3f}, the best of {len(self.cells)} cells"
         else:
             assert chosen.vs_best is not None
@@ -358,6 +378,11 @@ def _cell(
         first_stage_ms_p95=float(np.percentile(stage, 95)) if stage else None,
         rerank_ms_p50=rerank.rerank_ms_p50 if rerank else None, rerank_ms_p95=rerank.rerank_ms_p95 if rerank else None,
         top_n=top_n_points(report, [n for n in TOP_N_SWEEP if n <= plan.k]),
+        reranking_verdict=report.verdict.direction if report.verdict else None,
+        reranking_change=Difference(
+            delta=report.verdict.delta, ci_low=report.verdict.ci_low, ci_high=report.verdict.ci_high,
+            p_value=report.verdict.p_value,
+        ) if report.verdict else None,
     )  # fmt: skip
 
 

@@ -13,11 +13,20 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.evaluation.io import Dataset
+from workbench.fusion import DEFAULT_LINEAR_WEIGHT
 from workbench.ingest import ProgressCallback
 from workbench.judgments import attach_judgments, judgment_rows, load_judgments, whose
 from workbench.paths import demo_dir
 from workbench.types import CollectionInfo
-from workbench.vocab import DEMO_COLLECTION
+from workbench.vocab import DEMO_COLLECTION, LINEAR_FUSIONS, RETRIEVAL_MODES
+
+# The first stages whose top 10 the demo's judgments cover at every offered depth (judged@10 = 1.0, checked by
+# tests/evaluation/test_demo_pool.py; `scripts/demo_pool.py` lists what a change leaves ungraded): dense, BM25,
+# hybrid by RRF, and each linear fusion at the app's default dense weight.
+DEMO_POOLED_FIRST_STAGES: tuple[tuple[str, str | None], ...] = (
+    *((mode, None) for mode in RETRIEVAL_MODES),
+    *(("hybrid", f"{method} {DEFAULT_LINEAR_WEIGHT}") for method in LINEAR_FUSIONS),
+)
 
 __all__ = [
     "DEMO_COLLECTION",
