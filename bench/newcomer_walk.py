@@ -75,7 +75,8 @@ def main() -> int:
     checkout = work / "checkout"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(checkout)], check=True)
     (work / "shared").symlink_to(REPO.parent / "shared")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKBENCH_") and k != "VIRTUAL_ENV"}
+    unset = ("WORKBENCH_", "RERANKER_", "EMBEDDING_", "HF_")  # a newcomer has set none of these
+    env = {k: v for k, v in os.environ.items() if not k.startswith(unset) and k != "VIRTUAL_ENV"}
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if ".venv" not in p)
     load, cache = os.getloadavg()[0], pip_cache_bytes()
     print(f"README's first command: {command} --port {port}  (in {checkout})")

@@ -50,6 +50,7 @@ BENCHES: dict[str, list[str]] = {  # each bench's arguments, as its block quotes
     "ingest_sort": ["bench/ingest_sort.py", SCIFACT],
     "first_start": ["bench/first_start.py"],
     "cli_imports": ["bench/cli_imports.py", "--repeat", "5", "--data-dir", "{data}"],
+    "newcomer_walk": ["bench/newcomer_walk.py"],
 }
 
 
@@ -62,6 +63,7 @@ BACKEND_OF = {
     "remote_embedding": "none (the embedder, local and served)",
     "ingest_sort": "none (the embedder)",
     "cli_imports": "none (imports only)",
+    "newcomer_walk": "the README's default (auto: torch until this machine's backends are measured)",
 }
 
 
