@@ -111,8 +111,8 @@ def prepare_collection(
         if not engine.settings.allow_partial:
             raise InputError(
                 f"'{collection}' is partial ({partial.words()}): an evaluation of it would be of part of the corpus. "
-                "Run the same ingest again to complete it, or pass --allow-partial (WORKBENCH_ALLOW_PARTIAL=1) to "
-                "evaluate the part knowingly."
+                "Run the same ingest again to complete it, or evaluate the part knowingly: --allow-partial on the "
+                "command line, WORKBENCH_ALLOW_PARTIAL=1 for the app and the API."
             )
         warnings.append(f"Partial collection: '{collection}' is {partial.words()}; these figures are of that part.")
     if checked and not found:
