@@ -82,3 +82,27 @@ def test_a_tuning_run_asks_a_service_for_each_querys_union_at_once_with_the_same
     assert len(asked) == 3 + 8 and sum(len(r["body"]["documents"]) for r in asked) == run.pairs_scored
     assert run.scores == serial.scores and run.pairs_scored == serial.pairs_scored
     assert [c.ndcg_after for c in run.cells] == [c.ndcg_after for c in serial.cells]
+
+
+def test_each_replica_is_sent_its_own_token(demo_engine: Engine) -> None:
+    """Issue 51: in a replica list only the first URL's token counted (`http://h,http://:TOKEN@h` → 401). Each
+    replica is sent the token in its own URL, and one without a token is sent none (no setting names one)."""
+    dataset = demo_dataset()
+    settings = demo_engine.settings.model_copy(update={"rerank_concurrency": 2, "rerank_api_key": None})
+
+    def evaluated(reranker: str):  # type: ignore[no-untyped-def]
+        engine = Engine(settings, registry=demo_engine.registry, embedder=demo_engine.embedder())
+        plan = engine.plan(collection=DEMO_COLLECTION, k=10, top_n=5, reranker=reranker)
+        return evaluate_dataset(engine, dataset, plan, max_queries=6)
+
+    with RerankApis(Behaviour(key="unused")) as first, RerankApis(Behaviour(key="unused")) as second:
+        a, b = first.base.removeprefix("http://"), second.base.removeprefix("http://")
+        evaluated(f"http://:tok-a@{a}/service,http://:tok-b@{b}/service")
+        sent = {server: {r["authorization"] for r in server.behaviour.requests} for server in (first, second)}
+        assert sent == {first: {"Bearer tok-a"}, second: {"Bearer tok-b"}}
+        first.behaviour.requests.clear()
+        second.behaviour.requests.clear()
+        report = evaluated(f"http://{a}/service,http://:tok-b@{b}/service")
+        assert {r["authorization"] for r in first.behaviour.requests} == {None}
+        assert {r["authorization"] for r in second.behaviour.requests} == {"Bearer tok-b"}
+    assert "tok-a" not in report.reranker_model and "tok-b" not in report.reranker_model  # never shown
