@@ -813,8 +813,11 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
     (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "herons"}) + "\n")
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\n")
+    from workbench.app.state import engine_resource
+
+    data = engine_resource().settings.data_dir  # the app's own data folder
     process = subprocess.Popen(
-        [sys.executable, "-c", paused_ingest, str(folder), str(app_env["data"]), str(app_env["embedder"])],
+        [sys.executable, "-c", paused_ingest, str(folder), str(data), str(app_env["embedder"])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -822,6 +825,8 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
+    # the app opened after the stopped ingest, as in the issue (the tutorial's ingest stopped, then evaluated)
+    engine_resource.clear()
     at = new_app()
     at.switch_page("app/pages/evaluate.py").run()
     at.radio(key="eval-source").set_value("BEIR: halfway").run()
@@ -830,5 +835,9 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception
     said = [visible(e.value) for e in at.error]
-    assert any("'halfway' is partial (interrupted at 4 of 12 chunks" in s and "same ingest again" in s for s in said)
+    assert any("'halfway' is partial (interrupted at 4 of 12 chunks" in s and "same ingest again" in s for s in said), (
+        said,
+        [s.value for s in at.subheader],
+        [w.value for w in at.warning],
+    )
     assert any("WORKBENCH_ALLOW_PARTIAL=1 for the app" in s for s in said) and not at.subheader  # no report drawn
