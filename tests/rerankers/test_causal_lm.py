@@ -1,6 +1,7 @@
-"""Issue 53: a causal-LM reranker in Qwen3-Reranker's layout (built here: 2 layers, a tokenizer trained on the demo
-corpus) is routed to the causal-LM kind by its config, never loaded as a cross-encoder with a random head, and its
-scores equal the model card's own transformers code run in this test, to 1e-5. Models of other families (a ColBERT
+"""Issue 53: causal-LM rerankers in Qwen3-Reranker's and bge-reranker-v2-gemma's layouts (built here: 2 layers, a
+tokenizer trained on the demo corpus) are routed to the causal-LM kind by their config, never loaded as a
+cross-encoder with a random head, and their scores equal each model card's own transformers code run in this test,
+to 1e-5. Models of other families (a ColBERT
 checkpoint, a causal LM of an unknown template, an encoder without a head) are refused naming what they are."""
 
 from __future__ import annotations
@@ -121,6 +122,102 @@ def test_a_qwen3_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny
     ours = [c.rerank_score for c in result.candidates]
     assert ours == pytest.approx(expected, abs=1e-5)  # long passages cut at 400 tokens the same way
     assert len({round(s, 6) for s in ours}) > len(ours) // 2  # scores that rank, not a constant
+    by_reference = sorted(result.candidates, key=lambda c: (-expected[texts.index(c.text)], c.vector_rank))
+    assert [r.id for r in result.reranked] == [c.id for c in by_reference[:5]]
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer GemmaForCausalLM in bge-reranker-v2-gemma's layout, with a BPE tokenizer trained on the demo
+    handbook ("Yes" in its vocabulary, a <bos>, left padding as the card's batches need), saved as a model folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GemmaConfig, GemmaForCausalLM, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-gemma-reranker")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1200, special_tokens=["<pad>", "<bos>", "<eos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    bpe.train_from_iterator([*_demo_texts(), "Yes No Yes No"] * 2, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", padding_side="left"
+    )
+    tokenizer.add_tokens(["Yes"])
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = GemmaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, initializer_range=0.1,
+    )  # fmt: skip
+    # Gemma has no q/k norm: with larger initial weights its logits reach tens, and the card's own code, run on a
+    # pair alone and in a padded batch, then differs by 5e-5; at 0.1 it differs by 4e-7 and the scores still rank.
+    GemmaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def gemma_model_card_scores(folder: Path, pairs: list[tuple[str, str]], max_length: int) -> list[float]:
+    """bge-reranker-v2-gemma's model card code, as published (the transformers usage), on the given pairs."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    def get_inputs(pairs, tokenizer, prompt=None, max_length=1024):  # type: ignore[no-untyped-def]
+        if prompt is None:
+            prompt = (
+                "Given a query A and a passage B, determine whether the passage contains an answer to the query by "
+                "providing a prediction of either 'Yes' or 'No'."
+            )
+        sep = "\n"
+        prompt_inputs = tokenizer(prompt, return_tensors=None, add_special_tokens=False)["input_ids"]
+        sep_inputs = tokenizer(sep, return_tensors=None, add_special_tokens=False)["input_ids"]
+        inputs = []
+        for query, passage in pairs:
+            query_inputs = tokenizer(
+                f"A: {query}", return_tensors=None, add_special_tokens=False, max_length=max_length * 3 // 4,
+                truncation=True,
+            )  # fmt: skip
+            passage_inputs = tokenizer(
+                f"B: {passage}", return_tensors=None, add_special_tokens=False, max_length=max_length, truncation=True
+            )
+            item = tokenizer.prepare_for_model(
+                [tokenizer.bos_token_id] + query_inputs["input_ids"], sep_inputs + passage_inputs["input_ids"],
+                truncation="only_second", max_length=max_length, padding=False, return_attention_mask=False,
+                return_token_type_ids=False, add_special_tokens=False,
+            )  # fmt: skip
+            item["input_ids"] = item["input_ids"] + sep_inputs + prompt_inputs
+            item["attention_mask"] = [1] * len(item["input_ids"])
+            inputs.append(item)
+        return tokenizer.pad(
+            inputs, padding=True, max_length=max_length + len(sep_inputs) + len(prompt_inputs), pad_to_multiple_of=8,
+            return_tensors="pt",
+        )  # fmt: skip
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModelForCausalLM.from_pretrained(str(folder))
+    yes_loc = tokenizer("Yes", add_special_tokens=False)["input_ids"][0]
+    model.eval()
+    with torch.no_grad():
+        inputs = get_inputs(pairs, tokenizer, max_length=max_length)
+        scores = model(**inputs, return_dict=True).logits[:, -1, yes_loc].view(-1).float()
+    return scores.tolist()
+
+
+def test_a_gemma_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny_gemma: Path, tmp_path: Path) -> None:
+    """bge-reranker-v2-gemma's layout: the "Yes" logit after its own template, equal to its card's code to 1e-5
+    (the card pads every pair to one batch; the workbench batches by length: the scores do not move)."""
+    settings = Settings(data_dir=tmp_path, reranker_model=str(tiny_gemma), offline=True, reranker_max_length=300)
+    engine = Engine(settings)
+    ensure_demo_collection(engine)
+    result = engine.search("who approves a 900 euro training course", engine.plan(collection="demo", k=12, top_n=5))
+    assert result.score_scale == "logit" and "causal-lm" in (result.reranker_backend or "")
+    assert "gemma template" in (result.reranker_backend or "")
+    texts = [c.text for c in result.candidates]
+    expected = gemma_model_card_scores(tiny_gemma, [(result.query, t) for t in texts], 300)
+    ours = [c.rerank_score for c in result.candidates]
+    assert ours == pytest.approx(expected, abs=1e-5)  # long passages cut at 300 tokens the same way
+    assert len({round(s, 5) for s in ours}) > len(ours) // 2  # scores that rank, not a constant
     by_reference = sorted(result.candidates, key=lambda c: (-expected[texts.index(c.text)], c.vector_rank))
     assert [r.id for r in result.reranked] == [c.id for c in by_reference[:5]]
 

@@ -1,10 +1,14 @@
-"""Causal-LM pointwise rerankers (Qwen3-Reranker's layout): a causal LM asked, under its own template and
-instruction, whether a document meets a query; the score is the probability of "yes" against "no" at the last
-position (the log-softmax of the two logits, exponentiated), exactly as the model card's transformers code computes
-it: the pair cut `longest_first` to leave room for the template, left padding, batches sorted by length.
+"""Causal-LM pointwise rerankers: a causal LM asked, under its own template and instruction, whether a document
+meets a query, scored at the last position exactly as its model card's transformers code scores it. Two profiles:
 
-A profile is one family's template; the instruction is settable (RERANKER_INSTRUCTION) and named in the backend, so
-every figure says which template and instruction made it.
+- `qwen3` (Qwen3-Reranker): the probability of "yes" against "no" (the log-softmax of the two logits,
+  exponentiated); the formatted pair cut `longest_first` to leave room for the template.
+- `gemma` (bge-reranker-v2-gemma): the raw logit of "Yes" after "<bos>A: {query}\nB: {passage}\n{prompt}"; the
+  query cut at 3/4 of the max length, the passage at the max length, the pair `only_second`, the prompt after it.
+
+Left padding, batches sorted by length (RoPE attends by relative position, so the padding a batch needs changes no
+score). A profile is one family's template; the instruction is settable (RERANKER_INSTRUCTION) and named in the
+backend, so every figure says which template and instruction made it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from workbench.vocab import ScoreScale
 @dataclass(frozen=True)
 class CausalProfile:
     """One family's template: the text before and after the formatted pair, the pair's format, the default
-    instruction and the two answer tokens."""
+    instruction, the two answer tokens, and how the last position's logits become a score."""
 
     name: str
     prefix: str
@@ -34,7 +38,47 @@ class CausalProfile:
     pair: str  # with {instruction}, {query} and {document}
     instruction: str
     yes: str = "yes"
-    no: str = "no"
+    no: str | None = "no"  # None: the score is the "yes" logit alone
+    score_scale: ScoreScale = "probability"
+
+    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
+        """The token ids of each (query, text) pair under this template, cut to `max_length` as the card cuts."""
+        prefix = tokenizer.encode(self.prefix, add_special_tokens=False)
+        suffix = tokenizer.encode(self.suffix, add_special_tokens=False)
+        budget = pair_budget(self, tokenizer, max_length)
+        encoded = tokenizer(
+            [self.pair.format(instruction=instruction, query=query, document=text) for text in texts], padding=False,
+            truncation="longest_first", return_attention_mask=False, max_length=budget,
+        )  # fmt: skip
+        return [prefix + list(ids) + suffix for ids in encoded["input_ids"]]
+
+
+@dataclass(frozen=True)
+class GemmaProfile(CausalProfile):
+    """bge-reranker-v2-gemma's template (FlagEmbedding's `get_inputs`, as its model card runs it)."""
+
+    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
+        prompt = tokenizer(instruction, add_special_tokens=False)["input_ids"]
+        sep = tokenizer("\n", add_special_tokens=False)["input_ids"]
+        asked = tokenizer(f"A: {query}", add_special_tokens=False, max_length=max_length * 3 // 4, truncation=True)
+        rows = []
+        for text in texts:
+            passage = tokenizer(f"B: {text}", add_special_tokens=False, max_length=max_length, truncation=True)
+            item = tokenizer.prepare_for_model(
+                [tokenizer.bos_token_id, *asked["input_ids"]], sep + passage["input_ids"], truncation="only_second",
+                max_length=max_length, padding=False, return_attention_mask=False, return_token_type_ids=False,
+                add_special_tokens=False,
+            )  # fmt: skip
+            rows.append(list(item["input_ids"]) + sep + prompt)
+        return rows
+
+
+def pair_budget(profile: CausalProfile, tokenizer: Any, max_length: int) -> int:
+    """The tokens left for the formatted pair beside the profile's fixed template."""
+    fixed = tokenizer.encode(profile.prefix, add_special_tokens=False) + tokenizer.encode(
+        profile.suffix, add_special_tokens=False
+    )
+    return max_length - len(fixed)
 
 
 QWEN3 = CausalProfile(
@@ -47,13 +91,25 @@ QWEN3 = CausalProfile(
     pair="<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}",
     instruction="Given a web search query, retrieve relevant passages that answer the query",
 )
-PROFILES = {QWEN3.name: QWEN3}
+GEMMA = GemmaProfile(
+    name="gemma",
+    prefix="",
+    suffix="",
+    pair="",
+    instruction=(
+        "Given a query A and a passage B, determine whether the passage contains an answer to the query by providing "
+        "a prediction of either 'Yes' or 'No'."
+    ),
+    yes="Yes",
+    no=None,
+    score_scale="logit",
+)
+PROFILES: dict[str, CausalProfile] = {QWEN3.name: QWEN3, GEMMA.name: GEMMA}
 
 
 class CausalLMReranker(BaseReranker):
-    """A causal-LM reranker on torch (CPU or CUDA), behind the score cache; scores are probabilities of "yes"."""
-
-    score_scale: ScoreScale = "probability"
+    """A causal-LM reranker on torch (CPU or CUDA), behind the score cache; its scores are what its profile says
+    (Qwen3's: probabilities of "yes"; Gemma's: the "Yes" logit)."""
 
     def __init__(self, model_id: str, path: str, family: ModelFamily, settings: Settings, cache: ScoreCache) -> None:
         import torch
@@ -62,6 +118,7 @@ class CausalLMReranker(BaseReranker):
         super().__init__(model_id, cache)
         self.path = path
         self.profile = PROFILES[family.profile or ""]
+        self.score_scale: ScoreScale = self.profile.score_scale
         self.instruction = settings.reranker_instruction or self.profile.instruction
         self.max_length = settings.reranker_max_length
         self.device = pick_device(settings.reranker_device)
@@ -70,14 +127,12 @@ class CausalLMReranker(BaseReranker):
             raise ConfigError(f"The causal-LM reranker at '{model_id}' has no pad token in its tokenizer.")
         self.model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).to(self.device).eval()
         self.yes_id = self._answer_id(self.profile.yes)
-        self.no_id = self._answer_id(self.profile.no)
-        self.prefix_ids = self.tokenizer.encode(self.profile.prefix, add_special_tokens=False)
-        self.suffix_ids = self.tokenizer.encode(self.profile.suffix, add_special_tokens=False)
-        self.budget = self.max_length - len(self.prefix_ids) - len(self.suffix_ids)
+        self.no_id = self._answer_id(self.profile.no) if self.profile.no else None
+        self.budget = pair_budget(self.profile, self.tokenizer, self.max_length)
         if self.budget < 16:
             raise ConfigError(
                 f"RERANKER_MAX_LENGTH {self.max_length} leaves no room for a pair beside {self.profile.name}'s "
-                f"template ({len(self.prefix_ids) + len(self.suffix_ids)} tokens)."
+                f"template ({self.max_length - self.budget} tokens)."
             )
         self.batch_size = settings.reranker_batch_size or 8
         self.backend = f"causal-lm torch:{self.device} ({self.profile.name} template; instruction: {self.instruction})"
@@ -96,14 +151,13 @@ class CausalLMReranker(BaseReranker):
         return int(found)
 
     def pair_text(self, query: str, document: str) -> str:
+        """The pair as the template words it (for a template without one, the pair as the model reads it)."""
+        if not self.profile.pair:
+            return f"A: {query}\nB: {document}"
         return self.profile.pair.format(instruction=self.instruction, query=query, document=document)
 
     def _inputs(self, query: str, texts: list[str]) -> list[list[int]]:
-        encoded = self.tokenizer(
-            [self.pair_text(query, text) for text in texts], padding=False, truncation="longest_first",
-            return_attention_mask=False, max_length=self.budget,
-        )  # fmt: skip
-        return [self.prefix_ids + list(ids) + self.suffix_ids for ids in encoded["input_ids"]]
+        return self.profile.rows(self.tokenizer, self.instruction, query, texts, self.max_length)
 
     def cut_shares(self, query: str, texts: list[str]) -> list[float]:
         """For each text, the share of its formatted pair's tokens cut at RERANKER_MAX_LENGTH with the template."""
@@ -121,8 +175,11 @@ class CausalLMReranker(BaseReranker):
                 batch: Any = self.tokenizer.pad({"input_ids": [rows[i] for i in chunk]}, padding=True,
                                                 return_tensors="pt")  # fmt: skip
                 logits = self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits[:, -1, :]
-                pair = torch.stack([logits[:, self.no_id], logits[:, self.yes_id]], dim=1).float()
-                values = torch.nn.functional.log_softmax(pair, dim=1)[:, 1].exp().tolist()
+                if self.no_id is None:  # the "yes" logit itself
+                    values = logits[:, self.yes_id].float().tolist()
+                else:
+                    pair = torch.stack([logits[:, self.no_id], logits[:, self.yes_id]], dim=1).float()
+                    values = torch.nn.functional.log_softmax(pair, dim=1)[:, 1].exp().tolist()
                 for i, value in zip(chunk, values, strict=True):
                     scores[i] = float(value)
         self.counted(documents=len(rows), tokens=sum(len(r) for r in rows))

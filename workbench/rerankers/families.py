@@ -1,8 +1,8 @@
 """What a local reranker folder is, read from its config before anything loads: a cross-encoder (a sequence
-classifier with its head), a causal LM scored by its yes/no tokens (Qwen3-Reranker's layout), or something the
-workbench must not score as a cross-encoder (a ColBERT model, an encoder without a classification head, another
-causal LM family), which is refused naming what it is. A causal LM loaded as a cross-encoder gets a freshly
-initialised head, and its scores are noise: that never happens.
+classifier with its head), a causal LM scored by its answer tokens (Qwen3-Reranker's or bge-reranker-v2-gemma's
+layout), or something the workbench must not score as a cross-encoder (a ColBERT model, an encoder without a
+classification head, another causal LM family), which is refused naming what it is. A causal LM loaded as a
+cross-encoder gets a freshly initialised head, and its scores are noise: that never happens.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ FamilyName = Literal["cross-encoder", "causal-lm", "refused"]
 CROSS_ENCODER_HEADS = ("ForSequenceClassification",)
 CAUSAL_LM_HEADS = ("ForCausalLM", "ForConditionalGeneration")
 # Causal-LM reranker profiles the workbench runs, by the config's model_type (each held to its model card's code).
-CAUSAL_LM_PROFILES = ("qwen3",)
+CAUSAL_LM_PROFILES = ("qwen3", "gemma")
 
 
 @dataclass(frozen=True)
