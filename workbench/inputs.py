@@ -578,6 +578,19 @@ def validate_budget_ms(value: Any) -> float:
     return number
 
 
+def validate_tolerance(value: Any) -> float:
+    """A tolerance on a change in nDCG@10: a number above 0 and below 1."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"The tolerance is a number above 0 and below 1; got '{plain_text(str(value))[:20]}'."
+        ) from None
+    if not 0 < number < 1:  # also refuses nan
+        raise InputError(f"The tolerance is a number above 0 and below 1; got {number:g}.")
+    return number
+
+
 def validate_seed(value: Any) -> int:
     """A random seed: a whole number from 0 to 2**32 - 1."""
     if isinstance(value, str):

@@ -136,6 +136,9 @@ JUDGED_10: Final = "judged@10"  # the share of the top 10 that has a judgment (i
 NDCG_10_JUDGED: Final = "ndcg@10 judged-only"  # nDCG@10 over the judged documents alone (unjudged ones removed)
 ENOUGH_JUDGED: Final = 0.5  # below this judged@10 a verdict says there are too few judgments to tell
 VERDICT_ALPHA: Final = 0.05
+# Evaluating to the decision (evaluation/sequential.py): a change in nDCG@10 inside ±this settles as no change
+# that matters
+STOPPING_TOLERANCE: Final = 0.02
 DEPTH_SWEEP: Final = (10, 20, 50, 100)  # the k values a depth curve measures unless told (those up to k)
 TOP_N_SWEEP: Final = (1, 3, 5, 10, 20)  # the top n values a recommendation weighs
 PRIMARY_METRIC: Final = NDCG_10  # the metric verdicts, wins and losses are counted on

@@ -21,6 +21,7 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
+from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
@@ -200,6 +201,7 @@ def _evaluate_mode(
             ingest_announce=warn,
             latency_budget_ms=args.latency_budget_ms,
             phase=lambda words: warn(f"queries done; now {words}…"),
+            sequential=SequentialPlan(seed=args.seed, tolerance=args.tolerance) if args.stop_when_settled else None,
         )
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
+from workbench.evaluation.sequential import SequentialStop
 from workbench.evaluation.significance import Difference, Paired, difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.evaluation.verdict import Verdict
@@ -103,6 +104,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
     outside: RunComparison | None = None
     reranked_queries: int | None = None  # with a skip policy: the queries the reranker was called for
     skip: SkipFigures | None = None  # with a skip policy: its figures against always reranking
+    sequential: SequentialStop | None = None  # stopped when settled: how many queries decided it, by which rule
     verdict: Verdict | None = None
     latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
     latency_p95: dict[str, float] = Field(default_factory=dict)
@@ -171,6 +173,9 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             data["groups"] = [g.model_dump() for g in self.groups]
         if self.outside:
             data["outside_run"] = self.outside.model_dump()
+        if self.sequential is not None:
+            data["sequential"] = {**self.sequential.model_dump(), "rule": self.sequential.rule,
+                                  "words": self.sequential.words()}  # fmt: skip
         if self.skip is not None:
             data["skip_policy"] = {**self.skip.model_dump(), "saved_share": self.skip.saved_share,
                                    "words": self.skip.words()}  # fmt: skip
@@ -286,6 +291,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]
         lines += [f"- **warning**: {w}" for w in self.warnings]
+        if self.sequential is not None:
+            lines.append(f"- **stopping rule**: {self.sequential.words()}")
         lines += [
             "",
             "| metric | before rerank | after rerank | change | 95 % CI | p |",

@@ -23,6 +23,7 @@ from workbench.evaluation.report import (
 )
 from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.sanity import run_checks
+from workbench.evaluation.sequential import SequentialPlan, run_until_settled, seeded_order
 from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import measured_verdict
 from workbench.fusion import first_stage_name
@@ -39,14 +40,53 @@ def run_evaluation(
     progress: Callable[[int, int], None] | None = None,
     max_queries: int | None = None,
     use_cache: bool = True,
+    sequential: SequentialPlan | None = None,
 ) -> EvaluationReport:
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
-    order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10."""
+    order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. With
+    `sequential` (and a reranker), the queries run in a seeded order until the verdict is settled
+    (`evaluation/sequential.py`)."""
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
-    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
     collection = plan.collection or engine.settings.collection
+    if sequential is not None and plan.reranker:
+        return _until_settled(engine, dataset, plan.with_(collection=collection), items, sequential, progress,
+                              use_cache, started)  # fmt: skip
+    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
     return report_of(dataset, plan.with_(collection=collection), items, results, time.perf_counter() - started)
+
+
+def _until_settled(
+    engine: Engine,
+    dataset: Dataset,
+    plan: SearchPlan,
+    items: list[tuple[str, str]],
+    sequential: SequentialPlan,
+    progress: Callable[[int, int], None] | None,
+    use_cache: bool,
+    started: float,
+) -> EvaluationReport:
+    """The queries in the seeded order, a block at a time, until the stopping rule settles the verdict: the report
+    of the queries it took, with `sequential` saying how many decided it and by which rule."""
+    ordered = seeded_order(items, sequential.seed)
+    results: list[SearchResult] = []
+
+    def deltas_of_first(used: int) -> list[float]:
+        def told(done: int, _: int) -> None:
+            if progress is not None:
+                progress(len(results) + done, len(ordered))
+
+        wanted = ordered[len(results) : used]
+        results.extend(search_all(engine, plan, [text for _, text in wanted], told, use_cache))
+        answers = _answers(ordered[:used], results)
+        qrels = {qid: dataset.qrels[qid] for qid, _ in ordered[:used]}
+        measured = measured_verdict(qrels, answers.before_run, answers.after_run, plan.k)
+        return [measured.per_after[q][PRIMARY] - measured.per_before[q][PRIMARY] for q in measured.per_before]
+
+    stop = run_until_settled(deltas_of_first, len(ordered), sequential)
+    report = report_of(dataset, plan, ordered[: stop.queries_used], results, time.perf_counter() - started)
+    report.sequential = stop
+    return report
 
 
 def report_of(

@@ -19,6 +19,7 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
+from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
 from workbench.evaluation.skip_policy import SkipFigures
@@ -147,12 +148,14 @@ def evaluate_dataset(
     latency_budget_ms: float | None = None,
     use_cache: bool = True,
     phase: Callable[[str], None] | None = None,
+    sequential: SequentialPlan | None = None,
 ) -> EvaluationReport:
     """Judged queries answered as `plan` says (`use_cache=False`: every search does its real work, so its time is
     measured): metrics before and after reranking, significance, optional depth
     curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
     with warnings about anything that makes the figures doubtful. `phase(words)` hears each step after the queries
-    (the judging state, the depth curve, the signs of hurt queries), so a long run never sits silent."""
+    (the judging state, the depth curve, the signs of hurt queries), so a long run never sits silent. With
+    `sequential`, the queries run in a seeded order until the verdict is settled (`evaluation/sequential.py`)."""
     say = phase or (lambda _: None)
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
@@ -161,7 +164,13 @@ def evaluate_dataset(
         engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
         ingest_announce=ingest_announce,
     )  # fmt: skip
-    report = run_evaluation(engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache)
+    if sequential is not None and plan.skip_gap is not None:
+        raise InputError(
+            "Stopping when settled and a skip policy each change which queries are weighed: choose one of them."
+        )
+    report = run_evaluation(
+        engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache, sequential=sequential
+    )
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "

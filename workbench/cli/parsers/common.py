@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.errors import InputError
-from workbench.vocab import STORE_KINDS, STORES
+from workbench.inputs import validate_seed, validate_tolerance
+from workbench.vocab import STOPPING_TOLERANCE, STORE_KINDS, STORES
 
 __all__ = ["candidates_options", "checked", "store_options"]
 
@@ -53,6 +54,26 @@ def skip_option(parser: argparse.ArgumentParser) -> None:
         help="rerank only when the first stage's top two scores differ by less than GAP (a skip policy: a sure "
         "first stage keeps its order and costs no model call)",
     )  # fmt: skip
+
+
+def stopping_options(parser: argparse.ArgumentParser) -> None:
+    """--stop-when-settled and --tolerance: evaluate to the decision (evaluation/sequential.py)."""
+    parser.add_argument(
+        "--stop-when-settled", action="store_true",
+        help="take the queries in a seeded random order (--seed) and stop once the verdict is settled: helps, hurts, "
+        "or a change inside ±--tolerance (an interval valid under repeated looks; the report names the rule)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tolerance", type=checked(validate_tolerance), default=STOPPING_TOLERANCE, metavar="DELTA",
+        help=f"with --stop-when-settled: a change in nDCG@10 inside ±DELTA settles as no change that matters "
+        f"(default {STOPPING_TOLERANCE})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seed",
+        type=checked(validate_seed),
+        default=0,
+        help="with --stop-when-settled: the seed of the query order (default 0)",
+    )
 
 
 def partial_option(parser: argparse.ArgumentParser) -> None:

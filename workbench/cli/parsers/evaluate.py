@@ -11,6 +11,7 @@ from workbench.cli.parsers.common import (
     long_documents_option,
     partial_option,
     skip_option,
+    stopping_options,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
@@ -132,6 +133,7 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(evaluate)
     skip_option(evaluate)
+    stopping_options(evaluate)
     evaluate.add_argument(
         "--corpus-sample",
         type=int,

@@ -1,0 +1,128 @@
+"""Evaluate to the decision: judged queries in a seeded random order, a block at a time, stopping once the verdict
+is settled, with an interval that stays valid however often it is looked at.
+
+The rule (Bonferroni alpha spending over the planned looks): with N queries in blocks of B there are at most
+L = ceil(N / B) looks; at each look the paired change in nDCG@10 gets a Student-t interval at level 1 - alpha / L,
+so the chance that any look wrongly excludes the true change is at most alpha. The run stops at the first look (from
+`MIN_QUERIES` on) whose interval lies above 0 ("helps"), below 0 ("hurts"), or inside ±tolerance ("no change larger
+than the tolerance"); otherwise it runs to the set's end. Conservative, simple to check by hand, and named in every
+report that used it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+from scipy import stats
+
+from workbench.vocab import STOPPING_TOLERANCE
+
+SEQUENTIAL_BLOCK = 10  # queries per look
+MIN_QUERIES = 20  # no stop before this many queries: a t interval on fewer is not worth trusting
+ALPHA = 0.05
+
+Settled = Literal["helps", "hurts", "within tolerance"]
+
+
+class SequentialPlan(BaseModel):
+    """How an evaluation stops early: the seed of the query order, the block, the tolerance and alpha."""
+
+    seed: int = 0
+    block: int = SEQUENTIAL_BLOCK
+    tolerance: float = STOPPING_TOLERANCE
+    alpha: float = ALPHA
+
+
+class SequentialStop(BaseModel):
+    """What the stopping rule did: how many queries decided it, of how many, at which look, and why."""
+
+    queries_used: int
+    queries_available: int
+    looks_planned: int
+    looks_taken: int
+    settled: Settled | None  # None: never settled; the run went to the set's end
+    interval: tuple[float, float]  # the last look's interval, at level 1 - alpha / looks_planned
+    plan: SequentialPlan
+
+    @property
+    def rule(self) -> str:
+        """The procedure, named."""
+        level = 1 - self.plan.alpha / self.looks_planned
+        return (
+            f"Bonferroni alpha spending: a look every {self.plan.block} queries in a seeded random order (seed "
+            f"{self.plan.seed}), up to {self.looks_planned} looks, each a paired t interval at {level:.2%}"
+        )
+
+    def words(self) -> str:
+        """One sentence: how many queries decided it and by which rule."""
+        low, high = self.interval
+        if self.settled is None:
+            return (
+                f"Ran all {self.queries_available} queries: no look settled the verdict (last interval {low:+.4f} to "
+                f"{high:+.4f}; {self.rule})."
+            )
+        why = {
+            "helps": "the change's interval lay above 0",
+            "hurts": "the change's interval lay below 0",
+            "within tolerance": f"the change's interval lay inside ±{self.plan.tolerance}",
+        }[self.settled]
+        return (
+            f"Stopped after {self.queries_used} of {self.queries_available} queries at look {self.looks_taken}: {why} "
+            f"({low:+.4f} to {high:+.4f}; {self.rule})."
+        )
+
+
+def seeded_order(items: Sequence[tuple[str, str]], seed: int) -> list[tuple[str, str]]:
+    """The judged queries in the random order the seed fixes (the same seed, the same order)."""
+    shuffled = list(items)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled
+
+
+def looks_planned(available: int, block: int) -> int:
+    """How many looks a run over `available` queries may take (at least 1)."""
+    return max(1, math.ceil(available / block))
+
+
+def look(deltas: Sequence[float], planned: int, plan: SequentialPlan) -> tuple[Settled | None, tuple[float, float]]:
+    """One look at the paired changes so far: what it settles (or None) and its interval at 1 - alpha / planned."""
+    values = np.asarray(deltas, dtype=float)
+    n = len(values)
+    if n < 2:
+        return None, (-math.inf, math.inf)
+    mean, spread = float(values.mean()), float(values.std(ddof=1))
+    half = float(stats.t.ppf(1 - plan.alpha / planned / 2, n - 1)) * spread / math.sqrt(n)
+    interval = (mean - half, mean + half)
+    if n < MIN_QUERIES:
+        return None, interval
+    if interval[0] > 0:
+        return "helps", interval
+    if interval[1] < 0:
+        return "hurts", interval
+    if -plan.tolerance <= interval[0] and interval[1] <= plan.tolerance:
+        return "within tolerance", interval
+    return None, interval
+
+
+def run_until_settled(
+    deltas_of_first: Callable[[int], Sequence[float]], available: int, plan: SequentialPlan
+) -> SequentialStop:
+    """The stopping rule over `available` queries: `deltas_of_first(n)` gives the paired changes of the first n
+    queries in the seeded order (a run searches them then; a simulation slices its draws). Where it stops, as
+    `SequentialStop`."""
+    planned = looks_planned(available, plan.block)
+    settled, interval, used, taken = None, (-math.inf, math.inf), available, 0
+    for end in range(plan.block, available + plan.block, plan.block):
+        used, taken = min(end, available), taken + 1
+        settled, interval = look(deltas_of_first(used), planned, plan)
+        if settled is not None:
+            break
+    return SequentialStop(
+        queries_used=used, queries_available=available, looks_planned=planned, looks_taken=taken,
+        settled=settled, interval=interval, plan=plan,
+    )  # fmt: skip
