@@ -321,3 +321,42 @@ def silent_server():
         for connection in held:
             connection.close()
         listener.close()
+
+
+_PAUSED_BEIR_INGEST = """
+import sys, time
+from workbench.config import Settings
+from workbench.engine import Engine
+folder, data, embedder = sys.argv[1:4]
+engine = Engine(Settings(data_dir=data, embedding_model=embedder, reranker_model="none", ingest_unit=4,
+                         offline=True, collections={}))
+def progress(done, total):
+    if done >= 4:
+        print("UNITS-WRITTEN", flush=True)
+        time.sleep(600)
+engine.ingest(folder, "halfway", progress=progress)
+"""
+
+
+def stopped_halfway_ingest(folder: Path, data: Path, embedder: Path, env: dict[str, str] | None = None) -> None:
+    """A BEIR folder of 12 passages (one judged query) written to `folder`, and its ingest into the collection
+    'halfway' of the data folder `data` killed (SIGKILL) after its first 4 passages were written."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    (folder / "qrels").mkdir(parents=True)
+    docs = {f"d{i}": f"Passage {i} about {'herons' if i % 2 else 'oaks'} and river number {i}." for i in range(12)}
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "herons"}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\n")
+    process = subprocess.Popen(
+        [sys.executable, "-c", _PAUSED_BEIR_INGEST, str(folder), str(data), str(embedder)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "UNITS-WRITTEN"
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)

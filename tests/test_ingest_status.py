@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import stopped_halfway_ingest
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import Dataset
@@ -278,47 +279,18 @@ def test_a_status_whose_pid_now_names_another_process_reads_as_interrupted(tmp_p
     assert read.pid == os.getpid() and read.running is False
 
 
-PAUSED_BEIR_INGEST = """
-import sys, time
-from workbench.config import Settings
-from workbench.engine import Engine
-folder, data, embedder = sys.argv[1:4]
-engine = Engine(Settings(data_dir=data, embedding_model=embedder, reranker_model="none", ingest_unit=4,
-                         offline=True, collections={}))
-def progress(done, total):
-    if done >= 4:
-        print("UNITS-WRITTEN", flush=True)
-        time.sleep(600)
-engine.ingest(folder, "halfway", progress=progress)
-"""
-
-
 def test_an_interrupted_collection_is_named_by_eval_gate_and_tune_and_evaluated_only_knowingly(
     tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
     """Issue 52: after an ingest was stopped at 4 of 12 passages, `eval` ran on the part without a word and kept the
     experiment unmarked. Now eval, gate and tune refuse it, naming the ingest and how to go on; --allow-partial
     evaluates the part, and the figures and the kept experiment say so."""
-    folder = tmp_path / "halfway"
-    (folder / "qrels").mkdir(parents=True)
-    docs = {f"d{i}": f"Passage {i} about {'herons' if i % 2 else 'oaks'} and river number {i}." for i in range(12)}
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "herons"}) + "\n")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\n")
-    data = tmp_path / "data"
+    folder, data = tmp_path / "halfway", tmp_path / "data"
     env = dict(
         os.environ, WORKBENCH_DATA_DIR=str(data), WORKBENCH_EMBEDDING_MODEL=str(tiny_models["embedder"]),
         RERANKER_MODEL=str(tiny_models["reranker"]), WORKBENCH_CONFIG="", WORKBENCH_CACHE_DIR=str(tmp_path / "cache"),
     )  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-c", PAUSED_BEIR_INGEST, str(folder), str(data), str(tiny_models["embedder"])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None and process.stdout.readline().strip() == "UNITS-WRITTEN"
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    stopped_halfway_ingest(folder, data, tiny_models["embedder"], env)
     for command in (["eval"], ["gate"], ["tune", "-k", "10", "--timing-queries", "1"]):
         argv = [*command, str(folder), "--collection", "halfway"]
         code = f"from workbench.cli import main; raise SystemExit(main({argv!r}))"

@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Final
 
@@ -565,30 +565,25 @@ def csv_records(text: str, name: str) -> tuple[list[str], list[tuple[int, dict[s
     return columns, rows
 
 
-def validate_budget_ms(value: Any) -> float:
-    """A latency budget in milliseconds: a finite number above 0 (`nan`, `inf` and 0 would silently budget nothing)."""
+def _number(value: Any, words: str, fits: Callable[[float], bool]) -> float:
+    """`value` as a float that `fits`, else InputError saying it is `words` and what was given."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(
-            f"A latency budget is a number of milliseconds above 0; got '{plain_text(str(value))[:20]}'."
-        ) from None
-    if not math.isfinite(number) or number <= 0:
-        raise InputError(f"A latency budget is a number of milliseconds above 0; got {plain_text(str(value))[:20]}.")
+        number = math.nan
+    if not fits(number):  # nan fits no rule
+        raise InputError(f"{words}; got '{plain_text(str(value))[:20]}'.")
     return number
+
+
+def validate_budget_ms(value: Any) -> float:
+    """A latency budget in milliseconds: a finite number above 0 (`nan`, `inf` and 0 would silently budget nothing)."""
+    return _number(value, "A latency budget is a number of milliseconds above 0", lambda n: math.isfinite(n) and n > 0)
 
 
 def validate_tolerance(value: Any) -> float:
     """A tolerance on a change in nDCG@10: a number above 0 and below 1."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"The tolerance is a number above 0 and below 1; got '{plain_text(str(value))[:20]}'."
-        ) from None
-    if not 0 < number < 1:  # also refuses nan
-        raise InputError(f"The tolerance is a number above 0 and below 1; got {number:g}.")
-    return number
+    return _number(value, "The tolerance is a number above 0 and below 1", lambda n: 0 < n < 1)
 
 
 def validate_seed(value: Any) -> int:

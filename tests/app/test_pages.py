@@ -791,40 +791,11 @@ def test_a_service_reranker_with_credentials_never_shows_them(app_env: dict, mon
 def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_env: dict) -> None:
     """Issue 52 on the page: an ingest stopped at 4 of 12 passages is named by Evaluate, which refuses to evaluate
     the part as if it were whole and says how to resume it (the CLI's refusal is tests/test_ingest_status.py's)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    paused_ingest = (  # an ingest into 'halfway' that stops for good after 4 of its 12 passages
-        "import sys, time\nfrom workbench.config import Settings\nfrom workbench.engine import Engine\n"
-        "folder, data, embedder = sys.argv[1:4]\n"
-        "engine = Engine(Settings(data_dir=data, embedding_model=embedder, reranker_model='none', ingest_unit=4,\n"
-        "                         offline=True, collections={}))\n"
-        "def progress(done, total):\n"
-        "    if done >= 4:\n"
-        "        print('UNITS-WRITTEN', flush=True)\n"
-        "        time.sleep(600)\n"
-        "engine.ingest(folder, 'halfway', progress=progress)\n"
-    )
-    folder = app_env["allowed"] / "halfway"
-    (folder / "qrels").mkdir(parents=True)
-    docs = {f"d{i}": f"Passage {i} about {'herons' if i % 2 else 'oaks'} and river number {i}." for i in range(12)}
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "herons"}) + "\n")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\n")
+    from tests.conftest import stopped_halfway_ingest
     from workbench.app.state import engine_resource
 
     data = engine_resource().settings.data_dir  # the app's own data folder
-    process = subprocess.Popen(
-        [sys.executable, "-c", paused_ingest, str(folder), str(data), str(app_env["embedder"])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None and process.stdout.readline().strip() == "UNITS-WRITTEN"
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    stopped_halfway_ingest(app_env["allowed"] / "halfway", data, app_env["embedder"])
     # the app opened after the stopped ingest, as in the issue (the tutorial's ingest stopped, then evaluated)
     engine_resource.clear()
     at = new_app()

@@ -110,20 +110,30 @@ def model_card_scores(folder: Path, pairs: list[tuple[str, str]], max_length: in
     return compute_logits(process_inputs(formatted))
 
 
-def test_a_qwen3_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny_qwen3: Path, tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, reranker_model=str(tiny_qwen3), offline=True, reranker_max_length=400)
+def equals_its_reference(
+    folder: Path, tmp_path: Path, query: str, max_length: int, reference, scale: str, template: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A search of the demo reranked by the model in `folder` (routed by its config): its scores equal
+    `reference(folder, pairs, max_length)` (the model card's code) to 1e-5, they rank, and so does the top 5."""
+    settings = Settings(data_dir=tmp_path, reranker_model=str(folder), offline=True, reranker_max_length=max_length)
     engine = Engine(settings)
     ensure_demo_collection(engine)
-    result = engine.search("can I carry over unused vacation days", engine.plan(collection="demo", k=12, top_n=5))
-    assert result.score_scale == "probability" and "causal-lm" in (result.reranker_backend or "")
-    assert "qwen3 template" in (result.reranker_backend or "")
+    result = engine.search(query, engine.plan(collection="demo", k=12, top_n=5))
+    assert result.score_scale == scale and "causal-lm" in (result.reranker_backend or "")
+    assert f"{template} template" in (result.reranker_backend or "")
     texts = [c.text for c in result.candidates]
-    expected = model_card_scores(tiny_qwen3, [(result.query, t) for t in texts], 400)
+    expected = reference(folder, [(result.query, t) for t in texts], max_length)
     ours = [c.rerank_score for c in result.candidates]
-    assert ours == pytest.approx(expected, abs=1e-5)  # long passages cut at 400 tokens the same way
-    assert len({round(s, 6) for s in ours}) > len(ours) // 2  # scores that rank, not a constant
+    assert ours == pytest.approx(expected, abs=1e-5)  # long passages cut at max_length tokens the same way
+    assert len({round(s, 5) for s in ours}) > len(ours) // 2  # scores that rank, not a constant
     by_reference = sorted(result.candidates, key=lambda c: (-expected[texts.index(c.text)], c.vector_rank))
     assert [r.id for r in result.reranked] == [c.id for c in by_reference[:5]]
+
+
+def test_a_qwen3_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny_qwen3: Path, tmp_path: Path) -> None:
+    equals_its_reference(
+        tiny_qwen3, tmp_path, "can I carry over unused vacation days", 400, model_card_scores, "probability", "qwen3"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -207,19 +217,9 @@ def gemma_model_card_scores(folder: Path, pairs: list[tuple[str, str]], max_leng
 def test_a_gemma_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny_gemma: Path, tmp_path: Path) -> None:
     """bge-reranker-v2-gemma's layout: the "Yes" logit after its own template, equal to its card's code to 1e-5
     (the card pads every pair to one batch; the workbench batches by length: the scores do not move)."""
-    settings = Settings(data_dir=tmp_path, reranker_model=str(tiny_gemma), offline=True, reranker_max_length=300)
-    engine = Engine(settings)
-    ensure_demo_collection(engine)
-    result = engine.search("who approves a 900 euro training course", engine.plan(collection="demo", k=12, top_n=5))
-    assert result.score_scale == "logit" and "causal-lm" in (result.reranker_backend or "")
-    assert "gemma template" in (result.reranker_backend or "")
-    texts = [c.text for c in result.candidates]
-    expected = gemma_model_card_scores(tiny_gemma, [(result.query, t) for t in texts], 300)
-    ours = [c.rerank_score for c in result.candidates]
-    assert ours == pytest.approx(expected, abs=1e-5)  # long passages cut at 300 tokens the same way
-    assert len({round(s, 5) for s in ours}) > len(ours) // 2  # scores that rank, not a constant
-    by_reference = sorted(result.candidates, key=lambda c: (-expected[texts.index(c.text)], c.vector_rank))
-    assert [r.id for r in result.reranked] == [c.id for c in by_reference[:5]]
+    equals_its_reference(
+        tiny_gemma, tmp_path, "who approves a 900 euro training course", 300, gemma_model_card_scores, "logit", "gemma"
+    )
 
 
 def test_models_of_other_families_are_refused_naming_what_they_are(tiny_qwen3: Path, tmp_path: Path) -> None:
