@@ -222,6 +222,53 @@ def test_a_gemma_reranker_is_routed_by_its_config_and_equals_the_model_card(tiny
     )
 
 
+@pytest.fixture(scope="module")
+def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer Qwen2ForCausalLM in mxbai-rerank-v2's layout, with a BPE tokenizer trained on the demo handbook (its
+    chat markers special, "0" and "1" in the vocabulary, a model max length of 2,048), saved as a model folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-mxbai-reranker")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1200, special_tokens=SPECIALS[:3], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    bpe.train_from_iterator([*_demo_texts(), "0 1 0 1 Relevance: query: document:"] * 2, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", model_max_length=2048
+    )
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id, initializer_range=0.1,
+    )  # fmt: skip
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def mxbai_library_scores(folder: Path, pairs: list[tuple[str, str]], max_length: int) -> list[float]:
+    """The mxbai-rerank library's own MxbaiRerankV2 (fp32, CPU) on the given pairs: its logits ("1" minus "0")."""
+    from mxbai_rerank import MxbaiRerankV2
+
+    model = MxbaiRerankV2(str(folder), device="cpu", torch_dtype=torch.float32, max_length=max_length)
+    return model.predict([q for q, _ in pairs], [d for _, d in pairs]).tolist()
+
+
+def test_an_mxbai_v2_reranker_is_routed_by_its_config_and_equals_the_mxbai_library(
+    tiny_mxbai: Path, tmp_path: Path
+) -> None:
+    """mxbai-rerank-v2's layout (a Qwen2): the "1" logit minus the "0" logit after its template, equal to what the
+    mxbai-rerank library computes on the same pairs, to 1e-5."""
+    equals_its_reference(
+        tiny_mxbai, tmp_path, "how many vacation days do I get", 300, mxbai_library_scores, "logit", "mxbai"
+    )
+
+
 def test_models_of_other_families_are_refused_naming_what_they_are(tiny_qwen3: Path, tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, offline=True)
     unknown = tmp_path / "llama-like"

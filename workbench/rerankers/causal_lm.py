@@ -1,10 +1,12 @@
 """Causal-LM pointwise rerankers: a causal LM asked, under its own template and instruction, whether a document
-meets a query, scored at the last position exactly as its model card's transformers code scores it. Two profiles:
+meets a query, scored at the last position exactly as its model card's transformers code scores it. Three profiles:
 
 - `qwen3` (Qwen3-Reranker): the probability of "yes" against "no" (the log-softmax of the two logits,
   exponentiated); the formatted pair cut `longest_first` to leave room for the template.
 - `gemma` (bge-reranker-v2-gemma): the raw logit of "Yes" after "<bos>A: {query}\nB: {passage}\n{prompt}"; the
   query cut at 3/4 of the max length, the passage at the max length, the pair `only_second`, the prompt after it.
+- `mxbai` (mxbai-rerank-v2, a Qwen2): the logit of "1" minus that of "0" after "query: …\ndocument: …" and the
+  task prompt inside Qwen's chat template, cut as the mxbai-rerank library cuts.
 
 Left padding, batches sorted by length (RoPE attends by relative position, so the padding a batch needs changes no
 score). A profile is one family's template; the instruction is settable (RERANKER_INSTRUCTION) and named in the
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
@@ -40,6 +42,9 @@ class CausalProfile:
     yes: str = "yes"
     no: str | None = "no"  # None: the score is the "yes" logit alone
     score_scale: ScoreScale = "probability"
+    # how the last position's logits become a score: the probability of yes against no, the yes logit, or the yes
+    # logit minus the no logit
+    rule: Literal["softmax", "yes logit", "difference"] = "softmax"
 
     def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
         """The token ids of each (query, text) pair under this template, cut to `max_length` as the card cuts."""
@@ -73,6 +78,35 @@ class GemmaProfile(CausalProfile):
         return rows
 
 
+@dataclass(frozen=True)
+class MxbaiProfile(CausalProfile):
+    """mxbai-rerank-v2's template (the mxbai-rerank library's `MxbaiRerankV2.prepare_inputs`): "query: …" (after
+    "instruction: …" when one is set) and "document: …" joined by a newline inside Qwen's chat template, the task
+    prompt after them; `max_length` is the pair's budget, the template comes on top."""
+
+    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
+        def ids(text: str) -> list[int]:
+            return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+        prefix, suffix, sep, task = ids(self.prefix), ids(self.suffix), ids("\n"), ids(self.pair)
+        fixed = len(prefix) + len(task) + len(suffix) + len(sep)
+        most = tokenizer.model_max_length
+        budget = most - fixed if max_length + fixed > most else max_length
+        asked = f"query: {query}" if not instruction else f"instruction: {instruction}\nquery: {query}"
+        query_ids = tokenizer(asked, add_special_tokens=False, max_length=budget * 3 // 4, truncation=True)
+        document_most = min(most - len(query_ids["input_ids"]) - fixed, budget)
+        rows = []
+        for text in texts:
+            document = tokenizer(f"document: {text}", add_special_tokens=False, max_length=document_most,
+                                 truncation=True)  # fmt: skip
+            item = tokenizer.prepare_for_model(
+                query_ids["input_ids"], sep + document["input_ids"], truncation="only_second", max_length=budget,
+                padding=False, return_attention_mask=False, return_token_type_ids=False, add_special_tokens=False,
+            )  # fmt: skip
+            rows.append(prefix + list(item["input_ids"]) + sep + task + suffix)
+        return rows
+
+
 def pair_budget(profile: CausalProfile, tokenizer: Any, max_length: int) -> int:
     """The tokens left for the formatted pair beside the profile's fixed template."""
     fixed = tokenizer.encode(profile.prefix, add_special_tokens=False) + tokenizer.encode(
@@ -103,8 +137,27 @@ GEMMA = GemmaProfile(
     yes="Yes",
     no=None,
     score_scale="logit",
+    rule="yes logit",
 )
-PROFILES: dict[str, CausalProfile] = {QWEN3.name: QWEN3, GEMMA.name: GEMMA}
+MXBAI = MxbaiProfile(
+    name="mxbai",
+    prefix=(
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\n"
+    ),
+    suffix="<|im_end|>\n<|im_start|>assistant\n",
+    pair=(  # the task prompt, after the pair
+        "You are a search relevance expert who evaluates how well documents match search queries. For each "
+        "query-document pair, carefully analyze the semantic relationship between them, then provide your binary "
+        "relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:"
+    ),
+    instruction="",  # none unless RERANKER_INSTRUCTION sets one
+    yes="1",
+    no="0",
+    score_scale="logit",
+    rule="difference",
+)
+PROFILES: dict[str, CausalProfile] = {QWEN3.name: QWEN3, GEMMA.name: GEMMA, MXBAI.name: MXBAI}
 
 
 class CausalLMReranker(BaseReranker):
@@ -135,7 +188,8 @@ class CausalLMReranker(BaseReranker):
                 f"template ({self.max_length - self.budget} tokens)."
             )
         self.batch_size = settings.reranker_batch_size or 8
-        self.backend = f"causal-lm torch:{self.device} ({self.profile.name} template; instruction: {self.instruction})"
+        said = self.instruction or "none"
+        self.backend = f"causal-lm torch:{self.device} ({self.profile.name} template; instruction: {said})"
         self.fingerprint = fingerprint(path)
         self._lock = threading.Lock()
 
@@ -175,8 +229,10 @@ class CausalLMReranker(BaseReranker):
                 batch: Any = self.tokenizer.pad({"input_ids": [rows[i] for i in chunk]}, padding=True,
                                                 return_tensors="pt")  # fmt: skip
                 logits = self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits[:, -1, :]
-                if self.no_id is None:  # the "yes" logit itself
+                if self.profile.rule == "yes logit":
                     values = logits[:, self.yes_id].float().tolist()
+                elif self.profile.rule == "difference" and self.no_id is not None:
+                    values = (logits[:, self.yes_id] - logits[:, self.no_id]).float().tolist()
                 else:
                     pair = torch.stack([logits[:, self.no_id], logits[:, self.yes_id]], dim=1).float()
                     values = torch.nn.functional.log_softmax(pair, dim=1)[:, 1].exp().tolist()

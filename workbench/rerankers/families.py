@@ -18,8 +18,8 @@ from workbench.redact import public_name
 FamilyName = Literal["cross-encoder", "causal-lm", "refused"]
 CROSS_ENCODER_HEADS = ("ForSequenceClassification",)
 CAUSAL_LM_HEADS = ("ForCausalLM", "ForConditionalGeneration")
-# Causal-LM reranker profiles the workbench runs, by the config's model_type (each held to its model card's code).
-CAUSAL_LM_PROFILES = ("qwen3", "gemma")
+# Causal-LM reranker profiles the workbench runs, by the config's model_type (each held to its reference code).
+CAUSAL_LM_PROFILES = {"qwen3": "qwen3", "gemma": "gemma", "qwen2": "mxbai"}  # model_type → profile
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def model_family(folder: str | Path) -> ModelFamily:
     if not architectures or any(a.endswith(CROSS_ENCODER_HEADS) for a in architectures):
         return ModelFamily("cross-encoder", architecture, model_type)
     if any(a.endswith(CAUSAL_LM_HEADS) for a in architectures):
-        profile = model_type if model_type in CAUSAL_LM_PROFILES else None
+        profile = CAUSAL_LM_PROFILES.get(model_type)
         return ModelFamily("causal-lm" if profile else "refused", architecture, model_type, profile)
     return ModelFamily("refused", architecture, model_type)
 
@@ -77,7 +77,7 @@ def refusal(folder: str | Path, family: ModelFamily) -> ConfigError:
     elif family.architecture.endswith(CAUSAL_LM_HEADS):
         what = (
             f"a causal LM ({family.architecture}, model_type '{family.model_type}') whose reranking template the "
-            f"workbench does not know (it runs: {', '.join(CAUSAL_LM_PROFILES)})"
+            f"workbench does not know (it runs: {', '.join(sorted(CAUSAL_LM_PROFILES))})"
         )
     else:
         what = f"a {family.architecture or 'model'} without a sequence-classification head"
