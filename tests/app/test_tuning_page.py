@@ -30,7 +30,11 @@ def test_the_tuning_grid_on_evaluate_is_the_services(app_env: dict) -> None:  # 
     )  # fmt: skip
     shown = (at.success or at.warning)[0].value
     # the figures are the service's to the digit; which of two near-equal cells is cheaper is timed, and may not be
-    assert text_md(expected.best) in shown and shown.startswith("Ship ")
+    assert text_md(expected.best) in shown
+    # "Ship" only where the recommended cell's own verdict is "helps" (issue 52); the tiny models rarely help
+    recommended = open_experiment_store(Settings()).list()[0].name.removeprefix("tune: ")
+    helps = expected.cell(recommended).reranking_verdict == "helps"
+    assert shown.startswith("Ship " if helps else "No cell is advised as better"), shown
     table = at.dataframe[0].value
     assert list(table["cell"]) == [c.label for c in expected.cells]
     assert list(table["nDCG@10 after"]) == [round(c.ndcg_after, 4) for c in expected.cells]
