@@ -70,6 +70,7 @@ def _until_settled(
     of the queries it took, with `sequential` saying how many decided it and by which rule."""
     ordered = seeded_order(items, sequential.seed)
     results: list[SearchResult] = []
+    deltas: list[float] = []  # per query, in order: a query's nDCG@10 needs no other query, so each block is new work
 
     def deltas_of_first(used: int) -> list[float]:
         def told(done: int, _: int) -> None:
@@ -77,11 +78,14 @@ def _until_settled(
                 progress(len(results) + done, len(ordered))
 
         wanted = ordered[len(results) : used]
-        results.extend(search_all(engine, plan, [text for _, text in wanted], told, use_cache))
-        answers = _answers(ordered[:used], results)
-        qrels = {qid: dataset.qrels[qid] for qid, _ in ordered[:used]}
-        measured = measured_verdict(qrels, answers.before_run, answers.after_run, plan.k)
-        return [measured.per_after[q][PRIMARY] - measured.per_before[q][PRIMARY] for q in measured.per_before]
+        found = search_all(engine, plan, [text for _, text in wanted], told, use_cache)
+        results.extend(found)
+        answers = _answers(wanted, found)
+        qrels = {qid: dataset.qrels[qid] for qid, _ in wanted}
+        per_before = evaluate(qrels, answers.before_run, plan.k)[1]
+        per_after = evaluate(qrels, answers.after_run, plan.k)[1]
+        deltas.extend(per_after[q][PRIMARY] - per_before[q][PRIMARY] for q in per_before)
+        return deltas
 
     stop = run_until_settled(deltas_of_first, len(ordered), sequential)
     report = report_of(dataset, plan, ordered[: stop.queries_used], results, time.perf_counter() - started)

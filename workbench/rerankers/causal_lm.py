@@ -15,7 +15,9 @@ backend, so every figure says which template and instruction made it.
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +29,8 @@ from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.families import ModelFamily
 from workbench.vocab import ScoreScale
+
+Fixed = Callable[[str], tuple[int, ...]]  # a template piece's token ids (memoised per reranker)
 
 
 @dataclass(frozen=True)
@@ -46,11 +50,13 @@ class CausalProfile:
     # logit minus the no logit
     rule: Literal["softmax", "yes logit", "difference"] = "softmax"
 
-    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
-        """The token ids of each (query, text) pair under this template, cut to `max_length` as the card cuts."""
-        prefix = tokenizer.encode(self.prefix, add_special_tokens=False)
-        suffix = tokenizer.encode(self.suffix, add_special_tokens=False)
-        budget = pair_budget(self, tokenizer, max_length)
+    def rows(
+        self, tokenizer: Any, fixed: Fixed, instruction: str, query: str, texts: list[str], max_length: int
+    ) -> list[list[int]]:
+        """The token ids of each (query, text) pair under this template, cut to `max_length` as the card cuts
+        (`fixed` gives the ids of the template's fixed pieces, encoded once per reranker)."""
+        prefix, suffix = list(fixed(self.prefix)), list(fixed(self.suffix))
+        budget = pair_budget(self, fixed, max_length)
         encoded = tokenizer(
             [self.pair.format(instruction=instruction, query=query, document=text) for text in texts], padding=False,
             truncation="longest_first", return_attention_mask=False, max_length=budget,
@@ -62,9 +68,10 @@ class CausalProfile:
 class GemmaProfile(CausalProfile):
     """bge-reranker-v2-gemma's template (FlagEmbedding's `get_inputs`, as its model card runs it)."""
 
-    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
-        prompt = tokenizer(instruction, add_special_tokens=False)["input_ids"]
-        sep = tokenizer("\n", add_special_tokens=False)["input_ids"]
+    def rows(
+        self, tokenizer: Any, fixed: Fixed, instruction: str, query: str, texts: list[str], max_length: int
+    ) -> list[list[int]]:
+        prompt, sep = list(fixed(instruction)), list(fixed("\n"))
         asked = tokenizer(f"A: {query}", add_special_tokens=False, max_length=max_length * 3 // 4, truncation=True)
         rows = []
         for text in texts:
@@ -84,17 +91,16 @@ class MxbaiProfile(CausalProfile):
     "instruction: …" when one is set) and "document: …" joined by a newline inside Qwen's chat template, the task
     prompt after them; `max_length` is the pair's budget, the template comes on top."""
 
-    def rows(self, tokenizer: Any, instruction: str, query: str, texts: list[str], max_length: int) -> list[list[int]]:
-        def ids(text: str) -> list[int]:
-            return tokenizer(text, add_special_tokens=False)["input_ids"]
-
-        prefix, suffix, sep, task = ids(self.prefix), ids(self.suffix), ids("\n"), ids(self.pair)
-        fixed = len(prefix) + len(task) + len(suffix) + len(sep)
+    def rows(
+        self, tokenizer: Any, fixed: Fixed, instruction: str, query: str, texts: list[str], max_length: int
+    ) -> list[list[int]]:
+        prefix, suffix, sep, task = (list(fixed(text)) for text in (self.prefix, self.suffix, "\n", self.pair))
+        template = len(prefix) + len(task) + len(suffix) + len(sep)
         most = tokenizer.model_max_length
-        budget = most - fixed if max_length + fixed > most else max_length
+        budget = most - template if max_length + template > most else max_length
         asked = f"query: {query}" if not instruction else f"instruction: {instruction}\nquery: {query}"
         query_ids = tokenizer(asked, add_special_tokens=False, max_length=budget * 3 // 4, truncation=True)
-        document_most = min(most - len(query_ids["input_ids"]) - fixed, budget)
+        document_most = min(most - len(query_ids["input_ids"]) - template, budget)
         rows = []
         for text in texts:
             document = tokenizer(f"document: {text}", add_special_tokens=False, max_length=document_most,
@@ -107,12 +113,9 @@ class MxbaiProfile(CausalProfile):
         return rows
 
 
-def pair_budget(profile: CausalProfile, tokenizer: Any, max_length: int) -> int:
+def pair_budget(profile: CausalProfile, fixed: Fixed, max_length: int) -> int:
     """The tokens left for the formatted pair beside the profile's fixed template."""
-    fixed = tokenizer.encode(profile.prefix, add_special_tokens=False) + tokenizer.encode(
-        profile.suffix, add_special_tokens=False
-    )
-    return max_length - len(fixed)
+    return max_length - len(fixed(profile.prefix)) - len(fixed(profile.suffix))
 
 
 QWEN3 = CausalProfile(
@@ -181,7 +184,12 @@ class CausalLMReranker(BaseReranker):
         self.model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).to(self.device).eval()
         self.yes_id = self._answer_id(self.profile.yes)
         self.no_id = self._answer_id(self.profile.no) if self.profile.no else None
-        self.budget = pair_budget(self.profile, self.tokenizer, self.max_length)
+        tokenizer = self.tokenizer
+        # the template's fixed pieces, encoded once: every call of `_inputs` (a hot path) reads them
+        self.fixed: Fixed = functools.lru_cache(maxsize=16)(
+            lambda text: tuple(tokenizer.encode(text, add_special_tokens=False))
+        )
+        self.budget = pair_budget(self.profile, self.fixed, self.max_length)
         if self.budget < 16:
             raise ConfigError(
                 f"RERANKER_MAX_LENGTH {self.max_length} leaves no room for a pair beside {self.profile.name}'s "
@@ -211,7 +219,7 @@ class CausalLMReranker(BaseReranker):
         return self.profile.pair.format(instruction=self.instruction, query=query, document=document)
 
     def _inputs(self, query: str, texts: list[str]) -> list[list[int]]:
-        return self.profile.rows(self.tokenizer, self.instruction, query, texts, self.max_length)
+        return self.profile.rows(self.tokenizer, self.fixed, self.instruction, query, texts, self.max_length)
 
     def cut_shares(self, query: str, texts: list[str]) -> list[float]:
         """For each text, the share of its formatted pair's tokens cut at RERANKER_MAX_LENGTH with the template."""
