@@ -162,6 +162,11 @@ class Settings(BaseSettings):
     # Evaluate a collection whose ingest was interrupted (or is still running): the figures are then of part of the
     # corpus, and say so. Off by default: `eval`, `gate` and `tune` refuse such a collection, naming the ingest.
     allow_partial: bool = Field(False, validation_alias=_alias("allow_partial", "WORKBENCH_ALLOW_PARTIAL"))
+    # Take a "helps" that rests on an LLM judge of the candidate's own lineage (evaluation/judge_limits.py). Off by
+    # default: such a verdict reads "inconclusive under LLM judgments", since LLM judges favour their own lineage.
+    allow_same_lineage_judge: bool = Field(
+        False, validation_alias=_alias("allow_same_lineage_judge", "WORKBENCH_ALLOW_SAME_LINEAGE_JUDGE")
+    )
 
     # Named collections with store settings of their own, from workbench.toml's [collections.<name>] tables:
     # store, url, persist_dir, collection, and for pgvector schema, table, id/text/embedding/metadata_column,

@@ -27,6 +27,8 @@ def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
         overrides["store"] = args.store
     if getattr(args, "allow_partial", False):
         overrides["allow_partial"] = True
+    if getattr(args, "allow_same_lineage_judge", False):
+        overrides["allow_same_lineage_judge"] = True
     if getattr(args, "persist_dir", None):
         overrides["persist_dir"] = Path(args.persist_dir)
     if getattr(args, "url", None):

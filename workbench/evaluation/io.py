@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.errors import IngestError, InputError
 from workbench.inputs import decode_text, read_user_file
 from workbench.loaders import iter_jsonl
 from workbench.redact import CONTROL_CHARACTERS, plain_text
 from workbench.vocab import MAX_EXPORT_BYTES, MAX_IMPORTED_GRADE
+
+if TYPE_CHECKING:  # judge_limits reads Qrels and Run from here
+    from workbench.evaluation.judge_limits import GradeSources
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -162,6 +166,9 @@ class Dataset:
         self.queries = {qid: queries[qid] for qid in qrels if qid in queries}
         self.unmatched_judged = missing
         self.corpus = corpus
+        # Where an LLM judge graded some pairs: whose each grade is (judge_limits.GradeSources), set by the
+        # judgments store; None for files, BEIR folders and stores without the judge's grades.
+        self.grade_sources: GradeSources | None = None
 
     @classmethod
     def from_beir(cls, folder: str | Path, split: str = "test") -> Dataset:

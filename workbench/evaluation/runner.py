@@ -25,7 +25,7 @@ from workbench.evaluation.runs import ScoredChunk, fold_documents, scored_chunks
 from workbench.evaluation.sanity import run_checks
 from workbench.evaluation.sequential import SequentialPlan, run_until_settled, seeded_order
 from workbench.evaluation.significance import paired_comparison
-from workbench.evaluation.verdict import measured_verdict
+from workbench.evaluation.verdict import measured_verdict, with_judge_limits
 from workbench.fusion import first_stage_name
 from workbench.redact import plain_text
 from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
@@ -117,6 +117,10 @@ def report_of(
     checks = run_checks(answers.candidates, top_n, answers.score_scale) if answers.reranker_model else []
     if checks:  # the figures are about how the reranker ran: no "helps" or "hurts" about the model
         judgement = judgement.model_copy(update={"direction": "unknown", "not_as_intended": checks})
+    elif answers.reranker_model and dataset.grade_sources is not None:
+        judgement = with_judge_limits(
+            judgement, dataset.grade_sources, qrels, before_run, after_run, k, answers.reranker_model
+        )
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     report = EvaluationReport(

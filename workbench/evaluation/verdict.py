@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from workbench.evaluation.io import Qrels, Run
+from workbench.evaluation.judge_limits import GradeSources, JudgeLimits, judge_limits
 from workbench.evaluation.metrics import evaluate, ndcg_bounds
 from workbench.evaluation.sanity import RunCheck, not_as_intended
 from workbench.evaluation.significance import Difference, difference, sensitivity
@@ -65,6 +66,9 @@ class Verdict(BaseModel):
     # Whether grading the unjudged documents can still change the verdict (evaluation/settling.py): when it cannot,
     # the words never ask for grades (one function decides both the verdict's advice and the judging line).
     grading_settles: bool | None = None
+    # Where some counted grades are an LLM judge's: its lineage beside the candidate's, its decision agreement with
+    # people and its resolution floor (evaluation/judge_limits.py); when they bar the verdict, direction "unknown".
+    judge: JudgeLimits | None = None
 
     @property
     def colour(self) -> str:
@@ -94,7 +98,15 @@ class Verdict(BaseModel):
         return words + "."
 
     def words(self) -> str:
-        """The verdict in a few sentences."""
+        """The verdict in a few sentences, and the LLM judge behind its grades where there is one."""
+        said = self._words()
+        if self.judge is None:
+            return said
+        if not self.judge.holds:
+            return f"{self.judge.reason} Measured all the same: {self._change()}. {self.judge.words()}"
+        return f"{said} {self.judge.words()}"
+
+    def _words(self) -> str:
         if self.not_as_intended:
             return f"{not_as_intended(self.not_as_intended)} Measured all the same: {self._change()}."
         few = self.judged_at_k < ENOUGH_JUDGED
@@ -217,3 +229,17 @@ def measured_verdict(qrels: Qrels, before_run: Run, after_run: Run, k: int) -> M
         bounds=Bounds(before_low=before_low, before_high=before_high, after_low=after_low, after_high=after_high),
     )
     return Measured(before=before, after=after, per_before=per_before, per_after=per_after, verdict=said)
+
+
+def with_judge_limits(
+    said: Verdict, sources: GradeSources, qrels: Qrels, before_run: Run, after_run: Run, k: int, candidate: str
+) -> Verdict:
+    """The verdict with the LLM judge's limits beside it where some of its counted grades are the judge's, and
+    "unknown" where they bar it (evaluation/judge_limits.py)."""
+    limits = judge_limits(
+        sources, qrels, before_run, after_run, k, direction=said.direction, delta=said.delta, candidate=candidate,
+        direction_without_judge=lambda other: measured_verdict(other, before_run, after_run, k).verdict.direction,
+    )  # fmt: skip
+    if limits is None:
+        return said
+    return said.model_copy(update={"judge": limits, **({} if limits.holds else {"direction": "unknown"})})

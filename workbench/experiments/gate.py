@@ -4,8 +4,10 @@ configuration run now) on judged queries, decided as CI needs it.
 - **ship** (exit 0): the candidate is better, p < 0.05 and the 95 % interval above zero, judged@10 at least half,
   and every budget given is kept;
 - **no-ship** (exit 1): the candidate is measurably worse (p < 0.05, the interval below zero), or a budget is broken;
-- **inconclusive** (exit 3): anything else: no measurable difference, too few judgments to tell, or a reranker that
-  did not run as intended (its scores constant, tied, in the first stage's order or squashed twice: the reason says).
+- **inconclusive** (exit 3): anything else: no measurable difference, too few judgments to tell, a reranker that
+  did not run as intended (its scores constant, tied, in the first stage's order or squashed twice: the reason says),
+  or a decision that rests on an LLM judge's grades beyond what the judge can resolve (a judge of the candidate's
+  own lineage, or a change within its resolution floor: evaluation/judge_limits.py).
 
 The decision is written as JSON and as a JUnit XML file (one test case per check) that CI systems read.
 """
@@ -19,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset
+from workbench.evaluation.io import Dataset, Qrels, Run
+from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
 from workbench.evaluation.sanity import not_as_intended
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
@@ -30,6 +33,7 @@ from workbench.types import SearchPlan
 from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
 
 RAN_AS_INTENDED = "ran as intended"  # the check a candidate whose reranker did not run as intended fails
+JUDGE_RESOLVES = "judge can resolve it"  # the check a decision resting on an LLM judge's limits fails
 
 
 class Budgets(BaseModel):
@@ -73,7 +77,8 @@ class GateDecision(BaseModel):
         failures = skipped = 0
         for check in self.checks:
             case = ElementTree.SubElement(suite, "testcase", classname="workbench.gate", name=check.name)
-            if not check.passed and check.name in ("quality", RAN_AS_INTENDED) and self.outcome == "inconclusive":
+            skippable = ("quality", RAN_AS_INTENDED, JUDGE_RESOLVES)
+            if not check.passed and check.name in skippable and self.outcome == "inconclusive":
                 ElementTree.SubElement(case, "skipped", message=check.detail)
                 skipped += 1
             elif not check.passed:
@@ -119,9 +124,15 @@ def _budget_checks(candidate: Experiment, budgets: Budgets) -> list[Check]:
 
 
 def decide(
-    candidate: Experiment, comparison: RunDiff, baseline: str, budgets: Budgets, baseline_id: str | None = None
+    candidate: Experiment,
+    comparison: RunDiff,
+    baseline: str,
+    budgets: Budgets,
+    baseline_id: str | None = None,
+    judge: JudgeLimits | None = None,
 ) -> GateDecision:
-    """The decision from the comparison (candidate as run b) and the budgets."""
+    """The decision from the comparison (candidate as run b), the budgets and, where the comparison rests on an
+    LLM judge's grades, the judge's limits."""
     outcome, quality = _quality(comparison)
     checks = [quality, *_budget_checks(candidate, budgets)]
     broken = [c for c in checks[1:] if not c.passed]
@@ -133,6 +144,12 @@ def decide(
         ran = Check(name=RAN_AS_INTENDED, passed=False, detail=not_as_intended(verdict.not_as_intended))
         checks.insert(0, ran)
         outcome, reason = "inconclusive", ran.detail
+    elif judge is not None and not judge.holds and not broken:
+        resolves = Check(name=JUDGE_RESOLVES, passed=False, detail=f"{judge.reason} {judge.words()}")
+        checks.insert(0, resolves)
+        outcome, reason = "inconclusive", judge.reason
+    elif judge is not None:
+        checks.append(Check(name=JUDGE_RESOLVES, passed=True, detail=judge.words()))
     return GateDecision(
         outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=reason, candidate=_named(candidate),
         baseline=baseline, candidate_experiment=candidate.id, baseline_experiment=baseline_id, checks=checks,
@@ -175,15 +192,42 @@ def run_gate(
     )  # fmt: skip
     if earlier is not None:
         named = f"experiment {earlier.id} ({earlier.title}): {_named(earlier)}"
-        return decide(run, diff_experiments(earlier, run), named, budgets, earlier.id)
+        comparison = diff_experiments(earlier, run)
+        judge = _judge_limits(dataset, earlier.after_run, run, comparison)
+        return decide(run, comparison, named, budgets, earlier.id, judge)
     if isinstance(baseline, SearchPlan):
         other = run_experiment(
             engine, dataset, baseline, source=source, query_set=query_set, max_queries=max_queries, tags=tags
         )
-        return decide(run, diff_experiments(other, run), f"configuration {_named(other)}", budgets, other.id)
+        comparison = diff_experiments(other, run)
+        judge = _judge_limits(dataset, other.after_run, run, comparison)
+        return decide(run, comparison, f"configuration {_named(other)}", budgets, other.id, judge)
     first_stage = f"its first stage ({candidate.retrieval} k={candidate.k}, no reranker)"
     comparison = compare_run_pair(
         run.before_run, run.after_run, run.queries, top_n=candidate.top_n, k=candidate.k, qrels=run.qrels,
         names=("first stage", run.plan.key),
     )  # fmt: skip
-    return decide(run, comparison, first_stage, budgets)
+    return decide(run, comparison, first_stage, budgets, judge=_judge_limits(dataset, run.before_run, run, comparison))
+
+
+def _judge_limits(
+    dataset: Dataset, baseline_run: Run, candidate: Experiment, comparison: RunDiff
+) -> JudgeLimits | None:
+    """The LLM judge's limits for the comparison, where some of the grades it counts are the judge's."""
+    if dataset.grade_sources is None or comparison.change is None or comparison.direction is None:
+        return None
+    plan = candidate.plan
+    model = str(candidate.report.get("reranker_model") or plan.reranker or plan.key)
+    qrels = {q: grades for q, grades in candidate.qrels.items() if q in baseline_run and q in candidate.after_run}
+
+    def direction_without_judge(other: Qrels) -> str:
+        again = compare_run_pair(
+            baseline_run, candidate.after_run, candidate.queries, top_n=plan.top_n, k=plan.k, qrels=other
+        )
+        return str(again.direction)
+
+    return judge_limits(
+        dataset.grade_sources, qrels, baseline_run, candidate.after_run, plan.k, direction=comparison.direction,
+        delta=comparison.change.delta, candidate=model,
+        direction_without_judge=direction_without_judge,
+    )  # fmt: skip

@@ -21,6 +21,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, read_qrels, read_queries
+from workbench.evaluation.judge_limits import GradeSources
 from workbench.inputs import (
     validate_collection_name,
     validate_doc_id,
@@ -33,7 +34,14 @@ from workbench.inputs import (
 from workbench.judgments.agreement import Agreement, Weights, rater_agreement
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.redact import plain_text
-from workbench.vocab import DEFAULT_RATER, JUDGMENT_EXPORT_FORMATS, JUDGMENT_SOURCES, MAX_REASON_CHARS
+from workbench.vocab import (
+    DEFAULT_RATER,
+    JUDGMENT_EXPORT_FORMATS,
+    JUDGMENT_SOURCES,
+    LLM_RATER_PREFIX,
+    MACHINE_SOURCES,
+    MAX_REASON_CHARS,
+)
 
 ExportFormat = Literal["trec", "beir", "history"]
 EXPORT_FORMATS: tuple[str, ...] = JUDGMENT_EXPORT_FORMATS
@@ -57,6 +65,7 @@ class Judgments(BaseModel):
     given: int = 0
     raters: list[str] = []
     provenance: str = ""  # whose grades these are, in words (`whose`)
+    sources: GradeSources | None = None  # where an LLM judge graded some pairs: whose each counted grade is
 
     def for_query(self, text: str) -> tuple[str, dict[str, int]] | None:
         """The judged query with this text (case and spacing ignored) and its grades, or None."""
@@ -75,7 +84,9 @@ class Judgments(BaseModel):
         if not self.qrels:
             raise InputError(f"'{self.collection}' has no judgments yet: rate documents or import qrels first.")
         whose_grades = f": {self.provenance}" if self.provenance else ""
-        return Dataset(f"{self.collection} (judgments store{whose_grades})", self.queries, self.qrels)
+        dataset = Dataset(f"{self.collection} (judgments store{whose_grades})", self.queries, self.qrels)
+        dataset.grade_sources = self.sources
+        return dataset
 
 
 class Rating(BaseModel):
@@ -131,6 +142,26 @@ def whose(rows: Iterable[JudgmentRow], first: str | None = None) -> str:
     return words
 
 
+def grade_sources(rows: Iterable[JudgmentRow], policy: str, *, allow_same_lineage: bool) -> GradeSources | None:
+    """Whose the grades are where an LLM judge graded some pairs (None where it graded none): people's current
+    grades under the policy, the judge's latest grade of each pair, and the pairs whose counted grade is the
+    judge's because no person graded them."""
+    rows = list(rows)
+    judged = [r for r in rows if r.source == "llm"]
+    if not judged:
+        return None
+    people = current_grades([r for r in rows if r.source not in MACHINE_SOURCES], policy)
+    judge: Qrels = {}
+    for row in judged:  # oldest first: the latest grade of a pair is the judge's
+        judge.setdefault(row.query_id, {})[row.doc_id] = row.grade
+    counted = {q: sorted(d for d in docs if d not in people.get(q, {})) for q, docs in judge.items()}
+    models = sorted({r.rater.removeprefix(LLM_RATER_PREFIX) for r in judged})
+    return GradeSources(
+        people=people, judge=judge, judge_models=models, judge_counted={q: d for q, d in counted.items() if d},
+        allow_same_lineage=allow_same_lineage,
+    )  # fmt: skip
+
+
 def load_judgments(
     settings: Settings, collection: str, policy: str | None = None, rows: list[JudgmentRow] | None = None
 ) -> Judgments | None:
@@ -148,6 +179,7 @@ def load_judgments(
         given=len(rows),
         raters=sorted({r.rater for r in rows}),
         provenance=whose(rows),
+        sources=grade_sources(rows, policy, allow_same_lineage=settings.allow_same_lineage_judge),
     )
 
 

@@ -122,6 +122,7 @@ def demo_dataset(split: str = "test", settings: Settings | None = None) -> Datas
     if stored is not None:
         qrels = {qid: stored.qrels.get(qid, {}) for qid in dataset.queries}
         dataset = Dataset(dataset.name, dataset.queries, qrels, dataset.corpus, dataset.groups)
+        dataset.grade_sources = stored.sources
         mine = [row for row in rows if row.query_id in dataset.queries]
         if any(row.rater != DEMO_RATER for row in mine):  # grades given since: the label says whose they are
             name = f"the {whose(mine, DEMO_RATER)}"

@@ -84,6 +84,15 @@ def partial_option(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def same_lineage_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-same-lineage-judge: take a "helps" resting on an LLM judge of the candidate's own lineage."""
+    parser.add_argument(
+        "--allow-same-lineage-judge", action="store_true",
+        help="take a 'helps' that rests on an LLM judge of the candidate's own lineage (refused by default: LLM "
+        "judges favour rankers of their own lineage)",
+    )  # fmt: skip
+
+
 def fusion_option(parser: argparse.ArgumentParser) -> None:
     """--fusion: how a hybrid first stage fuses its two lists (workbench.fusion reads it)."""
     parser.add_argument(

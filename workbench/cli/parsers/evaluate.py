@@ -10,6 +10,7 @@ from workbench.cli.parsers.common import (
     fusion_option,
     long_documents_option,
     partial_option,
+    same_lineage_option,
     skip_option,
     stopping_options,
     store_options,
@@ -87,6 +88,7 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     long_documents_option(tune)
     tune.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(tune)
+    same_lineage_option(tune)
     tune.add_argument(
         "--latency-budget-ms", type=checked(validate_budget_ms), help="recommend only a cell whose p95 fits this budget"
     )
@@ -132,6 +134,7 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(evaluate)
+    same_lineage_option(evaluate)
     skip_option(evaluate)
     stopping_options(evaluate)
     evaluate.add_argument(

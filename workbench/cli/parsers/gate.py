@@ -10,6 +10,7 @@ from workbench.cli.parsers.common import (
     fusion_option,
     long_documents_option,
     partial_option,
+    same_lineage_option,
     skip_option,
     store_options,
 )
@@ -49,6 +50,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     gate.add_argument("--query-set", help="a kept query set (its queries, judged by the dataset)")
     gate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(gate)
+    same_lineage_option(gate)
     skip_option(gate)
     gate.add_argument("--max-latency-ms", type=checked(validate_budget_ms), help="budget: p95 of a search's total time")
     gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
