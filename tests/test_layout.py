@@ -31,6 +31,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.fusion",
         "workbench.passages",
         "workbench.models",
+        "workbench.lineage",
         "workbench.service_calls",
         "workbench.spreadsheet",
     ),

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
 
 from workbench.errors import IngestError, InputError
 from workbench.inputs import decode_text, read_user_file
@@ -16,11 +17,19 @@ from workbench.loaders import iter_jsonl
 from workbench.redact import CONTROL_CHARACTERS, plain_text
 from workbench.vocab import MAX_EXPORT_BYTES, MAX_IMPORTED_GRADE
 
-if TYPE_CHECKING:  # judge_limits reads Qrels and Run from here
-    from workbench.evaluation.judge_limits import GradeSources
-
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
+
+
+class GradeSources(BaseModel):
+    """Whose grades a judged query set's are, where an LLM judge graded some of them: people's current grades,
+    the judge's latest grade of each pair it graded, and which of the counted grades are the judge's alone."""
+
+    people: Qrels
+    judge: Qrels
+    judge_models: list[str]
+    judge_counted: dict[str, list[str]] = Field(description="query id -> documents whose counted grade is the judge's")
+    allow_same_lineage: bool = False  # the user's explicit override of the same-lineage refusal
 
 
 def _lines(path: Path, what: str) -> list[str]:
@@ -166,7 +175,7 @@ class Dataset:
         self.queries = {qid: queries[qid] for qid in qrels if qid in queries}
         self.unmatched_judged = missing
         self.corpus = corpus
-        # Where an LLM judge graded some pairs: whose each grade is (judge_limits.GradeSources), set by the
+        # Where an LLM judge graded some pairs: whose each grade is (GradeSources), set by the
         # judgments store; None for files, BEIR folders and stores without the judge's grades.
         self.grade_sources: GradeSources | None = None
 

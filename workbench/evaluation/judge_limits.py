@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from scipy import stats
 
-from workbench.evaluation.io import Qrels, Run
+from workbench.evaluation.io import GradeSources, Qrels, Run
 from workbench.evaluation.metrics import evaluate
 from workbench.lineage import model_lineage
 from workbench.redact import public_name
@@ -35,17 +35,6 @@ from workbench.vocab import PRIMARY_METRIC
 AGREEMENT_RESAMPLES = 2000
 AGREEMENT_SEED = 0
 Decision = str  # "helps", "hurts" or "none"
-
-
-class GradeSources(BaseModel):
-    """Whose grades a judged query set's are, where an LLM judge graded some of them: people's current grades,
-    the judge's latest grade of each pair it graded, and which of the counted grades are the judge's alone."""
-
-    people: Qrels
-    judge: Qrels
-    judge_models: list[str]
-    judge_counted: dict[str, list[str]] = Field(description="query id -> documents whose counted grade is the judge's")
-    allow_same_lineage: bool = False  # the user's explicit override of the same-lineage refusal
 
 
 class JudgeLimits(BaseModel):

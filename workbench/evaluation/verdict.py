@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from workbench.evaluation.io import Qrels, Run
-from workbench.evaluation.judge_limits import GradeSources, JudgeLimits, judge_limits
+from workbench.evaluation.io import GradeSources, Qrels, Run
+from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
 from workbench.evaluation.metrics import evaluate, ndcg_bounds
 from workbench.evaluation.sanity import RunCheck, not_as_intended
 from workbench.evaluation.significance import Difference, difference, sensitivity

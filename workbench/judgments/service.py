@@ -20,8 +20,7 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset, Qrels, read_qrels, read_queries
-from workbench.evaluation.judge_limits import GradeSources
+from workbench.evaluation.io import Dataset, GradeSources, Qrels, read_qrels, read_queries
 from workbench.inputs import (
     validate_collection_name,
     validate_doc_id,
