@@ -71,6 +71,7 @@ def _until_settled(
     ordered = seeded_order(items, sequential.seed)
     results: list[SearchResult] = []
     deltas: list[float] = []  # per query, in order: a query's nDCG@10 needs no other query, so each block is new work
+    scored: _Answers = _Answers()  # every block's rerank scores, for the run checks at each look
 
     def deltas_of_first(used: int) -> list[float]:
         def told(done: int, _: int) -> None:
@@ -81,13 +82,19 @@ def _until_settled(
         found = search_all(engine, plan, [text for _, text in wanted], told, use_cache)
         results.extend(found)
         answers = _answers(wanted, found)
+        scored.candidates.update(answers.candidates)
+        scored.score_scale = answers.score_scale
         qrels = {qid: dataset.qrels[qid] for qid, _ in wanted}
         per_before = evaluate(qrels, answers.before_run, plan.k)[1]
         per_after = evaluate(qrels, answers.after_run, plan.k)[1]
         deltas.extend(per_after[q][PRIMARY] - per_before[q][PRIMARY] for q in per_before)
         return deltas
 
-    stop = run_until_settled(deltas_of_first, len(ordered), sequential)
+    def fault() -> str:
+        checks = run_checks(scored.candidates, plan.top_n, scored.score_scale)
+        return "; ".join(check.words for check in checks)
+
+    stop = run_until_settled(deltas_of_first, len(ordered), sequential, fault)
     report = report_of(dataset, plan, ordered[: stop.queries_used], results, time.perf_counter() - started)
     report.sequential = stop
     return report

@@ -26,7 +26,7 @@ SEQUENTIAL_BLOCK = 10  # queries per look
 MIN_QUERIES = 20  # no stop before this many queries: a t interval on fewer is not worth trusting
 ALPHA = 0.05
 
-Settled = Literal["helps", "hurts", "within tolerance"]
+Settled = Literal["helps", "hurts", "within tolerance", "not as intended"]
 
 
 class SequentialPlan(BaseModel):
@@ -46,6 +46,7 @@ class SequentialStop(BaseModel):
     looks_planned: int
     looks_taken: int
     settled: Settled | None  # None: never settled; the run went to the set's end
+    fault: str = ""  # with "not as intended": the run checks that fired (evaluation/sanity.py), in words
     interval: tuple[float, float]  # the last look's interval, at level 1 - alpha / looks_planned
     plan: SequentialPlan
 
@@ -70,6 +71,8 @@ class SequentialStop(BaseModel):
             "helps": "the change's interval lay above 0",
             "hurts": "the change's interval lay below 0",
             "within tolerance": f"the change's interval lay inside ±{self.plan.tolerance}",
+            "not as intended": f"the reranker did not run as intended ({self.fault}), which more queries would not "
+            "change",
         }[self.settled]
         return (
             f"Stopped after {self.queries_used} of {self.queries_available} queries at look {self.looks_taken}: {why} "
@@ -110,19 +113,28 @@ def look(deltas: Sequence[float], planned: int, plan: SequentialPlan) -> tuple[S
 
 
 def run_until_settled(
-    deltas_of_first: Callable[[int], Sequence[float]], available: int, plan: SequentialPlan
+    deltas_of_first: Callable[[int], Sequence[float]],
+    available: int,
+    plan: SequentialPlan,
+    fault: Callable[[], str] | None = None,
 ) -> SequentialStop:
     """The stopping rule over `available` queries: `deltas_of_first(n)` gives the paired changes of the first n
-    queries in the seeded order (a run searches them then; a simulation slices its draws). Where it stops, as
+    queries in the seeded order (a run searches them then; a simulation slices its draws). `fault()`, asked at each
+    look from MIN_QUERIES on, names what says the reranker did not run as intended on the queries so far (the run
+    checks), or ""; then the run stops there, and no look calls it helping or hurting. Where it stops, as
     `SequentialStop`."""
     planned = looks_planned(available, plan.block)
-    settled, interval, used, taken = None, (-math.inf, math.inf), available, 0
+    settled: Settled | None = None
+    interval, used, taken, why = (-math.inf, math.inf), available, 0, ""
     for end in range(plan.block, available + plan.block, plan.block):
         used, taken = min(end, available), taken + 1
         settled, interval = look(deltas_of_first(used), planned, plan)
+        why = fault() if fault is not None and used >= MIN_QUERIES else ""
+        if why:
+            settled = "not as intended"
         if settled is not None:
             break
     return SequentialStop(
         queries_used=used, queries_available=available, looks_planned=planned, looks_taken=taken,
-        settled=settled, interval=interval, plan=plan,
+        settled=settled, interval=interval, plan=plan, fault=why,
     )  # fmt: skip
