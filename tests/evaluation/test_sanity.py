@@ -14,8 +14,9 @@ import torch
 
 from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
-from workbench.evaluation.sanity import run_checks
+from workbench.evaluation.sanity import CUT_FIRES, run_checks
 from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.service import evaluate_dataset
 from workbench.experiments.gate import RAN_AS_INTENDED, run_gate
 from workbench.rerankers import factory
 from workbench.rerankers.base import BaseReranker
@@ -133,3 +134,36 @@ def test_stopping_when_settled_stops_at_the_first_look_that_finds_a_fault(plante
     assert "helps" not in stop.words() and "hurts" not in stop.words()
     assert report.verdict is not None and report.verdict.direction == "unknown"
     assert [c.name for c in report.verdict.not_as_intended] == ["identity"]
+
+
+def test_a_reranker_that_never_reads_the_answers_is_named_and_gets_no_verdict(
+    demo_engine: Engine, real_reranker_dir: Path
+) -> None:
+    """The fifth planted failure: passages past the window. The shared cross-encoder cut at 24 tokens reads the
+    query and a few words of each passage; at its own 256 the demo's passages fit and nothing fires."""
+    from transformers import AutoTokenizer
+
+    plan = SearchPlan(collection="demo", retrieval="dense", k=20, top_n=10, reranker=str(real_reranker_dir))
+    short = Engine(demo_engine.settings.model_copy(update={"reranker_max_length": 24}))
+    report = evaluate_dataset(short, demo_dataset("test"), plan, max_queries=20, ingest_missing=False)
+    assert report.verdict is not None and report.verdict.direction == "unknown"
+    assert [check.name for check in report.verdict.not_as_intended] == ["cut"]
+    assert report.verdict.words().startswith("The reranker did not run as intended: a relevant passage lost")
+    assert report.recommendation is None or "measurably better" not in report.recommendation.words()
+    # one query's figure by hand: the tokenizer's own longest-first cut of each relevant candidate at 24 tokens
+    tokenizer = AutoTokenizer.from_pretrained(str(real_reranker_dir))
+    dataset = demo_dataset("test")
+    first = report.diagnosis.per_query[0]
+    result = short.search(first.query, plan)
+    relevant = {d for d, g in dataset.qrels[first.query_id].items() if g > 0}
+    shares = []
+    for chunk in result.candidates:
+        if str(chunk.metadata.get("document_id", chunk.id)) in relevant:
+            whole = len(tokenizer(chunk.text, add_special_tokens=False)["input_ids"])
+            kept = tokenizer(first.query, chunk.text, truncation="longest_first", max_length=24)["token_type_ids"]
+            shares.append(1 - (sum(kept) - 1) / whole)  # the second segment's tokens, less its [SEP]
+    assert first.relevant_cut_share == pytest.approx(max(shares))
+
+    full = evaluate_dataset(demo_engine, demo_dataset("test"), plan, max_queries=20, ingest_missing=False)
+    assert full.verdict is not None and full.verdict.not_as_intended == []
+    assert max(d.relevant_cut_share or 0.0 for d in full.diagnosis.per_query) < CUT_FIRES

@@ -105,6 +105,9 @@ class QueryDiagnosis(BaseModel):
     delta: float
     first_stage_found: bool
     documents: list[DocumentSigns]
+    # the largest share of a judged-relevant candidate's tokens (any of the k) cut at the model's max length; None
+    # when no candidate is relevant or the reranker does not say (a remote service)
+    relevant_cut_share: float | None = None
 
     @property
     def cut(self) -> int:
@@ -210,10 +213,12 @@ def diagnose_result(
             )
         )  # fmt: skip
     relevant = {d for d, g in grades.items() if g > 0}
-    found = any(str(c.metadata.get("document_id", c.id)) in relevant for c in result.candidates)
+    answers = [c.text for c in result.candidates if str(c.metadata.get("document_id", c.id)) in relevant]
+    relevant_cut = max(cut_shares(result.query, answers)) if cut_shares and answers else None
     return QueryDiagnosis(
-        query_id=query_id, query=result.query, delta=delta, first_stage_found=found, documents=documents
-    )
+        query_id=query_id, query=result.query, delta=delta, first_stage_found=bool(answers), documents=documents,
+        relevant_cut_share=relevant_cut,
+    )  # fmt: skip
 
 
 def diagnose(engine: Engine, dataset: Dataset, plan: SearchPlan, deltas: dict[str, float]) -> Diagnosis:

@@ -11,7 +11,10 @@ with a head it does not have (noise), or whose scores were squashed twice, makes
 - **identity**: the reranked order is the first stage's (Kendall's tau at least `IDENTITY_TAU` over queries of
   at least `IDENTITY_MIN_CANDIDATES` candidates): the reranker moved nothing;
 - **squashed**: probability-scale scores that all lie in the sigmoid's image of [0, 1] (0.5 to 0.7311): a
-  probability put through the sigmoid once more, so every score reads "about half relevant".
+  probability put through the sigmoid once more, so every score reads "about half relevant";
+- **cut**: on most queries with a judged-relevant candidate, one of them lost at least `CUT_FIRES` of its tokens at
+  the model's max length: the reranker never read where the answers are (`cut_check`, from the diagnosis, which
+  reads the candidates' texts; local models only: a service does not say what it cut).
 
 While one fires, the verdict says the reranker did not run as intended, instead of calling the model good or bad.
 """
@@ -29,7 +32,8 @@ from scipy.stats import kendalltau
 from workbench.evaluation.runs import ScoredChunk, scored_chunks
 from workbench.types import SearchResult
 
-CheckName = Literal["constant", "tied", "identity", "squashed"]
+CheckName = Literal["constant", "tied", "identity", "squashed", "cut"]
+CUT_FIRES = 0.25  # the share of a relevant passage's tokens cut at max length for its query to count as cut
 TIE_SHARE = 0.3  # of the top n's neighbouring pairs, for a query to count as tied
 IDENTITY_TAU = 0.95
 IDENTITY_MIN_CANDIDATES = 5
@@ -100,6 +104,19 @@ def run_checks(candidates: Mapping[str, Sequence[ScoredChunk]], top_n: int, scor
         )
         found.append(RunCheck(name="squashed", queries=len(per_query), checked=len(per_query), words=words))
     return [check for check in found if check is not None]
+
+
+def cut_check(relevant_cut_shares: Sequence[float | None], max_length: int | None) -> RunCheck | None:
+    """The **cut** check over an evaluation's queries: each query's largest cut share among its judged-relevant
+    candidates (None: no relevant candidate, or a reranker that does not say)."""
+    shares = [share for share in relevant_cut_shares if share is not None]
+    at = f" ({max_length} tokens)" if max_length else ""
+    what = (
+        f"a relevant passage lost at least {CUT_FIRES:.0%} of its tokens at the model's max length{at}, so the "
+        "reranker never read where the answers are (raise RERANKER_MAX_LENGTH, ingest smaller passages, or try "
+        "--long-documents maxp)"
+    )
+    return _fired("cut", sum(share >= CUT_FIRES for share in shares), len(shares), what)
 
 
 def result_checks(result: SearchResult) -> list[RunCheck]:

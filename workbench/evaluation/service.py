@@ -19,6 +19,7 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
+from workbench.evaluation.sanity import cut_check
 from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
@@ -132,6 +133,18 @@ def prepare_collection(
     return warnings
 
 
+def _check_cut(engine: Engine, plan: SearchPlan, report: EvaluationReport) -> None:
+    """The **cut** run check from the diagnosis (it read the candidates' texts): while it fires, the verdict says
+    the reranker did not run as intended, as the score checks do (evaluation/sanity.py)."""
+    verdict, diagnosis = report.verdict, report.diagnosis
+    if verdict is None or diagnosis is None or verdict.not_as_intended:
+        return
+    reranker = engine.reranker_of(plan)
+    check = cut_check([d.relevant_cut_share for d in diagnosis.per_query], getattr(reranker, "max_length", None))
+    if check is not None:
+        report.verdict = verdict.model_copy(update={"direction": "unknown", "not_as_intended": [check]})
+
+
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
@@ -182,6 +195,10 @@ def evaluate_dataset(
         state = settle_state(report)
         if state is not None:
             report.verdict.grading_settles = state.settled
+    if report.reranker_model:
+        say(f"the signs behind each query's change ({report.queries} queries)")
+        report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
+        _check_cut(engine, plan, report)
     if ks:
         say(f"the depth curve: reranking the first {', '.join(map(str, ks))} candidates, each timed")
         report.depth = depth_curve(engine, report, dataset, plan, ks)
@@ -191,9 +208,6 @@ def evaluate_dataset(
             if advice is not None:  # top n measured on the lists at the advised k, as `tune` measures its cell
                 advice = with_top_n(advice, top_n_points(report, k=advice.k))
             report.recommendation = advice
-    if report.reranker_model:
-        say(f"the signs behind each query's change ({report.queries} queries)")
-        report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
     if plan.skip_gap is not None and report.reranker_model and report.reranked_queries is not None:
         say("the same queries always reranked, against the skip policy")
         always = run_evaluation(
