@@ -18,6 +18,7 @@ from workbench.cli import main
 from workbench.engine import Engine
 from workbench.evaluation import Dataset, run_evaluation
 from workbench.evaluation.sequential import SequentialPlan, look, run_until_settled, seeded_order
+from workbench.experiments.store import open_experiment_store
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset
 
 
@@ -87,3 +88,21 @@ def test_eval_stop_when_settled_on_the_demo(demo_cli: Engine, capsys: pytest.Cap
     assert refused.value.code == 2 and "The tolerance is a number above 0 and below 1" in capsys.readouterr().err
     assert main([*argv, "--skip-gap", "0.1"]) == 2
     assert "choose one of them" in capsys.readouterr().err
+
+
+def test_the_gate_stops_when_settled_and_weighs_the_baseline_on_the_same_queries(
+    demo_cli: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["gate", "demo", "-k", "20", "--json", "--stop-when-settled", "--tolerance", "0.2", "--seed", "5",
+            "--baseline-k", "10"]  # fmt: skip
+    code = main(argv)
+    decision = json.loads(capsys.readouterr().out)
+    assert code == decision["exit_code"]
+    assert decision["stopping"].startswith("Stopped after") and "Bonferroni alpha spending" in decision["stopping"]
+    kept = open_experiment_store(demo_cli.settings)
+    candidate = kept.get(decision["candidate_experiment"])
+    baseline = kept.get(decision["baseline_experiment"])
+    used = int(decision["stopping"].split()[2])  # "Stopped after N of 50 queries ..."
+    taken = seeded_order(list(demo_dataset().queries.items()), 5)[:used]
+    assert list(candidate.queries) == [q for q, _ in taken] and baseline.queries == candidate.queries
+    assert used < 50 and decision["comparison"]["judged_queries"] <= used

@@ -12,6 +12,7 @@ from workbench.cli.evaluate import judged_queries
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.sequential import SequentialPlan
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.rerankers.factory import on_backend
@@ -45,6 +46,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         decision = run_gate(
             engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=budgets, query_set=query_set,
             max_queries=args.max_queries, progress=bar,
+            sequential=SequentialPlan(seed=args.seed, tolerance=args.tolerance) if args.stop_when_settled else None,
         )  # fmt: skip
     if args.junit:
         Path(args.junit).write_text(decision.to_junit(), encoding="utf-8")
@@ -56,6 +58,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(shown(f"{decision.outcome.upper()} (exit {decision.exit_code}): {decision.reason}"))
         print(shown(f"candidate {decision.candidate} (experiment {decision.candidate_experiment})"))
         print(shown(f"baseline {decision.baseline}"))
+        if decision.stopping:
+            print(shown(f"stopping rule: {decision.stopping}"))
     sys.stdout.flush()
     return decision.exit_code
 

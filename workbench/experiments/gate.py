@@ -24,6 +24,7 @@ from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
 from workbench.evaluation.sanity import not_as_intended
+from workbench.evaluation.sequential import SequentialPlan, SequentialStop
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
@@ -66,6 +67,7 @@ class GateDecision(BaseModel):
     baseline_experiment: str | None = None
     checks: list[Check]
     comparison: RunDiff
+    stopping: str = ""  # with --stop-when-settled: how many queries decided it and by which rule
 
     def to_junit(self) -> str:
         """The decision as a JUnit XML document: a test suite `workbench gate` with one case per check; a broken
@@ -175,9 +177,30 @@ def run_gate(
     max_queries: int | None = None,
     progress: Progress | None = None,
     tags: Sequence[str] = ("gate",),
+    sequential: SequentialPlan | None = None,
 ) -> GateDecision:
     """Run the candidate (kept as an experiment) and decide against the baseline: None for the candidate's own
-    first stage, an experiment's id, or another plan (run now, and kept too)."""
+    first stage, an experiment's id, or another plan (run now, and kept too). With `sequential` the candidate's
+    queries run in a seeded order until its verdict against its first stage is settled, and another plan runs on
+    the queries it took; the decision says how many decided it."""
+    decision, stopping = _gate(engine, dataset, candidate, source, baseline, budgets, query_set, max_queries,
+                               progress, tags, sequential)  # fmt: skip
+    return decision.model_copy(update={"stopping": stopping})
+
+
+def _gate(
+    engine: Engine,
+    dataset: Dataset,
+    candidate: SearchPlan,
+    source: str,
+    baseline: SearchPlan | str | None,
+    budgets: Budgets | None,
+    query_set: QuerySet | None,
+    max_queries: int | None,
+    progress: Progress | None,
+    tags: Sequence[str],
+    sequential: SequentialPlan | None,
+) -> tuple[GateDecision, str]:
     budgets = budgets or Budgets()
     if baseline is None and not candidate.reranks:
         raise InputError(
@@ -189,25 +212,33 @@ def run_gate(
     run = run_experiment(
         engine, dataset, candidate, source=source, query_set=query_set, max_queries=max_queries, progress=progress,
         tags=tags, use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
+        sequential=sequential,
     )  # fmt: skip
+    stopped = run.report.get("sequential")
+    stopping = SequentialStop.model_validate(stopped).words() if isinstance(stopped, dict) else ""
+    if stopping:  # the baseline is weighed on the queries that decided it, and nothing else
+        taken = Dataset(dataset.name, run.queries, {q: dataset.qrels[q] for q in run.queries}, groups=dataset.groups)
+        taken.grade_sources = dataset.grade_sources
+        dataset, query_set, max_queries = taken, None, None
     if earlier is not None:
         named = f"experiment {earlier.id} ({earlier.title}): {_named(earlier)}"
         comparison = diff_experiments(earlier, run)
         judge = _judge_limits(dataset, earlier.after_run, run, comparison)
-        return decide(run, comparison, named, budgets, earlier.id, judge)
+        return decide(run, comparison, named, budgets, earlier.id, judge), stopping
     if isinstance(baseline, SearchPlan):
         other = run_experiment(
             engine, dataset, baseline, source=source, query_set=query_set, max_queries=max_queries, tags=tags
         )
         comparison = diff_experiments(other, run)
         judge = _judge_limits(dataset, other.after_run, run, comparison)
-        return decide(run, comparison, f"configuration {_named(other)}", budgets, other.id, judge)
+        return decide(run, comparison, f"configuration {_named(other)}", budgets, other.id, judge), stopping
     first_stage = f"its first stage ({candidate.retrieval} k={candidate.k}, no reranker)"
     comparison = compare_run_pair(
         run.before_run, run.after_run, run.queries, top_n=candidate.top_n, k=candidate.k, qrels=run.qrels,
         names=("first stage", run.plan.key),
     )  # fmt: skip
-    return decide(run, comparison, first_stage, budgets, judge=_judge_limits(dataset, run.before_run, run, comparison))
+    judge = _judge_limits(dataset, run.before_run, run, comparison)
+    return decide(run, comparison, first_stage, budgets, judge=judge), stopping
 
 
 def _judge_limits(

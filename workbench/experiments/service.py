@@ -16,6 +16,7 @@ from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import document_runs
+from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.service import evaluate_dataset
 from workbench.evaluation.tuning import TuningRun
 from workbench.experiments.diff import RunDiff, compare_run_pair
@@ -122,14 +123,17 @@ def run_experiment(
     progress: Progress | None = None,
     save: bool = True,
     use_cache: bool = True,
+    sequential: SequentialPlan | None = None,
 ) -> Experiment:
     """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it;
-    `use_cache=False` times every search's real work."""
+    `use_cache=False` times every search's real work; with `sequential`, the queries run in a seeded order until
+    the verdict is settled (evaluation/sequential.py)."""
     if query_set is not None:
         dataset = query_set.judged(dataset)
     report = evaluate_dataset(
-        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress, use_cache=use_cache
-    )
+        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress, use_cache=use_cache,
+        sequential=sequential,
+    )  # fmt: skip
     return keep_report(
         engine, report, plan, dataset, source=source, query_set=query_set.name if query_set else None,
         name=name, tags=tags, notes=notes, save=save,

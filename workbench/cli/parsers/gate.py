@@ -12,6 +12,7 @@ from workbench.cli.parsers.common import (
     partial_option,
     same_lineage_option,
     skip_option,
+    stopping_options,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
@@ -51,6 +52,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     gate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(gate)
     same_lineage_option(gate)
+    stopping_options(gate)
     skip_option(gate)
     gate.add_argument("--max-latency-ms", type=checked(validate_budget_ms), help="budget: p95 of a search's total time")
     gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
