@@ -4,6 +4,7 @@ RetrievalCompleted events to a file and to a real RabbitMQ, including a broker k
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -301,3 +302,68 @@ def test_the_buffer_bound_is_what_a_long_outage_can_lose(tmp_path: Path) -> None
 def test_session_store_is_one_per_location(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     assert open_session_store(settings) is open_session_store(settings)
+
+
+def test_clicks_from_the_queue_keep_online_tests_apart_and_refuse_hostile_messages(
+    served_data: Settings, rabbit: Rabbit
+) -> None:
+    """Issue 51 on the consumer: two online tests served by one server (the reranked list as B, then as A against
+    BM25) get their clicks through RabbitMQ, and each is analysed on its own with its roles as served (the reranked
+    side wins every impression in both, so B wins the first and loses the second); hostile messages between them
+    (control characters, a megabyte id, deep JSON, invalid UTF-8, a JSON list) are each refused, never credited,
+    and the consumer goes on."""
+    import pika
+
+    from workbench.services.click_queue import CLICK_ROUTING_KEY
+    from workbench.services.interleaving import analyse_interleaving_log, online_test_id
+
+    server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=rabbit.url))
+    log_file = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
+    queries = ["pension question", "how do I claim expenses", "laptop lost", "parental leave rules"] * 2
+    clicks: list[tuple[str, str]] = []
+    tests: dict[str, str] = {}
+    try:
+        server.wait_ready()
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            for role, against in (("B", None), ("A", {"retrieval": "bm25"})):
+                for query in queries:
+                    body = {"query": query, "top_k": 5, "k": 9, "interleave": True}
+                    answer = c.post("/search", json=body | ({"against": against} if against else {})).json()
+                    teams = answer["teams"]
+                    tests[role] = online_test_id("demo", teams["A"], teams["B"])
+                    reranked = next(r for r in answer["results"] if r["team"] == role)
+                    clicks.append((answer["impression_id"], reranked["id"]))
+        hostile = [
+            json.dumps({"impression_id": "imp\x1b[31m\x00", "id": "d\r\nx"}).encode(),
+            json.dumps({"impression_id": "i" * 1_000_000, "id": "d"}).encode(),
+            b"[" * 100_000 + b"]" * 100_000,
+            b"\xff\xfe{not utf-8",
+            json.dumps([clicks[0][0], clicks[0][1]]).encode(),
+        ]
+        connection = pika.BlockingConnection(pika.URLParameters(rabbit.url))
+        channel = connection.channel()
+        channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        for number, (impression, clicked) in enumerate(clicks):
+            if number < len(hostile):  # each hostile message between two good ones
+                channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, hostile[number])
+            channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, json.dumps({"impression_id": impression, "id": clicked}))
+        connection.close()
+        served = {impression for impression, _ in clicks}
+
+        def logged_clicks() -> list[dict]:
+            lines = log_file.read_text().splitlines() if log_file.exists() else []
+            return [r for r in map(json.loads, lines) if r["type"] == "click" and r["impression_id"] in served]
+
+        wait_until(lambda: len(logged_clicks()) == len(clicks), timeout=60)
+    finally:
+        log = server.stop()
+    assert sorted((r["impression_id"], r["id"]) for r in logged_clicks()) == sorted(clicks)
+    first, second = (analyse_interleaving_log(log_file, test=tests[role]) for role in ("B", "A"))
+    assert (first.wins, first.losses, first.direction) == (len(queries), 0, "helps")
+    assert (second.wins, second.losses, second.direction) == (0, len(queries), "hurts")
+    assert "→" in first.b and "bm25" in second.b and second.a == first.b  # the reranked side, A in the second
+    refused = sorted(set(re.findall(r"clicks: a message was refused \((\w+)\)", log)))
+    # one line per kind: control characters and the megabyte id are InputError, the list ValueError, the nesting
+    # RecursionError, the bytes that are not UTF-8 JSONDecodeError; the list named a real click and was not credited
+    assert refused == ["InputError", "JSONDecodeError", "RecursionError", "ValueError"]
+    assert "Traceback" not in log and "\x1b[31m" not in log and "i" * 1000 not in log
