@@ -33,7 +33,7 @@ from workbench.evaluation.runs import ScoredChunk, scored_chunks
 from workbench.types import SearchResult
 
 CheckName = Literal["constant", "tied", "identity", "squashed", "cut"]
-CUT_FIRES = 0.25  # the share of a relevant passage's tokens cut at max length for its query to count as cut
+CUT_FIRES = 0.5  # the share of a relevant passage's tokens cut at max length for its query to count as cut
 TIE_SHARE = 0.3  # of the top n's neighbouring pairs, for a query to count as tied
 IDENTITY_TAU = 0.95
 IDENTITY_MIN_CANDIDATES = 5
