@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -96,38 +97,110 @@ def test_online_tests_are_never_pooled_and_each_keeps_its_roles(tmp_path: Path) 
     assert main(["interleaving", "analyse", str(log.path), "--test", tests[0], "--json"]) == 0
 
 
-IMPORT = """
-import sys
-from pathlib import Path
-from workbench.config import Settings
-from workbench.judgments.store import JudgmentRow, SqliteJudgmentStore, now
+KILLED_IMPORT = """
+import sys, time
+import workbench.judgments.click_log as click_log
+import workbench.judgments.clicks as clicks
 import workbench.judgments.store as store
-rows = [JudgmentRow(collection="c", query_id=f"q{i}", doc_id="d", grade=1, rater="clicks:coec", source="clicks",
-                    created_at=now()) for i in range(3000)]
-queries = {f"q{i}": f"text {i}" for i in range(3000)}
-db = SqliteJudgmentStore(Path(sys.argv[1]))
-original = store._query_values
-def slow(collection, given):
-    print("WRITING", flush=True)
-    return original(collection, given)
-store._query_values = slow
-db.add(rows, queries, "c")
-print("DONE", flush=True)
+from workbench.cli import main
+
+point = sys.argv[1]
+
+def stop_here():
+    print("AT " + point, flush=True)
+    time.sleep(120)
+
+def after(module, name, wanted):
+    original = getattr(module, name)
+    def wrapped(*args, **kwargs):
+        value = original(*args, **kwargs)
+        if point == wanted:
+            stop_here()
+        return value
+    setattr(module, name, wrapped)
+
+after(clicks, "read_click_log", "read")  # the log read, nothing kept yet
+after(clicks, "fit_click_model", "fitted")  # the grades computed, nothing kept yet
+original_texts = store._query_values
+def texts(*args):  # inside the transaction, before the texts are written
+    if point == "texts":
+        stop_here()
+    return original_texts(*args)
+store._query_values = texts
+original_values, seen = store._values, []
+def grades(row, at):  # inside the transaction, the texts written, the last grade being prepared
+    seen.append(row)
+    if point == "grades" and len(seen) == 3000:
+        stop_here()
+    return original_values(row, at)
+store._values = grades
+after(store.SqliteJudgmentStore, "_add", "committed")  # the transaction committed
+sys.exit(main(["judgments", "clicks", sys.argv[2], "--collection", "demo", "--min-impressions", "1"]))
 """
 
 
-def test_a_click_import_killed_midway_leaves_all_or_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "judgments.sqlite3"
-    process = subprocess.Popen(
-        [sys.executable, "-c", IMPORT, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert process.stdout is not None and process.stdout.readline().strip() == "WRITING"
-    os.kill(process.pid, signal.SIGKILL)  # inside the transaction: the texts are being written
+@pytest.fixture(scope="module")
+def click_import(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> tuple[Path, Path, dict]:
+    """The demo (tiny models) in a data folder, a log of 3,000 queries each shown five of its documents, and the
+    texts and grades a whole import of it keeps."""
+    data = tmp_path_factory.mktemp("click-import")
+    env = {
+        "WORKBENCH_DATA_DIR": str(data / "data"), "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
+        "RERANKER_MODEL": str(tiny_models["reranker"]), "WORKBENCH_OFFLINE": "1", "WORKBENCH_CONFIG": "",
+    }  # fmt: skip
+    engine = Engine(Settings(data_dir=data / "data", embedding_model=env["WORKBENCH_EMBEDDING_MODEL"],
+                             reranker_model=env["RERANKER_MODEL"], offline=True))  # fmt: skip
+    ensure_demo_collection(engine)
+    docs = sorted({str(c.metadata.get("document_id", c.id)) for c in engine.registry.get("demo").all_chunks()})
+    log = data / "clicks.jsonl"
+    lines = []
+    for i in range(3000):
+        shown = [docs[(i + j) % len(docs)] for j in range(5)]
+        lines.append(json.dumps({"query": f"question number {i}", "shown": shown, "clicked": shown[:1]}))
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = subprocess.run([sys.executable, "-c", KILLED_IMPORT, "none", str(log)], env={**os.environ, **env},
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    counts = _kept(data / "data")
+    assert counts[0] >= 3000 and counts[1] >= 3000
+    return data, log, {**env, "counts": counts}
+
+
+def _kept(data: Path) -> tuple[int, int]:
+    with sqlite3.connect(data / "judgments.sqlite3") as db:
+        texts = db.execute("SELECT COUNT(*) FROM judged_queries WHERE collection = 'demo'").fetchone()[0]
+        grades = db.execute("SELECT COUNT(*) FROM judgments WHERE collection = 'demo' AND source = 'clicks'")
+        return texts - _shipped(db), grades.fetchone()[0]
+
+
+def _shipped(db: sqlite3.Connection) -> int:
+    """The demo's own judged queries (its shipped grades are not the import's)."""
+    return db.execute(
+        "SELECT COUNT(DISTINCT query_id) FROM judgments WHERE collection = 'demo' AND source != 'clicks'"
+    ).fetchone()[0]
+
+
+@pytest.mark.parametrize("point", ["read", "fitted", "texts", "grades", "committed"])
+def test_a_click_import_killed_at_any_point_keeps_all_or_nothing(
+    click_import: tuple[Path, Path, dict], tmp_path: Path, point: str
+) -> None:
+    """`workbench judgments clicks` killed (SIGKILL) after reading the log, after fitting, inside the transaction
+    before the texts, inside it with the texts written and the grades being prepared, and after the commit: the
+    store holds every text and grade of the import, or none of them, never texts without their grades."""
+    data, log, env = click_import
+    fresh = tmp_path / "data"
+    shutil.copytree(data / "data", fresh, ignore=shutil.ignore_patterns("judgments.sqlite3*"))
+    env = {name: value for name, value in env.items() if name != "counts"} | {"WORKBENCH_DATA_DIR": str(fresh)}
+    process = subprocess.Popen([sys.executable, "-c", KILLED_IMPORT, point, str(log)], env={**os.environ, **env},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    assert line == f"AT {point}", (line, process.stderr.read() if process.poll() is not None else "")
+    os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    with sqlite3.connect(path) as db:
-        texts = db.execute("SELECT COUNT(*) FROM judged_queries").fetchone()[0]
-        grades = db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
-    assert (texts, grades) in {(0, 0), (3000, 3000)}
+    kept = _kept(fresh) if (fresh / "judgments.sqlite3").exists() else (0, 0)
+    whole = click_import[2]["counts"]  # what the import kept when it ran to its end
+    assert kept == (whole if point == "committed" else (0, 0)), (point, kept)
 
 
 def _write(path: Path, text: str | bytes) -> Path:
