@@ -76,6 +76,17 @@ def scifact_dir(shared_dir: Path) -> Path:
     return _require(shared_dir / "data" / "scifact", "the SciFact collection")
 
 
+def tiny_env(data_dir: str | Path, tiny_models: dict[str, Path]) -> dict[str, str]:
+    """The environment of a workbench process on `data_dir` with the tiny models: offline, no settings file."""
+    return {
+        "WORKBENCH_DATA_DIR": str(data_dir),
+        "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
+        "RERANKER_MODEL": str(tiny_models["reranker"]),
+        "WORKBENCH_OFFLINE": "1",
+        "WORKBENCH_CONFIG": "",
+    }
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny BERT bi-encoder and cross-encoder (random weights, real tokenizer), saved as model folders."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import tiny_env
 from workbench.cli import main
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -144,10 +145,7 @@ def click_import(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str
     """The demo (tiny models) in a data folder, a log of 3,000 queries each shown five of its documents, and the
     texts and grades a whole import of it keeps."""
     data = tmp_path_factory.mktemp("click-import")
-    env = {
-        "WORKBENCH_DATA_DIR": str(data / "data"), "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
-        "RERANKER_MODEL": str(tiny_models["reranker"]), "WORKBENCH_OFFLINE": "1", "WORKBENCH_CONFIG": "",
-    }  # fmt: skip
+    env = tiny_env(data / "data", tiny_models)
     engine = Engine(Settings(data_dir=data / "data", embedding_model=env["WORKBENCH_EMBEDDING_MODEL"],
                              reranker_model=env["RERANKER_MODEL"], offline=True))  # fmt: skip
     ensure_demo_collection(engine)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+from tests.conftest import tiny_env
 from tests.rerank_apis import Behaviour, RerankApis
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -140,13 +141,7 @@ COLLECTION = "handbook"
 def judged_handbook(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> dict[str, str]:
     """The demo's documents with the tiny models; a person's grades of eight queries (six pairs each), then the
     LLM judge's grades of the evaluation's judging queue and of pairs the person graded."""
-    env = {
-        "WORKBENCH_DATA_DIR": str(tmp_path_factory.mktemp("judge-limits")),
-        "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
-        "RERANKER_MODEL": str(tiny_models["reranker"]),
-        "WORKBENCH_OFFLINE": "1",
-        "WORKBENCH_CONFIG": "",
-    }
+    env = tiny_env(tmp_path_factory.mktemp("judge-limits"), tiny_models)
     settings = Settings(
         data_dir=env["WORKBENCH_DATA_DIR"], embedding_model=env["WORKBENCH_EMBEDDING_MODEL"],
         reranker_model=env["RERANKER_MODEL"], offline=True,

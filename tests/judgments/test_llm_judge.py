@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, tiny_env
 from tests.rerank_apis import Behaviour, RerankApis, rubric_grade
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -33,13 +33,7 @@ PASSAGE = "Submit expense claims within 30 days; the deadline is strict."
 @pytest.fixture(scope="module")
 def handbook(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> dict[str, str]:
     """The demo's documents in a collection of their own with the tiny models, and a few grades by a person."""
-    env = {
-        "WORKBENCH_DATA_DIR": str(tmp_path_factory.mktemp("judge-data")),
-        "WORKBENCH_EMBEDDING_MODEL": str(tiny_models["embedder"]),
-        "RERANKER_MODEL": str(tiny_models["reranker"]),
-        "WORKBENCH_OFFLINE": "1",
-        "WORKBENCH_CONFIG": "",
-    }
+    env = tiny_env(tmp_path_factory.mktemp("judge-data"), tiny_models)
     engine = Engine(_settings(env))
     engine.ingest(demo_dir() / "docs", COLLECTION)
     queries = {q["_id"]: q["text"] for q in map(json.loads, (demo_dir() / "queries.jsonl").read_text().splitlines())}
