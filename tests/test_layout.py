@@ -397,3 +397,15 @@ def test_the_tests_mirror_the_package_and_live_servers_are_marked_not_foldered()
             if not marked and (uses or fixtures & {"rabbit", "postgres_url", "chroma_server", "served_data"}):
                 unmarked.append(f"{path.relative_to(REPO)}::{node.name}")
     assert not unmarked, "start a server but are not marked live_server:\n" + "\n".join(unmarked)
+
+
+def test_whether_a_reranker_runs_here_is_asked_of_its_kind() -> None:
+    """"Is it local?" is a property of the kind (`runs_here`), never a comparison with the cross-encoder kind's name,
+    so a new local kind (one file and one line) is never silently taken for a service."""
+    compared = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"[!=]=\s*CROSS_ENCODER_KIND|CROSS_ENCODER_KIND\s*[!=]=", line)
+    ]
+    assert compared == []

@@ -36,7 +36,7 @@ from workbench.redact import redact_url
 from workbench.rerankers.backends import ExportCache, fingerprint
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.ceiling import CeilingRow, Peak, against_ceiling, measure_peak, model_shape
-from workbench.rerankers.factory import on_backend, reranker_kind, split_backend
+from workbench.rerankers.factory import on_backend, runs_here, split_backend
 from workbench.rerankers.machine import (
     MIN_SPEEDUP,
     BackendFigures,
@@ -54,7 +54,6 @@ from workbench.types import SearchPlan
 from workbench.vocab import (
     BACKENDS,
     BATCH_SCORE_TOLERANCE,
-    CROSS_ENCODER_KIND,
     NDCG_10,
     PARITY_MAX_SET_CHANGES,
     PARITY_REFERENCE,
@@ -267,7 +266,7 @@ def audit_parity(
     first-stage candidates for the dataset's queries. With `keep`, the local verdicts are kept for `auto`."""
     say = progress or (lambda _: None)
     model_id = engine.reranker_id(plan.reranker)
-    if model_id is None or reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+    if model_id is None or not runs_here(model_id):
         raise InputError(
             "The parity audit runs a local cross-encoder on each backend: name one (a model folder or hub id), not "
             f"{redact_url(str(model_id)) if model_id else 'no reranker'}."

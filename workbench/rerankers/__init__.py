@@ -10,7 +10,7 @@ from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
 from workbench.rerankers.discovery import discover_rerankers
-from workbench.rerankers.factory import KINDS, RerankerKind, create_reranker, is_no_reranker, reranker_kind
+from workbench.rerankers.factory import KINDS, RerankerKind, create_reranker, is_no_reranker, reranker_kind, runs_here
 from workbench.vocab import BACKENDS
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "is_no_reranker",
     "load_cross_encoder",
     "reranker_kind",
+    "runs_here",
     "sigmoid",
     "to_probability",
     "truncate_pair",

@@ -10,8 +10,8 @@ from workbench.config import Settings
 from workbench.errors import ModelNotFoundError
 from workbench.models import ModelChoice, is_cross_encoder, resolve_model
 from workbench.redact import redact_url
-from workbench.rerankers.factory import reranker_kind, split_backend
-from workbench.vocab import BACKEND_SEPARATOR, CROSS_ENCODER_KIND
+from workbench.rerankers.factory import runs_here, split_backend
+from workbench.vocab import BACKEND_SEPARATOR
 
 
 def discover_rerankers(settings: Settings) -> list[ModelChoice]:
@@ -30,11 +30,7 @@ def discover_rerankers(settings: Settings) -> list[ModelChoice]:
     for model_id in (m for m in extra if m and m not in found):
         found[model_id] = ModelChoice(model_id, redact_url(model_id), "WORKBENCH_RERANKERS or RERANKER_SERVICE_URL")
     local = found.get(configured)
-    if (
-        local is not None
-        and reranker_kind(configured).name == CROSS_ENCODER_KIND
-        and split_backend(configured)[1] is None
-    ):
+    if local is not None and runs_here(configured) and split_backend(configured)[1] is None:
         variant = f"{configured}{BACKEND_SEPARATOR}onnx-int8"
         found.setdefault(variant, ModelChoice(variant, local.path, "int8 variant of RERANKER_MODEL (exported once)"))
     return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))
@@ -70,7 +66,7 @@ def _in_hub_cache() -> dict[str, ModelChoice]:
 
 def _configured(settings: Settings, configured: str) -> ModelChoice | None:
     """RERANKER_MODEL as a choice: a service or hosted model as named, a cross-encoder when it resolves here."""
-    if reranker_kind(configured).name != CROSS_ENCODER_KIND:
+    if not runs_here(configured):
         return ModelChoice(configured, redact_url(configured), "RERANKER_MODEL")
     try:
         offline = settings.model_copy(update={"offline": True})

@@ -49,6 +49,7 @@ class RerankerKind:
     name: str
     accepts: Callable[[str], bool]
     build: Callable[[str, Settings, ScoreCache, TokenCache, Progress | None], Reranker]
+    local: bool = False  # runs in this process (its backends, exports and calibration apply), not a service
 
 
 def split_backend(model_id: str) -> tuple[str, str | None]:
@@ -60,7 +61,7 @@ def split_backend(model_id: str) -> tuple[str, str | None]:
 def on_backend(model_id: str, backend: str) -> str:
     """The id of the same local cross-encoder on `backend` ('minilm@onnx-int8', 'torch' -> 'minilm@torch');
     a service or hosted id as it is (its backend is the service's)."""
-    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+    if not runs_here(model_id):
         return model_id
     return f"{split_backend(model_id)[0]}{BACKEND_SEPARATOR}{backend}"
 
@@ -120,7 +121,7 @@ KINDS: tuple[RerankerKind, ...] = (
         for hosted in (CohereReranker, JinaReranker, VoyageReranker)
     ),
     RerankerKind(UNSUPPORTED_URL_KIND, lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
-    RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _local),  # a local folder: its family from its config
+    RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _local, local=True),  # a folder: its family from its config
 )
 
 
@@ -132,6 +133,11 @@ def is_no_reranker(model_id: str | None) -> bool:
 def reranker_kind(model_id: str) -> RerankerKind:
     """The kind of reranker an id names."""
     return next(kind for kind in KINDS if kind.accepts(model_id))
+
+
+def runs_here(model_id: str) -> bool:
+    """Whether the reranker an id names runs in this process (a local kind), not behind a service."""
+    return reranker_kind(model_id).local
 
 
 def create_reranker(
@@ -153,7 +159,7 @@ def create_reranker(
 def first_use_words(settings: Settings, model_id: str) -> str | None:
     """What the first search with a reranker waits for, in words a page shows while it waits (None for a service:
     nothing is loaded here)."""
-    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+    if not runs_here(model_id):
         return None
     folder, named_backend = split_backend(model_id)
     name = short_model_name(folder)
@@ -189,7 +195,7 @@ def reranker_backend_choice(
     """This machine and `auto`'s choice for a local cross-encoder (the configured one by default), measured
     now if it never was (or when `recalibrate`); None for a reranker that is a service."""
     model_id = model_id or settings.reranker_model
-    if reranker_kind(model_id).name != CROSS_ENCODER_KIND:
+    if not runs_here(model_id):
         return None
     path = resolve_model(split_backend(model_id)[0], settings, setting="RERANKER_MODEL")
     if model_family(path).name != "cross-encoder":  # the backends measured are a cross-encoder's

@@ -18,12 +18,11 @@ from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.models import resolve_model
 from workbench.rerankers.backends import kept_audit
-from workbench.rerankers.factory import reranker_kind, split_backend
+from workbench.rerankers.factory import runs_here, split_backend
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
 from workbench.services.sources import judged_dataset
 from workbench.spreadsheet import csv_text
 from workbench.types import StageTimings
-from workbench.vocab import CROSS_ENCODER_KIND
 
 
 def run() -> None:
@@ -185,7 +184,7 @@ def _backends(engine: Engine, c: Controls) -> None:
     st.subheader("Backends: held to fp32 torch")
     model = engine.settings.reranker_model
     kept = None
-    if reranker_kind(model).name == CROSS_ENCODER_KIND:
+    if runs_here(model):
         with shown_errors():
             folder = resolve_model(split_backend(model)[0], engine.settings, setting="RERANKER_MODEL")
             kept = kept_audit(folder, exports_root=engine.settings.exports_dir)
