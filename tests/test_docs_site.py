@@ -86,3 +86,23 @@ def test_the_readme_is_a_short_front_door_whose_links_lead_somewhere() -> None:
     ]
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
     assert links and [link for link in links if not link.startswith("http") and not (REPO / link).exists()] == []
+
+
+def test_the_python_how_to_imports_from_the_package_face_only() -> None:
+    """The how-to's code imports every name from `workbench` itself (its public face), and each one is there."""
+    import ast
+
+    import workbench
+
+    page = (REPO / "docs" / "how-to" / "python.md").read_text(encoding="utf-8")
+    code = "\n".join(re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL))
+    imports = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Import | ast.ImportFrom)]
+    inner = [
+        n.module for n in imports if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("workbench.")
+    ]
+    assert inner == []
+    named = {
+        alias.name for n in imports if isinstance(n, ast.ImportFrom) and n.module == "workbench" for alias in n.names
+    }
+    assert {"Engine", "evaluate_dataset"} <= named and named <= set(workbench.__all__)
+    assert all(getattr(workbench, name) is not None for name in named)

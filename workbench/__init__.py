@@ -27,8 +27,13 @@ if TYPE_CHECKING:
         StoreError,
         WorkbenchError,
     )
+    from workbench.evaluation.calibration import calibrate
+    from workbench.evaluation.html_report import save_report
+    from workbench.evaluation.service import evaluate_dataset
     from workbench.models import resolve_model
     from workbench.rerankers import CrossEncoderReranker, ScoreCache
+    from workbench.services.demo import demo_dataset
+    from workbench.services.explain import explain_document
     from workbench.services.search import RetrievalService, retrieve_chunks, retrieve_top_docs, search_documents
     from workbench.stores import StoreConfig, StoreRegistry
     from workbench.types import (
@@ -73,6 +78,11 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "workbench.errors",
     "StoreRegistry": "workbench.stores",
     "WorkbenchError": "workbench.errors",
+    "calibrate": "workbench.evaluation.calibration",
+    "demo_dataset": "workbench.services.demo",
+    "evaluate_dataset": "workbench.evaluation.service",
+    "explain_document": "workbench.services.explain",
+    "save_report": "workbench.evaluation.html_report",
     "get_engine": "workbench.engine",
     "get_settings": "workbench.config",
     "resolve_model": "workbench.models",
@@ -114,11 +124,16 @@ __all__ = [
     "StoreRegistry",
     "WorkbenchError",
     "__version__",
+    "calibrate",
+    "demo_dataset",
+    "evaluate_dataset",
+    "explain_document",
     "get_engine",
     "get_settings",
     "resolve_model",
     "retrieve_chunks",
     "retrieve_top_docs",
+    "save_report",
     "search",
     "search_documents",
 ]
