@@ -96,7 +96,7 @@ def render(name: str, kept: dict[str, Any]) -> str:
          f"queries with a relevant passage {share}+ cut", "median cut", "largest cut"],
         "|---|---:|---:|---|---:|---:|---:|",
         cells,
-        made_by(kept, "scripts/run_check_figures.py"),
+        made_by(kept, "run_check_figures.py"),
     )  # fmt: skip
 
 
