@@ -21,6 +21,7 @@ SCRIPTS = (
     "bench_figures",
     "tuning_figures",
     "clicks_figures",
+    "run_check_figures",
 )
 
 
