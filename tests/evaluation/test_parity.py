@@ -22,6 +22,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.parity import audit_parity, compare_query, faithfulness
+from workbench.evaluation.service import evaluate_dataset
 from workbench.evaluation.significance import Difference, difference
 from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
 from workbench.rerankers.machine import (
@@ -108,6 +109,15 @@ def test_the_audit_on_the_demo_refuses_what_moves_and_keeps_its_verdicts_for_aut
     perturbed = rows[str(perturbed_reranker)]
     assert not perturbed.faithful and perturbed.top_n_changed > 0 and perturbed.ceiling is None
     assert rows[model].faithful  # the same model, named as a served copy, is faithful
+    # an evaluation of the unfaithful copy says its figures are about how it is served, not the model; the faithful
+    # copy's evaluation says nothing of the kind
+    served = evaluate_dataset(engine, dataset, plan.with_(reranker=str(perturbed_reranker)), max_queries=8, depth=())
+    assert served.verdict is not None and served.verdict.direction == "unknown"
+    assert [c.name for c in served.verdict.not_as_intended] == ["served"]
+    assert "disagrees with its local reference tiny-reranker" in served.verdict.words()
+    assert "the top n set changed" in served.verdict.words()
+    same = evaluate_dataset(engine, dataset, plan.with_(reranker=model), max_queries=8, depth=())
+    assert same.verdict is not None and "served" not in [c.name for c in same.verdict.not_as_intended]
     # the verdicts are kept with the speeds measured on these pairs: auto takes onnx when the audit found it at least
     # 1.1x torch's speed here (the calibration's faked 2x is not what decides), never the faster-looking int8
     kept = kept_faithful(root, model_print, facts)

@@ -14,7 +14,9 @@ with a head it does not have (noise), or whose scores were squashed twice, makes
   probability put through the sigmoid once more, so every score reads "about half relevant";
 - **cut**: on most queries with a judged-relevant candidate, one of them lost at least `CUT_FIRES` of its tokens at
   the model's max length: the reranker never read where the answers are (`cut_check`, from the diagnosis, which
-  reads the candidates' texts; local models only: a service does not say what it cut).
+  reads the candidates' texts; local models only: a service does not say what it cut);
+- **served**: the reranker is a served copy that the last parity audit (`workbench doctor --parity ... --served ID`)
+  found unfaithful to its local reference (evaluation/parity.py keeps the verdict).
 
 While one fires, the verdict says the reranker did not run as intended, instead of calling the model good or bad.
 """
@@ -32,7 +34,7 @@ from scipy.stats import kendalltau
 from workbench.evaluation.runs import ScoredChunk, scored_chunks
 from workbench.types import SearchResult
 
-CheckName = Literal["constant", "tied", "identity", "squashed", "cut"]
+CheckName = Literal["constant", "tied", "identity", "squashed", "cut", "served"]
 CUT_FIRES = 0.5  # the share of a relevant passage's tokens cut at max length for its query to count as cut
 TIE_SHARE = 0.3  # of the top n's neighbouring pairs, for a query to count as tied
 IDENTITY_TAU = 0.95

@@ -16,10 +16,11 @@ from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import depth_curve, top_n_points
 from workbench.evaluation.diagnosis import diagnose
 from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.parity import served_verdict
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
-from workbench.evaluation.sanity import cut_check
+from workbench.evaluation.sanity import RunCheck, cut_check
 from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
@@ -145,6 +146,17 @@ def _check_cut(engine: Engine, plan: SearchPlan, report: EvaluationReport) -> No
         report.verdict = verdict.model_copy(update={"direction": "unknown", "not_as_intended": [check]})
 
 
+def _check_served(engine: Engine, plan: SearchPlan, report: EvaluationReport) -> None:
+    """The **served** run check: a served copy the last parity audit found unfaithful to its local reference."""
+    verdict, reranker_id = report.verdict, engine.reranker_id(plan.reranker)
+    if verdict is None or reranker_id is None or verdict.not_as_intended:
+        return
+    kept = served_verdict(engine.settings.exports_dir, reranker_id)
+    if kept is not None and not kept.faithful:
+        check = RunCheck(name="served", queries=report.queries, checked=report.queries, words=kept.words())
+        report.verdict = verdict.model_copy(update={"direction": "unknown", "not_as_intended": [check]})
+
+
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
@@ -199,6 +211,7 @@ def evaluate_dataset(
         say(f"the signs behind each query's change ({report.queries} queries)")
         report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
         _check_cut(engine, plan, report)
+        _check_served(engine, plan, report)
     if ks:
         say(f"the depth curve: reranking the first {', '.join(map(str, ks))} candidates, each timed")
         report.depth = depth_curve(engine, report, dataset, plan, ks)
