@@ -400,7 +400,7 @@ def test_the_tests_mirror_the_package_and_live_servers_are_marked_not_foldered()
 
 
 def test_whether_a_reranker_runs_here_is_asked_of_its_kind() -> None:
-    """"Is it local?" is a property of the kind (`runs_here`), never a comparison with the cross-encoder kind's name,
+    """ "Is it local?" is a property of the kind (`runs_here`), never a comparison with the cross-encoder kind's name,
     so a new local kind (one file and one line) is never silently taken for a service."""
     compared = [
         f"{path.relative_to(REPO)}:{number}"
