@@ -22,6 +22,7 @@ SCRIPTS = (
     "tuning_figures",
     "clicks_figures",
     "run_check_figures",
+    "skip_policy_figures",
 )
 
 
