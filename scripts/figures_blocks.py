@@ -106,6 +106,11 @@ def write_documents(prefix: str, render: Callable[[str], str]) -> None:
         document.write_text(rewrite(text, prefix, render), encoding="utf-8")
 
 
+def data_dir_option(parser: argparse.ArgumentParser) -> None:
+    """--data-dir: a folder where the script's collections are (or are ingested), to reuse across runs."""
+    parser.add_argument("--data-dir", help="where the collections are (or are ingested); default the user's cache")
+
+
 def script_main(argv: list[str], script: Any) -> int:
     """A figures script's command line, from the script module's own names (`__doc__`, RECORD, PREFIX, `measure`,
     `render`, `footer`, and `add_options` where it takes more): measure with the shared folder (and those options)

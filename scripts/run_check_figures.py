@@ -10,14 +10,13 @@ planted cut, the QA cross-encoder at 24 tokens on the demo, which the check must
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, made_by, script_main, stamp, table
+from figures_blocks import FIGURES, data_dir_option, made_by, script_main, stamp, table
 
 RECORD = FIGURES / "run_checks.json"
 PREFIX = "run-checks-"
@@ -25,8 +24,7 @@ RERANKERS = ("minilm-l6-qa-reranker", "minilm-l6-scifact-reranker")
 COLLECTIONS = {"demo": (50, None), "cranfield": (20, 100), "scifact": (20, 100)}  # k, queries (None: all)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", help="where the collections are (or are ingested); default the user's cache")
+add_options = data_dir_option  # --data-dir
 
 
 def _row(report: Any) -> dict[str, Any]:

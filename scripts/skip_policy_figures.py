@@ -11,7 +11,6 @@ interval; and the largest saving whose interval stays above -0.005 (a loss withi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, made_by, script_main, stamp, table
+from figures_blocks import FIGURES, data_dir_option, made_by, script_main, stamp, table
 
 RECORD = FIGURES / "skip_policy.json"
 PREFIX = "skip-policy-"
@@ -27,8 +26,7 @@ ACCEPTED_LOSS = 0.005
 COLLECTIONS = {"demo": None, "scifact": 100}  # queries (None: all)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", help="where the collections are (or are ingested); default the user's cache")
+add_options = data_dir_option  # --data-dir
 
 
 def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def _until_settled(
     ordered = seeded_order(items, sequential.seed)
     results: list[SearchResult] = []
     deltas: list[float] = []  # per query, in order: a query's nDCG@10 needs no other query, so each block is new work
-    scored: _Answers = _Answers()  # every block's rerank scores, for the run checks at each look
+    scored: dict[str, list[ScoredChunk]] = {}  # every block's rerank scores, for the run checks at each look
 
     def deltas_of_first(used: int) -> list[float]:
         def told(done: int, _: int) -> None:
@@ -82,8 +82,7 @@ def _until_settled(
         found = search_all(engine, plan, [text for _, text in wanted], told, use_cache)
         results.extend(found)
         answers = _answers(wanted, found)
-        scored.candidates.update(answers.candidates)
-        scored.score_scale = answers.score_scale
+        scored.update(answers.candidates)
         qrels = {qid: dataset.qrels[qid] for qid, _ in wanted}
         per_before = evaluate(qrels, answers.before_run, plan.k)[1]
         per_after = evaluate(qrels, answers.after_run, plan.k)[1]
@@ -91,7 +90,7 @@ def _until_settled(
         return deltas
 
     def fault() -> str:
-        checks = run_checks(scored.candidates, plan.top_n, scored.score_scale)
+        checks = run_checks(scored, plan.top_n, results[-1].score_scale if results else None)
         return "; ".join(check.words for check in checks)
 
     stop = run_until_settled(deltas_of_first, len(ordered), sequential, fault)
