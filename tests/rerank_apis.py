@@ -1,7 +1,9 @@
 """A local server speaking the hosted rerank APIs' request and response shapes (Cohere v2, Jina v1, Voyage v1),
 text-embeddings-inference's and the Cohere-style service's, under one prefix each, and OpenAI's chat completions
-(`/openai/v1/chat/completions`) answering as an LLM judge from a fixed rubric. None of the hosted APIs can be
-reached from here, so this is what their clients are tested against.
+(`/openai/v1/chat/completions`) answering as an LLM judge from a fixed rubric, and as a listwise LLM reranker
+(`/listwise/<case>/v1/chat/completions`: RankGPT's prompt read back, the passages ranked by the rule, answered well
+or malformed as LISTWISE_CASES says). None of the hosted APIs can be reached from here, so this is what their
+clients are tested against.
 
 Scores follow a fixed rule the tests can recompute: the share of the query's words found in the document.
 `Behaviour` makes it refuse keys, answer 429 or 503 a given number of times, or stop listening after N requests.
@@ -73,6 +75,36 @@ def rubric_grade(query: str, passage: str) -> int:
     """The judge's rubric: 3 when at least 3/4 of the query's words are in the passage, 2 from 1/2, 1 from 1/4."""
     share = overlap(query, passage)
     return 3 if share >= 0.75 else 2 if share >= 0.5 else 1 if share >= 0.25 else 0
+
+
+_PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.DOTALL)
+_RANK_QUERY = re.compile(r"relevance to query: (?P<query>.*)\.$", re.DOTALL)
+
+
+def listwise_order(query: str, passages: list[str]) -> list[int]:
+    """The listwise rule: the passages (1-based) by the share of the query's words they hold, ties by position."""
+    return sorted(range(1, len(passages) + 1), key=lambda i: (-overlap(query, passages[i - 1]), i))
+
+
+# How the listwise endpoint answers for a window whose right order is `order` (1-based ids).
+LISTWISE_CASES: dict[str, Any] = {
+    "good": lambda order: " > ".join(f"[{i}]" for i in order),
+    "repeats": lambda order: " > ".join(f"[{i}]" for i in [*order[:2], order[0], *order[2:], order[1]]),
+    "missing": lambda order: " > ".join(f"[{i}]" for i in order[: max(1, len(order) // 2)]),
+    "prose": lambda order: "Sure! The ranking is " + " > ".join(f"[{i}]" for i in order) + ". Hope it helps.",
+    "out-of-range": lambda order: " > ".join(f"[{i}]" for i in [99, *order, 0]),
+    "empty": lambda order: "",
+    "null": lambda order: None,
+    "reversed": lambda order: " > ".join(f"[{i}]" for i in order[::-1]),
+}
+
+
+def read_rankgpt(messages: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The query and the passages of RankGPT's chat messages."""
+    asked = _RANK_QUERY.search(messages[1]["content"])
+    passages = [m["content"] for m in messages[3:-1:2]]
+    assert asked is not None and all(_PASSAGE.match(p) for p in passages), messages
+    return asked["query"], [_PASSAGE.match(p).group(2) for p in passages]  # type: ignore[union-attr]
 
 
 _ASKED = re.compile(r"Query: (?P<query>.*)\nPassage: (?P<passage>.*)", re.DOTALL)
@@ -181,6 +213,29 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
             "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": choices, "usage": usage,
         }  # fmt: skip
+
+    @app.post("/listwise/{case}/v1/chat/completions")
+    async def listwise(case: str, request: Request) -> Any:
+        """A chat model ranking RankGPT's window by the rule, answering as LISTWISE_CASES[case] writes it;
+        'shape' answers without choices."""
+        body = await request.json()
+        refused = gate(request, body, keyed=False)
+        if refused:
+            return refused
+        query, passages = read_rankgpt(body["messages"])
+        content = LISTWISE_CASES.get(case, LISTWISE_CASES["good"])(listwise_order(query, passages))
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        completion = len((content or "").split())
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        choices = [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
+        return {
+            "id": "chatcmpl-2", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [] if case == "shape" else choices, "usage": usage,
+        }  # fmt: skip
+
+    @app.get("/listwise/{case}/v1/models")
+    async def listwise_models(case: str) -> Any:
+        return {"object": "list", "data": [{"id": "tiny-ranker", "object": "model"}]}
 
     @app.post("/bad/{case}/rerank")
     async def bad(case: str, request: Request) -> Any:

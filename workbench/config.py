@@ -114,6 +114,21 @@ class Settings(BaseSettings):
     rerank_api_key: SecretStr | None = Field(
         None, validation_alias=_alias("rerank_api_key", "WORKBENCH_RERANK_API_KEY")
     )
+    # A listwise LLM reranker (listwise+http(s)://HOST/v1#MODEL): RankGPT's sliding window over the candidates,
+    # its window and stride (rank_llm's defaults), the words of a passage it reads, and how many shuffled inputs
+    # it ranks besides the first stage's order (permutation self-consistency; 0: the first stage's order only).
+    listwise_window: int = Field(
+        20, ge=2, le=100, validation_alias=_alias("listwise_window", "WORKBENCH_LISTWISE_WINDOW")
+    )
+    listwise_stride: int = Field(
+        10, ge=1, le=100, validation_alias=_alias("listwise_stride", "WORKBENCH_LISTWISE_STRIDE")
+    )
+    listwise_passage_words: int = Field(
+        300, ge=10, le=4000, validation_alias=_alias("listwise_passage_words", "WORKBENCH_LISTWISE_PASSAGE_WORDS")
+    )
+    listwise_shuffles: int = Field(
+        0, ge=0, le=20, validation_alias=_alias("listwise_shuffles", "WORKBENCH_LISTWISE_SHUFFLES")
+    )
     cohere_url: str = Field("https://api.cohere.com", validation_alias=_alias("cohere_url", "WORKBENCH_COHERE_URL"))
     jina_url: str = Field("https://api.jina.ai", validation_alias=_alias("jina_url", "WORKBENCH_JINA_URL"))
     voyage_url: str = Field("https://api.voyageai.com", validation_alias=_alias("voyage_url", "WORKBENCH_VOYAGE_URL"))
@@ -275,6 +290,15 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _windows_overlap(self) -> Settings:
+        if self.listwise_stride >= self.listwise_window:
+            raise ValueError(
+                f"WORKBENCH_LISTWISE_STRIDE ({self.listwise_stride}) must be below WORKBENCH_LISTWISE_WINDOW "
+                f"({self.listwise_window}): windows that do not overlap never move a passage past its own window"
+            )
+        return self
 
     @model_validator(mode="after")
     def _service_is_the_default_reranker(self) -> Settings:

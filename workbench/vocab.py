@@ -108,17 +108,23 @@ NO_RERANKER: Final = "none"
 DEFAULT_RERANKER_CHOICE: Final = "default"  # in a SearchPlan: the reranker the settings configure
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
 # 'probability sum': SumP's score, each window's probability (a logit through the sigmoid) added up (0 to windows)
-ScoreScale = Literal["logit", "probability", "probability sum"]
+# 'order': a listwise reranker's permutation, no scores (the number kept is minus the rank: -1 for the first)
+ScoreScale = Literal["logit", "probability", "probability sum", "order"]
+ORDER_SCALE: Final = "order"
 # Reranker kinds (rerankers/factory.py registers one builder each): what `reranker_kind(id).name` says.
 CROSS_ENCODER_KIND: Final = "cross-encoder"  # a folder or hub id: a local cross-encoder
 SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server
 TEI_KIND: Final = "tei"  # text-embeddings-inference
 UNSUPPORTED_URL_KIND: Final = "unsupported URL"  # a URL of no other kind: refused by name
+LISTWISE_KIND: Final = "listwise"  # an LLM ranking a window of passages over an OpenAI-compatible chat endpoint
 # Reranker ids by form: a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
 TEI_PREFIX: Final = "tei+"
 REPLICA_SEPARATOR: Final = ","  # replicas of one reranker service: http://gpu1:7997,http://gpu2:7997
 TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inference's POST /rerank
+LISTWISE_PREFIX: Final = "listwise+"
+LISTWISE_SCHEMES: Final = ("listwise+http://", "listwise+https://")  # an OpenAI-compatible POST /chat/completions
+LISTWISE_MODEL_SEPARATOR: Final = "#"  # listwise+http://host:port/v1#MODEL: the chat model the endpoint serves
 HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}
 DEFAULT_RERANK_TIMEOUT: Final = 30.0  # seconds a reranker service may take per request (WORKBENCH_RERANK_TIMEOUT)
 DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -217,6 +223,8 @@ HOSTED_LIST_PRICES: Final[dict[str, tuple[float, int, str, str]]] = {
     "cohere": (2.0, 1000, "searches", "list price as of 2025 (rerank-v3.5)"),
     "jina": (0.02, 1_000_000, "tokens", "list price as of 2025"),
     "voyage": (0.05, 1_000_000, "tokens", "list price as of 2025 (rerank-2)"),
+    # A chat endpoint's price is the model's, which the workbench cannot know: set it (--price listwise=USD).
+    "listwise": (0.0, 1_000_000, "tokens", "no list price: a chat model's own, set with --price listwise=USD"),
 }
 
 # The demo ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The one way to make a reranker: `create_reranker(model_id, settings)` chooses the kind from the id's form.
 
     tei+http(s)://host:port      text-embeddings-inference's POST /rerank
+    listwise+http(s)://host:port/v1#MODEL   an LLM ranking windows of passages over an OpenAI-compatible chat endpoint
     http(s)://host:port[/path]   a server speaking the Cohere-style POST /rerank (Infinity, vLLM, workbench serve)
     cohere:MODEL  jina:MODEL  voyage:MODEL   the hosted APIs (keys from COHERE_API_KEY, JINA_API_KEY, ...)
     FOLDER or HUB-ID[@BACKEND]   a local cross-encoder, on RERANKER_BACKEND or the backend named after '@'
@@ -25,12 +26,15 @@ from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.causal_lm import CausalLMReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
 from workbench.rerankers.families import model_family, refusal
+from workbench.rerankers.listwise import ListwiseReranker
 from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
 from workbench.vocab import (
     BACKEND_CHOICES,
     BACKEND_SEPARATOR,
     CROSS_ENCODER_KIND,
+    LISTWISE_KIND,
+    LISTWISE_SCHEMES,
     NO_RERANKER,
     SERVICE_KIND,
     SERVICE_SCHEMES,
@@ -103,7 +107,8 @@ def _unsupported_url(model_id: str, *_: object) -> Reranker:
     scheme = plain_text(model_id.split("://", 1)[0])[:20]
     raise ConfigError(
         f"A reranker URL starting '{scheme}://' names no kind of reranker: use http(s):// (a Cohere-style /rerank "
-        f"server), tei+http(s):// (text-embeddings-inference), cohere:, jina: or voyage:MODEL, or a model folder."
+        f"server), tei+http(s):// (text-embeddings-inference), listwise+http(s)://HOST/v1#MODEL (an LLM over an "
+        f"OpenAI-compatible chat endpoint), cohere:, jina: or voyage:MODEL, or a model folder."
     )
 
 
@@ -114,6 +119,7 @@ def _remote(kind: type) -> Callable[[str, Settings, ScoreCache, TokenCache, Prog
 KINDS: tuple[RerankerKind, ...] = (
     RerankerKind(TEI_KIND, lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
     RerankerKind(SERVICE_KIND, lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
+    RerankerKind(LISTWISE_KIND, lambda model_id: model_id.startswith(LISTWISE_SCHEMES), _remote(ListwiseReranker)),
     *(
         RerankerKind(
             hosted.kind, lambda model_id, prefix=f"{hosted.kind}:": model_id.startswith(prefix), _remote(hosted)
