@@ -31,7 +31,7 @@ from workbench.inputs import (
 )
 from workbench.passages import LongDocuments, parse_long_documents
 from workbench.redact import public_name
-from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker
+from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker, needs_scores
 from workbench.rerankers.backends import measure_backends_in_background, measuring_now
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
@@ -363,6 +363,8 @@ class Engine:
         store = self.registry.get(name)
         info = self._info(name)
         rerank_model = self.reranker_of(plan)
+        if rerank_model is not None and plan.min_score is not None:
+            needs_scores(rerank_model.score_scale, "--min-score")
         key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
                plan.long_documents, rerank_model.model_id if rerank_model else None, plan.skip_gap)  # fmt: skip
         with self._lock:

@@ -18,20 +18,10 @@ from workbench.app.state import bind
 from workbench.evaluation.calibration import Calibration
 from workbench.fusion import score_name
 from workbench.inputs import safe_upload_name
-from workbench.rerankers import sigmoid, to_probability
+from workbench.rerankers import scale_words, sigmoid, to_probability
 from workbench.spreadsheet import csv_text
 from workbench.types import Candidate, RankedHit, SearchResult
-from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS
-
-SCORE_NOTE = (
-    "Rerank score: the cross-encoder's raw logit (higher is more relevant). σ is the same score squashed to "
-    "0–1 by 1/(1+e^−logit), easier to read but not a calibrated probability."
-)
-PROBABILITY_NOTE = (
-    "Rerank score: the service's own 0–1 score (higher is more relevant); services squash their model's logit, "
-    "so it is not a calibrated probability either."
-)
-
+from workbench.vocab import COMPACT_CHARS, DISPLAY_CHARS, ORDER_SCALE
 
 GRADE_LABELS = {
     3: ("green", "perfectly relevant"),
@@ -62,12 +52,14 @@ def counted(n: int, one: str, many: str) -> str:
 
 def score_note(result: SearchResult) -> str:
     """What the rerank scores of a result are, in words."""
-    return PROBABILITY_NOTE if result.score_scale == "probability" else SCORE_NOTE
+    return scale_words(result.score_scale)
 
 
 def score_md(rerank_score: float | None, scale: str | None = "logit") -> str:
     if rerank_score is None:
         return "no reranker"
+    if scale == ORDER_SCALE:  # a listwise reranker's order: its rank, no score
+        return f"listwise rank `{-rerank_score:.0f}`"
     if scale == "probability":
         return f"rerank `{rerank_score:.3f}` (0–1)"
     return f"rerank `{rerank_score:.2f}` · σ `{sigmoid(rerank_score):.2f}`"
@@ -203,6 +195,11 @@ def reranked_row(
             extra(r)
 
 
+def _zero_one(score: float | None, scale: str | None) -> float | None:
+    """A score on the 0-1 scale for the exported tables; none for an order (a listwise reranker's ranks)."""
+    return None if score is None or scale == ORDER_SCALE else to_probability(score, scale or "logit")
+
+
 def candidates_frame(result: SearchResult) -> pd.DataFrame:
     return pd.DataFrame(
         [
@@ -214,7 +211,7 @@ def candidates_frame(result: SearchResult) -> pd.DataFrame:
                 "vector_score": c.vector_score,
                 "rerank_score": c.rerank_score,
                 "rerank_scale": result.score_scale,
-                "rerank_0_1": None if c.rerank_score is None else to_probability(c.rerank_score, result.score_scale),
+                "rerank_0_1": _zero_one(c.rerank_score, result.score_scale),
                 "title": c.metadata.get("title"),
                 "section": c.metadata.get("section"),
                 "page": c.metadata.get("page"),
@@ -236,7 +233,7 @@ def reranked_frame(result: SearchResult) -> pd.DataFrame:
                 "document_id": r.metadata.get("document_id"),
                 "rerank_score": r.rerank_score,
                 "rerank_scale": result.score_scale,
-                "rerank_0_1": None if r.rerank_score is None else to_probability(r.rerank_score, result.score_scale),
+                "rerank_0_1": _zero_one(r.rerank_score, result.score_scale),
                 "vector_score": r.vector_score,
                 "title": r.metadata.get("title"),
                 "section": r.metadata.get("section"),

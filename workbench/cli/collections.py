@@ -13,11 +13,12 @@ from workbench.engine import DEFAULT, Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
 from workbench.fusion import first_stage_name, score_name
+from workbench.rerankers import scale_words
 from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import RETRIEVAL
+from workbench.vocab import ORDER_SCALE, RETRIEVAL
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -82,7 +83,8 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
         right = ""
         if i < len(reranked):
             r = reranked[i]
-            score = f"{r.rerank_score:8.3f}" if r.rerank_score is not None else f"{'—':>8}"
+            ordered = r.rerank_score is None or result.score_scale == ORDER_SCALE  # an order has ranks only
+            score = f"{'—':>8}" if ordered else f"{r.rerank_score:8.3f}"
             right = f"{r.rank_after:>3}  {score}  {r.movement_label:<12} {_snippet(r.text, text_width)}"
         lines.append(f"{left:<{column}} │ {right}")
     if result.dropped:
@@ -101,7 +103,7 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
         f"{result.cache.score_misses} misses; {result.duplicates_removed} duplicates removed)",
     ]
     if result.reranker_model:
-        lines.append("Rerank scores are the cross-encoder's raw logits (higher is more relevant).")
+        lines.append(scale_words(result.score_scale))
     return "\n".join(lines)
 
 

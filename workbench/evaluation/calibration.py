@@ -36,7 +36,7 @@ from workbench.evaluation.cutoffs import (
 )
 from workbench.evaluation.io import Qrels
 from workbench.evaluation.report import EvaluationReport
-from workbench.rerankers import to_probability
+from workbench.rerankers import needs_scores, to_probability
 from workbench.types import SearchResult
 from workbench.vocab import CALIBRATION_BINS, CALIBRATION_FOLDS, CALIBRATION_METHODS, DEFAULT_TARGET_PRECISION
 
@@ -309,6 +309,7 @@ def calibrate(
     """Separation, held-out calibration and cutoffs for the reranker of `report` (see the module docstring)."""
     if not report.reranker_model:
         raise InputError("Calibration needs a reranker's scores: this evaluation ran without one.")
+    needs_scores(report.score_scale, "Calibration")
     if not 0 < target_precision <= 1:
         raise InputError(f"The target precision must be above 0 and at most 1; got {target_precision}.")
     qids, scores, first_stage, relevant, grades = scored_pairs(report, qrels)

@@ -27,6 +27,7 @@ from workbench.evaluation.significance import difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, whole_number
+from workbench.rerankers.listwise import ListwiseReranker
 from workbench.types import IngestStatus, SearchPlan
 from workbench.vocab import PRIMARY_METRIC
 
@@ -184,7 +185,7 @@ def evaluate_dataset(
     say = phase or (lambda _: None)
     collection, top_n = plan.collection or engine.settings.collection, plan.top_n
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
-    engine.reranker_of(plan)  # a missing model fails now, not after the ingest
+    reranker = engine.reranker_of(plan)  # a missing model fails now, not after the ingest
     warnings = prepare_collection(
         engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
         ingest_announce=ingest_announce,
@@ -193,9 +194,13 @@ def evaluate_dataset(
         raise InputError(
             "Stopping when settled and a skip policy each change which queries are weighed: choose one of them."
         )
+    asked_before = reranker.stats if isinstance(reranker, ListwiseReranker) else None
     report = run_evaluation(
         engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache, sequential=sequential
     )
+    if isinstance(reranker, ListwiseReranker) and asked_before is not None:  # how often its answers were repaired
+        repaired = reranker.stats.since(asked_before).repair_warning()
+        warnings += [repaired] if repaired else []
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "

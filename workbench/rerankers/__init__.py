@@ -5,7 +5,7 @@ micro-batching of concurrent searches."""
 from __future__ import annotations
 
 from workbench.rerankers.backends import ExportCache, choose_backend, fingerprint, load_cross_encoder
-from workbench.rerankers.base import Reranker, RerankerUsage, sigmoid, to_probability
+from workbench.rerankers.base import Reranker, RerankerUsage, needs_scores, scale_words, sigmoid, to_probability
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
@@ -30,8 +30,10 @@ __all__ = [
     "fingerprint",
     "is_no_reranker",
     "load_cross_encoder",
+    "needs_scores",
     "reranker_kind",
     "runs_here",
+    "scale_words",
     "sigmoid",
     "to_probability",
     "truncate_pair",

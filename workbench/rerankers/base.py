@@ -10,8 +10,9 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from workbench.errors import InputError
 from workbench.rerankers.cache import ScoreCache, cached_scores
-from workbench.vocab import ScoreScale
+from workbench.vocab import ORDER_SCALE, ScoreScale
 
 
 class RerankerUsage(BaseModel):
@@ -142,9 +143,37 @@ def sigmoid(logit: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(logit, 60.0), -60.0)))
 
 
+# What a reranker's numbers are, in one sentence per score contract (the CLI's note, the pages' caption).
+SCALE_WORDS: dict[str, str] = {
+    "logit": "Rerank scores are the model's raw logits (higher is more relevant); σ squashes them to 0–1, which is "
+    "easier to read but not a calibrated probability.",
+    "probability": "Rerank scores are 0–1, the service's or model's own (higher is more relevant); not a calibrated "
+    "probability either.",
+    "probability sum": "Rerank scores are SumP's: each window's 0–1 score added up (0 to the number of windows).",
+    ORDER_SCALE: "A listwise reranker answers an order, not scores: only its ranks are shown, and nothing is "
+    "thresholded, calibrated or explained from them.",
+}
+
+
+def scale_words(scale: str | None) -> str:
+    """What the numbers of a reranker on `scale` are, in one sentence."""
+    return SCALE_WORDS.get(scale or "logit", SCALE_WORDS["logit"])
+
+
+def needs_scores(scale: str | None, what: str) -> None:
+    """InputError naming `what` when the reranker answers an order (a listwise LLM), which has no scores to use."""
+    if scale == ORDER_SCALE:
+        raise InputError(
+            f"{what} needs rerank scores, and a listwise reranker answers an order (ranks), not scores: use a "
+            "reranker that scores (a cross-encoder, a causal-LM reranker or a /rerank service), or leave it out."
+        )
+
+
 def to_probability(score: float, scale: str) -> float:
     """A score on the 0-1 scale: a logit through the sigmoid, a probability as it is. Two rerankers' scores are
-    compared on this scale (it is not a calibrated probability of relevance for either)."""
+    compared on this scale (it is not a calibrated probability of relevance for either). An order has none
+    (InputError)."""
+    needs_scores(scale, "A score on the 0–1 scale")
     if scale == "probability sum":  # SumP's windows added up: at least as likely as its best window, at most 1
         return min(float(score), 1.0)
     return sigmoid(score) if scale == "logit" else float(score)

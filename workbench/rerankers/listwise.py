@@ -156,6 +156,20 @@ class ListwiseStats(BaseModel):
         """Mean Kendall tau between shuffled and unshuffled rankings (None without shuffles)."""
         return self.tau_sum / self.taus if self.taus else None
 
+    def since(self, before: ListwiseStats) -> ListwiseStats:
+        """What was counted after `before` (a copy taken earlier)."""
+        return ListwiseStats(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
+
+    def repair_warning(self) -> str | None:
+        """The warning an evaluation carries when answers needed a repair (None when none did)."""
+        if not self.malformed:
+            return None
+        return (
+            f"{self.malformed} of {self.windows} listwise answers needed a repair ({self.words().split(' (', 1)[-1]}"
+            " Passages an answer left out keep their previous order, so that much of the order is the first "
+            "stage's, not the model's."
+        )
+
     def words(self) -> str:
         """One line about the answers: how many windows, how many repaired and how."""
         if not self.windows:
@@ -213,11 +227,11 @@ class ListwiseReranker(BaseReranker):
         self.stride = settings.listwise_stride
         self.passage_words = settings.listwise_passage_words
         self.shuffles = settings.listwise_shuffles
-        self.backend = f"{LISTWISE_KIND} {self.shown_url}"
         self.procedure = (
             f"RankGPT prompt, window {self.window}, stride {self.stride}, {self.passage_words} words a passage"
             + (f", {self.shuffles} shuffles (Borda)" if self.shuffles else "")
         )
+        self.backend = f"{LISTWISE_KIND} {self.shown_url} ({self.procedure})"  # every figure names its procedure
         self._stats = ListwiseStats()
         self._orders: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()

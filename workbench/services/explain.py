@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import validate_query
-from workbench.rerankers import Reranker
+from workbench.rerankers import Reranker, needs_scores
 from workbench.rerankers.pricing import DEFAULT_PRICES, Price
 from workbench.types import Candidate, SearchPlan, SearchResult
 from workbench.vocab import EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
@@ -145,6 +145,7 @@ def explain_pair(
 ) -> Explanation:
     """Sentence and query-term effects on `reranker`'s score of (query, text); see the module's docstring."""
     query = validate_query(query, None)
+    needs_scores(reranker.score_scale, "Explaining a score")
     if not text or not text.strip():
         raise InputError("There is no passage text to explain.")
     sentences = split_sentences(text)

@@ -41,7 +41,7 @@ from workbench.judgments import load_judgments, query_figures
 from workbench.services.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.services.hints import no_match_hint
 from workbench.types import RankedHit, SearchPlan, SearchResult
-from workbench.vocab import RETRIEVAL
+from workbench.vocab import ORDER_SCALE, RETRIEVAL
 
 
 def run() -> None:
@@ -175,10 +175,13 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
     st.plotly_chart(stage_bar(result.timings, cached=cached), width="stretch", key="stage-bar")
     calibration = load_calibration(engine.settings, result.collection, result.reranker_model)
     if result.reranker_model:
-        st.caption(
-            f"{score_note(result)} Scored by `{result.reranker_backend}`. {calibration_caption(calibration)} "
-            'Switch on "Why here?" in a reranked card to see which sentences and query terms made its score.'
-        )
+        if result.score_scale == ORDER_SCALE:  # a listwise reranker: ranks, no score to calibrate or explain
+            st.caption(f"{score_note(result)} Ranked by `{result.reranker_backend}`.")
+        else:
+            st.caption(
+                f"{score_note(result)} Scored by `{result.reranker_backend}`. {calibration_caption(calibration)} "
+                'Switch on "Why here?" in a reranked card to see which sentences and query terms made its score.'
+            )
         nothing = nothing_relevant(result, calibration)
         if nothing:
             st.warning(nothing, icon=":material/do_not_disturb_on:")
@@ -201,7 +204,7 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
         st.subheader(f"{heading} · top {result.top_n}")
         if result.reranker_model is None:
             st.caption("Reranking is off: the order is the first-stage order.")
-        explain = why_here(result) if result.reranker_model else None
+        explain = why_here(result) if result.reranker_model and result.score_scale != ORDER_SCALE else None
 
         def card_extra(row: RankedHit) -> None:
             grade_control(judging, str(row.metadata.get("document_id", row.id)), "reranked")
