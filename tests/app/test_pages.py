@@ -812,3 +812,27 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
         [w.value for w in at.warning],
     )
     assert any("WORKBENCH_ALLOW_PARTIAL=1 for the app" in s for s in said) and not at.subheader  # no report drawn
+
+
+def test_explore_shows_a_listwise_rerankers_ranks_and_no_scores(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listwise LLM reranker (an order, no scores) picked in the sidebar: its cards say their rank, the caption
+    says what an order is, and no card offers "Why here?" (there is no score to explain)."""
+    from tests.rerank_apis import Behaviour, RerankApis
+    from workbench.app.state import engine_resource
+
+    with RerankApis(Behaviour(key="unused")) as server:
+        listwise = f"listwise+{server.base}/listwise/good/v1#tiny-ranker"
+        monkeypatch.setenv("WORKBENCH_RERANKERS", listwise)
+        engine_resource.clear()
+        try:
+            at = new_app()
+            at.sidebar.selectbox(key="w.reranker_model").set_value(listwise).run()
+            search(at)
+            assert not at.error, [e.value for e in at.error]
+            assert "Reranked · top 10" in headers(at)
+            assert any("answers an order, not scores" in c.value for c in at.caption)
+            assert any("listwise rank `1`" in m.value for m in at.markdown)
+            assert not any(t.label == "Why here?" for t in at.toggle)
+            assert any(r["path"].endswith("/chat/completions") for r in server.behaviour.requests)
+        finally:
+            engine_resource.clear()

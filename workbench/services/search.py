@@ -132,6 +132,11 @@ class SearchResponse(BaseModel):
     retrieval: str
     fusion: str | None = None
     reranker: str | None = None
+    score_scale: str | None = Field(
+        None,
+        description="what rerank_score (and score, when reranked) is: 'logit', 'probability', 'probability sum', or "
+        "'order' (a listwise reranker's: minus the rank, -1 for the first; no score)",
+    )
     timings: StageTimings
     trace_id: str
     min_score: float | None = None
@@ -227,6 +232,7 @@ def search_documents(
     response = SearchResponse(
         query=result.query,
         results=hits,
+        score_scale=result.score_scale,
         collection=result.collection,
         retrieval=result.retrieval,
         fusion=result.fusion,
