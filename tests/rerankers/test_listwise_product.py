@@ -77,7 +77,8 @@ def test_answers_read_as_nothing_are_named_not_judged(demo_cli: Engine, endpoint
     many answers were repaired, and the run check calls the order the first stage's: no helps or hurts."""
     from workbench.cli import main
 
-    command = ["eval", "demo", "--reranker", _id(endpoint, "empty"), "--max-queries", "8", "-k", "20", "--depth", "none"]
+    command = ["eval", "demo", "--reranker", _id(endpoint, "empty"), "--max-queries", "8", "-k", "20"]
+    command += ["--depth", "none"]
     main(command)
     shown = capsys.readouterr()
     assert "8 of 8 listwise answers needed a repair (160 passages left out)" in shown.out
