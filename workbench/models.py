@@ -185,6 +185,8 @@ def short_model_name(model_id: str | None) -> str:
     if "://" in text:
         scheme, _, rest = text.partition("://")
         host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+        if scheme.startswith("listwise+"):  # listwise+http://host/v1#MODEL: the chat model and where it is served
+            return f"listwise {rest.partition('#')[2] or 'model'} @ {host}"
         return f"{'tei' if scheme.startswith('tei+') else 'service'} {host}"
     return Path(text.rstrip("/\\")).name or text
 

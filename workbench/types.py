@@ -112,6 +112,12 @@ class CheckedModel(BaseModel):
             raise input_error(exc) from None
 
 
+def _reranker_part(name: str) -> str:
+    """A reranker in a plan's key: a folder or hub id by its last part, a service by its whole URL (two services
+    differ by host or path, and must not share a key)."""
+    return name if "://" in name else name.rsplit("/", 1)[-1]
+
+
 class SearchPlan(BaseModel):
     """How a query is answered: which collection, which first stage and how deep (k), how many results (top n),
     which metadata filters, which reranker, and any score cutoff. Validated once, when it is made; frozen, so a
@@ -208,7 +214,7 @@ class SearchPlan(BaseModel):
         parts = [
             self.collection or "(default collection)",
             f"{first_stage_name(self.retrieval, self.fusion)} k={self.k} → {self.top_n}",
-            (public_name(self.reranker) or "").rsplit("/", 1)[-1] if self.reranks else NO_RERANKER,
+            _reranker_part(public_name(self.reranker) or "") if self.reranks else NO_RERANKER,
         ]
         if self.filters:
             parts.append(",".join(f"{k}={json.dumps(v)}" for k, v in sorted(self.filters.items())))
