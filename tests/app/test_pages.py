@@ -834,5 +834,12 @@ def test_explore_shows_a_listwise_rerankers_ranks_and_no_scores(app_env: dict, m
             assert any("listwise rank `1`" in m.value for m in at.markdown)
             assert not any(t.label == "Why here?" for t in at.toggle)
             assert any(r["path"].endswith("/chat/completions") for r in server.behaviour.requests)
+            at.switch_page("app/pages/compare.py").run()
+            at.toggle(key="w.compare_b.rerank").set_value(True)
+            at.selectbox(key="w.compare_b.model").set_value(listwise)
+            at.text_input(key="w.compare_query").input(QUERY).run()
+            assert not at.exception and not at.error, [e.value for e in at.error]
+            assert any("answers an order, not scores" in c.value for c in at.caption)
+            assert {"Jaccard", "Kendall τ (shared)"} <= {m.label for m in at.metric}
         finally:
             engine_resource.clear()

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import pytrec_eval
 
-from tests.rerank_apis import Behaviour, RerankApis
+from tests.rerank_apis import Behaviour, RerankApis, listwise_order
 from tests.rerankers.test_listwise import _reference_order
 from workbench.engine import Engine
 from workbench.services.demo import demo_dataset
@@ -100,3 +101,31 @@ def test_search_over_http_answers_the_order(endpoint: RerankApis, served_data) -
     body = answer.json()
     assert body["score_scale"] == "order" and body["reranker"] == _id(endpoint)
     assert [r["rerank_score"] for r in body["results"]] == [-1.0, -2.0, -3.0, -4.0, -5.0]
+
+
+def test_rerank_answers_the_documented_mapping_to_the_cohere_sdk(endpoint: RerankApis, served_data) -> None:
+    """`workbench serve` whose reranker is listwise, asked by the cohere SDK: the documents in the model's order,
+    each relevance_score (n - rank + 1) / n (1 for the first); raw scores are minus the rank."""
+    import cohere
+
+    from tests.live_servers import ApiServer, api_env
+
+    documents = ["vacation days per year", "the office opens at nine", "days of vacation you get", "parking"]
+    settings = served_data.model_copy(update={"reranker_model": _id(endpoint)})
+    server = ApiServer(settings.data_dir, api_env(settings, RERANKER_MODEL=_id(endpoint)))
+    try:
+        server.wait_ready()
+        answer = cohere.ClientV2(api_key="unused", base_url=server.url).rerank(
+            model="tiny-ranker", query="how many vacation days per year", documents=documents
+        )
+        raw = httpx.post(
+            f"{server.url}/rerank",
+            json={"query": "how many vacation days per year", "documents": documents, "raw_scores": True},
+        ).json()
+    finally:
+        log = server.stop()
+    expected = [i - 1 for i in listwise_order("how many vacation days per year", documents)]
+    assert [r.index for r in answer.results] == expected
+    assert [r.relevance_score for r in answer.results] == [1.0, 0.75, 0.5, 0.25]
+    assert [r["relevance_score"] for r in raw["results"]] == [-1.0, -2.0, -3.0, -4.0]
+    assert "Traceback" not in log

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from workbench.errors import InputError, ModelError
 from workbench.redact import plain_text, public_name
 from workbench.rerankers.base import Reranker, to_probability
+from workbench.vocab import LISTWISE_MODEL_SEPARATOR, ORDER_SCALE
 
 MAX_RERANK_DOCUMENTS = 1000
 MAX_DOCUMENT_CHARS = 100_000
@@ -29,10 +30,11 @@ _WORD = re.compile(r"\S+")
 
 def served_names(reranker: Reranker, extra: Sequence[str] = ()) -> list[str]:
     """Every name the served model answers to: the names set by WORKBENCH_SERVED_MODEL_NAME first (the first
-    is the one answers carry), then its public id and its short name."""
+    is the one answers carry), then its public id and its short name (a listwise reranker's chat model)."""
     names = [n for n in extra if n]
     public = public_name(reranker.model_id) or reranker.model_id
-    for name in (public, public.rsplit("/", 1)[-1]):
+    short = public.rsplit("/", 1)[-1]
+    for name in (public, short.rsplit(LISTWISE_MODEL_SEPARATOR, 1)[-1], short):  # a listwise id's chat model too
         if name not in names:
             names.append(name)
     return names
@@ -95,6 +97,17 @@ def prompt_tokens(reranker: Reranker, query: str, texts: list[str]) -> int:
     return sum(min(query_ids + n + special, limit) for n in lengths)
 
 
+def relevance_score(score: float, scale: str, count: int, *, raw: bool = False) -> float:
+    """A score as /rerank answers it: 0 to 1 (a logit through the sigmoid, a probability as it is), or the model's
+    own number when `raw`. A listwise reranker's order (minus the rank) answers (n - rank + 1) / n: 1 for the first
+    of n documents, 1/n for the last; its raw number is minus the rank."""
+    if raw:
+        return float(score)
+    if scale == ORDER_SCALE:
+        return (count + score + 1) / count
+    return to_probability(score, scale)
+
+
 def rerank_answer(
     reranker: Reranker,
     query: str,
@@ -122,7 +135,7 @@ def rerank_answer(
     order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: top_n or len(texts)]
     results = []
     for i in order:
-        score = float(scores[i]) if raw_scores else to_probability(scores[i], reranker.score_scale)
+        score = relevance_score(scores[i], reranker.score_scale, len(texts), raw=raw_scores)
         document = {"document": returned_document(documents[i], texts[i])} if return_documents else {}
         results.append({"index": i, "relevance_score": score, **document})
     tokens = prompt_tokens(reranker, query, ranked_texts)
