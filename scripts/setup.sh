@@ -67,6 +67,23 @@ if [ "$want_test" = 1 ] && ! "$infinity/bin/python" -m pip show -q infinity-emb 
   infinity_pid=$!
 fi
 
+# PyLate, the reference a ColBERT reranker is held to (tests/rerankers/test_colbert.py), in an environment of its
+# own: it pins sentence-transformers 5.3.0 (ours is older) and fast-plaid builds for another torch. Only its
+# encoder and rank modules are used, so it is installed without fast-plaid's index (--no-deps, its other needs named).
+pylate=.venv-pylate
+pylate_pid=""
+if [ "$want_test" = 1 ] && ! "$pylate/bin/python" -c "import pylate.models, pylate.rank" >/dev/null 2>&1; then
+  echo "setup: installing PyLate (the ColBERT reference) into $pylate"
+  (
+    set -euo pipefail
+    [ -x "$pylate/bin/python" ] || "$python" -m venv "$pylate"
+    "$pylate/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" \
+      "sentence-transformers==5.3.0" "transformers>=4.41,<=5.3.0" "ujson==5.12.0" scipy datasets
+    "$pylate/bin/python" -m pip --disable-pip-version-check -q install --no-deps "pylate==1.6.0"
+  ) &
+  pylate_pid=$!
+fi
+
 # torch first and pinned: an unpinned torch would pull gigabytes of CUDA packages.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch==2.13.0 (CPU)"
@@ -82,6 +99,10 @@ fi
 
 if [ -n "$infinity_pid" ] && ! wait "$infinity_pid"; then
   echo "setup: installing the Infinity reranker server into $infinity failed (see pip's messages above)" >&2
+  exit 1
+fi
+if [ -n "$pylate_pid" ] && ! wait "$pylate_pid"; then
+  echo "setup: installing PyLate into $pylate failed (see pip's messages above)" >&2
   exit 1
 fi
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then

@@ -109,7 +109,8 @@ DEFAULT_RERANKER_CHOICE: Final = "default"  # in a SearchPlan: the reranker the 
 BACKEND_SEPARATOR: Final = "@"  # "<cross-encoder id>@onnx-int8": that model on that backend
 # 'probability sum': SumP's score, each window's probability (a logit through the sigmoid) added up (0 to windows)
 # 'order': a listwise reranker's permutation, no scores (the number kept is minus the rank: -1 for the first)
-ScoreScale = Literal["logit", "probability", "probability sum", "order"]
+# 'raw': an unbounded score with no 0-1 reading (a ColBERT model's MaxSim sum)
+ScoreScale = Literal["logit", "probability", "probability sum", "raw", "order"]
 ORDER_SCALE: Final = "order"
 # Reranker kinds (rerankers/factory.py registers one builder each): what `reranker_kind(id).name` says.
 CROSS_ENCODER_KIND: Final = "cross-encoder"  # a folder or hub id: a local cross-encoder

@@ -814,6 +814,7 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
     assert any("WORKBENCH_ALLOW_PARTIAL=1 for the app" in s for s in said) and not at.subheader  # no report drawn
 
 
+@pytest.mark.live_server
 def test_explore_shows_a_listwise_rerankers_ranks_and_no_scores(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A listwise LLM reranker (an order, no scores) picked in the sidebar: its cards say their rank, the caption
     says what an order is, and no card offers "Why here?" (there is no score to explain)."""

@@ -87,6 +87,7 @@ def test_answers_read_as_nothing_are_named_not_judged(demo_cli: Engine, endpoint
     assert "first stage" in shown.out.split("**Verdict**", 1)[1].split("\n", 1)[0]
 
 
+@pytest.mark.live_server
 def test_search_over_http_answers_the_order(endpoint: RerankApis, served_data) -> None:
     """/search on a server whose reranker is listwise: the results in the model's order, each rerank_score minus
     its rank, the scale named 'order'."""
@@ -103,6 +104,7 @@ def test_search_over_http_answers_the_order(endpoint: RerankApis, served_data) -
     assert [r["rerank_score"] for r in body["results"]] == [-1.0, -2.0, -3.0, -4.0, -5.0]
 
 
+@pytest.mark.live_server
 def test_rerank_answers_the_documented_mapping_to_the_cohere_sdk(endpoint: RerankApis, served_data) -> None:
     """`workbench serve` whose reranker is listwise, asked by the cohere SDK: the documents in the model's order,
     each relevance_score (n - rank + 1) / n (1 for the first); raw scores are minus the rank."""

@@ -62,6 +62,8 @@ def score_md(rerank_score: float | None, scale: str | None = "logit") -> str:
         return f"listwise rank `{-rerank_score:.0f}`"
     if scale == "probability":
         return f"rerank `{rerank_score:.3f}` (0–1)"
+    if scale == "raw":  # a ColBERT model's MaxSim sum: no 0-1 reading
+        return f"rerank `{rerank_score:.2f}` (MaxSim)"
     return f"rerank `{rerank_score:.2f}` · σ `{sigmoid(rerank_score):.2f}`"
 
 
@@ -197,7 +199,7 @@ def reranked_row(
 
 def _zero_one(score: float | None, scale: str | None) -> float | None:
     """A score on the 0-1 scale for the exported tables; none for an order (a listwise reranker's ranks)."""
-    return None if score is None or scale == ORDER_SCALE else to_probability(score, scale or "logit")
+    return None if score is None or scale in (ORDER_SCALE, "raw") else to_probability(score, scale or "logit")
 
 
 def candidates_frame(result: SearchResult) -> pd.DataFrame:

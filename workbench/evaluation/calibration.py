@@ -309,7 +309,7 @@ def calibrate(
     """Separation, held-out calibration and cutoffs for the reranker of `report` (see the module docstring)."""
     if not report.reranker_model:
         raise InputError("Calibration needs a reranker's scores: this evaluation ran without one.")
-    needs_scores(report.score_scale, "Calibration")
+    needs_scores(report.score_scale, "Calibration", zero_one=True)
     if not 0 < target_precision <= 1:
         raise InputError(f"The target precision must be above 0 and at most 1; got {target_precision}.")
     qids, scores, first_stage, relevant, grades = scored_pairs(report, qrels)

@@ -150,6 +150,8 @@ SCALE_WORDS: dict[str, str] = {
     "probability": "Rerank scores are 0–1, the service's or model's own (higher is more relevant); not a calibrated "
     "probability either.",
     "probability sum": "Rerank scores are SumP's: each window's 0–1 score added up (0 to the number of windows).",
+    "raw": "Rerank scores are MaxSim sums (a ColBERT model: each query token's best match in the passage, added up): "
+    "unbounded and with no 0–1 reading; only their order compares across rerankers.",
     ORDER_SCALE: "A listwise reranker answers an order, not scores: only its ranks are shown, and nothing is "
     "thresholded, calibrated or explained from them.",
 }
@@ -160,8 +162,14 @@ def scale_words(scale: str | None) -> str:
     return SCALE_WORDS.get(scale or "logit", SCALE_WORDS["logit"])
 
 
-def needs_scores(scale: str | None, what: str) -> None:
-    """InputError naming `what` when the reranker answers an order (a listwise LLM), which has no scores to use."""
+def needs_scores(scale: str | None, what: str, *, zero_one: bool = False) -> None:
+    """InputError naming `what` when the reranker answers an order (a listwise LLM), which has no scores to use;
+    with `zero_one`, also when its scores have no 0-1 reading (a ColBERT model's MaxSim)."""
+    if zero_one and scale == "raw":
+        raise InputError(
+            f"{what} needs scores with a 0–1 reading, and a ColBERT model's MaxSim sums have none: use its ranks, or "
+            "a reranker that scores on a logit or 0–1 scale."
+        )
     if scale == ORDER_SCALE:
         raise InputError(
             f"{what} needs rerank scores, and a listwise reranker answers an order (ranks), not scores: use a "
@@ -173,7 +181,7 @@ def to_probability(score: float, scale: str) -> float:
     """A score on the 0-1 scale: a logit through the sigmoid, a probability as it is. Two rerankers' scores are
     compared on this scale (it is not a calibrated probability of relevance for either). An order has none
     (InputError)."""
-    needs_scores(scale, "A score on the 0–1 scale")
+    needs_scores(scale, "A score on the 0–1 scale", zero_one=True)
     if scale == "probability sum":  # SumP's windows added up: at least as likely as its best window, at most 1
         return min(float(score), 1.0)
     return sigmoid(score) if scale == "logit" else float(score)

@@ -4,7 +4,8 @@
     listwise+http(s)://host:port/v1#MODEL   an LLM ranking windows of passages over an OpenAI-compatible chat endpoint
     http(s)://host:port[/path]   a server speaking the Cohere-style POST /rerank (Infinity, vLLM, workbench serve)
     cohere:MODEL  jina:MODEL  voyage:MODEL   the hosted APIs (keys from COHERE_API_KEY, JINA_API_KEY, ...)
-    FOLDER or HUB-ID[@BACKEND]   a local cross-encoder, on RERANKER_BACKEND or the backend named after '@'
+    FOLDER or HUB-ID[@BACKEND]   a local cross-encoder, on RERANKER_BACKEND or the backend named after '@'; a folder
+                                 of a causal-LM reranker or a PyLate ColBERT model by what its config says it is
 
 Each kind is a `RerankerKind`: a test on the id and a constructor. A new kind is one new file and one line in
 `KINDS`; the first kind whose test accepts the id builds it. The local cross-encoder is last and accepts any id.
@@ -26,6 +27,7 @@ from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.causal_lm import CausalLMReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
 from workbench.rerankers.families import model_family, refusal
+from workbench.rerankers.late_interaction import ColbertReranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
@@ -85,6 +87,10 @@ def _local(
         if backend not in (None, "torch", "auto"):
             raise ConfigError(f"A causal-LM reranker runs on torch; '@{backend}' is a cross-encoder backend.")
         return CausalLMReranker(model_id, path, family, settings, cache)
+    if family.name == "late-interaction":
+        if backend not in (None, "torch", "auto"):
+            raise ConfigError(f"A ColBERT reranker runs on torch; '@{backend}' is a cross-encoder backend.")
+        return ColbertReranker(model_id, path, settings, cache)
     if family.name == "refused":
         raise refusal(folder, family)
     return _cross_encoder(model_id, settings, cache, tokens, progress)

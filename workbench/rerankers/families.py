@@ -14,8 +14,9 @@ from typing import Literal
 
 from workbench.errors import ConfigError
 from workbench.redact import public_name
+from workbench.rerankers.late_interaction import is_pylate_checkpoint
 
-FamilyName = Literal["cross-encoder", "causal-lm", "refused"]
+FamilyName = Literal["cross-encoder", "causal-lm", "late-interaction", "refused"]
 CROSS_ENCODER_HEADS = ("ForSequenceClassification",)
 CAUSAL_LM_HEADS = ("ForCausalLM", "ForConditionalGeneration")
 # Causal-LM reranker profiles the workbench runs, by the config's model_type (each held to its reference code).
@@ -59,7 +60,9 @@ def model_family(folder: str | Path) -> ModelFamily:
     architectures = [str(a) for a in config.get("architectures") or []]
     model_type = str(config.get("model_type") or "")
     architecture = architectures[0] if architectures else ""
-    if _is_colbert(folder):
+    if is_pylate_checkpoint(folder):  # a ColBERT model PyLate saved: its encoder and Dense projection
+        return ModelFamily("late-interaction", architecture or "ColBERT", model_type, "colbert")
+    if _is_colbert(folder):  # another ColBERT layout (Stanford's): its vectors cannot be reproduced here
         return ModelFamily("refused", architecture or "ColBERT", model_type, "colbert")
     if not architectures or any(a.endswith(CROSS_ENCODER_HEADS) for a in architectures):
         return ModelFamily("cross-encoder", architecture, model_type)
@@ -73,7 +76,10 @@ def refusal(folder: str | Path, family: ModelFamily) -> ConfigError:
     """The one line for a model the workbench will not score as a reranker: what it is, and why not."""
     name = public_name(str(folder))
     if family.profile == "colbert":
-        what = "a late-interaction (ColBERT) model: its scores are MaxSim over token vectors, not a classifier's"
+        what = (
+            "a late-interaction (ColBERT) model in a layout other than PyLate's: its scores are MaxSim over token "
+            "vectors, not a classifier's, and the workbench reads PyLate checkpoints only"
+        )
     elif family.architecture.endswith(CAUSAL_LM_HEADS):
         what = (
             f"a causal LM ({family.architecture}, model_type '{family.model_type}') whose reranking template the "
