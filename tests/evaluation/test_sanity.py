@@ -1,6 +1,7 @@
-"""Issue 54, item 2: before any verdict, did the reranker run as intended? Four planted failures, each a reranker
+"""Issue 54, item 2: before any verdict, did the reranker run as intended? Five planted failures, each a reranker
 kind built in the test around the real QA cross-encoder (its scores made constant, saturated and rounded to bf16,
-replaced by the first stage's order, or put through the sigmoid twice), are each flagged on the demo, and the
+replaced by the first stage's order, put through the sigmoid twice, or ranked in separate blocks of 5 as a listwise
+query split across calls), are each flagged on the demo, and the
 verdict then never says "helps" or "hurts"; the shared rerankers, run as they should run, raise none."""
 
 from __future__ import annotations
@@ -40,9 +41,21 @@ PLANTED: dict[str, tuple[str, Callable[[list[float]], list[float]]]] = {
     "bf16-saturated": ("probability", lambda logits: [_bf16(_sigmoid(x + 8.0)) for x in logits]),
     "first-stage-order": ("logit", lambda logits: [float(len(logits) - i) for i in range(len(logits))]),
     "double-sigmoid": ("probability", lambda logits: [_sigmoid(_sigmoid(x)) for x in logits]),
+    "listwise-split": ("order", lambda logits: _ranked_in_blocks(logits, 5)),
 }
 EXPECTED = {"constant": "constant", "bf16-saturated": "tied", "first-stage-order": "identity",
-            "double-sigmoid": "squashed"}  # fmt: skip
+            "double-sigmoid": "squashed", "listwise-split": "split"}  # fmt: skip
+
+
+def _ranked_in_blocks(logits: list[float], block: int) -> list[float]:
+    """A listwise query split across calls: each block of `block` first-stage candidates ranked on its own (by the
+    model's logits), the blocks kept in first-stage order, answered as an order (minus the rank)."""
+    ranks = [0.0] * len(logits)
+    for start in range(0, len(logits), block):
+        inside = sorted(range(start, min(start + block, len(logits))), key=lambda i: -logits[i])
+        for place, i in enumerate(inside, start=start + 1):
+            ranks[i] = -float(place)
+    return ranks
 
 
 class Planted(BaseReranker):

@@ -10,6 +10,9 @@ with a head it does not have (noise), or whose scores were squashed twice, makes
   bf16 at 1.0, a score rounded to two places);
 - **identity**: the reranked order is the first stage's (Kendall's tau at least `IDENTITY_TAU` over queries of
   at least `IDENTITY_MIN_CANDIDATES` candidates): the reranker moved nothing;
+- **split**: the reranked order never moves a passage out of its block of `b` first-stage candidates (for one `b` of
+  at most half the list, on most queries that moved): the candidates were ranked in separate calls of `b` (a listwise
+  reranker's query split across calls, a service's document limit), so the top was never compared with the rest;
 - **squashed**: probability-scale scores that all lie in the sigmoid's image of [0, 1] (0.5 to 0.7311): a
   probability put through the sigmoid once more, so every score reads "about half relevant";
 - **cut**: on most queries with a judged-relevant candidate, one of them lost at least `CUT_FIRES` of its tokens at
@@ -34,11 +37,13 @@ from scipy.stats import kendalltau
 from workbench.evaluation.runs import ScoredChunk, scored_chunks
 from workbench.types import SearchResult
 
-CheckName = Literal["constant", "tied", "identity", "squashed", "cut", "served"]
+CheckName = Literal["constant", "tied", "identity", "split", "squashed", "cut", "served"]
 CUT_FIRES = 0.5  # the share of a relevant passage's tokens cut at max length for its query to count as cut
 TIE_SHARE = 0.3  # of the top n's neighbouring pairs, for a query to count as tied
 IDENTITY_TAU = 0.95
 IDENTITY_MIN_CANDIDATES = 5
+SPLIT_MIN_BLOCK = 3  # the smallest block the split check looks for (2 would fire on a reranker that swaps pairs)
+SPLIT_MIN_QUERIES = 5  # queries that moved, before a split can be told from chance
 MOST = 0.5  # the share of the checked queries on which a fault must show for the check to fire
 SIGMOID_OF_UNIT = (0.5, 1.0 / (1.0 + math.exp(-1.0)))  # sigmoid(0), sigmoid(1)
 
@@ -74,6 +79,44 @@ def _tau(scores: np.ndarray) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
+def _reranked_ranks(scores: np.ndarray) -> np.ndarray:
+    """Each candidate's place in the reranked order (ties by first-stage rank, as the list breaks them)."""
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    ranks = np.empty(len(scores), dtype=int)
+    ranks[order] = np.arange(len(scores))
+    return ranks
+
+
+def _kept_blocks(scores: np.ndarray) -> set[int] | None:
+    """The block sizes b (2 to half the list) whose blocks of first-stage candidates the reranked order keeps
+    whole (every candidate stays among the b it came with); None for a list too short, or that did not move."""
+    ranks = _reranked_ranks(scores)
+    if len(scores) < 2 * SPLIT_MIN_BLOCK or np.array_equal(ranks, np.arange(len(scores))):
+        return None
+    first = np.arange(len(scores))
+    return {b for b in range(SPLIT_MIN_BLOCK, len(scores) // 2 + 1) if np.array_equal(ranks // b, first // b)}
+
+
+def _split(per_query: Sequence[np.ndarray]) -> RunCheck | None:
+    """The **split** check: one block size kept whole on most of the queries that moved."""
+    kept = [blocks for blocks in (_kept_blocks(s) for s in per_query) if blocks is not None]
+    if len(kept) < SPLIT_MIN_QUERIES:
+        return None
+    counts: dict[int, int] = {}
+    for blocks in kept:
+        for b in blocks:
+            counts[b] = counts.get(b, 0) + 1
+    if not counts:
+        return None
+    block = max(counts, key=lambda b: (counts[b], -b))  # the finest split that holds
+    what = (
+        f"no passage ever left its block of {block} first-stage candidates: the candidates were ranked in separate "
+        f"calls of {block} (a listwise query split across calls, or a service's document limit), so the top was "
+        "never compared with the rest"
+    )
+    return _fired("split", counts[block], len(kept), what)
+
+
 def _fired(name: CheckName, hits: int, checked: int, what: str) -> RunCheck | None:
     if checked and hits / checked >= MOST:
         return RunCheck(name=name, queries=hits, checked=checked, words=f"{what} on {hits} of {checked} queries")
@@ -97,6 +140,7 @@ def run_checks(candidates: Mapping[str, Sequence[ScoredChunk]], top_n: int, scor
         _fired("tied", tied, len(per_query) - constant, tie_words),
         # constant scores keep the first stage's order: said once, as constant
         None if constant / len(per_query) >= MOST else _fired("identity", identity, len(taus), moved),
+        _split(per_query),
     ]
     every = np.concatenate(per_query)
     low, high = SIGMOID_OF_UNIT
