@@ -96,6 +96,8 @@ LISTWISE_CASES: dict[str, Any] = {
     "empty": lambda order: "",
     "null": lambda order: None,
     "reversed": lambda order: " > ".join(f"[{i}]" for i in order[::-1]),
+    "list": lambda order: [f"[{i}]" for i in order],  # not a string: an answer that cannot be read
+    "endless": lambda order: " > ".join(f"[{i % 7 + 1}]" for i in range(20_000)),  # ids repeated thousands of times
 }
 
 
@@ -225,7 +227,7 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
         query, passages = read_rankgpt(body["messages"])
         content = LISTWISE_CASES.get(case, LISTWISE_CASES["good"])(listwise_order(query, passages))
         prompt = sum(len(m["content"].split()) for m in body["messages"])
-        completion = len((content or "").split())
+        completion = len(str(content or "").split())
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         choices = [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
         return {
