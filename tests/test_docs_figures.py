@@ -23,6 +23,7 @@ SCRIPTS = (
     "clicks_figures",
     "run_check_figures",
     "skip_policy_figures",
+    "family_figures",
 )
 
 
