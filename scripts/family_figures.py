@@ -191,7 +191,13 @@ def render(name: str, kept: dict[str, Any]) -> str:
         for collection, row in kept["rows"].items()
     ]
     return table(
-        ["collection", "queries (k = 20)", "cross-encoder pairs/s", "ColBERT pairs/s", "ColBERT vs PyLate, largest |Δ|"],
+        [
+            "collection",
+            "queries (k = 20)",
+            "cross-encoder pairs/s",
+            "ColBERT pairs/s",
+            "ColBERT vs PyLate, largest |Δ|",
+        ],
         "|---|---:|---:|---:|---:|",
         cells,
         "Medians of per-query rates from one interleaved run (torch, batch 32). " + made_by(kept, "family_figures.py"),

@@ -19,6 +19,7 @@ import pytrec_eval
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from tests.rerankers.test_causal_lm import tiny_qwen3  # noqa: F401 - the fixture
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.parity import audit_parity, compare_query, faithfulness
@@ -208,3 +209,39 @@ def test_doctor_parity_from_the_command_line(tmp_path: Path, tiny_models: dict[s
         text=True, timeout=120,
     )  # fmt: skip
     assert refused.returncode != 0 and "k" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.live_server
+def test_a_causal_lm_served_with_another_instruction_is_flagged(
+    tiny_qwen3: Path,  # noqa: F811 - the fixture imported above
+    served_data: Settings,
+    tmp_path: Path,
+) -> None:
+    """Issue 53: the audit takes served copies of a causal-LM reranker beside the local one (torch, its only
+    backend). `workbench serve` with the same model and template is faithful; served with another instruction (a
+    template mismatch, as a server that ignores the model card's would be) it is not, and the audit says why."""
+    from tests.live_servers import ApiServer, api_env
+
+    settings = served_data.model_copy(update={"reranker_model": str(tiny_qwen3)})
+    servers = []
+    for name, instruction in (("same", ""), ("other", "Judge whether the passage is about cooking recipes")):
+        data = tmp_path / name
+        data.mkdir()
+        env = api_env(settings.model_copy(update={"data_dir": data}), WORKBENCH_OFFLINE="1")
+        env["RERANKER_INSTRUCTION"] = instruction
+        servers.append(ApiServer(data, env))
+    try:
+        for server in servers:
+            server.wait_ready()
+        engine = Engine(settings)
+        plan = engine.plan(collection="demo", k=10, top_n=5, reranker=str(tiny_qwen3))
+        audit = audit_parity(
+            engine, demo_dataset("test"), plan, served=[s.url for s in servers], max_queries=12, keep=False
+        )
+    finally:
+        logs = [server.stop() for server in servers]
+    assert [row.backend for row in audit.rows] == ["torch", *(s.url for s in servers)]  # no ONNX for a causal LM
+    same, other = audit.rows[1], audit.rows[2]
+    assert same.faithful, same.reasons
+    assert not other.faithful and other.reasons
+    assert all("Traceback" not in log for log in logs)

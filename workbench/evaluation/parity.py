@@ -39,6 +39,7 @@ from workbench.rerankers.backends import ExportCache, fingerprint
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.ceiling import CeilingRow, Peak, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import on_backend, runs_here, split_backend
+from workbench.rerankers.families import model_family
 from workbench.rerankers.machine import (
     MIN_SPEEDUP,
     BackendFigures,
@@ -264,17 +265,22 @@ def audit_parity(
     progress: Callable[[str], None] | None = None,
 ) -> ParityAudit:
     """The plan's reranker (a local cross-encoder) on each backend (all installed by default) and each `served`
-    reranker id (a server of the same model: Infinity, TEI, `workbench serve`), against fp32 torch on the plan's
-    first-stage candidates for the dataset's queries. With `keep`, the local verdicts are kept for `auto`."""
+    reranker id (a server of the same model: Infinity, TEI, vLLM, `workbench serve`), against fp32 torch on the
+    plan's first-stage candidates for the dataset's queries. A causal-LM or ColBERT reranker runs on torch only, so
+    its audit holds only its served copies to it (a copy served with another template or instruction disagrees).
+    With `keep`, the local verdicts are kept for `auto`."""
     say = progress or (lambda _: None)
     model_id = engine.reranker_id(plan.reranker)
     if model_id is None or not runs_here(model_id):
         raise InputError(
-            "The parity audit runs a local cross-encoder on each backend: name one (a model folder or hub id), not "
+            "The parity audit runs a local reranker on each backend: name one (a model folder or hub id), not "
             f"{redact_url(str(model_id)) if model_id else 'no reranker'}."
         )
     base, load = split_backend(model_id)[0], load_per_core()
-    backends = list(backends or installed_backends())
+    folder = resolve_model(base, engine.settings, setting="RERANKER_MODEL")
+    cross_encoder = model_family(folder).name == "cross-encoder"
+    # a causal-LM or ColBERT reranker runs on torch only: its audit holds its served copies to it
+    backends = list(backends or installed_backends()) if cross_encoder else []
     if PARITY_REFERENCE in backends:
         backends.remove(PARITY_REFERENCE)
     queries = _candidates(engine, dataset, plan, max_queries)
@@ -282,8 +288,7 @@ def audit_parity(
         raise InputError(f"{dataset.name} has no queries to audit on.")
     judged = any(any(g > 0 for g in dataset.qrels.get(q.query_id, {}).values()) for q in queries)
     peak = measure_peak()
-    folder = resolve_model(base, engine.settings, setting="RERANKER_MODEL")
-    shape, cores = model_shape(folder), _threads()
+    shape, cores = (model_shape(folder) if cross_encoder else None), _threads()
     say(f"Scoring {sum(len(q.texts) for q in queries):,} pairs on fp32 {PARITY_REFERENCE} (the reference)…")
     reference = _scored(engine, on_backend(base, PARITY_REFERENCE), queries, judged, dataset)
     rows = []
@@ -305,7 +310,7 @@ def audit_parity(
         changed = sum(q.top_n_changed for q in per_query)
         taus = [q.kendall_tau for q in per_query if q.kendall_tau is not None]
         ceiling = None
-        if name not in served:
+        if name not in served and shape is not None:
             tokens = _mean_tokens(reranker, queries)
             ceiling = against_ceiling(name, run.pairs_per_second, cores, shape, tokens, peak)
         reasons = faithfulness(change, changed, len(queries), drift, tolerance=tolerance)
@@ -323,7 +328,7 @@ def audit_parity(
         max_set_changes=PARITY_MAX_SET_CHANGES, batch_tolerance=BATCH_SCORE_TOLERANCE, reference=PARITY_REFERENCE,
         peak=peak, rows=rows, measured_at=datetime.now(UTC), load_per_core=load,
     )  # fmt: skip
-    if keep and judged:
+    if keep and judged and cross_encoder:
         audit.auto_runs = _keep_for_auto(engine, folder, audit)
     if keep and served:
         _keep_served(engine.settings.exports_dir, audit, served)
