@@ -131,3 +131,45 @@ def test_rerank_answers_the_documented_mapping_to_the_cohere_sdk(endpoint: Reran
     assert [r.relevance_score for r in answer.results] == [1.0, 0.75, 0.5, 0.25]
     assert [r["relevance_score"] for r in raw["results"]] == [-1.0, -2.0, -3.0, -4.0]
     assert "Traceback" not in log
+
+
+@pytest.mark.live_server
+def test_the_mcp_search_tool_answers_the_order(endpoint: RerankApis, served_data) -> None:
+    """`workbench mcp` whose reranker is listwise, asked by the mcp SDK's client: the search tool's results come in
+    the model's order, each rerank_score minus its rank."""
+    import sys
+    from pathlib import Path
+
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from tests.live_servers import api_env
+
+    env = api_env(served_data, RERANKER_MODEL=_id(endpoint), WORKBENCH_OFFLINE="1")
+    params = StdioServerParameters(command=str(Path(sys.executable).parent / "workbench"), args=["mcp"], env=env)
+
+    async def run() -> dict:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            found = await session.call_tool("search", {"query": "how many vacation days", "top_k": 4})
+            return found.structured_content
+
+    answer = anyio.run(run)
+    assert [r["rerank_score"] for r in answer["results"]] == [-1.0, -2.0, -3.0, -4.0]
+    assert answer["score_scale"] == "order"
+
+
+def test_the_gate_weighs_a_listwise_candidate(demo_cli: Engine, endpoint: RerankApis, capsys) -> None:
+    """The ship gate with a listwise candidate against the first stage: a decision with its exit code, the
+    candidate's procedure named, and answers read as nothing named instead of a verdict (exit 3)."""
+    from workbench.cli import main
+
+    base = ["gate", "demo", "--max-queries", "8", "-k", "20", "--baseline-reranker", "none", "--json"]
+    code = main([*base, "--reranker", _id(endpoint)])
+    decision = json.loads(capsys.readouterr().out)
+    assert code == decision["exit_code"] in (0, 1, 3)
+    assert "listwise" in json.dumps(decision)
+    code = main([*base, "--reranker", _id(endpoint, "empty")])
+    decision = json.loads(capsys.readouterr().out)
+    assert code == decision["exit_code"] == 3 and "did not run as intended" in json.dumps(decision)
