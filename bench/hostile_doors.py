@@ -1,0 +1,304 @@
+"""The newest doors' hostile-input suite (issue 51), rerun: every input below goes through the real CLI (click imports,
+query sets from logs, online-test analysis, candidates files), each in a fresh process on a data folder holding the
+demo, and each outcome is classed by what a user would see:
+
+- **clear**: refused (exit 2) with one line on stderr that names the problem, no traceback, no internal path;
+- **accepted**: exit 0 (a well-formed input read as it should be, or an odd one read as documented);
+- **unclear**: refused, but with no message, or more than one line, or "Unexpected error";
+- **traceback**: a Python traceback on either stream;
+- **hang**: still running after the limit (60 s);
+- **crash**: killed by a signal, or an exit code the CLI never gives;
+- **data loss**: a refused click import that still changed the judgments store (its file's hash);
+- **unsafe**: an internal path shown (site-packages, the workbench's own store files). (The CSVs the product writes
+  are the app's downloads; their formula cells are held by tests/app and tests/test_safety.py, not here.)
+
+    .venv/bin/python bench/hostile_doors.py            # about 10 minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+WORKBENCH = str(Path(sys.executable).parent / "workbench")
+LIMIT_S = 60
+FORMULAS = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "=1+1"]
+
+
+def _env(data: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "WORKBENCH_DATA_DIR": str(data),
+        "WORKBENCH_CONFIG": "",
+        "WORKBENCH_OFFLINE": "1",
+        "WORKBENCH_MODELS_DIR": str(SHARED / "models"),
+        "RERANKER_MODEL": "minilm-l6-qa-reranker",
+    }
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[int | None, str, str, float]:
+    started = time.monotonic()
+    try:
+        done = subprocess.run([WORKBENCH, *args], env=env, capture_output=True, text=True, timeout=LIMIT_S,
+                              errors="replace")  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.monotonic() - started
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+
+
+def _hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def _classify(rc: int | None, out: str, err: str, data: Path) -> str:
+    both = out + err
+    if rc is None:
+        return "hang"
+    if "Traceback (most recent call last)" in both:
+        return "traceback"
+    if rc < 0 or rc not in (0, 1, 2, 3):
+        return "crash"
+    if "site-packages" in both or str(data / "chroma") in both:
+        return "unsafe"
+    if rc == 0:
+        return "accepted"
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    if len(lines) == 1 and lines[0].startswith("error:") and "Unexpected error" not in lines[0]:
+        return "clear"
+    return "unclear"
+
+
+def _demo_ids(data: Path) -> list[str]:
+    """Document ids the demo collection holds (what a click log shows)."""
+    code = (
+        "from workbench.engine import Engine; from workbench.config import Settings;"
+        "e = Engine(Settings()); r = e.search('leave', e.plan(collection='demo', k=30, reranker=None));"
+        "print('\\n'.join(sorted({str(c.metadata.get('document_id', c.id)) for c in r.candidates})))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=_env(data), capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def _rows(ids: list[str], queries: list[str], n: int = 40) -> list[dict]:
+    rng = random.Random(7)
+    rows = []
+    for i in range(n):
+        shown = rng.sample(ids, 5)
+        rows.append({"query": queries[i % len(queries)], "shown": shown, "clicked": shown[: i % 2 + 1],
+                     "session": f"s{i}"})  # fmt: skip
+    return rows
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "\n".join(json.dumps(r) for r in rows).encode()
+
+
+def _csv(rows: list[dict], header: str = "query,shown,clicked,session") -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(header + "\n")
+    for r in rows:
+        writer.writerow([r["query"], " ".join(r["shown"]), "|".join(r["clicked"]), r["session"]])
+    return buffer.getvalue().encode()
+
+
+def click_logs(ids: list[str]) -> dict[str, bytes | Callable[[Path], Path]]:
+    """Named click logs: a few good ones, then the hostile ones."""
+    good = _rows(ids, ["how many vacation days", "lost laptop", "pension scheme"])
+    cases: dict[str, bytes | Callable[[Path], Path]] = {
+        "good.jsonl": _jsonl(good),
+        "good.csv": _csv(good),
+        "empty.jsonl": b"",
+        "blank.jsonl": b"\n \n\t\n",
+        "binary.jsonl": bytes(random.Random(1).randrange(256) for _ in range(5000)),
+        "nul-bytes.jsonl": _jsonl(good).replace(b"\n", b"\x00\n", 3),
+        "not-json.jsonl": b"{query: nope}\n{{{\n",
+        "deep.jsonl": b"[" * 100_000 + b"]" * 100_000,
+        "deep-object.jsonl": json.dumps({"query": "x", "shown": ids[:2], "clicked": []}).encode()[:-1]
+        + b', "extra": '
+        + b"[" * 50_000
+        + b"]" * 50_000
+        + b"}",
+        "huge-line.jsonl": b'{"query": "' + b"a" * 30_000_000 + b'"}',
+        "query-object.jsonl": _jsonl([{**r, "query": {"text": "x"}} for r in good]),
+        "query-list.jsonl": _jsonl([{**r, "query": ["a", "b"]} for r in good]),
+        "query-number.jsonl": _jsonl([{**r, "query": 42} for r in good]),
+        "query-empty.jsonl": _jsonl([{**r, "query": ""} for r in good]),
+        "query-invisible.jsonl": _jsonl([{**r, "query": "\u200b\u200b\u2060"} for r in good]),
+        "query-long.jsonl": _jsonl([{**r, "query": "word " * 5000} for r in good]),
+        "query-rtl.jsonl": _jsonl([{**r, "query": "\u202eevil\u202c query"} for r in good]),
+        "query-control.jsonl": _jsonl([{**r, "query": "line\x1b[31mred\x07"} for r in good]),
+        "query-null.jsonl": _jsonl([{**r, "query": None} for r in good]),
+        "shown-string.jsonl": _jsonl([{**r, "shown": "d1 d2"} for r in good]),
+        "shown-empty.jsonl": _jsonl([{**r, "shown": []} for r in good]),
+        "shown-numbers.jsonl": _jsonl([{**r, "shown": [1, 2, 3]} for r in good]),
+        "shown-unknown.jsonl": _jsonl([{**r, "shown": ["nope-1", "nope-2"], "clicked": ["nope-1"]} for r in good]),
+        "shown-huge.jsonl": _jsonl([{**r, "shown": ids * 500} for r in good]),
+        "clicked-not-shown.jsonl": _jsonl([{**r, "clicked": ["not-shown"]} for r in good]),
+        "clicked-string.jsonl": _jsonl([{**r, "clicked": r["clicked"][0]} for r in good]),
+        "clicked-missing.jsonl": _jsonl([{k: v for k, v in r.items() if k != "clicked"} for r in good]),
+        "clicked-nan.jsonl": _jsonl(good).replace(b'"clicked": [', b'"clicked": [NaN, ', 2),
+        "top-level-array.jsonl": json.dumps(good).encode(),
+        "top-level-number.jsonl": b"1\n2\n3\n",
+        "duplicate-keys.jsonl": b"\n".join(
+            b'{"query": "a", "query": "b", "shown": ' + json.dumps(r["shown"]).encode() + b', "clicked": []}'
+            for r in good
+        ),
+        "bom.jsonl": b"\xef\xbb\xbf" + _jsonl(good),
+        "utf16.jsonl": _jsonl(good).decode().encode("utf-16"),
+        "latin1.csv": _csv([{**r, "query": "caf\xe9 cr\xe8me"} for r in good]).decode().encode("latin-1"),
+        "crlf.csv": _csv(good).replace(b"\n", b"\r\n"),
+        "formulas.csv": _csv([{**r, "query": FORMULAS[i % len(FORMULAS)]} for i, r in enumerate(good)]),
+        "formulas.jsonl": _jsonl([{**r, "query": FORMULAS[i % len(FORMULAS)]} for i, r in enumerate(good)]),
+        "csv-no-clicked.csv": _csv(good, "query,shown,session,clicked_x"),
+        "csv-duplicate-columns.csv": _csv(good, "query,shown,clicked,clicked"),
+        "csv-header-only.csv": b"query,shown,clicked,session\n",
+        "csv-unbalanced-quote.csv": b'query,shown,clicked\n"open quote,' + " ".join(ids[:3]).encode() + b",\n",
+        "csv-newline-in-cell.csv": b'query,shown,clicked\n"two\nlines",' + " ".join(ids[:3]).encode() + b",\n",
+        "csv-semicolons.csv": _csv(good).replace(b",", b";"),
+        "csv-huge-field.csv": b"query,shown,clicked\n" + b"q" * 2_000_000 + b"," + ids[0].encode() + b",\n",
+        "case-variants.jsonl": _jsonl(
+            [
+                {**r, "query": q}
+                for r, q in zip(good, ["Lost Laptop", "lost  laptop", " LOST laptop "] * 20, strict=False)
+            ]
+        ),
+        "ubi-queries-only.jsonl": _jsonl(
+            [{"query_id": f"q{i}", "user_query": "lost laptop", "query_response_hit_ids": ids[:5]} for i in range(20)]
+        ),
+        "directory": lambda folder: _mkdir(folder / "a-directory"),
+        "fifo": lambda folder: _fifo(folder / "a-fifo"),
+        "dev-zero": lambda folder: Path("/dev/zero"),
+        "dev-null": lambda folder: Path("/dev/null"),
+        "missing": lambda folder: folder / "does-not-exist.jsonl",
+        "symlink-loop": lambda folder: _loop(folder / "loop.jsonl"),
+    }
+    return cases
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _fifo(path: Path) -> Path:
+    if not path.exists():
+        os.mkfifo(path)
+    return path
+
+
+def _loop(path: Path) -> Path:
+    if not path.is_symlink():
+        path.symlink_to(path)
+    return path
+
+
+def candidate_files(ids: list[str]) -> dict[str, bytes | Callable[[Path], Path]]:
+    """TREC runs given to `eval demo --candidates`."""
+    good = "\n".join(f"h1 Q0 {d} {i + 1} {10 - i} run" for i, d in enumerate(ids[:8])).encode()
+    return {
+        "run-good.trec": good,
+        "run-empty.trec": b"",
+        "run-binary.trec": bytes(random.Random(2).randrange(256) for _ in range(4000)),
+        "run-nan.trec": good.replace(b" 10 run", b" NaN run"),
+        "run-inf.trec": good.replace(b" 10 run", b" inf run"),
+        "run-negative-rank.trec": good.replace(b" 1 10 run", b" -1 10 run"),
+        "run-short-lines.trec": b"h1 Q0 x\n",
+        "run-unknown-queries.trec": good.replace(b"h1 ", b"zz "),
+        "run-unknown-docs.trec": b"\n".join(f"h1 Q0 nope-{i} {i + 1} 1 run".encode() for i in range(5)),
+        "run-json.trec": b'{"run": [1,2,3]}',
+        "run-formulas.trec": b"\n".join(f"h1 Q0 =cmd{i} {i + 1} 1 run".encode() for i in range(5)),
+        "run-huge.trec": good + b"\n" + b"h1 Q0 x 1 1 " + b"r" * 40_000_000,
+        "run-dev-zero": lambda folder: Path("/dev/zero"),
+        "run-fifo": lambda folder: _fifo(folder / "run-fifo"),
+        "run-directory": lambda folder: _mkdir(folder / "run-directory"),
+    }
+
+
+def interleaving_logs() -> dict[str, bytes | Callable[[Path], Path]]:
+    """Logs given to `interleaving analyse`."""
+    impression = {"kind": "impression", "impression_id": "i1", "test": "t-1", "collection": "demo",
+                  "teams": {"A": "first stage", "B": "reranked"}, "results": [{"id": "a", "team": "A"}]}  # fmt: skip
+    return {
+        "il-empty.jsonl": b"",
+        "il-garbage.jsonl": b"not json\n{\n",
+        "il-binary.jsonl": bytes(random.Random(3).randrange(256) for _ in range(3000)),
+        "il-impressions-only.jsonl": _jsonl([{**impression, "impression_id": f"i{i}"} for i in range(30)]),
+        "il-clicks-only.jsonl": _jsonl([{"kind": "click", "impression_id": f"i{i}", "id": "a"} for i in range(30)]),
+        "il-wrong-types.jsonl": _jsonl([{"kind": 5, "impression_id": [1], "results": "x"} for _ in range(5)]),
+        "il-deep.jsonl": b"[" * 100_000 + b"]" * 100_000,
+        "il-dev-zero": lambda folder: Path("/dev/zero"),
+        "il-fifo": lambda folder: _fifo(folder / "il-fifo"),
+    }
+
+
+def _materialise(folder: Path, name: str, content: bytes | Callable[[Path], Path]) -> Path:
+    if callable(content):
+        return content(folder)
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+def main() -> int:
+    results: list[tuple[str, str, str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="hostile-") as scratch:
+        root = Path(scratch)
+        data = root / "data"
+        env = _env(data)
+        rc, _, err, _ = _run(["demo"], env)
+        if rc != 0:
+            print(err, file=sys.stderr)
+            return 1
+        ids = _demo_ids(data)
+        inputs = root / "inputs"
+        inputs.mkdir()
+        store = data / "judgments.sqlite3"
+        for number, (name, content) in enumerate(click_logs(ids).items()):
+            path = _materialise(inputs, name, content)
+            clicks = ["judgments", "clicks", str(path), "--collection", "demo", "--min-impressions", "1"]
+            from_log = ["query-sets", "add", f"log-{number}", "--from-log", str(path)]
+            for door, args in (("judgments clicks", clicks), ("query-sets add --from-log", from_log)):
+                before = _hash(store)
+                rc, out, err, seconds = _run(args, env)
+                outcome = _classify(rc, out, err, data)
+                if door == "judgments clicks" and rc not in (0, None) and _hash(store) != before:
+                    outcome = "data loss"
+                line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
+                results.append((f"{door} · {name}", outcome, line, seconds))
+                print(f"{outcome:10} {door} · {name}: {line}", flush=True)
+        for name, content in candidate_files(ids).items():
+            path = _materialise(inputs, name, content)
+            args = ["eval", "demo", "--candidates", str(path), "--max-queries", "3", "-k", "5", "--depth", "none"]
+            rc, out, err, seconds = _run(args, env)
+            outcome = _classify(rc, out, err, data)
+            line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
+            results.append((f"eval --candidates · {name}", outcome, line, seconds))
+            print(f"{outcome:10} eval --candidates · {name}: {line}", flush=True)
+        for name, content in interleaving_logs().items():
+            path = _materialise(inputs, name, content)
+            rc, out, err, seconds = _run(["interleaving", "analyse", str(path)], env)
+            outcome = _classify(rc, out, err, data)
+            line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
+            results.append((f"interleaving analyse · {name}", outcome, line, seconds))
+            print(f"{outcome:10} interleaving analyse · {name}: {line}", flush=True)
+    counts = Counter(outcome for _, outcome, _, _ in results)
+    print(f"\n{len(results)} inputs: " + ", ".join(f"{n} {c}" for c, n in counts.most_common()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
