@@ -196,7 +196,7 @@ def render(name: str, kept: dict[str, Any]) -> str:
             "queries (k = 20)",
             "cross-encoder pairs/s",
             "ColBERT pairs/s",
-            "ColBERT vs PyLate, largest |Δ|",
+            "ColBERT vs PyLate, largest difference",
         ],
         "|---|---:|---:|---:|---:|",
         cells,
