@@ -72,10 +72,7 @@ def _tau(scores: np.ndarray) -> float | None:
     the reranked list breaks them)."""
     if len(scores) < IDENTITY_MIN_CANDIDATES:
         return None
-    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-    reranked_rank = np.empty(len(scores))
-    reranked_rank[order] = np.arange(len(scores))
-    value = kendalltau(np.arange(len(scores)), reranked_rank).statistic
+    value = kendalltau(np.arange(len(scores)), _reranked_ranks(scores)).statistic
     return None if np.isnan(value) else float(value)
 
 
@@ -88,8 +85,8 @@ def _reranked_ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def _kept_blocks(scores: np.ndarray) -> set[int] | None:
-    """The block sizes b (2 to half the list) whose blocks of first-stage candidates the reranked order keeps
-    whole (every candidate stays among the b it came with); None for a list too short, or that did not move."""
+    """The block sizes b (SPLIT_MIN_BLOCK to half the list) whose blocks of first-stage candidates the reranked
+    order keeps whole (every candidate stays among the b it came with); None for a list too short, or unmoved."""
     ranks = _reranked_ranks(scores)
     if len(scores) < 2 * SPLIT_MIN_BLOCK or np.array_equal(ranks, np.arange(len(scores))):
         return None

@@ -39,6 +39,7 @@ from workbench.vocab import (
     DEFAULT_FIRST_STAGES,
     DEFAULT_TUNE_KS,
     NDCG_10,
+    ORDER_SCALE,
     TOP_N_SWEEP,
     recall_at,
 )
@@ -339,6 +340,8 @@ def _union_scorer(engine: Engine, plans: Sequence[SearchPlan]) -> Callable[[Sequ
         return query, list(seen)
 
     def warm(texts: Sequence[str]) -> None:
+        if reranker.score_scale == ORDER_SCALE:  # an order is of one cell's own list: a union's is nobody's
+            return
         unions = [union(text) for text in texts]
         if workers > 1:
             in_order(unions, lambda one: reranker.score(*one), workers)
