@@ -52,6 +52,13 @@ _MODEL_ID: Final = re.compile(r"^[A-Za-z0-9][\w.\-]{0,127}(/[A-Za-z0-9][\w.\-]{0
 _EXPERIMENT_ID: Final = re.compile(r"^[0-9a-f]{12}$")
 
 
+def visible_text(text: str) -> str:
+    """`text` without invisible format characters (zero-width spaces, bidirectional overrides, byte-order marks,
+    soft hyphens), its control characters made plain, trimmed: what a person sees of it (empty when nothing)."""
+    visible = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return " ".join(plain_text(visible).split()) if _CONTROL.search(visible) else visible.strip()
+
+
 def validate_query(query: Any, max_chars: int | None = MAX_QUERY_CHARS) -> str:
     """The query trimmed, free of control characters and of invisible format characters (zero-width spaces,
     bidirectional overrides, byte-order marks, soft hyphens); 1 to `max_chars` characters, else InputError.
@@ -68,8 +75,7 @@ def validate_query(query: Any, max_chars: int | None = MAX_QUERY_CHARS) -> str:
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in query):
         # Python turns undecodable command-line bytes into lone surrogates.
         raise InputError("The query holds bytes that are not valid UTF-8 text.")
-    visible = "".join(ch for ch in query if unicodedata.category(ch) != "Cf")
-    trimmed = " ".join(plain_text(visible).split()) if _CONTROL.search(visible) else visible.strip()
+    trimmed = visible_text(query)
     if not trimmed:
         limit = f"1 to {max_chars}" if max_chars else "at least 1"
         raise InputError(f"The query is empty (nothing visible in it): type {limit} characters.")

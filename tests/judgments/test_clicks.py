@@ -159,6 +159,7 @@ def test_a_csv_log_through_the_cli(shop: Engine, tmp_path: Path, monkeypatch: py
         ([{"query": "herons and fish", "shown": ["x1", "x2"], "clicked": ["x1"]}], "None of the ids log.jsonl shows"),
         ([{"query": "herons and fish", "shown": [], "clicked": []}], "1 rows that showed nothing"),
         ([{"query": "", "shown": ["d0"]}], "1 rows without a query"),
+        ([{"query": "\u200b\u2060 \ufeff", "shown": ["d0"]}], "1 rows without a query"),  # nothing visible in it
         ([{"query": "q", "shown": "d0", "clicked": {"a": 1}}], "line 1: ids must be a list; got dict"),
         ([{"query": "q", "shown": ["d0\x1b[31m"]}], "line 1: document id must be"),
         (["not an object"], "line 1: not a JSON object"),

@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.errors import InputError
 from workbench.evaluation.click_models import MAX_POSITIONS, Impression
-from workbench.inputs import csv_records, decode_text, read_user_file, validate_doc_id
+from workbench.inputs import csv_records, decode_text, read_user_file, validate_doc_id, visible_text
 from workbench.redact import plain_text
 from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS, MAX_QUERY_CHARS
 
@@ -40,7 +40,7 @@ class ClickLog:
 def _text(value: Any, what: str, where: str) -> str:
     if isinstance(value, bool) or (value is not None and not isinstance(value, str | int | float)):
         raise InputError(f"{where}: the {what} must be text; got {type(value).__name__}.")
-    text = plain_text(str(value if value is not None else "")).strip()
+    text = visible_text(plain_text(str(value if value is not None else "")))  # an invisible query is no query
     if len(text) > MAX_QUERY_CHARS * 4:
         raise InputError(f"{where}: the {what} is over {MAX_QUERY_CHARS * 4} characters.")
     return text
