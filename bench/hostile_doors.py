@@ -12,7 +12,8 @@ demo, and each outcome is classed by what a user would see:
 - **unsafe**: an internal path shown (site-packages, the workbench's own store files). (The CSVs the product writes
   are the app's downloads; their formula cells are held by tests/app and tests/test_safety.py, not here.)
 
-    .venv/bin/python bench/hostile_doors.py            # about 10 minutes on 2 cores
+    .venv/bin/python bench/hostile_doors.py                          # about 15 minutes on 2 cores
+    .venv/bin/python bench/hostile_doors.py --doors services,tune    # some doors only
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -253,7 +256,128 @@ def _materialise(folder: Path, name: str, content: bytes | Callable[[Path], Path
     return path
 
 
-def main() -> int:
+class _LyingService(BaseHTTPRequestHandler):
+    """A search service answering each path in its own wrong way (what a user's service might do)."""
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        hits = [{"doc_id": f"d{i}", "body": f"passage {i} about leave", "score": 1.0 - i / 10} for i in range(5)]
+        answers: dict[str, tuple[int, str, bytes]] = {
+            "/good": (200, "application/json", json.dumps({"data": {"results": hits}}).encode()),
+            "/html": (200, "text/html", b"<html><body>Bad gateway</body></html>"),
+            "/nohits": (200, "application/json", b"{}"),
+            "/nan": (200, "application/json", json.dumps({"data": {"results": hits}}).replace("1.0", "NaN").encode()),
+            "/dup": (200, "application/json", json.dumps({"data": {"results": hits + hits[:1]}}).encode()),
+            "/no-text": (200, "application/json", json.dumps({"data": {"results": [{"doc_id": "d1"}]}}).encode()),
+            "/error": (500, "text/plain", b"Internal error at /srv/app/secret.py line 12"),
+            "/deep": (200, "application/json", b"[" * 100_000 + b"]" * 100_000),
+            "/huge": (200, "application/json", b'{"data": {"results": [' + b'{"doc_id": "x", "body": "y"},' * 400_000
+                      + b'{"doc_id": "z", "body": "w"}]}}'),
+        }  # fmt: skip
+        if self.path == "/slow":
+            time.sleep(20)
+        status, kind, body = answers.get(self.path, (404, "text/plain", b"no such path"))
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def service_configs(port: int) -> dict[str, str]:
+    """workbench.toml files naming a search service as the collection 'prod'."""
+
+    def collection(path: str, **extra: str) -> str:
+        fields = {"store": '"http"', "url": f'"http://127.0.0.1:{port}{path}"', "method": '"POST"',
+                  "body": '{ q = "{query}", size = "{k}" }', "hits": '"data.results"', "id": '"doc_id"',
+                  "text": '"body"', **extra}  # fmt: skip
+        return "[collections.prod]\n" + "\n".join(f"{k} = {v}" for k, v in fields.items()) + "\n"
+
+    return {
+        "service-good": collection("/good"),
+        **{
+            f"service-{p.strip('/')}": collection(p)
+            for p in ("/html", "/nohits", "/nan", "/dup", "/no-text", "/error", "/deep", "/huge", "/slow", "/missing")
+        },
+        "service-down": collection("/good").replace(f"127.0.0.1:{port}", "127.0.0.1:9"),
+        "service-ftp": collection("/good").replace("http://", "ftp://"),
+        "service-method": collection("/good", method='"DELETE"'),
+        "service-no-url": '[collections.prod]\nstore = "http"\n',
+        "service-bad-hits": collection("/good", hits='"data.nowhere.at.all"'),
+        "service-header-secret": collection("/error", headers='{ Authorization = "Bearer ${NOT_SET_TOKEN}" }'),
+        "toml-broken": "[collections.prod\nstore = ",
+        "toml-binary": "\x00\x01\x02 garbage \ufffd",
+        "toml-unknown-store": '[collections.prod]\nstore = "elasticsearch9"\n',
+        "toml-unknown-key": collection("/good", colour='"blue"'),
+        "toml-wrong-type": collection("/good", body="42"),
+    }
+
+
+def chroma_folders() -> dict[str, Callable[[Path], Path]]:
+    """Folders given as an attached Chroma (`--store chroma --persist-dir`)."""
+
+    def garbage_sqlite(folder: Path) -> Path:
+        target = _mkdir(folder / "garbage-chroma")
+        (target / "chroma.sqlite3").write_bytes(b"not a database " * 100)
+        return target
+
+    def empty_sqlite(folder: Path) -> Path:
+        target = _mkdir(folder / "empty-sqlite-chroma")
+        (target / "chroma.sqlite3").write_bytes(b"")
+        return target
+
+    def a_file(folder: Path) -> Path:
+        target = folder / "chroma-is-a-file"
+        target.write_text("x")
+        return target
+
+    return {
+        "chroma-empty-dir": lambda folder: _mkdir(folder / "empty-chroma"),
+        "chroma-garbage-sqlite": garbage_sqlite,
+        "chroma-empty-sqlite": empty_sqlite,
+        "chroma-a-file": a_file,
+        "chroma-missing": lambda folder: folder / "no-such-chroma",
+        "chroma-dev-null": lambda folder: Path("/dev/null"),
+    }
+
+
+TUNE_OPTIONS: dict[str, list[str]] = {
+    "tune-k-zero": ["-k", "0"],
+    "tune-k-text": ["-k", "abc"],
+    "tune-k-huge": ["-k", "100000"],
+    "tune-stage-unknown": ["--first-stage", "nope"],
+    "tune-chunking-overlap": ["--chunking", "10/20"],
+    "tune-chunking-text": ["--chunking", "big/small"],
+    "tune-budget-negative": ["--latency-budget-ms", "-5"],
+    "tune-timing-zero": ["--timing-queries", "0"],
+    "tune-max-queries-zero": ["--max-queries", "0"],
+    "tune-out-missing-dir": ["--out", "/nonexistent/folder/run.md"],
+    "tune-out-odd-suffix": ["--out", "run.exe"],
+    "tune-filter-broken": ["--filter", "no-equals"],
+    "tune-long-documents": ["--long-documents", "nonsense"],
+    "tune-reranker-unknown": ["--reranker", "no-such-model-anywhere"],
+    "tune-backend-unknown": ["--backend", "tpu"],
+}
+
+
+def _record(results: list, where: str, rc: int | None, out: str, err: str, seconds: float, outcome: str) -> None:
+    line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
+    results.append((where, outcome, line, seconds))
+    print(f"{outcome:10} {where}: {line}", flush=True)
+
+
+DOORS = ("clicks", "candidates", "interleaving", "services", "chroma", "tune")
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--doors", default=",".join(DOORS), help=f"which doors, comma separated ({', '.join(DOORS)})")
+    doors = set(parser.parse_args(argv).doors.split(","))
     results: list[tuple[str, str, str, float]] = []
     with tempfile.TemporaryDirectory(prefix="hostile-") as scratch:
         root = Path(scratch)
@@ -267,7 +391,7 @@ def main() -> int:
         inputs = root / "inputs"
         inputs.mkdir()
         store = data / "judgments.sqlite3"
-        for number, (name, content) in enumerate(click_logs(ids).items()):
+        for number, (name, content) in enumerate(click_logs(ids).items() if "clicks" in doors else []):
             path = _materialise(inputs, name, content)
             clicks = ["judgments", "clicks", str(path), "--collection", "demo", "--min-impressions", "1"]
             from_log = ["query-sets", "add", f"log-{number}", "--from-log", str(path)]
@@ -277,28 +401,47 @@ def main() -> int:
                 outcome = _classify(rc, out, err, data)
                 if door == "judgments clicks" and rc not in (0, None) and _hash(store) != before:
                     outcome = "data loss"
-                line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
-                results.append((f"{door} · {name}", outcome, line, seconds))
-                print(f"{outcome:10} {door} · {name}: {line}", flush=True)
-        for name, content in candidate_files(ids).items():
+                _record(results, f"{door} · {name}", rc, out, err, seconds, outcome)
+        for name, content in candidate_files(ids).items() if "candidates" in doors else []:
             path = _materialise(inputs, name, content)
             args = ["eval", "demo", "--candidates", str(path), "--max-queries", "3", "-k", "5", "--depth", "none"]
             rc, out, err, seconds = _run(args, env)
-            outcome = _classify(rc, out, err, data)
-            line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
-            results.append((f"eval --candidates · {name}", outcome, line, seconds))
-            print(f"{outcome:10} eval --candidates · {name}: {line}", flush=True)
-        for name, content in interleaving_logs().items():
+            _record(results, f"eval --candidates · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
+        for name, content in interleaving_logs().items() if "interleaving" in doors else []:
             path = _materialise(inputs, name, content)
             rc, out, err, seconds = _run(["interleaving", "analyse", str(path)], env)
-            outcome = _classify(rc, out, err, data)
-            line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
-            results.append((f"interleaving analyse · {name}", outcome, line, seconds))
-            print(f"{outcome:10} interleaving analyse · {name}: {line}", flush=True)
+            _record(results, f"interleaving analyse · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _LyingService)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            configs = service_configs(server.server_address[1]) if "services" in doors else {}
+            for name, config in configs.items():
+                path = inputs / f"{name}.toml"
+                path.write_text(config, encoding="utf-8", errors="surrogateescape")
+                own = {**env, "WORKBENCH_CONFIG": str(path), "WORKBENCH_STORE_TIMEOUT": "5"}
+                rc, out, err, seconds = _run(["query", "vacation days", "--collection", "prod", "-k", "5"], own)
+                outcome = _classify(rc, out, err, data)
+                if "secret.py" in out + err:
+                    outcome = "unsafe"
+                _record(results, f"query on a search service · {name}", rc, out, err, seconds, outcome)
+        finally:
+            server.shutdown()
+        for name, make in chroma_folders().items() if "chroma" in doors else []:
+            folder = make(inputs)
+            for door, args in (
+                ("collections", ["collections", "--store", "chroma", "--persist-dir", str(folder)]),
+                ("query", ["query", "leave", "--collection", "c", "--store", "chroma", "--persist-dir", str(folder)]),
+            ):
+                rc, out, err, seconds = _run(args, env)
+                _record(results, f"{door} on an attached Chroma · {name}", rc, out, err, seconds,
+                        _classify(rc, out, err, data))  # fmt: skip
+        for name, options in TUNE_OPTIONS.items() if "tune" in doors else []:
+            rc, out, err, seconds = _run(["tune", "demo", "--max-queries", "3", *options], {**env, "PWD": str(root)})
+            _record(results, f"tune · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
     counts = Counter(outcome for _, outcome, _, _ in results)
     print(f"\n{len(results)} inputs: " + ", ".join(f"{n} {c}" for c, n in counts.most_common()))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

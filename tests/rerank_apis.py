@@ -256,6 +256,11 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
             return StreamingResponse(drip(), media_type="application/json")
         if case == "redirect":
             return Response(status_code=307, headers={"location": "http://127.0.0.1:1/elsewhere?api_key=hidden123"})
+        if case == "traceback":  # a 500 whose body is the server's own traceback
+            trace = 'Traceback (most recent call last):\n  File "/srv/app/rerank.py", line 12, in rank\nKeyError: 0\n'
+            return Response(trace, status_code=500, media_type="text/plain")
+        if case == "deep":  # JSON nested past any parser's recursion limit
+            return Response(b"[" * 100_000 + b"]" * 100_000, media_type="application/json")
         scores: list[Any] = [0.5] * count
         indices: list[Any] = list(range(count))
         raw = BAD_ANSWERS[case]

@@ -134,6 +134,8 @@ class ServiceCaller:
                 return json.loads(response.content, parse_constant=_no_constant)
             except InvalidAnswer:
                 raise
+            except RecursionError as exc:
+                raise InvalidAnswer("JSON nested too deeply to read") from exc
             except ValueError as exc:
                 raise ModelError(
                     f"{self.words.noun} at {self.shown_url} did not answer with JSON (status {response.status_code}). "
@@ -158,6 +160,8 @@ class ServiceCaller:
 
     def _refused(self, response: httpx.Response, attempt: int) -> ModelError:
         detail = redact_text(" ".join(response.text.split())[:300])
+        if "Traceback (most recent call last)" in response.text or 'File "' in response.text:
+            detail = "a traceback of its own (not shown here: see the service's log)"
         if response.status_code in {401, 403}:
             return ModelError(
                 f"{self.words.noun} at {self.shown_url} refused the request ({response.status_code}): "

@@ -337,3 +337,18 @@ def test_eval_says_each_step_after_the_queries(cli_env: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert "queries done; now the depth curve: reranking the first 5, 10 candidates, each timed…" in err
     assert "queries done; now the signs behind each query's change (4 queries)…" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["tune", "-k", "abc"], ["query"], ["query", "q", "-k", "1.5"], ["no-such-command"],
+     ["tune", "demo", "--latency-budget-ms", "-5"]],
+)  # fmt: skip
+def test_a_bad_argument_is_one_line_naming_it(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's refusals, as every other: one line starting 'error:', pointing at the command's --help (its
+    usage block is not printed before it)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--help`)" in err and len(err.strip().splitlines()) == 1, err

@@ -45,6 +45,23 @@ def test_an_answer_that_cannot_be_right_is_a_model_error_naming_the_service(apis
     assert expected in message, message
 
 
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [("traceback", "a traceback of its own (not shown here"), ("deep", "JSON nested too deeply to read")],
+)
+def test_a_service_answering_its_traceback_or_endless_nesting_is_one_line(
+    apis: RerankApis, case: str, said: str
+) -> None:
+    """Issue 51's recount: a service's own traceback in its 500 is not shown (its paths and code stay its own), and
+    JSON nested past the parser's limit is named, not "maximum recursion depth exceeded"."""
+    reranker = create_reranker(f"{apis.base}/bad/{case}", Settings(offline=True, rerank_retries=0))
+    with pytest.raises(ModelError) as refused:
+        reranker.score(QUERY, DOCS, use_cache=False)
+    message = error_message(refused.value)
+    assert said in message and "/srv/app" not in message and "recursion" not in message, message
+    assert len(message.splitlines()) == 1
+
+
 def test_a_trickling_service_is_cut_off_at_the_rerank_timeout(apis: RerankApis) -> None:
     settings = Settings(offline=True, rerank_timeout=2, rerank_retries=0)
     reranker = create_reranker(f"{apis.base}/bad/trickle", settings)

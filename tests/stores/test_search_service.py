@@ -149,6 +149,7 @@ def test_an_experiment_records_the_source_and_a_changed_mapping_is_named(
         ({"retries": 100_000}, "retries is a whole number from 0 to 5"),
         ({"retries": -1}, "retries is a whole number from 0 to 5"),
         ({"url_user": True, "headers": {"Authorization": "Bearer x"}}, "gives credentials twice"),
+        ({"colour": "blue", "hitz": "data"}, "has keys a search service does not read: colour, hitz"),  # typos
     ],
 )
 def test_declarations_that_would_hang_or_be_dropped_are_refused(

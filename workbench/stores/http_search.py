@@ -36,6 +36,7 @@ from workbench.vocab import DEFAULT_STORE_TIMEOUT, MAX_SERVICE_RETRIES, SEARCH_S
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FIELDS = ("id", "text", "title", "score", "metadata")
+_OPTIONS = frozenset({"method", "body", "params", "headers", "hits", "retries"})  # what a [collections.X] table sets
 
 
 def _environment(value: str, where: str) -> str:
@@ -90,6 +91,13 @@ class HttpSearchCollection(Collection):
         self.location = redact_url(url)
         self.options = options
         self.where = f"[collections.{plain_text(name)[:40]}]"
+        unused = sorted(set(options) - _OPTIONS - set(_FIELDS))
+        if unused:  # a declaration that does nothing is refused, not ignored (a typo would search as if unset)
+            raise ConfigError(
+                f"{self.where} has keys a search service does not read: {', '.join(plain_text(k)[:30] for k in unused)}"
+                f" (it reads store, url, collection, {', '.join(sorted(_OPTIONS))} and the hit fields "
+                f"{', '.join(_FIELDS)})."
+            )
         self.method = str(options.get("method", "POST")).upper()
         self.url = url
         self.timeout = timeout

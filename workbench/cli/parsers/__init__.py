@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import NoReturn
 
 from workbench.cli.parsers import (
     cache,
@@ -24,9 +25,17 @@ from workbench.cli.parsers import (
 __all__ = ["build_parser"]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, saying a bad argument in one line (as every other refusal is said) instead of the usage and then
+    the error; `--help` still prints the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per verb."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="workbench",
         description="Rerank Workbench: vector search beside cross-encoder reranking.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
