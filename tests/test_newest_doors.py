@@ -341,3 +341,20 @@ def test_output_paths_are_checked_before_any_work(
     assert main([a.replace("{tmp}", str(tmp_path)) for a in args]) == 2
     err = capsys.readouterr().err
     assert words in err and "Unexpected" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["collections"], ["query", "leave", "--collection", "c"]])
+def test_reading_a_folder_that_holds_no_chroma_database_writes_nothing_into_it(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recount found `workbench collections --store chroma --persist-dir FOLDER` writing a chroma.sqlite3 of
+    188 kB into a folder that held none (the user's folder, named to be read). Nothing to read there: nothing is
+    opened, and the folder is as it was."""
+    folder = tmp_path / "not-a-store"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("the user's own file", encoding="utf-8")
+    code = main([*command, "--store", "chroma", "--persist-dir", str(folder)])
+    said = capsys.readouterr()
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    assert code == (0 if command == ["collections"] else 2)
+    assert ("No collections in" in said.out) if code == 0 else ("not found in chroma" in said.err)

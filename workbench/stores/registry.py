@@ -107,14 +107,22 @@ class StoreConfig:
 
     @property
     def missing_folder(self) -> bool:
-        """An embedded store whose folder does not exist yet (nothing to read there)."""
-        return (
+        """An embedded store with nothing to read yet: its folder does not exist, or (Chroma) holds no database.
+        Reading such a folder opens nothing, so a listing or a search never writes a database into it."""
+        if not (
             self.kind in STORES
             and STORES[self.kind].embedded
             and self.url is None
             and self.persist_dir not in (None, ":memory:")
-            and not Path(self.persist_dir).exists()  # type: ignore[arg-type]
+        ):
+            return False
+        folder = Path(self.persist_dir)  # type: ignore[arg-type]
+        return not folder.exists() or (
+            self.kind == "chroma" and folder.is_dir() and not (folder / CHROMA_DATABASE).exists()
         )
+
+
+CHROMA_DATABASE = "chroma.sqlite3"  # what a Chroma folder holds once anything was written to it
 
 
 def open_backend(
