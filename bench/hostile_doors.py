@@ -272,7 +272,8 @@ class _LyingService(BaseHTTPRequestHandler):
             "/nan": (200, "application/json", json.dumps({"data": {"results": hits}}).replace("1.0", "NaN").encode()),
             "/dup": (200, "application/json", json.dumps({"data": {"results": hits + hits[:1]}}).encode()),
             "/no-text": (200, "application/json", json.dumps({"data": {"results": [{"doc_id": "d1"}]}}).encode()),
-            "/error": (500, "text/plain", b"Internal error at /srv/app/secret.py line 12"),
+            "/error": (500, "text/plain", b'Traceback (most recent call last):\n  File "/srv/app/secret.py", line 12\n'
+                       b"KeyError: 'q'\n"),
             "/deep": (200, "application/json", b"[" * 100_000 + b"]" * 100_000),
             "/huge": (200, "application/json", b'{"data": {"results": [' + b'{"doc_id": "x", "body": "y"},' * 400_000
                       + b'{"doc_id": "z", "body": "w"}]}}'),
@@ -421,7 +422,7 @@ def main(argv: list[str]) -> int:
                 own = {**env, "WORKBENCH_CONFIG": str(path), "WORKBENCH_STORE_TIMEOUT": "5"}
                 rc, out, err, seconds = _run(["query", "vacation days", "--collection", "prod", "-k", "5"], own)
                 outcome = _classify(rc, out, err, data)
-                if "secret.py" in out + err:
+                if "secret.py" in out + err:  # the service's own traceback (its paths and code) passed on
                     outcome = "unsafe"
                 _record(results, f"query on a search service · {name}", rc, out, err, seconds, outcome)
         finally:

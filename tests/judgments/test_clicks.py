@@ -192,6 +192,13 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def test_an_id_shown_twice_in_one_list_is_counted_at_its_first_place(shop: Engine, tmp_path: Path) -> None:
+    rows = [{"query": "oak trees", "shown": ["d2", "d3", "d2", "d2"], "clicked": ["d2"]} for _ in range(3)]
+    imported = import_clicks(shop, "shop", _log(tmp_path / "log.jsonl", rows), save=False)
+    assert imported.skipped == {"ids shown twice in one list (the first place kept)": 6}
+    assert imported.pairs == 2
+
+
 def test_clicks_on_unshown_and_unknown_ids_are_counted_not_kept(shop: Engine, tmp_path: Path) -> None:
     rows = [{"query": "oak trees", "shown": ["d2", "zz", "d3"], "clicked": ["d2", "d5"]} for _ in range(5)]
     imported = import_clicks(shop, "shop", _log(tmp_path / "log.jsonl", rows), save=False)

@@ -130,6 +130,8 @@ def _impression(
     query: str, shown: list[str], clicked: list[str], session: Any, time: Any, skipped: Counter[str]
 ) -> Impression:
     unique = list(dict.fromkeys(shown))
+    if len(unique) < len(shown):  # a list cannot show one document twice: its first place is the one counted
+        skipped["ids shown twice in one list (the first place kept)"] += len(shown) - len(unique)
     if len(unique) > MAX_POSITIONS:
         skipped[f"results shown past position {MAX_POSITIONS} (not counted)"] += len(unique) - MAX_POSITIONS
     on_list = set(unique)
