@@ -23,7 +23,7 @@ from tests.rerankers.test_causal_lm import tiny_qwen3  # noqa: F401 - the fixtur
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation.parity import audit_parity, compare_query, faithfulness
-from workbench.evaluation.service import evaluate_dataset
+from workbench.evaluation.service import evaluate_dataset, search_checks
 from workbench.evaluation.significance import Difference, difference
 from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
 from workbench.rerankers.machine import (
@@ -119,6 +119,11 @@ def test_the_audit_on_the_demo_refuses_what_moves_and_keeps_its_verdicts_for_aut
     assert "the top n set changed" in served.verdict.words()
     same = evaluate_dataset(engine, dataset, plan.with_(reranker=model), max_queries=8, depth=())
     assert same.verdict is not None and "served" not in [c.name for c in same.verdict.not_as_intended]
+    # one search with the unfaithful copy carries the same check to Explore's and Compare's banners
+    text = next(iter(dataset.queries.values()))
+    flagged = search_checks(engine, engine.search(text, plan.with_(reranker=str(perturbed_reranker))))
+    assert [c.name for c in flagged] == ["served"] and "disagrees with its local reference" in flagged[0].words
+    assert search_checks(engine, engine.search(text, plan.with_(reranker=model))) == []
     # the verdicts are kept with the speeds measured on these pairs: auto takes onnx when the audit found it at least
     # 1.1x torch's speed here (the calibration's faked 2x is not what decides), never the faster-looking int8
     kept = kept_faithful(root, model_print, facts)

@@ -20,7 +20,7 @@ from workbench.evaluation.parity import served_verdict
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
-from workbench.evaluation.sanity import RunCheck, cut_check
+from workbench.evaluation.sanity import RunCheck, cut_check, result_checks
 from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
@@ -28,7 +28,7 @@ from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, whole_number
 from workbench.rerankers.listwise import ListwiseReranker
-from workbench.types import IngestStatus, SearchPlan
+from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import PRIMARY_METRIC
 
 Progress = Callable[[int, int], None]
@@ -147,15 +147,31 @@ def _check_cut(engine: Engine, plan: SearchPlan, report: EvaluationReport) -> No
         report.verdict = verdict.model_copy(update={"direction": "unknown", "not_as_intended": [check]})
 
 
+def _served_check(engine: Engine, reranker_id: str | None, queries: int) -> RunCheck | None:
+    """The **served** run check: the reranker is a served copy the last parity audit found unfaithful to its
+    local reference (None when it is not, or was never audited)."""
+    kept = served_verdict(engine.settings.exports_dir, reranker_id) if reranker_id else None
+    if kept is None or kept.faithful:
+        return None
+    return RunCheck(name="served", queries=queries, checked=queries, words=kept.words())
+
+
 def _check_served(engine: Engine, plan: SearchPlan, report: EvaluationReport) -> None:
-    """The **served** run check: a served copy the last parity audit found unfaithful to its local reference."""
-    verdict, reranker_id = report.verdict, engine.reranker_id(plan.reranker)
-    if verdict is None or reranker_id is None or verdict.not_as_intended:
+    """An evaluation's **served** check: while it fires, no verdict about the model."""
+    verdict = report.verdict
+    if verdict is None or verdict.not_as_intended:
         return
-    kept = served_verdict(engine.settings.exports_dir, reranker_id)
-    if kept is not None and not kept.faithful:
-        check = RunCheck(name="served", queries=report.queries, checked=report.queries, words=kept.words())
+    check = _served_check(engine, engine.reranker_id(plan.reranker), report.queries)
+    if check is not None:
         report.verdict = verdict.model_copy(update={"direction": "unknown", "not_as_intended": [check]})
+
+
+def search_checks(engine: Engine, result: SearchResult) -> list[RunCheck]:
+    """The checks one search fails, as Explore's and Compare's banners say them: its scores constant, tied or
+    squashed (`sanity.result_checks`), or its reranker a served copy the parity audit found unfaithful."""
+    checks = result_checks(result)
+    served = _served_check(engine, result.reranker_model, 1) if result.reranker_model else None
+    return checks + ([served] if served is not None else [])
 
 
 def evaluate_dataset(

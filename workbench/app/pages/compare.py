@@ -37,6 +37,8 @@ from workbench.app.widgets import (
 from workbench.engine import Engine
 from workbench.evaluation.agreement import agreement
 from workbench.evaluation.calibration import load_calibration
+from workbench.evaluation.sanity import not_as_intended
+from workbench.evaluation.service import search_checks
 from workbench.experiments import compare_configurations, open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
@@ -313,6 +315,9 @@ def _lists(
         result = results[side]
         with column:
             st.subheader(_describe(side, config), help=result.reranker_model or "")
+            faults = search_checks(engine, result)
+            if faults:  # the same banner as Explore's: this side's reranker did not run as intended
+                st.warning(text_md(not_as_intended(faults)), icon=":material/report:")
             grades = None
             judgments = load_judgments(engine.settings, result.collection)
             match = judgments.for_query(result.query) if judgments else None

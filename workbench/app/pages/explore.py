@@ -36,7 +36,8 @@ from workbench.app.widgets import (
 )
 from workbench.engine import Engine
 from workbench.evaluation.calibration import load_calibration, nothing_relevant
-from workbench.evaluation.sanity import not_as_intended, result_checks
+from workbench.evaluation.sanity import not_as_intended
+from workbench.evaluation.service import search_checks
 from workbench.judgments import load_judgments, query_figures
 from workbench.services.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.services.hints import no_match_hint
@@ -185,7 +186,7 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
         nothing = nothing_relevant(result, calibration)
         if nothing:
             st.warning(nothing, icon=":material/do_not_disturb_on:")
-        faults = result_checks(result)
+        faults = search_checks(engine, result)
         if faults:
             st.warning(text_md(not_as_intended(faults)), icon=":material/report:")
 
