@@ -281,12 +281,18 @@ def test_models_of_other_families_are_refused_naming_what_they_are(tiny_qwen3: P
         create_reranker(str(unknown), settings)
     with pytest.raises(ConfigError, match="BertModel without a sequence-classification head"):
         create_reranker(str(_bare_encoder(tmp_path)), settings)
-    colbert = tmp_path / "colbert"
-    colbert.mkdir()
-    (colbert / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
-    (colbert / "modules.json").write_text(json.dumps([{"type": "pylate.models.Dense.Dense"}]))
-    with pytest.raises(ConfigError, match="late-interaction \\(ColBERT\\) model"):
-        create_reranker(str(colbert), settings)
+    stanford = tmp_path / "stanford-colbert"  # another ColBERT layout: refused by name
+    stanford.mkdir()
+    (stanford / "config.json").write_text(json.dumps({"architectures": ["HF_ColBERT"], "model_type": "bert"}))
+    (stanford / "artifact.metadata").write_text(json.dumps({"name": "colbertv2.0"}))
+    with pytest.raises(ConfigError, match=r"late-interaction \(ColBERT\) model in a layout other than PyLate's"):
+        create_reranker(str(stanford), settings)
+    broken = tmp_path / "pylate-broken"  # a PyLate folder missing its files: named, never loaded half
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    (broken / "modules.json").write_text(json.dumps([{"type": "pylate.models.Dense.Dense"}]))
+    with pytest.raises(ConfigError, match=r"config_sentence_transformers\.json is missing"):
+        create_reranker(str(broken), settings)
 
 
 def _bare_encoder(tmp_path: Path) -> Path:

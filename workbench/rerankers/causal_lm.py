@@ -181,7 +181,7 @@ class CausalLMReranker(BaseReranker):
         self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
         if self.tokenizer.pad_token is None:
             raise ConfigError(f"The causal-LM reranker at '{model_id}' has no pad token in its tokenizer.")
-        self.model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).to(self.device).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
         self.yes_id = self._answer_id(self.profile.yes)
         self.no_id = self._answer_id(self.profile.no) if self.profile.no else None
         tokenizer = self.tokenizer

@@ -24,6 +24,7 @@ from typing import Any
 from workbench.config import Settings
 from workbench.errors import ConfigError
 from workbench.models import pick_device
+from workbench.redact import public_name
 from workbench.rerankers.backends import fingerprint
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
@@ -33,11 +34,17 @@ PYLATE_DENSE = "pylate.models.Dense.Dense"
 IDENTITY = "torch.nn.modules.linear.Identity"
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _json(path: Path) -> Any:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"The ColBERT model's {path.name} is missing from {path.parent.name}.") from exc
     except (OSError, ValueError) as exc:
         raise ConfigError(f"The ColBERT model's {path.name} cannot be read ({type(exc).__name__}).") from exc
+
+
+def _table(path: Path) -> dict[str, Any]:
+    value = _json(path)
     return value if isinstance(value, dict) else {}
 
 
@@ -60,10 +67,10 @@ class ColbertReranker(BaseReranker):
 
         super().__init__(model_id, cache)
         folder = Path(path)
-        config = _json(folder / "config_sentence_transformers.json")
-        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-        dense_dir = folder / next(m["path"] for m in modules if m.get("type") == PYLATE_DENSE)
-        dense = _json(dense_dir / "config.json")
+        config = _table(folder / "config_sentence_transformers.json")
+        modules = _json(folder / "modules.json")
+        dense_dir = folder / str(next(m.get("path") or "" for m in modules if m.get("type") == PYLATE_DENSE))
+        dense = _table(dense_dir / "config.json")
         if dense.get("activation_function", IDENTITY) != IDENTITY or dense.get("use_residual"):
             raise ConfigError(
                 f"The ColBERT model '{model_id}' projects its vectors with an activation or a residual the workbench "
@@ -74,7 +81,16 @@ class ColbertReranker(BaseReranker):
         self.document_length = int(config.get("document_length") or 180)
         self.expansion = bool(config.get("do_query_expansion", True))
         self.attend_to_expansion = bool(config.get("attend_to_expansion_tokens", False))
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+            model = AutoModel.from_pretrained(str(folder), dtype=torch.float32)
+            weights = load_file(str(dense_dir / "model.safetensors"))
+            projection = weights["linear.weight"]
+        except (OSError, KeyError, ValueError) as exc:
+            raise ConfigError(
+                f"The ColBERT model '{public_name(model_id)}' cannot be loaded: {type(exc).__name__} reading its "
+                "encoder, tokenizer or projection (is the folder complete, as PyLate saved it?)."
+            ) from exc
         pad = self.tokenizer.mask_token_id if self.tokenizer.mask_token_id is not None else self.tokenizer.eos_token_id
         if pad is None:
             raise ConfigError(f"The ColBERT model '{model_id}' has no [MASK] or end token to expand queries with.")
@@ -82,12 +98,11 @@ class ColbertReranker(BaseReranker):
         self.query_prefix = self._token(config.get("query_prefix", "[Q] "))
         self.document_prefix = self._token(config.get("document_prefix", "[D] "))
         self.skiplist = {self.tokenizer.convert_tokens_to_ids(w) for w in config.get("skiplist_words") or []}
-        self.lowercase = bool(_json(folder / "sentence_bert_config.json").get("do_lower_case", False)) if (
+        self.lowercase = bool(_table(folder / "sentence_bert_config.json").get("do_lower_case", False)) if (
             folder / "sentence_bert_config.json").is_file() else False  # fmt: skip
         self.device = pick_device(settings.reranker_device)
-        self.model = AutoModel.from_pretrained(str(folder), torch_dtype=torch.float32).to(self.device).eval()
-        weights = load_file(str(dense_dir / "model.safetensors"))
-        self.projection = weights["linear.weight"].to(self.device)
+        self.model = model.to(self.device).eval()
+        self.projection = projection.to(self.device)
         self.projection_bias = weights.get("linear.bias")
         self.batch_size = settings.reranker_batch_size or 32
         self.backend = (
