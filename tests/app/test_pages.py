@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -662,42 +665,48 @@ def test_evaluate_reranks_an_uploaded_candidates_file_as_the_first_stage(app_env
     assert rows.loc["ndcg@10", "before rerank"] == pytest.approx(mean, abs=1e-9)
 
 
-@pytest.mark.live_server
-def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A configured reranker service is offered beside the local model; two picked give one table row each (after
-    the first stage's), a CSV, and quality against latency with the Pareto front."""
+@contextmanager
+def offered_reranker(monkeypatch: pytest.MonkeyPatch, template: str) -> Iterator[tuple[Any, str]]:
+    """A local reranker server, and the id `template` names on it ({base}: its URL) offered to the app through
+    WORKBENCH_RERANKERS; the app's engine made anew on the way in and out (an earlier test's has other settings)."""
     from tests.rerank_apis import Behaviour, RerankApis
     from workbench.app.state import engine_resource
 
     with RerankApis(Behaviour(key="unused")) as server:
-        service = f"{server.base}/service"
-        monkeypatch.setenv("WORKBENCH_RERANKERS", service)
+        offered = template.format(base=server.base)
+        monkeypatch.setenv("WORKBENCH_RERANKERS", offered)
         engine_resource.clear()
         try:
-            at = new_app()
-            at.switch_page("app/pages/evaluate.py").run()
-            picker = at.multiselect(key="eval-rerankers")
-            local = str(app_env["reranker"])
-            assert {f"service 127.0.0.1:{server.port}", "tiny-reranker", "tiny-reranker@onnx-int8"} <= set(
-                picker.options
-            )
-            at.number_input(key="eval-k").set_value(10)
-            at.number_input(key="eval-max").set_value(5)
-            at.text_input(key="eval-depth").input("")
-            picker.select(local).select(service)
-            next(b for b in at.button if b.label == "Run evaluation").click().run()
-            assert not at.exception and not at.error, [e.value for e in at.error]
-            assert any(m.value == "#### Rerankers side by side" for m in at.markdown)
-            table = next(d for d in at.dataframe if "judged@10" in d.value.columns)
-            assert table.value["reranker"].iloc[0] == "first stage (no reranker)" and len(table.value) == 3
-            assert list(table.value["backend"])[1:] == ["torch:cpu", f"service {service}/rerank"]
-            assert any("is the cheapest" in m.value or "is the best" in m.value for m in at.markdown)
-            assert len(at.get("plotly_chart")) == 2  # per-query deltas, quality against latency
-            at.number_input(key="rerankers-budget").set_value(0.001).run()  # no reranker answers that fast
-            assert any(m.value.startswith("No reranker as good as the best") for m in at.markdown)
-            assert any(b.label == "Rerankers (CSV)" for b in at.get("download_button"))
+            yield server, offered
         finally:
             engine_resource.clear()
+
+
+@pytest.mark.live_server
+def test_evaluate_shows_rerankers_side_by_side(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configured reranker service is offered beside the local model; two picked give one table row each (after
+    the first stage's), a CSV, and quality against latency with the Pareto front."""
+    with offered_reranker(monkeypatch, "{base}/service") as (server, service):
+        at = new_app()
+        at.switch_page("app/pages/evaluate.py").run()
+        picker = at.multiselect(key="eval-rerankers")
+        local = str(app_env["reranker"])
+        assert {f"service 127.0.0.1:{server.port}", "tiny-reranker", "tiny-reranker@onnx-int8"} <= set(picker.options)
+        at.number_input(key="eval-k").set_value(10)
+        at.number_input(key="eval-max").set_value(5)
+        at.text_input(key="eval-depth").input("")
+        picker.select(local).select(service)
+        next(b for b in at.button if b.label == "Run evaluation").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any(m.value == "#### Rerankers side by side" for m in at.markdown)
+        table = next(d for d in at.dataframe if "judged@10" in d.value.columns)
+        assert table.value["reranker"].iloc[0] == "first stage (no reranker)" and len(table.value) == 3
+        assert list(table.value["backend"])[1:] == ["torch:cpu", f"service {service}/rerank"]
+        assert any("is the cheapest" in m.value or "is the best" in m.value for m in at.markdown)
+        assert len(at.get("plotly_chart")) == 2  # per-query deltas, quality against latency
+        at.number_input(key="rerankers-budget").set_value(0.001).run()  # no reranker answers that fast
+        assert any(m.value.startswith("No reranker as good as the best") for m in at.markdown)
+        assert any(b.label == "Rerankers (CSV)" for b in at.get("download_button"))
 
 
 def test_with_reranking_off_the_right_column_says_so_and_csvs_match(app_env: dict) -> None:
@@ -818,29 +827,20 @@ def test_evaluate_names_an_interrupted_collection_and_offers_to_resume_it(app_en
 def test_explore_shows_a_listwise_rerankers_ranks_and_no_scores(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A listwise LLM reranker (an order, no scores) picked in the sidebar: its cards say their rank, the caption
     says what an order is, and no card offers "Why here?" (there is no score to explain)."""
-    from tests.rerank_apis import Behaviour, RerankApis
-    from workbench.app.state import engine_resource
-
-    with RerankApis(Behaviour(key="unused")) as server:
-        listwise = f"listwise+{server.base}/listwise/good/v1#tiny-ranker"
-        monkeypatch.setenv("WORKBENCH_RERANKERS", listwise)
-        engine_resource.clear()
-        try:
-            at = new_app()
-            at.sidebar.selectbox(key="w.reranker_model").set_value(listwise).run()
-            search(at)
-            assert not at.error, [e.value for e in at.error]
-            assert "Reranked · top 10" in headers(at)
-            assert any("answers an order, not scores" in c.value for c in at.caption)
-            assert any("listwise rank `1`" in m.value for m in at.markdown)
-            assert not any(t.label == "Why here?" for t in at.toggle)
-            assert any(r["path"].endswith("/chat/completions") for r in server.behaviour.requests)
-            at.switch_page("app/pages/compare.py").run()
-            at.toggle(key="w.compare_b.rerank").set_value(True)
-            at.selectbox(key="w.compare_b.model").set_value(listwise)
-            at.text_input(key="w.compare_query").input(QUERY).run()
-            assert not at.exception and not at.error, [e.value for e in at.error]
-            assert any("answers an order, not scores" in c.value for c in at.caption)
-            assert {"Jaccard", "Kendall τ (shared)"} <= {m.label for m in at.metric}
-        finally:
-            engine_resource.clear()
+    with offered_reranker(monkeypatch, "listwise+{base}/listwise/good/v1#tiny-ranker") as (server, listwise):
+        at = new_app()
+        at.sidebar.selectbox(key="w.reranker_model").set_value(listwise).run()
+        search(at)
+        assert not at.error, [e.value for e in at.error]
+        assert "Reranked · top 10" in headers(at)
+        assert any("answers an order, not scores" in c.value for c in at.caption)
+        assert any("listwise rank `1`" in m.value for m in at.markdown)
+        assert not any(t.label == "Why here?" for t in at.toggle)
+        assert any(r["path"].endswith("/chat/completions") for r in server.behaviour.requests)
+        at.switch_page("app/pages/compare.py").run()
+        at.toggle(key="w.compare_b.rerank").set_value(True)
+        at.selectbox(key="w.compare_b.model").set_value(listwise)
+        at.text_input(key="w.compare_query").input(QUERY).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any("answers an order, not scores" in c.value for c in at.caption)
+        assert {"Jaccard", "Kendall τ (shared)"} <= {m.label for m in at.metric}

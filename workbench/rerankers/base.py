@@ -62,6 +62,14 @@ class Reranker(Protocol):
         ...
 
 
+def by_query(pairs: list[tuple[str, str]]) -> dict[str, list[int]]:
+    """The places of each distinct query's pairs, queries in first-seen order."""
+    places: dict[str, list[int]] = {}
+    for i, (query, _) in enumerate(pairs):
+        places.setdefault(query, []).append(i)
+    return places
+
+
 class BaseReranker(ABC):
     """What every kind of reranker shares, so that a kind is only how it scores: the score cache in front of
     `predict` (single-flight: concurrent searches share one model run), the usage counters behind one lock, and
@@ -105,11 +113,8 @@ class BaseReranker(ABC):
 
     def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
         """Scores for (query, text) pairs whose queries differ, one `predict` per distinct query; no cache."""
-        by_query: dict[str, list[int]] = {}
-        for i, (query, _) in enumerate(pairs):
-            by_query.setdefault(query, []).append(i)
         scores = [0.0] * len(pairs)
-        for query, indices in by_query.items():
+        for query, indices in by_query(pairs).items():
             for i, value in zip(indices, self.predict(query, [pairs[i][1] for i in indices], deadline), strict=True):
                 scores[i] = value
         return scores

@@ -133,6 +133,7 @@ class ColbertReranker(BaseReranker):
         length = (self.query_length if is_query else self.document_length) - (1 if prefix is not None else 0)
         cleaned = [t.strip().lower() if self.lowercase else t.strip() for t in texts]
         vectors: list[Any] = []
+        skiplist = torch.tensor(sorted(self.skiplist), dtype=torch.long)
         with torch.inference_mode():
             for start in range(0, len(cleaned), self.batch_size):
                 batch = self.tokenizer(
@@ -160,8 +161,7 @@ class ColbertReranker(BaseReranker):
                         if not self.expansion:
                             keep = batch["attention_mask"][row].bool()
                     else:
-                        ids = batch["input_ids"][row]
-                        skip = torch.tensor([int(i) in self.skiplist for i in ids.tolist()], dtype=torch.bool)
+                        skip = torch.isin(batch["input_ids"][row], skiplist)
                         keep = batch["attention_mask"][row].bool() & ~skip
                     vectors.append(torch.nn.functional.normalize(projected[row][keep.to(self.device)], p=2, dim=1))
         return vectors

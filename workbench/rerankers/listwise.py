@@ -30,7 +30,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import httpx
 from pydantic import BaseModel
@@ -38,9 +38,9 @@ from pydantic import BaseModel
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
-from workbench.rerankers.base import BaseReranker
+from workbench.rerankers.base import BaseReranker, by_query
 from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.remote import KEY_SETTING, SETTING, service_address
+from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count, service_address
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords
 from workbench.vocab import LISTWISE_KIND, LISTWISE_MODEL_SEPARATOR, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
 
@@ -191,10 +191,6 @@ class ListwiseStats(BaseModel):
         return line + "."
 
 
-def _usage_count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def split_listwise_id(model_id: str) -> tuple[str, str | None]:
     """The endpoint URL and the chat model of a `listwise+URL#MODEL` id."""
     url, _, model = model_id.removeprefix(LISTWISE_PREFIX).partition(LISTWISE_MODEL_SEPARATOR)
@@ -277,8 +273,9 @@ class ListwiseReranker(BaseReranker):
             raise self._untrusted(f"a {type(content).__name__} as its message")
         permutation = parse_permutation(content or "", len(passages))
         usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-        prompt, completion = _usage_count(usage.get("prompt_tokens")), _usage_count(usage.get("completion_tokens"))
-        total = _usage_count(usage.get("total_tokens")) or prompt + completion
+        prompt = int(reported_count(usage.get("prompt_tokens")))
+        completion = int(reported_count(usage.get("completion_tokens")))
+        total = int(reported_count(usage.get("total_tokens"))) or prompt + completion
         with self._lock:
             stats = self._stats
             stats.windows += 1
@@ -327,7 +324,8 @@ class ListwiseReranker(BaseReranker):
             self._stats.shuffled_lists += 1
             self._stats.tau_sum += sum(taus)
             self._stats.taus += len(taus)
-        mean_position = {i: sum(o.index(i) for o in orders) / len(orders) for i in range(len(texts))}
+        places = [{item: place for place, item in enumerate(o)} for o in orders]
+        mean_position = {i: sum(p[i] for p in places) / len(orders) for i in range(len(texts))}
         return sorted(range(len(texts)), key=lambda i: (mean_position[i], i))
 
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
@@ -366,12 +364,9 @@ class ListwiseReranker(BaseReranker):
 
     def score_many(self, pairs: list[tuple[str, str]]) -> tuple[list[float], int]:
         """Each query's texts ranked together as one list (in the order given), as `score` does."""
-        by_query: dict[str, list[int]] = {}
-        for i, (query, _) in enumerate(pairs):
-            by_query.setdefault(query, []).append(i)
         scores = [0.0] * len(pairs)
         cached = 0
-        for query, indices in by_query.items():
+        for query, indices in by_query(pairs).items():
             found, hits = self.score(query, [pairs[i][1] for i in indices])
             cached += hits
             for i, value in zip(indices, found, strict=True):

@@ -160,11 +160,11 @@ def _cohere_shaped(answer: Any, results_field: str, count: int) -> tuple[list[fl
     meta = answer.get("meta") if isinstance(answer.get("meta"), dict) else {}
     billed = meta.get("billed_units") if isinstance(meta.get("billed_units"), dict) else {}
     return scores, RerankerUsage(
-        tokens=int(_counted(usage.get("total_tokens"))), billed_units=_counted(billed.get("search_units"))
+        tokens=int(reported_count(usage.get("total_tokens"))), billed_units=reported_count(billed.get("search_units"))
     )
 
 
-def _counted(value: Any) -> float:
+def reported_count(value: Any) -> float:
     """A usage count as reported, 0 where it is missing or not a finite, non-negative number (usage figures
     are information: an odd one never fails a search)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
