@@ -21,7 +21,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from workbench.errors import ConfigError
 from workbench.inputs import validate_policy
 from workbench.paths import config_file, demo_dir, user_cache_dir, user_data_dir
-from workbench.redact import redact_url
+from workbench.redact import plain_text, redact_url
 from workbench.vocab import (
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_K,
@@ -106,6 +106,13 @@ class Settings(BaseSettings):
     rerank_concurrency: int = Field(
         4, ge=1, le=64, validation_alias=_alias("rerank_concurrency", "WORKBENCH_RERANK_CONCURRENCY")
     )
+    # Where an evaluation scores its pairs (rerankers/executors.py): 'local' (this process, as every search does),
+    # 'ray' (the Ray cluster RAY_ADDRESS names, or a local one started for the run) or 'ray:ADDRESS'; and how many
+    # workers score at once there.
+    score_executor: str = Field(
+        "local", max_length=300, validation_alias=_alias("score_executor", "WORKBENCH_SCORE_EXECUTOR")
+    )
+    score_workers: int = Field(2, ge=1, le=256, validation_alias=_alias("score_workers", "WORKBENCH_SCORE_WORKERS"))
     rerank_max_documents: int = Field(
         0, ge=0, le=100_000, validation_alias=_alias("rerank_max_documents", "WORKBENCH_RERANK_MAX_DOCUMENTS")
     )  # 0: each service's own limit
@@ -263,6 +270,18 @@ class Settings(BaseSettings):
                 "(amqp://host:5672/vhost, with the user and password before the host), or off."
             )
         return value
+
+    @field_validator("score_executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        target = value.strip()
+        if target.lower() in {"local", "ray"} or (target.lower().startswith("ray:") and len(target) > 4):
+            return target
+        raise ValueError(
+            f"WORKBENCH_SCORE_EXECUTOR='{redact_url(plain_text(target))[:100]}' is not an executor: use local, ray "
+            "(the cluster RAY_ADDRESS names, or a local one) or ray:ADDRESS (ray:auto, ray:HOST:6379, "
+            "ray:ray://HOST:10001)."
+        )
 
     @field_validator("session_ttl_days", mode="before")
     @classmethod

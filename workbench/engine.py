@@ -124,10 +124,16 @@ def _rerank(
     return list(scores), hit_count, len(hits)
 
 
-def first_stage_is_sure(hits: Sequence[Hit], skip_gap: float | None) -> bool:
+def first_stage_is_sure(scores: Sequence[float], skip_gap: float | None) -> bool:
     """A skip policy's test: the first stage's top two scores differ by at least `skip_gap` (never without a
     policy, or with fewer than two candidates)."""
-    return skip_gap is not None and len(hits) >= 2 and hits[0].score - hits[1].score >= skip_gap
+    return skip_gap is not None and len(scores) >= 2 and scores[0] - scores[1] >= skip_gap
+
+
+def reranks(plan: SearchPlan, first_stage: SearchResult) -> bool:
+    """Whether a search under `plan` reranks the candidates of `first_stage` (its search without the reranker): a
+    skip policy keeps a sure first stage's order."""
+    return not first_stage_is_sure([c.vector_score for c in first_stage.candidates[:2]], plan.skip_gap)
 
 
 def _candidates(hits: list[Hit], scores: list[float | None]) -> list[Candidate]:
@@ -394,7 +400,7 @@ class Engine:
             now = time.perf_counter()
             clock = [now - embed_s - search_s, now - search_s, now]
         strategy = parse_long_documents(plan.long_documents) if plan.long_documents else None
-        skipped = rerank_model is not None and first_stage_is_sure(hits, plan.skip_gap)
+        skipped = rerank_model is not None and first_stage_is_sure([h.score for h in hits[:2]], plan.skip_gap)
         scores, hit_count, asked = _rerank(
             None if skipped else rerank_model, query, hits, use_cache, deadline, progress, strategy
         )

@@ -23,6 +23,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "events": ("pika",),
     "openai": ("langchain_openai",),
     "openvino": ("openvino",),
+    "ray": ("ray",),
 }
 
 

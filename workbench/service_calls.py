@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,8 @@ from workbench.redact import plain_text, redact_text, redact_url, register_secre
 
 _BACKOFF = 0.5  # seconds before the first retry; doubled each time
 _MAX_WAIT = 30.0
+REPLICA_REST = 30.0  # seconds a replica that did not answer is left out of the turn
+log = logging.getLogger("workbench.services")
 
 
 class InvalidAnswer(ValueError):
@@ -79,6 +83,9 @@ class ServiceCaller:
         self.retries = retries
         self.shown_url = ", ".join(redact_url(u) for u in self.urls)
         self._turn = itertools.count()
+        self._turn_lock = threading.Lock()
+        self._resting: dict[int, float] = {}  # replica -> when it may be asked again (time.monotonic())
+        self.taken_out = 0  # how many times a replica was left out for not answering
         self.method = method
         for value in (headers or {}).values():
             register_secret(value)
@@ -90,10 +97,36 @@ class ServiceCaller:
         token = self.tokens[replica] if replica < len(self.tokens) else None
         return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _send(self, body: Any, params: dict[str, Any] | None = None) -> httpx.Response:
-        """One try, at the next replica in turn: the whole answer read within `timeout` seconds (httpx alone
-        times each read, so a service sending a byte a second would hold the call for as long as it liked)."""
-        replica = next(self._turn) % len(self.urls)
+    def _next_replica(self) -> int:
+        """The next replica in turn that is not resting; when every one is, the one back soonest."""
+        with self._turn_lock:
+            now = time.monotonic()
+            for _ in range(len(self.urls)):
+                replica = next(self._turn) % len(self.urls)
+                if self._resting.get(replica, 0.0) <= now:
+                    return replica
+            return min(range(len(self.urls)), key=lambda r: self._resting.get(r, 0.0))
+
+    def _take_out(self, replica: int, exc: Exception) -> bool:
+        """A replica that could not be reached, or did not answer in time, left out of the turn for
+        `REPLICA_REST` seconds, so no later request waits on it; whether another replica is there to take its
+        batch."""
+        if len(self.urls) < 2:
+            return False
+        with self._turn_lock:
+            self._resting[replica] = time.monotonic() + REPLICA_REST
+            self.taken_out += 1
+            live = sum(until <= time.monotonic() for r, until in self._resting.items() if r != replica)
+            live += len(self.urls) - len(self._resting)
+        log.warning(
+            "%s replica %s did not answer (%s): left out for %g s; its requests go to the other replicas",
+            self.words.noun, redact_url(self.urls[replica]), type(exc).__name__, REPLICA_REST,
+        )  # fmt: skip
+        return live > 0
+
+    def _send(self, replica: int, body: Any, params: dict[str, Any] | None = None) -> httpx.Response:
+        """One try, at `replica`: the whole answer read within `timeout` seconds (httpx alone times each read, so a
+        service sending a byte a second would hold the call for as long as it liked)."""
         until = time.monotonic() + self.timeout
         sent = {"json": body} if self.method != "GET" else {}
         with self.client.stream(
@@ -110,17 +143,25 @@ class ServiceCaller:
         """The service's JSON answer to `body` (and query `params`); ModelError when it cannot be had,
         InvalidAnswer when it holds NaN or Infinity."""
         wait = _BACKOFF
-        for attempt in range(self.retries + 1):
+        failovers = 0
+        attempt = 0
+        while True:
+            replica = self._next_replica()
             try:
-                response = self._send(body, params)
+                response = self._send(replica, body, params)
             except httpx.HTTPError as exc:
+                if self._take_out(replica, exc) and failovers < len(self.urls) - 1:
+                    failovers += 1  # a replica down or hung: the next live one takes its request, at no retry's cost
+                    continue
                 if len(self.urls) > 1 and attempt < self.retries:
-                    continue  # a replica that is down or hung: the next one in turn takes the retry
+                    attempt += 1
+                    continue
                 raise self.unreachable(exc) from exc
             busy = response.status_code == 429 or response.status_code >= 500
             if busy and attempt < self.retries:
                 time.sleep(min(_retry_after(response) or wait, _MAX_WAIT))
                 wait *= 2
+                attempt += 1
                 continue
             if response.status_code >= 400:
                 raise self._refused(response, attempt)
@@ -141,7 +182,6 @@ class ServiceCaller:
                     f"{self.words.noun} at {self.shown_url} did not answer with JSON (status {response.status_code}). "
                     f"Check {self.words.setting}."
                 ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def unreachable(self, exc: Exception) -> ModelError:
         """The error for a service that could not be reached, or did not answer in time."""

@@ -1,6 +1,10 @@
 """Searches of a judged query set, run at once where the reranker is a service (which answers many requests in
 parallel, or several replicas do) and one after another where it is a local model (whose micro-batcher already
-merges what arrives together). Results come back in the queries' order, so figures are the same either way."""
+merges what arrives together). Results come back in the queries' order, so figures are the same either way.
+
+Where WORKBENCH_SCORE_EXECUTOR names one (`rerankers/executors.py`: Ray's workers), a local reranker's pairs are
+scored there first, a block of queries at a time, and the searches then read every score from the cache: the same
+scores, computed elsewhere."""
 
 from __future__ import annotations
 
@@ -8,7 +12,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from workbench.engine import Engine
+from workbench.engine import Engine, reranks
+from workbench.rerankers.base import BaseReranker, by_query
+from workbench.rerankers.cache import ScoreCache
+from workbench.rerankers.executors import QueryTexts, score_executor, spreadable
 from workbench.rerankers.remote import RemoteReranker
 from workbench.types import SearchPlan, SearchResult
 
@@ -60,7 +67,60 @@ def search_all(
     def one(text: str) -> SearchResult:
         return engine.search(text, plan, max_query_chars=None, use_cache=use_cache)
 
+    if use_cache and executed_elsewhere(engine, plan):
+        step = executor_block(engine, plan)
+        results: list[SearchResult] = []
+        for start in range(0, len(texts), step):
+            chunk = texts[start : start + step]
+            score_elsewhere(engine, plan, chunk)
+            told = None if progress is None else (lambda done, _, offset=start: progress(offset + done, len(texts)))
+            results += in_order(chunk, one, 1, told)
+        return results
     return in_order(texts, one, concurrency_for(engine, plan), progress)
+
+
+def executed_elsewhere(engine: Engine, plan: SearchPlan) -> bool:
+    """Whether `plan`'s pairs are scored by an executor's workers (WORKBENCH_SCORE_EXECUTOR) before its searches:
+    a local reranker that scores pairs, whole candidates (no MaxP/SumP windows), and a score cache to hand the
+    scores over in."""
+    if engine.settings.score_executor.strip().lower() == "local" or engine.settings.cache_max_size <= 0:
+        return False
+    return plan.long_documents is None and spreadable(engine.reranker_of(plan))
+
+
+def executor_block(engine: Engine, plan: SearchPlan) -> int:
+    """Queries scored together by the executor: up to 64, fewer where the cache could not keep their pairs until
+    their searches read them."""
+    return max(1, min(64, engine.settings.cache_max_size // max(plan.k, 1)))
+
+
+def score_elsewhere(engine: Engine, plan: SearchPlan, texts: Sequence[str]) -> None:
+    """The first stage of each text, then every candidate pair the cache and the score store lack scored by the
+    executor's workers (a query's texts in one call, as its search would ask), kept where the searches read them."""
+    reranker = engine.reranker_of(plan)
+    executor = score_executor(engine.settings)
+    assert isinstance(reranker, BaseReranker) and executor is not None
+    pairs: list[tuple[str, str]] = []
+    for text in texts:
+        found = engine.search(text, plan.with_(reranker=None), max_query_chars=None)
+        if not reranks(plan, found):
+            continue  # a skip policy keeps this query's first-stage order: nothing to score
+        pairs += [(found.query, candidate.text) for candidate in found.candidates]
+    keys = [ScoreCache.key(reranker.cache_key, query, text) for query, text in pairs]
+
+    def compute(todo: list[int]) -> list[float]:
+        places = by_query([pairs[i] for i in todo])
+        work: list[QueryTexts] = [(query, [pairs[todo[j]][1] for j in at]) for query, at in places.items()]
+        answers = executor.score_queries(reranker, work, engine.settings)
+        scores = [0.0] * len(todo)
+        for at, answered in zip(places.values(), answers, strict=True):
+            for j, score in zip(at, answered, strict=True):
+                scores[j] = score
+        for _, group in work:
+            reranker.counted(documents=len(group))
+        return scores
+
+    reranker.cache.resolve(keys, compute, reranker.store_key)
 
 
 def search_each(

@@ -72,6 +72,7 @@ class ReportSubject(BaseModel):
     embedding_model: str
     reranker_model: str | None
     reranker_backend: str | None = None  # what ran the reranker ('torch:cpu', 'onnx:cpu', a service): figures follow it
+    scored_on: str | None = None  # where its pairs were scored when not here (WORKBENCH_SCORE_EXECUTOR: Ray's workers)
     score_scale: str | None = None
     retrieval: str = "dense"
     fusion: str | None = None  # hybrid's fusion when the plan named one (None: RRF with the settings' k)
@@ -154,6 +155,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             "embedding_model": self.embedding_model,
             "reranker_model": self.reranker_model,
             "reranker_backend": self.reranker_backend,
+            "scored_on": self.scored_on,
             "seconds": round(self.seconds, 1),
             "score_cache_hits": self.score_cache_hits,
             "warnings": self.warnings,
@@ -286,7 +288,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             f"# Evaluation: {self.dataset} on '{self.collection}'",
             "",
             f"- embedder `{self.embedding_model}`, reranker `{self.reranker_model or 'none'}`"
-            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}, retrieval {self.first_stage}",
+            f"{f' on `{self.reranker_backend}`' if self.reranker_backend else ''}"
+            f"{f' (pairs scored by {self.scored_on})' if self.scored_on else ''}, retrieval {self.first_stage}",
             f"- {self.queries} judged queries, k = {self.k} candidates, top n = {self.top_n}",
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]

@@ -12,7 +12,7 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.metrics import evaluate, unjudged_at
-from workbench.evaluation.parallel import search_all
+from workbench.evaluation.parallel import executed_elsewhere, search_all
 from workbench.evaluation.report import (
     PRIMARY,
     DocumentLabel,
@@ -28,6 +28,7 @@ from workbench.evaluation.significance import paired_comparison
 from workbench.evaluation.verdict import measured_verdict, with_judge_limits
 from workbench.fusion import first_stage_name
 from workbench.redact import plain_text
+from workbench.rerankers.executors import score_executor as executor_of
 from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
 from workbench.vocab import SNIPPET_CHARS
 
@@ -50,10 +51,15 @@ def run_evaluation(
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     collection = plan.collection or engine.settings.collection
     if sequential is not None and plan.reranker:
-        return _until_settled(engine, dataset, plan.with_(collection=collection), items, sequential, progress,
-                              use_cache, started)  # fmt: skip
-    results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
-    return report_of(dataset, plan.with_(collection=collection), items, results, time.perf_counter() - started)
+        report = _until_settled(engine, dataset, plan.with_(collection=collection), items, sequential, progress,
+                                use_cache, started)  # fmt: skip
+    else:
+        results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
+        report = report_of(dataset, plan.with_(collection=collection), items, results, time.perf_counter() - started)
+    executor = executor_of(engine.settings) if use_cache and executed_elsewhere(engine, plan) else None
+    if executor is not None:
+        report.scored_on = executor.describe()
+    return report
 
 
 def _until_settled(
