@@ -102,7 +102,8 @@ class Settings(BaseSettings):
         DEFAULT_RERANK_TIMEOUT, gt=0, le=3600, validation_alias=_alias("rerank_timeout", "WORKBENCH_RERANK_TIMEOUT")
     )
     rerank_retries: int = Field(3, ge=0, le=10, validation_alias=_alias("rerank_retries", "WORKBENCH_RERANK_RETRIES"))
-    # Searches an evaluation sends at once when its reranker is a service (a local model batches them itself).
+    # Searches an evaluation sends at once to each replica when its reranker is a service (a local model batches them
+    # itself).
     rerank_concurrency: int = Field(
         4, ge=1, le=64, validation_alias=_alias("rerank_concurrency", "WORKBENCH_RERANK_CONCURRENCY")
     )
@@ -113,6 +114,12 @@ class Settings(BaseSettings):
         "local", max_length=300, validation_alias=_alias("score_executor", "WORKBENCH_SCORE_EXECUTOR")
     )
     score_workers: int = Field(2, ge=1, le=256, validation_alias=_alias("score_workers", "WORKBENCH_SCORE_WORKERS"))
+    # A request's size in tokens (about 4 characters each, the query counted with every document): a query's
+    # documents are split into requests of at most this many, sent to a service's replicas at once. 0: the document
+    # limit alone.
+    rerank_batch_tokens: int = Field(
+        0, ge=0, le=10_000_000, validation_alias=_alias("rerank_batch_tokens", "WORKBENCH_RERANK_BATCH_TOKENS")
+    )
     rerank_max_documents: int = Field(
         0, ge=0, le=100_000, validation_alias=_alias("rerank_max_documents", "WORKBENCH_RERANK_MAX_DOCUMENTS")
     )  # 0: each service's own limit

@@ -161,3 +161,33 @@ def test_a_replica_that_hangs_is_left_out_after_its_first_miss(served_data: Sett
         asked_hung = len([r for r in hung.behaviour.requests if r["path"].endswith("/rerank")])
     assert asked_hung == 1 and took < 5  # one miss, then the quick replica answers everything
     assert report.after == alone.after and report.after_run == alone.after_run
+
+
+def test_request_spans_keep_the_document_and_token_limits() -> None:
+    from workbench.rerankers.remote import request_spans
+
+    texts = ["x" * 36, "y" * 76, "z" * 400, "w" * 4, "v" * 4]  # 10, 20, 101, 2 and 2 tokens, each plus the query's 2
+    assert request_spans("qqqq", texts, 1000) == [(0, 5)]
+    assert request_spans("qqqq", texts, 2) == [(0, 2), (2, 4), (4, 5)]
+    # a budget of 40 tokens: 12 + 22 fit; the 103-token text goes alone; the last two together
+    assert request_spans("qqqq", texts, 1000, 40) == [(0, 2), (2, 3), (3, 5)]
+    assert request_spans("qqqq", [], 10, 40) == []
+
+
+def test_token_sized_requests_spread_one_query_over_the_replicas(served_data: Settings) -> None:
+    dataset = demo_dataset()
+    with RerankApis(Behaviour(key="unused")) as first, RerankApis(Behaviour(key="unused")) as second:
+        pool = f"{first.base}/service,{second.base}/service"
+        split = Engine(served_data.model_copy(update={"rerank_batch_tokens": 600, "rerank_concurrency": 1}))
+        plan = split.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=pool)
+        report = evaluate_dataset(split, dataset, plan, max_queries=6, depth=())
+        sent = [r for server in (first, second) for r in server.behaviour.requests if r["path"].endswith("/rerank")]
+        whole = Engine(served_data.model_copy(update={"rerank_concurrency": 1}))
+        alone = evaluate_dataset(whole, dataset, plan.with_(reranker=f"{first.base}/service"), max_queries=6, depth=())
+    sizes = [sum(len(r["body"]["query"]) // 4 + len(d) // 4 + 2 for d in r["body"]["documents"]) for r in sent]
+    assert len(sent) > 6 and all(
+        size <= 600 or len(r["body"]["documents"]) == 1 for size, r in zip(sizes, sent, strict=True)
+    )
+    asked = [sum(r["path"].endswith("/rerank") for r in server.behaviour.requests) for server in (first, second)]
+    assert min(asked) > 0  # the queries' requests went to both replicas
+    assert report.after_run == alone.after_run and report.after == alone.after

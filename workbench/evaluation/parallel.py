@@ -24,8 +24,9 @@ Answer = TypeVar("Answer")
 
 
 def concurrency_for(engine: Engine, plan: SearchPlan) -> int:
-    """WORKBENCH_RERANK_CONCURRENCY for a reranker that is a service, 1 otherwise."""
-    return engine.settings.rerank_concurrency if isinstance(engine.reranker_of(plan), RemoteReranker) else 1
+    """WORKBENCH_RERANK_CONCURRENCY for each replica of a reranker that is a service, 1 for a local model."""
+    reranker = engine.reranker_of(plan)
+    return engine.settings.rerank_concurrency * len(reranker.urls) if isinstance(reranker, RemoteReranker) else 1
 
 
 def in_order(

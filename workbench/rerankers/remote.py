@@ -21,6 +21,7 @@ import json
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -70,6 +71,7 @@ class RemoteReranker(BaseReranker):
         self.backend = f"{self.kind} {self.shown_url}"
         self.retries = settings.rerank_retries
         self.batch_limit = settings.rerank_max_documents or self.max_documents
+        self.batch_tokens = settings.rerank_batch_tokens
 
     def _words(self) -> ServiceWords:
         if self.kind in HOSTED_KEYS:
@@ -87,28 +89,35 @@ class RemoteReranker(BaseReranker):
 
     # Calling ------------------------------------------------------------------------------------------------
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
-        """Every text scored by the service, in batches of at most `batch_limit` documents; no request is sent
-        once `deadline` (time.monotonic()) has passed."""
-        scores: list[float] = []
-        for start in range(0, len(texts), self.batch_limit):
-            if deadline is not None and time.monotonic() > deadline:
-                raise QueryTimeoutError("The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) and was stopped.")
-            batch = texts[start : start + self.batch_limit]
-            answer = self._post(self.request(query, batch))
-            try:
-                batch_scores, used = self.read(answer, len(batch))
-                check_scores(batch_scores, self.score_scale)
-            except InvalidAnswer as exc:
-                raise self._untrusted(exc) from exc
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-                raise ModelError(
-                    f"The reranker at {self.shown_url} answered in a shape the workbench does not read "
-                    f"({type(exc).__name__}: {redact_text(str(exc))[:200]}): is it a {self.kind} reranker? "
-                    f"Check {SETTING}."
-                ) from exc
-            scores += batch_scores
-            self.counted(documents=len(batch), tokens=used.tokens, billed_units=used.billed_units)
-        return scores
+        """Every text scored by the service, in batches of at most `batch_limit` documents (and `batch_tokens`
+        tokens), sent to the replicas at once where there are several; no request is sent once `deadline`
+        (time.monotonic()) has passed."""
+        spans = request_spans(query, texts, self.batch_limit, self.batch_tokens)
+        if len(spans) > 1 and len(self.urls) > 1:
+            with ThreadPoolExecutor(min(len(spans), len(self.urls)), thread_name_prefix="workbench-rerank") as pool:
+                parts = list(pool.map(lambda span: self._scored(query, texts[span[0] : span[1]], deadline), spans))
+        else:
+            parts = [self._scored(query, texts[start:end], deadline) for start, end in spans]
+        return [score for part in parts for score in part]
+
+    def _scored(self, query: str, batch: list[str], deadline: float | None) -> list[float]:
+        """One request's scores, checked."""
+        if deadline is not None and time.monotonic() > deadline:
+            raise QueryTimeoutError("The search ran past its time limit (WORKBENCH_QUERY_TIMEOUT) and was stopped.")
+        answer = self._post(self.request(query, batch))
+        try:
+            batch_scores, used = self.read(answer, len(batch))
+            check_scores(batch_scores, self.score_scale)
+        except InvalidAnswer as exc:
+            raise self._untrusted(exc) from exc
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelError(
+                f"The reranker at {self.shown_url} answered in a shape the workbench does not read "
+                f"({type(exc).__name__}: {redact_text(str(exc))[:200]}): is it a {self.kind} reranker? "
+                f"Check {SETTING}."
+            ) from exc
+        self.counted(documents=len(batch), tokens=used.tokens, billed_units=used.billed_units)
+        return batch_scores
 
     def _post(self, body: dict[str, Any]) -> Any:
         try:
@@ -124,6 +133,28 @@ class RemoteReranker(BaseReranker):
 
     def close(self) -> None:
         self.service.close()
+
+
+CHARS_PER_TOKEN = 4  # what a request's size in tokens is estimated from (no tokenizer of the service's here)
+
+
+def request_spans(query: str, texts: list[str], max_documents: int, max_tokens: int = 0) -> list[tuple[int, int]]:
+    """Where a query's texts are cut into requests: spans [start, end) of at most `max_documents` texts and, with
+    `max_tokens`, about that many tokens (each text counted with the query, at 4 characters a token; a text larger
+    than the budget goes alone)."""
+    spans: list[tuple[int, int]] = []
+    start, used = 0, 0
+    query_tokens = len(query) // CHARS_PER_TOKEN + 1
+    for i, text in enumerate(texts):
+        cost = query_tokens + len(text) // CHARS_PER_TOKEN + 1
+        full = i - start >= max_documents or (max_tokens > 0 and i > start and used + cost > max_tokens)
+        if full:
+            spans.append((start, i))
+            start, used = i, 0
+        used += cost
+    if start < len(texts):
+        spans.append((start, len(texts)))
+    return spans
 
 
 def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
