@@ -3,13 +3,15 @@ WORKBENCH_RERANK_CONCURRENCY searches at once, on local Cohere-style `/rerank` s
 request, and whether the figures are the same to the last digit.
 
     python bench/remote_concurrency.py                    # demo, 50 queries, 200 ms per request, 1 / 2 / 4 at once
-    python bench/remote_concurrency.py --replicas         # 1 / 2 / 4 replicas, each answering one request at a time
+    python bench/remote_concurrency.py --replicas --levels 1,2,4,8   # replicas answering one request at a time
     python bench/remote_concurrency.py --infinity         # real Infinity serving the QA cross-encoder, 1 / 2 / 4
 
 Without --replicas there is one server that answers any number of requests at once (a GPU server with room, or
 replicas behind a load balancer). With --replicas, level N starts N servers that each answer one request at a
 time (a GPU busy with one batch) and names them all in the reranker id (`http://a,http://b`, asked in turn), at
-concurrency N. Each server is a process of its own, as a real one is: in this process it would take the
+WORKBENCH_RERANK_CONCURRENCY 1 (searches at once: one per replica). After the rounds, the largest pool runs once more
+with its first replica stopped halfway through: the searches go on on the others, and the figures are the same.
+Each server is a process of its own, as a real one is: in this process it would take the
 interpreter lock from the evaluation it serves. The levels are interleaved over rounds; each prints its median
 wall time, the ideal (requests × delay / N) and the ratio of the two.
 
@@ -122,7 +124,7 @@ def main() -> int:
     afters: dict[int | str, dict[str, float]] = {}
     for _ in range(args.rounds):
         for level in reranker_of:
-            at_once = level if isinstance(level, int) else 1
+            at_once = level if isinstance(level, int) and not args.replicas else 1  # replicas: 1 each
             engine = Engine(base.settings.model_copy(update={"rerank_concurrency": at_once}), registry=base.registry,
                             embedder=base.embedder())  # fmt: skip
             plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker_of[level])
@@ -131,6 +133,20 @@ def main() -> int:
             walls[level].append(time.perf_counter() - begun)
             afters[level] = report.after
     same = all(afters[level] == afters[levels[0]] for level in levels)
+    stopped: dict[str, float | bool] = {}
+    if args.replicas:  # the largest pool once more, its first replica stopped halfway through
+        engine = Engine(base.settings.model_copy(update={"rerank_concurrency": 1}), registry=base.registry,
+                        embedder=base.embedder())  # fmt: skip
+        plan = engine.plan(collection=DEMO_COLLECTION, k=20, top_n=10, reranker=reranker_of[max(levels)])
+
+        def halfway(done: int, total: int) -> None:
+            if done == total // 2 and servers[0].poll() is None:
+                servers[0].terminate()
+
+        begun = time.perf_counter()
+        report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries, progress=halfway)
+        stopped = {"wall": time.perf_counter() - begun, "same": report.after == afters[levels[0]]}
+        same = same and bool(stopped["same"])
     if args.infinity:
         gap = max(abs(afters["local"][name] - afters[levels[0]][name]) for name in afters["local"])
         print(f"{args.queries} queries, k = 20, Infinity serving {QA_RERANKER}; figures the same at every level: "
@@ -153,10 +169,14 @@ def main() -> int:
         ideal = args.queries * args.delay / level
         what = f"{level} replicas at concurrency {level}" if args.replicas else f"concurrency {level}"
         print(f"  {what}: {wall:.2f} s (ideal {ideal:.2f} s, {wall / ideal:.2f}×)")
+    if stopped:
+        print(f"  {max(levels)} replicas, one stopped halfway: {stopped['wall']:.2f} s; figures the same: "
+              f"{stopped['same']}")  # fmt: skip
     keep(args, {
         "server": "replicas" if args.replicas else "one", "queries": args.queries, "k": 20, "rounds": args.rounds,
         "delay_ms": args.delay * 1000, "same": same,
         "levels": {str(level): statistics.median(walls[level]) for level in levels},
+        **({"one_stopped": stopped} if stopped else {}),
     })  # fmt: skip
     stop(servers)
     return 0 if same else 1

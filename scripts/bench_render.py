@@ -165,9 +165,35 @@ def remote(benches: Benches) -> str:
         + " replicas ("
         + " / ".join(f"{ratio:.2f}×" for *_, ratio in spread)
         + f" of the ideal). The figures were {same} at every level; the 1.3× goal: {met(worst, 1.3)} at every "
-        f"level. {made(one)} {made(replicas)}"
+        f"level."
     )
+    stopped = replicas["figures"].get("one_stopped")
+    if stopped:
+        said += (
+            f" With {max(int(n) for n in replicas['figures']['levels'])} replicas and the first stopped halfway "
+            f"through: {stopped['wall']:.2f} s, the figures {'the same' if stopped['same'] else '**not** the same'} "
+            "(its requests went to the others; it was left out from then on)."
+        )
+    said += f" {made(one)} {made(replicas)}"
     return table(["searches at once", "wall time", "ideal", "ratio"], "|---:|---:|---:|---:|", cells, said)
+
+
+def ray_overhead(benches: Benches) -> str:
+    entry = benches["ray_overhead"]
+    f = entry["figures"]
+    cells = [
+        ["here (one process, the model on both cores)", f"{f['here']:.2f} s", f"{f['pairs'] / f['here']:.1f}", "1.00×"],
+        [f"Ray's workers ({f['workers']}, one core each)", f"{f['ray']:.2f} s", f"{f['pairs'] / f['ray']:.1f}",
+         f"{f['ray'] / f['here']:.2f}×"],
+    ]  # fmt: skip
+    said = (
+        f"{f['queries']} demo queries, k = {f['k']} ({f['pairs']:,} pairs), a cold score cache each round, "
+        f"{f['rounds']} interleaved rounds, medians. Scores the same to the last digit: "
+        f"{'yes' if f['same'] else '**no**'}. Ray's start and its workers' model loading, once per process: "
+        f"{f['start']:.1f} s. {made(entry)}"
+    )
+    return table(["where the pairs are scored", "wall time", "pairs/s", "time against here"], "|---|---:|---:|---:|",
+                 cells, said)  # fmt: skip
 
 
 def infinity(benches: Benches) -> str:
@@ -310,6 +336,7 @@ def summary(benches: Benches) -> str:
 RENDERERS: dict[str, Callable[[Benches], str]] = {
     "bench-stages": stages, "bench-repeated": repeated, "bench-pipeline": pipeline, "bench-concurrency": concurrency,
     "bench-batching": batching, "bench-app": app, "bench-http": http, "bench-remote": remote,
+    "bench-ray": ray_overhead,
     "bench-infinity": infinity, "bench-embedding": embedding, "bench-ingest-sort": ingest_sort,
     "bench-first-start": first_start, "bench-newcomer": newcomer, "bench-cli": cli, "bench-cli-summary": cli_summary,
     "bench-explain": explain,

@@ -168,7 +168,7 @@ def test_the_wheel_carries_the_app_and_serves_the_demo(wheel: Path, tmp_path: Pa
 
 # What the extras install (their packages' folders and metadata in site-packages), absent from a core-only view.
 EXTRA_PACKAGES = ("streamlit", "fastapi", "uvicorn", "mcp", "qdrant_client", "psycopg", "pika", "langchain_openai",
-                  "openvino", "optimum_intel")  # fmt: skip
+                  "openvino", "optimum_intel", "ray")  # fmt: skip
 
 
 def _see_only_the_core(site: Path, view: Path) -> None:
@@ -236,3 +236,7 @@ def test_the_engine_and_cli_install_alone_and_each_extra_is_named_when_missing(
         refused = workbench(*args)
         assert refused.returncode == 2, (args, refused.stdout, refused.stderr[-1500:])
         assert f"pip install 'rerank-workbench[{extra}]'" in refused.stderr and "Traceback" not in refused.stderr
+    env["WORKBENCH_SCORE_EXECUTOR"] = "ray"  # scoring an evaluation's pairs on Ray's workers
+    refused = workbench("eval", "demo", "--max-queries", "2", "-k", "5", "-n", "3", "--no-save", "--depth", "none")
+    assert refused.returncode == 2 and "pip install 'rerank-workbench[ray]'" in refused.stderr, refused.stderr[-1500:]
+    assert "Traceback" not in refused.stderr

@@ -27,6 +27,7 @@ from workbench.errors import ConfigError, ModelError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker, Reranker
+from workbench.rerankers.factory import create_reranker, on_backend, runs_here
 from workbench.vocab import BACKEND_CHOICES, ORDER_SCALE
 
 QueryTexts = tuple[str, list[str]]
@@ -55,16 +56,12 @@ class ScoreExecutor(Protocol):
 def spreadable(reranker: Reranker | None) -> bool:
     """Whether an executor may score this reranker's pairs elsewhere: a model that runs here and scores pairs (not a
     service, not a listwise order)."""
-    from workbench.rerankers.factory import runs_here
-
     return isinstance(reranker, BaseReranker) and reranker.score_scale != ORDER_SCALE and runs_here(reranker.model_id)
 
 
 def worker_model_id(reranker: Reranker) -> str:
     """The id a worker makes its copy from: the reranker's id on the backend it runs on here ('minilm@onnx'), so
     no worker measures or picks another backend."""
-    from workbench.rerankers.factory import on_backend
-
     backend = reranker.backend.split(":", 1)[0]
     return on_backend(reranker.model_id, backend) if backend in BACKEND_CHOICES else reranker.model_id
 
@@ -81,8 +78,6 @@ class _PairScorer:
 
     def __init__(self, model_id: str, settings: Settings, threads: int) -> None:
         import torch
-
-        from workbench.rerankers.factory import create_reranker
 
         torch.set_num_threads(max(threads, 1))
         self.reranker = create_reranker(model_id, settings)
