@@ -151,6 +151,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
         "explain",
         "hints",
         "interleaving",
+        "jobs",
         "search",
         "sessions",
         "sources",

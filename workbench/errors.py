@@ -71,6 +71,14 @@ class ImpressionNotFoundError(WorkbenchError, LookupError):
     """A click names an interleaved impression this server did not serve, or no longer remembers."""
 
 
+class JobNotFoundError(WorkbenchError, LookupError):
+    """A job id this process does not hold."""
+
+
+class BusyError(WorkbenchError):
+    """Too much work is already waiting: ask again later."""
+
+
 class ModelError(WorkbenchError):
     """A model folder that cannot be loaded, a device it cannot run on, or a model service that fails."""
 
@@ -174,6 +182,8 @@ ERROR_STATUS: Final[tuple[tuple[type[BaseException], int], ...]] = (
     (CollectionNotFoundError, 404),
     (ExperimentNotFoundError, 404),
     (ImpressionNotFoundError, 404),
+    (JobNotFoundError, 404),
+    (BusyError, 429),
     (QueryTimeoutError, 504),
     (ModelError, 503),
     (StoreError, 503),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -170,3 +171,101 @@ def test_export_import_and_delete_over_http(api: ApiServer, kept: str) -> None:
     back = httpx.post(f"{api.url}/experiments/import", json=exported.json(), headers=headers)
     assert back.status_code == 200 and back.json()["id"] == kept, back.text
     assert httpx.get(f"{api.url}/experiments", headers={}).status_code == 401  # the token guards them too
+
+
+def _jobs(name: str) -> ModuleType:
+    folder = Path(importlib.import_module("experiments_client.api.jobs").__file__).parent
+    module = next(path.stem for path in folder.glob("*.py") if path.stem.startswith(name))
+    return importlib.import_module(f"experiments_client.api.jobs.{module}")
+
+
+def _until_ended(client: Any, job_id: str, seen: list[tuple[int, int | None]]) -> Any:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status = _jobs("job").sync(job_id=job_id, client=client)
+        seen.append((status.done, status.total if isinstance(status.total, int) else None))
+        if status.state.value in ("done", "failed", "cancelled"):
+            return status
+        time.sleep(0.1)
+    raise TimeoutError(f"job {job_id} did not end")
+
+
+def test_an_evaluation_runs_as_a_job_with_its_progress_and_its_result(
+    generated: dict, served_data: Settings, api: ApiServer
+) -> None:
+    """POST /jobs/evaluations answers 202 at once; GET /jobs/ID counts the queries done, the rate and the time
+    left; the result is the kept experiment's summary, with the figures POST /experiments gives."""
+    client = generated["client"]
+    models = importlib.import_module("experiments_client.models")
+    started = httpx.post(f"{api.url}/jobs/evaluations", json={"max_queries": 12, "name": "as a job"},
+                         headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)  # fmt: skip
+    assert started.status_code == 202 and started.headers["location"] == f"/jobs/{started.json()['id']}"
+    assert started.json()["state"] in ("queued", "running") and started.json()["kind"] == "evaluation"
+    seen: list[tuple[int, int | None]] = []
+    ended = _until_ended(client, started.json()["id"], seen)
+    assert ended.state.value == "done", ended.error
+    assert ended.done == ended.total == 12 and ended.rate_per_s > 0 and ended.seconds_left == 0
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)  # progress only goes forward
+    result = ended.result.additional_properties
+    kept = open_experiment_store(served_data).get(result["id"])
+    assert kept.name == "as a job" and result["queries"] == 12
+    now = _api("evaluate").sync(client=client, body=models.EvaluationRequest(max_queries=12))
+    assert (now.before, now.after, now.verdict) == (result["before"], result["after"], result["verdict"])
+    listed = _jobs("list_jobs").sync(client=client)
+    assert ended.id in [job.id for job in listed]
+
+
+def test_a_job_is_stopped_on_request_and_the_queue_is_bounded(served_data: Settings, api: ApiServer) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    before = len(open_experiment_store(served_data).list())
+    running = httpx.post(f"{api.url}/jobs/evaluations", json={"name": "stopped"}, headers=headers).json()
+    waiting = [httpx.post(f"{api.url}/jobs/gate", json={"max_queries": 4}, headers=headers) for _ in range(8)]
+    refused = httpx.post(f"{api.url}/jobs/evaluations", json={}, headers=headers)
+    assert [answer.status_code for answer in waiting] == [202] * 8
+    assert refused.status_code == 429 and "jobs are already waiting" in refused.json()["message"]
+    for job in [*(answer.json() for answer in waiting), running]:  # the waiting first: none of them ever starts
+        stopped = httpx.delete(f"{api.url}/jobs/{job['id']}", headers=headers)
+        assert stopped.status_code == 200
+    deadline = time.monotonic() + 120
+    while httpx.get(f"{api.url}/jobs/{running['id']}", headers=headers).json()["state"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    ended = httpx.get(f"{api.url}/jobs/{running['id']}", headers=headers).json()
+    assert ended["state"] == "cancelled" and ended["result"] is None and "nothing of it was kept" in ended["error"]
+    assert all(httpx.get(f"{api.url}/jobs/{a.json()['id']}", headers=headers).json()["state"] == "cancelled"
+               for a in waiting)  # fmt: skip
+    assert len(open_experiment_store(served_data).list()) == before  # nothing kept of a stopped run
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "words"),
+    [
+        ("GET", "/jobs/0123456789abcdef", None, 404, "No job with that id"),
+        ("DELETE", "/jobs/0123456789abcdef", None, 404, "No job with that id"),
+        ("GET", "/jobs/..%2Fetc", None, 404, ""),
+        ("GET", "/jobs/XYZ", None, 422, "pattern"),
+        ("POST", "/jobs/gate", {"baseline_experiment": "x", "baseline": {}}, 422, "not both"),
+        ("POST", "/jobs/evaluations", {"plan": {"k": 0}}, 422, "greater than or equal to 1"),
+    ],
+)
+def test_bad_job_requests_are_4xx_with_words(
+    api: ApiServer, method: str, path: str, body: Any, status: int, words: str
+) -> None:
+    answer = httpx.request(
+        method, f"{api.url}{path}", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+    )
+    assert answer.status_code == status, answer.text
+    assert words in answer.text and "Traceback" not in answer.text
+
+
+def test_a_job_that_fails_says_why_in_one_line(api: ApiServer) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    started = httpx.post(f"{api.url}/jobs/evaluations", json={"query_set": "no-such-set"}, headers=headers).json()
+    deadline = time.monotonic() + 120
+    while (ended := httpx.get(f"{api.url}/jobs/{started['id']}", headers=headers).json())["state"] in (
+        "queued", "running"
+    ):  # fmt: skip
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert ended["state"] == "failed" and "No query set is named" in ended["error"]
+    assert "\n" not in ended["error"] and "Traceback" not in ended["error"] and str(api.data) not in ended["error"]

@@ -44,6 +44,7 @@ from workbench.api.routers import (
     experiments,
     explain,
     health,
+    jobs,
     judgments,
     rerank,
     search,
@@ -93,6 +94,7 @@ def create_app(
         else:
             state.ready.set()
         yield
+        state.jobs.close()
         state.events.close()
         if state.clicks is not None:
             state.clicks.close()
@@ -110,7 +112,7 @@ def create_app(
     app.add_middleware(BodyCheck)
     app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
-    for area in (health, search, rerank, explain, judgments, collections, sessions, experiments, docs):
+    for area in (health, search, rerank, explain, judgments, collections, sessions, experiments, jobs, docs):
         app.include_router(area.router, responses=ERROR_RESPONSES)
     return app
 
@@ -129,10 +131,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, description in {
         400: "the body is not UTF-8 text",
         401: "a missing or wrong token (when WORKBENCH_API_TOKEN is set)",
-        404: "no such collection, experiment or query set",
+        404: "no such collection, experiment, query set or job",
         413: "the body is larger than WORKBENCH_MAX_BODY_BYTES",
         415: "the body was not sent as JSON",
         421: "a Host header that does not name this machine",
+        429: "too many jobs already waiting (POST /jobs/...)",
         503: "a model, a store or a setting the service cannot use as configured",
         504: "the work ran past WORKBENCH_QUERY_TIMEOUT (or WORKBENCH_EVALUATION_TIMEOUT)",
     }.items()

@@ -20,12 +20,13 @@ from workbench.errors import QueryTimeoutError
 from workbench.services.click_queue import open_click_consumer
 from workbench.services.events import EventSink, open_sink
 from workbench.services.interleaving import InterleavingLog
+from workbench.services.jobs import JobBoard
 from workbench.services.sessions import SessionStore, open_session_store
 
 
 class ServiceState:
     """One per running API: the engine every request shares, its settings, the event sink, the session store,
-    the interleaving log, and whether the models are loaded (`ready`, `models`, `warm_error`)."""
+    the interleaving log, the jobs, and whether the models are loaded (`ready`, `models`, `warm_error`)."""
 
     def __init__(self, settings: Settings, engine: Engine | None) -> None:
         self.settings = settings
@@ -37,6 +38,7 @@ class ServiceState:
         self.sessions: SessionStore = open_session_store(settings)
         self.interleaving = InterleavingLog(settings)
         self.clicks = open_click_consumer(settings, self.interleaving)  # clicks from the events queue, with AMQP
+        self.jobs = JobBoard()  # evaluations and gates run as jobs (POST /jobs/...)
 
 
 def service_state(request: Request) -> ServiceState:

@@ -24,6 +24,7 @@ from workbench.experiments import (
 )
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.experiments.record import ExperimentSummary, ExperimentView
+from workbench.experiments.service import Progress
 from workbench.inputs import validate_model_id
 from workbench.judgments import load_judgments
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
@@ -151,43 +152,51 @@ async def delete(experiment_id: str, state: State) -> dict[str, Any]:
     return {"deleted": experiment_id}
 
 
+def evaluated(body: EvaluationRequest, engine: Engine, progress: Progress | None = None) -> ExperimentSummary:
+    """The evaluation a request asks for, run and kept: what POST /experiments answers and a job's result."""
+    plan = body.plan.plan(engine)
+    dataset = _judged(engine, plan, body.judgments)
+    query_set = open_experiment_store(engine.settings).query_set(body.query_set) if body.query_set else None
+    return run_experiment(
+        engine, dataset, plan, source=dataset.name, query_set=query_set, name=body.name, tags=body.tags,
+        notes=body.notes, max_queries=body.max_queries, progress=progress,
+    ).summary()  # fmt: skip
+
+
+def check_gate(body: GateRequest) -> None:
+    """InputError for a request naming two baselines (before any work, or any job, starts)."""
+    if body.baseline is not None and body.baseline_experiment is not None:
+        raise InputError("Name one baseline: baseline_experiment or baseline, not both.")
+
+
+def gated(body: GateRequest, engine: Engine, progress: Progress | None = None) -> GateDecision:
+    """The gate's decision a request asks for: what POST /gate answers and a job's result."""
+    candidate = body.candidate.plan(engine)
+    dataset = _judged(engine, candidate, body.judgments)
+    store = open_experiment_store(engine.settings)
+    query_set = store.query_set(body.query_set) if body.query_set else None
+    baseline: SearchPlan | str | None = body.baseline_experiment
+    if body.baseline is not None:
+        baseline = candidate.with_(**body.baseline.model_dump(exclude_unset=True))
+    return run_gate(
+        engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=body.budgets,
+        query_set=query_set, max_queries=body.max_queries, progress=progress,
+    )  # fmt: skip
+
+
 @router.post("/experiments", response_model=ExperimentSummary)
 async def evaluate(body: EvaluationRequest, engine: EngineDep, state: State) -> Any:
-    """Evaluate a configuration on judged queries now and keep it as an experiment (WORKBENCH_EVALUATION_TIMEOUT)."""
-
-    def work() -> ExperimentSummary:
-        plan = body.plan.plan(engine)
-        dataset = _judged(engine, plan, body.judgments)
-        query_set = open_experiment_store(state.settings).query_set(body.query_set) if body.query_set else None
-        return run_experiment(
-            engine, dataset, plan, source=dataset.name, query_set=query_set, name=body.name, tags=body.tags,
-            notes=body.notes, max_queries=body.max_queries,
-        ).summary()  # fmt: skip
-
-    return await run_bounded(state, work, evaluation=True)
+    """Evaluate a configuration on judged queries now and keep it as an experiment (WORKBENCH_EVALUATION_TIMEOUT;
+    POST /jobs/evaluations runs one as a job, with its progress, and no time limit)."""
+    return await run_bounded(state, lambda: evaluated(body, engine), evaluation=True)
 
 
 @router.post("/gate", response_model=GateDecision)
 async def gate(body: GateRequest, engine: EngineDep, state: State) -> Any:
     """Ship or not: the candidate against the baseline. `outcome` ship / no-ship / inconclusive and `exit_code`
-    0 / 1 / 3, as `workbench gate` exits."""
-    if body.baseline is not None and body.baseline_experiment is not None:
-        raise InputError("Name one baseline: baseline_experiment or baseline, not both.")
-
-    def work() -> GateDecision:
-        candidate = body.candidate.plan(engine)
-        dataset = _judged(engine, candidate, body.judgments)
-        store = open_experiment_store(state.settings)
-        query_set = store.query_set(body.query_set) if body.query_set else None
-        baseline: SearchPlan | str | None = body.baseline_experiment
-        if body.baseline is not None:
-            baseline = candidate.with_(**body.baseline.model_dump(exclude_unset=True))
-        return run_gate(
-            engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=body.budgets,
-            query_set=query_set, max_queries=body.max_queries,
-        )  # fmt: skip
-
-    return await run_bounded(state, work, evaluation=True)
+    0 / 1 / 3, as `workbench gate` exits (POST /jobs/gate runs it as a job)."""
+    check_gate(body)
+    return await run_bounded(state, lambda: gated(body, engine), evaluation=True)
 
 
 @router.get("/query-sets", response_model=list[str])
