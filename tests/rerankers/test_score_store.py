@@ -111,3 +111,45 @@ def test_a_store_that_cannot_be_used_costs_the_keeping_never_the_search(tmp_path
     assert scores == [0.0, 1.0] and reused == 0
     assert cache.resolve(keys, lambda indices: [9.0] * len(indices), persist="fingerprint")[0] == [0.0, 1.0]
     assert caching._warned  # the trouble was met, and said once in the log
+
+
+RESUMABLE = """
+import json, os, signal, sys
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.evaluation import run_evaluation
+from workbench.services.demo import demo_dataset, ensure_demo_collection
+data, reranker, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+engine = Engine(Settings(data_dir=data, reranker_model=reranker, offline=True, reranker_backend="torch",
+                         score_store=True))
+ensure_demo_collection(engine)
+scorer = engine.reranker()
+
+def progress(done, total):
+    if done == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)  # killed as `kill -9` would: nothing is tidied up
+
+report = run_evaluation(engine, demo_dataset("test"), engine.plan(collection="demo", k=10, top_n=5), max_queries=20,
+                        progress=progress)
+print(json.dumps({"scored": scorer.usage.documents, "after": report.after, "before": report.before,
+                  "per_query": [o.after for o in report.per_query]}))
+"""
+
+
+def test_a_killed_run_resumes_where_it_stopped_with_the_same_figures(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    def run(data: Path, kill_at: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", RESUMABLE, str(data), str(tiny_models["reranker"]), str(kill_at)],
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+
+    killed = run(tmp_path / "resumed", kill_at=8)
+    assert killed.returncode == -9  # SIGKILL after the 8th query
+    kept = PairScoreStore(tmp_path / "resumed" / "scores.sqlite3", max_rows=100000).counts()
+    assert sum(kept.values()) == 80  # the 8 queries' 10 pairs each, every one kept before the kill
+    resumed = json.loads(run(tmp_path / "resumed", kill_at=0).stdout.strip().splitlines()[-1])
+    clean = json.loads(run(tmp_path / "clean", kill_at=0).stdout.strip().splitlines()[-1])
+    assert clean["scored"] == 200 and resumed["scored"] == 120  # only the 12 queries the killed run never reached
+    assert (resumed["after"], resumed["before"], resumed["per_query"]) == (
+        clean["after"], clean["before"], clean["per_query"]
+    )  # fmt: skip

@@ -1,0 +1,140 @@
+"""Evaluating to the decision, and every pair scored once (issue 56), on real collections: Cranfield (225 queries),
+SciFact's test split (300) and SciFact's train and test splits together (1,109), dense k = 20 → top 10, the QA
+cross-encoder on torch. For each: every query (the verdict and the pairs scored from an empty score store), then
+`--stop-when-settled` (seed 0: how many queries decided it, and whether the verdict is the same), then the whole set
+again at top n = 5 in a fresh engine (what a new process would score: the pairs the store lacks).
+
+    .venv/bin/python scripts/settling_figures.py                   # measure (about 20 minutes on 2 cores)
+    .venv/bin/python scripts/settling_figures.py --data-dir DIR    # reuse a folder where the collections are ingested
+    .venv/bin/python scripts/settling_figures.py --write           # write the blocks again from the kept record
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures_blocks import FIGURES, data_dir_option, made_by, script_main, stamp, table
+
+RECORD = FIGURES / "settling.json"
+PREFIX = "settling-"
+CASES = {"cranfield": ("cranfield", ["test"]), "scifact test": ("scifact", ["test"]),
+         "scifact train + test": ("scifact", ["train", "test"])}  # fmt: skip
+
+add_options = data_dir_option  # --data-dir
+
+
+def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
+    """Each case: the whole set, stopped when settled, and again at another top n."""
+    from workbench.config import Settings
+    from workbench.engine import Engine
+    from workbench.evaluation import Dataset
+    from workbench.evaluation.sequential import SequentialPlan
+    from workbench.evaluation.service import evaluate_dataset
+    from workbench.paths import user_cache_dir
+
+    folder = Path(data_dir) if data_dir else user_cache_dir() / "settling-figures"
+    settings = Settings(
+        data_dir=folder, offline=True, reranker_backend="torch",
+        reranker_model=str(shared / "models" / "minilm-l6-qa-reranker"),
+    )  # fmt: skip
+    rows: dict[str, dict[str, Any]] = {}
+    backend = ""
+    for label, (collection, splits) in CASES.items():
+        parts = [Dataset.from_beir(shared / "data" / collection, split=split) for split in splits]
+        queries = {qid: text for part in parts for qid, text in part.queries.items()}
+        qrels = {qid: judged for part in parts for qid, judged in part.qrels.items()}
+        dataset = Dataset(f"{collection} {' + '.join(splits)}", queries, qrels, corpus=parts[0].corpus)
+        engine = Engine(settings)
+        plan = engine.plan(collection=collection, retrieval="dense", k=20, top_n=10)
+        reranker = engine.reranker_of(plan)
+        assert reranker is not None
+        full = evaluate_dataset(engine, dataset, plan, depth=())
+        scored_full = reranker.usage.documents
+        settled = evaluate_dataset(Engine(settings), dataset, plan, depth=(), sequential=SequentialPlan(seed=0))
+        again = Engine(settings)
+        rerun = evaluate_dataset(again, dataset, plan.with_(top_n=5), depth=())
+        rerun_reranker = again.reranker_of(plan)
+        assert full.verdict is not None and settled.sequential is not None and rerun_reranker is not None
+        deltas = [o.after["ndcg@10"] - o.before["ndcg@10"] for o in full.per_query]
+        sd = statistics.stdev(deltas)
+        stop = settled.sequential
+        rows[label] = {
+            "queries": full.queries,
+            "delta": statistics.fmean(deltas),
+            "ci_low": full.verdict.ci_low,
+            "ci_high": full.verdict.ci_high,
+            "direction": full.verdict.direction,
+            "detectable": 2.8 * sd / math.sqrt(full.queries),  # the change the whole set detects (80 % power, 5 %)
+            "sd": sd,
+            "pairs_full": scored_full,
+            "used": stop.queries_used,
+            "settled": stop.settled,
+            "interval": list(stop.interval),
+            "pairs_rerun": rerun_reranker.usage.documents,
+            "rerun_queries": rerun.queries,
+        }
+        backend = full.reranker_backend or backend
+        print(label, rows[label], flush=True)
+    return stamp({"rows": rows, "backend": backend})
+
+
+def _same(row: dict[str, Any]) -> str:
+    """Whether stopping reached the whole set's verdict: the same direction, or "within tolerance" where the whole
+    set found no difference."""
+    settled, direction = row["settled"], row["direction"]
+    if settled is None:
+        return "ran to the end"
+    if settled in ("helps", "hurts"):
+        return "yes" if settled == direction else "**no**"
+    return "yes" if direction == "none" and settled == "within tolerance" else f"{settled}, whole set: {direction}"
+
+
+def render(name: str, kept: dict[str, Any]) -> str:
+    cells = [
+        [
+            label,
+            f"{row['queries']:,}",
+            f"{row['delta']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] ({row['direction']})",
+            f"{row['delta'] / row['detectable']:.1f}×" if row["detectable"] else "–",
+            f"{row['used']:,} ({row['used'] / row['queries']:.0%}): {row['settled'] or 'not settled'}",
+            _same(row),
+            f"{row['pairs_full']:,}",
+            f"{row['pairs_rerun']:,}",
+        ]
+        for label, row in kept["rows"].items()
+    ]
+    large = [row for row in kept["rows"].values() if abs(row["delta"]) >= 2 * row["detectable"]]
+    goal = (
+        "the goal (a settled verdict from at most a quarter of a large set when the effect is at least twice the "
+        "detectable one): "
+        + (
+            "met" if large and all(r["used"] <= r["queries"] / 4 for r in large)
+            else "**not met**" if large else "not tested (no effect that large here)"
+        )
+    )  # fmt: skip
+    footer = (
+        "Dense k = 20 → top 10. Detectable: 2.8 × the per-query standard deviation of ΔnDCG@10 / √queries (80 % power "
+        "at 5 %). Stopping: seed 0, a look every 10 queries from the 20th, Bonferroni alpha spending, tolerance 0.02. "
+        f"Pairs scored from an empty score store, then by a fresh engine at top n = 5; {goal}. "
+        + made_by(kept, "settling_figures.py")
+    )
+    return table(
+        ["set", "queries", "whole set: ΔnDCG@10 [95 % CI]", "effect / detectable", "stopped at", "same verdict",
+         "pairs scored", "pairs scored again (top n 5)"],
+        "|---|---:|---|---:|---|---|---:|---:|",
+        cells,
+        footer,
+    )  # fmt: skip
+
+
+def footer(kept: dict[str, Any]) -> str:
+    return f"settling: {len(kept['rows'])} sets measured"
+
+
+if __name__ == "__main__":
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))
