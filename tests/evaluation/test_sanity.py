@@ -6,6 +6,7 @@ verdict then never says "helps" or "hurts"; the shared rerankers, run as they sh
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -180,3 +181,23 @@ def test_a_reranker_that_never_reads_the_answers_is_named_and_gets_no_verdict(
     full = evaluate_dataset(demo_engine, demo_dataset("test"), plan, max_queries=20, ingest_missing=False)
     assert full.verdict is not None and full.verdict.not_as_intended == []
     assert max(d.relevant_cut_share or 0.0 for d in full.diagnosis.per_query) < CUT_FIRES
+
+
+def test_doctor_names_the_run_check_that_fires_and_exits_3(
+    planted_engine: Engine, demo_cli: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`workbench doctor --checks demo` on any reranker kind: a constant one is named, a clean one passes."""
+    from workbench.cli import main
+
+    argv = ["doctor", "--checks", "demo", "-k", "10", "--max-queries", "20"]
+    assert main([*argv, "--reranker", "planted:constant"]) == 3
+    said = capsys.readouterr().out
+    assert "run check 'constant' fired on 20 of 20 queries" in said and "did not run as intended" in said
+    assert main([*argv, "--reranker", "planted:first-stage-order", "--json"]) == 3
+    assert [check["name"] for check in json.loads(capsys.readouterr().out)["checks"]] == ["identity"]
+    assert main(argv) == 0  # the shared QA cross-encoder, as configured
+    assert "none of the run checks fired (constant, tied, identity, split, squashed, cut, served)" in (
+        capsys.readouterr().out
+    )
+    assert main([*argv, "--parity", "demo"]) == 2
+    assert "one of --parity and --checks" in capsys.readouterr().err

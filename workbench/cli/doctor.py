@@ -1,30 +1,40 @@
 """`workbench doctor`: what this machine is, what `auto` runs the reranker on here with the figures the choice
 rests on (measured once per model and machine, and kept), each backend's speed against the machine's measured
-ceiling, and with `--parity COLLECTION` the audit that holds every backend to fp32 torch."""
+ceiling, with `--parity COLLECTION` the audit that holds every backend to fp32 torch, and with `--checks COLLECTION`
+the run checks that say whether the reranker runs as intended at all."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import get_args
 
-from workbench.cli.common import settings_from, shown, warn
+from workbench.cli.common import ProgressBar, settings_from, shown, warn
 from workbench.cli.plans import plan_from
 from workbench.config import Settings
 from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
 from workbench.evaluation.parity import audit_parity
-from workbench.evaluation.service import check_plan
+from workbench.evaluation.sanity import CheckName
+from workbench.evaluation.service import check_plan, evaluate_dataset
 from workbench.models import resolve_model
 from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
 from workbench.rerankers.machine import BackendChoice
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import judged_dataset
+from workbench.types import SearchPlan
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     settings = settings_from(args, reranker_model=args.reranker)
+    if args.parity and args.checks:
+        raise InputError("Ask for one of --parity and --checks at a time.")
     if args.parity:
         return _parity(args)
+    if args.checks:
+        return _checks(args)
     model = settings.reranker_model
     measured = reranker_backend_choice(settings, recalibrate=args.recalibrate, progress=warn)
     if measured is None:
@@ -78,18 +88,51 @@ def _ceiling(model: str, settings: Settings, choice: BackendChoice) -> list[Ceil
     ]
 
 
-def _parity(args: argparse.Namespace) -> int:
-    """The parity audit on the named collection's judged queries; its verdicts kept for `auto` unless --no-keep."""
+def _judged(args: argparse.Namespace, collection: str) -> tuple[Engine, Dataset, SearchPlan]:
+    """The engine, the collection's judged queries and the plan `--parity` and `--checks` run."""
     settings = settings_from(args, reranker_model=args.reranker)
     top_n = args.n if args.n is not None else min(10, args.k) if isinstance(args.k, int) and args.k > 0 else 10
     check_plan(args.k, top_n, args.max_queries)
     engine = Engine(settings)
-    if args.parity == DEMO_COLLECTION:
+    if collection == DEMO_COLLECTION:
         ensure_demo_collection(engine)
     dataset = judged_dataset(
-        settings, demo=args.parity == DEMO_COLLECTION and not args.dataset, beir=args.dataset, collection=args.parity
+        settings, demo=collection == DEMO_COLLECTION and not args.dataset, beir=args.dataset, collection=collection
     )
-    plan = plan_from(args, engine, collection=args.parity, top_n=top_n, reranker=settings.reranker_model)
+    return (
+        engine,
+        dataset,
+        plan_from(args, engine, collection=collection, top_n=top_n, reranker=settings.reranker_model),
+    )
+
+
+def _checks(args: argparse.Namespace) -> int:
+    """The run checks of the reranker as it runs here, on the collection's judged queries: each that fired, named,
+    or that none did; exit 3 when one fired."""
+    engine, dataset, plan = _judged(args, args.checks)
+    with ProgressBar("queries", unit="query") as bar:
+        report = evaluate_dataset(engine, dataset, plan, max_queries=args.max_queries or 50, progress=bar)
+    fired = report.verdict.not_as_intended if report.verdict is not None else []
+    if args.json:
+        print(shown(json.dumps({
+            "reranker": report.reranker_model, "backend": report.reranker_backend, "queries": report.queries,
+            "checks": [check.model_dump() for check in fired],
+        }, indent=2)))  # fmt: skip
+        return 3 if fired else 0
+    print(shown(f"reranker: {report.reranker_model} ({report.reranker_backend}), {report.queries} queries of "
+                f"{dataset.name} on '{plan.collection}', k = {plan.k}, top n = {plan.top_n}"))  # fmt: skip
+    for check in fired:
+        print(shown(f"run check '{check.name}' fired on {check.queries} of {check.checked} queries: {check.words}"))
+    if fired:
+        print("The reranker did not run as intended: no verdict about the model holds until this is fixed.")
+        return 3
+    print(f"none of the run checks fired ({', '.join(get_args(CheckName))}).")
+    return 0
+
+
+def _parity(args: argparse.Namespace) -> int:
+    """The parity audit on the named collection's judged queries; its verdicts kept for `auto` unless --no-keep."""
+    engine, dataset, plan = _judged(args, args.parity)
     audit = audit_parity(
         engine, dataset, plan, served=args.served or (), max_queries=args.max_queries, tolerance=args.tolerance,
         keep=not args.no_keep, progress=warn,

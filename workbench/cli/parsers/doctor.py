@@ -23,17 +23,23 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         help="audit every backend of the reranker against fp32 torch on this collection's judged queries (`demo`: "
         "its 50); `auto` then takes the fastest faithful backend on this machine",
     )  # fmt: skip
-    doctor.add_argument("--dataset", help="with --parity: a BEIR folder whose judged queries to audit on")
+    doctor.add_argument(
+        "--checks", metavar="COLLECTION",
+        help="run the reranker (any kind: a model, a service, a listwise LLM) on this collection's judged queries "
+        "and name each run check that fires (constant, tied, identity, split, squashed, cut, served); exit 3 when "
+        "one does, as the gate exits inconclusive",
+    )  # fmt: skip
+    doctor.add_argument("--dataset", help="with --parity or --checks: a BEIR folder whose judged queries to use")
     doctor.add_argument(
         "--served", action="append", metavar="ID",
         help="with --parity: a server of the same model to audit too (http://host:port for Infinity or `workbench "
         "serve`, tei+http://... for TEI); repeat for more",
     )  # fmt: skip
-    doctor.add_argument("-k", type=int, default=PARITY_K, help=f"with --parity: candidates per query ({PARITY_K})")
     doctor.add_argument(
-        "-n", type=int, help="with --parity: the top n whose set is compared (10, or k when k is smaller)"
+        "-k", type=int, default=PARITY_K, help=f"with --parity or --checks: candidates per query ({PARITY_K})"
     )
-    doctor.add_argument("--max-queries", type=int, help="with --parity: only the first N judged queries")
+    doctor.add_argument("-n", type=int, help="with --parity or --checks: the top n (10, or k when k is smaller)")
+    doctor.add_argument("--max-queries", type=int, help="with --parity or --checks: only the first N judged queries")
     doctor.add_argument(
         "--tolerance", type=float, default=PARITY_TOLERANCE,
         help=f"with --parity: how far the nDCG@10 change's interval may reach (±{PARITY_TOLERANCE})",
