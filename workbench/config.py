@@ -61,7 +61,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False)
 
-    # Reranker (PRODUCT.md contract 5)
+    # Reranker (RERANKER_MODEL and the other names the first scripts read, kept: tests/test_seed_contracts.py)
     reranker_model: str = Field(DEFAULT_RERANKER_MODEL, validation_alias=_alias("reranker_model", "RERANKER_MODEL"))
     reranker_device: Device = Field("auto", validation_alias=_alias("reranker_device", "RERANKER_DEVICE"))
     k_retrieve: int = Field(DEFAULT_K, ge=1, le=MAX_K, validation_alias=_alias("k_retrieve", "RERANKER_K_RETRIEVE"))

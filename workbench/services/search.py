@@ -1,4 +1,5 @@
-"""The design documents' contracts, kept by name and behaviour (PRODUCT.md, "Contracts the engine honours").
+"""The contracts the engine honours for the code it replaced, kept by name and behaviour (each held by
+`tests/test_seed_contracts.py`).
 
 - `retrieve_top_docs` (seed 000): Chroma at a folder, any LangChain embeddings, returns text and never raises;
   `retrieve_text` is its core, also behind HTTP `/retrieve` and the MCP tool `retrieve_from_chroma`.
