@@ -6,6 +6,7 @@ clears it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,35 @@ def test_a_killed_run_resumes_where_it_stopped_with_the_same_figures(
     assert (resumed["after"], resumed["before"], resumed["per_query"]) == (
         clean["after"], clean["before"], clean["per_query"]
     )  # fmt: skip
+
+
+@pytest.mark.live_server
+def test_a_postgresql_score_store_is_shared_by_every_process_that_names_it(
+    postgres_url: str, tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """WORKBENCH_SESSION_DB naming PostgreSQL keeps the scores there: a run in another process and another data
+    folder (another machine, as far as the store can tell) scores no pair and gives the same figures."""
+    from workbench.rerankers.score_store import PostgresScoreStore, open_score_store
+
+    def run(data: Path) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", EVAL, str(data), str(tiny_models["reranker"]), "256"], capture_output=True,
+            text=True, timeout=600, env={**os.environ, "WORKBENCH_SESSION_DB": postgres_url,
+                                         "WORKBENCH_PG_SCHEMA": "scores_test"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run(tmp_path / "one")
+    elsewhere = run(tmp_path / "two")
+    assert first["scored"] == 60 and elsewhere["scored"] == 0 and elsewhere["stored"] == 60
+    assert elsewhere["after"] == first["after"]
+    assert not (tmp_path / "one" / "scores.sqlite3").exists()  # nothing kept beside it in the data folder
+    store = open_score_store(
+        Settings(data_dir=tmp_path, session_db=postgres_url, pg_schema="scores_test", score_store=True)
+    )
+    assert isinstance(store, PostgresScoreStore) and sum(store.counts().values()) == 60
+    keys = [("q", f"t{i}") for i in range(3)]
+    store.put_many("r", {keys[0]: 0.5, keys[2]: -1.25})
+    assert store.get_many("r", keys) == [0.5, None, -1.25] and store.get_many("other", keys[:1]) == [None]
+    assert store.clear("r") == 2 and store.clear() == 60 and store.counts() == {}

@@ -13,7 +13,7 @@ from typing import Any
 
 from cachetools import LRUCache, TTLCache
 
-from workbench.rerankers.score_store import PairScoreStore
+from workbench.rerankers.score_store import ScoreStore
 
 ScoreKey = tuple[str, str, str]
 log = logging.getLogger("workbench.rerankers")
@@ -36,7 +36,7 @@ class ScoreCache:
         ttl: float = 3600,
         max_size: int = 10000,
         timer: Callable[[], float] = time.monotonic,
-        store: PairScoreStore | None = None,
+        store: ScoreStore | None = None,
     ) -> None:
         """`timer` is the clock entries age by (seconds; a test's own clock instead of waiting). `store` keeps scores
         across processes (`score_store`): asked for the pairs memory lacks, given every score computed, for the

@@ -1,5 +1,7 @@
-"""Pair scores that last across runs and processes: one SQLite file in the data folder (`scores.sqlite3`), keyed by
-the reranker's fingerprint (its weights, backend, max length, template), a hash of the query and a hash of the text.
+"""Pair scores that last across runs and processes: one SQLite file in the data folder (`scores.sqlite3`), or a
+table in the PostgreSQL that WORKBENCH_SESSION_DB names (shared by every machine that names it: a cluster's, a CI's
+runners), keyed by the reranker's fingerprint (its weights, backend, max length, template), a hash of the query and
+a hash of the text.
 
 The in-memory score cache asks it for the pairs it does not hold and keeps every score it computes in it, so an
 `eval`, `gate` or `tune` run again, in another process, scores only the pairs it has never seen; a changed document
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.config import Settings
-from workbench.stores.kept import OnePerLocation, SqliteFile
+from workbench.stores.kept import OnePerLocation, PostgresTables, SqliteFile, kept_location
+from workbench.stores.postgres import is_postgres_url
 
 SCORE_STORE_FILE = "scores.sqlite3"
 _BATCH = 500  # keys in one SELECT (SQLite's variable limit is far above)
@@ -23,7 +26,8 @@ PairKey = tuple[str, str]  # (hash of the query, hash of the text)
 
 
 class PairScoreStore(SqliteFile):
-    """Scores by (reranker fingerprint, query hash, text hash); safe across threads and processes."""
+    """Scores by (reranker fingerprint, query hash, text hash) in a SQLite file; safe across threads and
+    processes."""
 
     store_name = "the score store"
 
@@ -88,12 +92,80 @@ class PairScoreStore(SqliteFile):
             return int(db.execute("DELETE FROM pair_scores WHERE reranker = ?", (reranker,)).rowcount)
 
 
-_stores: OnePerLocation[PairScoreStore] = OnePerLocation()
+class PostgresScoreStore(PostgresTables):
+    """The same scores in a PostgreSQL table (`pair_scores` in WORKBENCH_PG_SCHEMA): one store for every process
+    and machine that names the database."""
+
+    store_name = "the score store"
+
+    def __init__(self, url: str, *, schema: str, max_rows: int, timeout: float) -> None:
+        self.max_rows = max_rows
+        self._open_pool(url, schema, timeout)
+        self._table = f"{self._schema}.pair_scores"
+        self._create_tables(
+            f"CREATE TABLE IF NOT EXISTS {self._table} (reranker TEXT NOT NULL, query TEXT NOT NULL, text TEXT NOT "
+            "NULL, score DOUBLE PRECISION NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (reranker, query, text))",
+            f"CREATE INDEX IF NOT EXISTS pair_scores_by_age ON {self._table} (at)",
+        )
+
+    def get_many(self, reranker: str, keys: Sequence[PairKey]) -> list[float | None]:
+        found: dict[PairKey, float] = {}
+        with self._errors("read scores"), self._cursor() as cur:
+            for start in range(0, len(keys), _BATCH):
+                batch = keys[start : start + _BATCH]
+                cur.execute(
+                    f"SELECT query, text, score FROM {self._table} WHERE reranker = %s AND (query, text) IN "
+                    f"(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    (reranker, [q for q, _ in batch], [t for _, t in batch]),
+                )
+                found.update({(q, t): float(score) for q, t, score in cur.fetchall()})
+        return [found.get(key) for key in keys]
+
+    def put_many(self, reranker: str, scores: dict[PairKey, float]) -> None:
+        if not scores:
+            return
+        now = time.time()
+        with self._errors("keep scores"), self._cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {self._table} (reranker, query, text, score, at) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (reranker, query, text) DO UPDATE SET score = EXCLUDED.score, at = EXCLUDED.at",
+                [(reranker, q, t, float(s), now) for (q, t), s in scores.items()],
+            )
+            cur.execute(f"SELECT COUNT(*) FROM {self._table}")
+            over = int(cur.fetchone()[0]) - self.max_rows
+            if over > 0:
+                cur.execute(
+                    f"DELETE FROM {self._table} WHERE ctid IN (SELECT ctid FROM {self._table} ORDER BY at LIMIT %s)",
+                    (over,),
+                )
+
+    def counts(self) -> dict[str, int]:
+        with self._errors("read scores"), self._cursor() as cur:
+            cur.execute(f"SELECT reranker, COUNT(*) FROM {self._table} GROUP BY reranker ORDER BY reranker")
+            return {name: int(count) for name, count in cur.fetchall()}
+
+    def clear(self, reranker: str | None = None) -> int:
+        with self._errors("clear scores"), self._cursor() as cur:
+            if reranker is None:
+                cur.execute(f"DELETE FROM {self._table}")
+            else:
+                cur.execute(f"DELETE FROM {self._table} WHERE reranker = %s", (reranker,))
+            return int(cur.rowcount)
 
 
-def open_score_store(settings: Settings) -> PairScoreStore | None:
-    """The score store of the settings' data folder (one per process), or None when WORKBENCH_SCORE_STORE is off."""
+ScoreStore = PairScoreStore | PostgresScoreStore
+_stores: OnePerLocation[ScoreStore] = OnePerLocation()
+
+
+def open_score_store(settings: Settings) -> ScoreStore | None:
+    """The score store the settings name (one per location per process): PostgreSQL when WORKBENCH_SESSION_DB is a
+    postgresql:// URL, else `scores.sqlite3` in the data folder; None when WORKBENCH_SCORE_STORE is off."""
     if not settings.score_store or settings.cache_max_size == 0:
         return None
-    path = Path(settings.data_dir) / SCORE_STORE_FILE
+    target, key = kept_location(settings, SCORE_STORE_FILE)
+    if is_postgres_url(target):
+        return _stores.get(key, lambda: PostgresScoreStore(
+            target, schema=settings.pg_schema, max_rows=settings.score_store_max_rows, timeout=settings.store_timeout
+        ))  # fmt: skip
+    path = Path(target)
     return _stores.get(str(path.resolve()), lambda: PairScoreStore(path, settings.score_store_max_rows))
