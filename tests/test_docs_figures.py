@@ -24,6 +24,7 @@ SCRIPTS = (
     "run_check_figures",
     "skip_policy_figures",
     "family_figures",
+    "settling_figures",
 )
 
 
