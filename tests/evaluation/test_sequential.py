@@ -44,6 +44,22 @@ def test_under_no_effect_a_false_verdict_is_rare_and_under_an_effect_it_stops_ea
     assert all(stop.queries_used % plan.block == 0 or stop.queries_used == 300 for stop in effect)
 
 
+def test_on_sparse_judgments_a_look_settles_only_where_the_judged_only_changes_agree() -> None:
+    """SciFact's case: the changes treating unjudged passages as not relevant say "helps" early, while the
+    judged-only changes (what a verdict on sparse judgments rests on) show nothing: the run may not stop on "helps"
+    there, since the whole set's verdict could not say it."""
+    rng = np.random.default_rng(3)
+    plan = SequentialPlan()
+    raw = _draws(rng, 200, -0.1, 0.6)  # plainly positive
+    flat = _draws(rng, 200, -0.5, 0.5)  # nothing to tell
+    dense = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: None)
+    assert dense.settled == "helps" and dense.queries_used < 100 and not dense.sparse
+    sparse = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: flat[:n])
+    assert sparse.settled is None and sparse.queries_used == 200  # never settled: the two never agreed
+    agreeing = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: raw[:n])
+    assert agreeing.settled == "helps" and agreeing.sparse and "judged-only" in agreeing.words()
+
+
 def test_one_look_against_a_hand_computation() -> None:
     deltas = [0.1, 0.0, 0.25, -0.05, 0.0, 0.3, 0.15, 0.0, 0.2, 0.05] * 2 + [0.1] * 5
     plan = SequentialPlan(block=5)

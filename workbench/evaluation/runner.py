@@ -30,7 +30,7 @@ from workbench.fusion import first_stage_name
 from workbench.redact import plain_text
 from workbench.rerankers.executors import score_executor as executor_of
 from workbench.types import Chunk, SearchPlan, SearchResult, StageTimings
-from workbench.vocab import SNIPPET_CHARS
+from workbench.vocab import ENOUGH_JUDGED, JUDGED_10, NDCG_10_JUDGED, SNIPPET_CHARS
 
 
 def run_evaluation(
@@ -77,6 +77,8 @@ def _until_settled(
     ordered = seeded_order(items, sequential.seed)
     results: list[SearchResult] = []
     deltas: list[float] = []  # per query, in order: a query's nDCG@10 needs no other query, so each block is new work
+    condensed: list[float] = []  # the judged-only nDCG@10 changes, what a verdict on sparse judgments rests on
+    judged: list[tuple[float, float]] = []  # each query's judged@10 before and after
     scored: dict[str, list[ScoredChunk]] = {}  # every block's rerank scores, for the run checks at each look
 
     def deltas_of_first(used: int) -> list[float]:
@@ -93,13 +95,21 @@ def _until_settled(
         per_before = evaluate(qrels, answers.before_run, plan.k)[1]
         per_after = evaluate(qrels, answers.after_run, plan.k)[1]
         deltas.extend(per_after[q][PRIMARY] - per_before[q][PRIMARY] for q in per_before)
+        condensed.extend(per_after[q][NDCG_10_JUDGED] - per_before[q][NDCG_10_JUDGED] for q in per_before)
+        judged.extend((per_before[q].get(JUDGED_10, 0.0), per_after[q].get(JUDGED_10, 0.0)) for q in per_before)
         return deltas
+
+    def judged_only_of_first(used: int) -> list[float] | None:
+        """As the verdict decides: below ENOUGH_JUDGED judged@10 (either run's mean), the judged-only changes."""
+        taken = judged[:used]
+        means = [sum(pair[i] for pair in taken) / max(len(taken), 1) for i in (0, 1)]
+        return condensed[:used] if min(means) < ENOUGH_JUDGED else None
 
     def fault() -> str:
         checks = run_checks(scored, plan.top_n, results[-1].score_scale if results else None)
         return "; ".join(check.words for check in checks)
 
-    stop = run_until_settled(deltas_of_first, len(ordered), sequential, fault)
+    stop = run_until_settled(deltas_of_first, len(ordered), sequential, fault, judged_only_of_first)
     report = report_of(dataset, plan, ordered[: stop.queries_used], results, time.perf_counter() - started)
     report.sequential = stop
     return report

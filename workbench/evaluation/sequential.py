@@ -49,6 +49,7 @@ class SequentialStop(BaseModel):
     fault: str = ""  # with "not as intended": the run checks that fired (evaluation/sanity.py), in words
     interval: tuple[float, float]  # the last look's interval, at level 1 - alpha / looks_planned
     plan: SequentialPlan
+    sparse: bool = False  # the judgments were sparse at the last look: the judged-only changes had to agree too
 
     @property
     def rule(self) -> str:
@@ -74,9 +75,10 @@ class SequentialStop(BaseModel):
             "not as intended": f"the reranker did not run as intended ({self.fault}), which more queries would not "
             "change",
         }[self.settled]
+        both = " (and so did the judged-only change's: the judgments are sparse)" if self.sparse else ""
         return (
-            f"Stopped after {self.queries_used} of {self.queries_available} queries at look {self.looks_taken}: {why} "
-            f"({low:+.4f} to {high:+.4f}; {self.rule})."
+            f"Stopped after {self.queries_used} of {self.queries_available} queries at look {self.looks_taken}: {why}"
+            f"{both} ({low:+.4f} to {high:+.4f}; {self.rule})."
         )
 
 
@@ -117,18 +119,25 @@ def run_until_settled(
     available: int,
     plan: SequentialPlan,
     fault: Callable[[], str] | None = None,
+    judged_only_of_first: Callable[[int], Sequence[float] | None] | None = None,
 ) -> SequentialStop:
     """The stopping rule over `available` queries: `deltas_of_first(n)` gives the paired changes of the first n
     queries in the seeded order (a run searches them then; a simulation slices its draws). `fault()`, asked at each
     look from MIN_QUERIES on, names what says the reranker did not run as intended on the queries so far (the run
-    checks), or ""; then the run stops there, and no look calls it helping or hurting. Where it stops, as
+    checks), or ""; then the run stops there, and no look calls it helping or hurting. `judged_only_of_first(n)`
+    gives the judged-only changes when the first n queries' judgments are sparse (None when they are not): the
+    verdict then rests on them too, so a look settles only where both series settle alike. Where it stops, as
     `SequentialStop`."""
     planned = looks_planned(available, plan.block)
     settled: Settled | None = None
-    interval, used, taken, why = (-math.inf, math.inf), available, 0, ""
+    interval, used, taken, why, sparse = (-math.inf, math.inf), available, 0, "", False
     for end in range(plan.block, available + plan.block, plan.block):
         used, taken = min(end, available), taken + 1
         settled, interval = look(deltas_of_first(used), planned, plan)
+        condensed = judged_only_of_first(used) if judged_only_of_first is not None else None
+        sparse = condensed is not None
+        if settled is not None and condensed is not None and look(condensed, planned, plan)[0] != settled:
+            settled = None  # the judged-only changes do not agree yet: the verdict could not say it
         why = fault() if fault is not None and used >= MIN_QUERIES else ""
         if why:
             settled = "not as intended"
@@ -136,5 +145,5 @@ def run_until_settled(
             break
     return SequentialStop(
         queries_used=used, queries_available=available, looks_planned=planned, looks_taken=taken,
-        settled=settled, interval=interval, plan=plan, fault=why,
+        settled=settled, interval=interval, plan=plan, fault=why, sparse=sparse,
     )  # fmt: skip
