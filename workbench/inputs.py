@@ -592,6 +592,21 @@ def validate_tolerance(value: Any) -> float:
     return _number(value, "The tolerance is a number above 0 and below 1", lambda n: 0 < n < 1)
 
 
+def validate_looks(value: Any) -> int:
+    """How many looks a run stopping when settled takes: a whole number from 1 to 1000."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise InputError(
+                f"The number of looks is a whole number from 1 to 1000; got '{plain_text(value)[:20]}'."
+            ) from None
+    looks = whole_number("the number of looks", value)
+    if not 1 <= looks <= 1000:
+        raise InputError(f"The number of looks is a whole number from 1 to 1000; got {looks}.")
+    return looks
+
+
 def validate_seed(value: Any) -> int:
     """A random seed: a whole number from 0 to 2**32 - 1."""
     if isinstance(value, str):

@@ -60,6 +60,17 @@ def test_on_sparse_judgments_a_look_settles_only_where_the_judged_only_changes_a
     assert agreeing.settled == "helps" and agreeing.sparse and "judged-only" in agreeing.words()
 
 
+def test_fewer_looks_at_equal_parts_of_the_set() -> None:
+    plan = SequentialPlan(looks=4)
+    assert plan.over(1109).block == 278 and plan.over(50).block == 20  # never under MIN_QUERIES
+    assert SequentialPlan().over(1109).block == 10  # without looks, a look every 10 queries
+    rng = np.random.default_rng(11)
+    deltas = _draws(rng, 400, -0.3, 0.7)
+    stop = run_until_settled(lambda n: deltas[:n], 400, plan)
+    assert stop.looks_planned == 4 and stop.queries_used in (100, 200, 300, 400)
+    assert "a look every 100 queries" in stop.rule and "up to 4 looks" in stop.rule
+
+
 def test_one_look_against_a_hand_computation() -> None:
     deltas = [0.1, 0.0, 0.25, -0.05, 0.0, 0.3, 0.15, 0.0, 0.2, 0.05] * 2 + [0.1] * 5
     plan = SequentialPlan(block=5)

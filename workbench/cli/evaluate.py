@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
-from workbench.cli.plans import plan_from, rerankers_from
+from workbench.cli.plans import plan_from, rerankers_from, stopping_from
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
@@ -21,7 +21,6 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
-from workbench.evaluation.sequential import SequentialPlan
 from workbench.evaluation.settling import settle_state
 from workbench.experiments import keep_report, open_experiment_store
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
@@ -201,7 +200,7 @@ def _evaluate_mode(
             ingest_announce=warn,
             latency_budget_ms=args.latency_budget_ms,
             phase=lambda words: warn(f"queries done; now {words}…"),
-            sequential=SequentialPlan(seed=args.seed, tolerance=args.tolerance) if args.stop_when_settled else None,
+            sequential=stopping_from(args),
         )
 
 

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file
 from workbench.cli.evaluate import judged_queries
-from workbench.cli.plans import plan_from
+from workbench.cli.plans import plan_from, stopping_from
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.sequential import SequentialPlan
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.rerankers.factory import on_backend
@@ -46,7 +45,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         decision = run_gate(
             engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=budgets, query_set=query_set,
             max_queries=args.max_queries, progress=bar,
-            sequential=SequentialPlan(seed=args.seed, tolerance=args.tolerance) if args.stop_when_settled else None,
+            sequential=stopping_from(args),
         )  # fmt: skip
     if args.junit:
         Path(args.junit).write_text(decision.to_junit(), encoding="utf-8")

@@ -10,6 +10,7 @@ from typing import Any
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
+from workbench.evaluation.sequential import SequentialPlan
 from workbench.rerankers.factory import on_backend
 from workbench.types import SearchPlan
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, spoken
@@ -81,3 +82,10 @@ def plan_from_spec(engine: Engine, text: str, option: str, collection: str | Non
         no_rerank=named is None,
     )  # fmt: skip
     return engine.plan(**fields, reranker=rerankers_from(options, engine.settings)[0])
+
+
+def stopping_from(args: argparse.Namespace) -> SequentialPlan | None:
+    """The stopping rule `--stop-when-settled`, `--tolerance`, `--seed` and `--looks` name (None without the flag)."""
+    if not args.stop_when_settled:
+        return None
+    return SequentialPlan(seed=args.seed, tolerance=args.tolerance, looks=args.looks)

@@ -30,12 +30,23 @@ Settled = Literal["helps", "hurts", "within tolerance", "not as intended"]
 
 
 class SequentialPlan(BaseModel):
-    """How an evaluation stops early: the seed of the query order, the block, the tolerance and alpha."""
+    """How an evaluation stops early: the seed of the query order, the block (or, with `looks`, the block that gives
+    that many looks over the set), the tolerance and alpha. Fewer looks spend alpha in larger parts: each look's
+    interval is narrower, so a plain effect settles at the first quarter of a large set with 4 looks where a look
+    every 10 queries needs about a third (docs/evaluation.md)."""
 
     seed: int = 0
     block: int = SEQUENTIAL_BLOCK
     tolerance: float = STOPPING_TOLERANCE
     alpha: float = ALPHA
+    looks: int | None = None
+
+    def over(self, available: int) -> SequentialPlan:
+        """The plan for a set of `available` queries: with `looks`, its block is the set cut into that many parts
+        (never under MIN_QUERIES)."""
+        if self.looks is None:
+            return self
+        return self.model_copy(update={"block": max(MIN_QUERIES, math.ceil(available / self.looks)), "looks": None})
 
 
 class SequentialStop(BaseModel):
@@ -128,6 +139,7 @@ def run_until_settled(
     gives the judged-only changes when the first n queries' judgments are sparse (None when they are not): the
     verdict then rests on them too, so a look settles only where both series settle alike. Where it stops, as
     `SequentialStop`."""
+    plan = plan.over(available)
     planned = looks_planned(available, plan.block)
     settled: Settled | None = None
     interval, used, taken, why, sparse = (-math.inf, math.inf), available, 0, "", False

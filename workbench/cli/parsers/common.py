@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.errors import InputError
-from workbench.inputs import validate_seed, validate_tolerance
+from workbench.inputs import validate_looks, validate_seed, validate_tolerance
 from workbench.vocab import STOPPING_TOLERANCE, STORE_KINDS, STORES
 
 __all__ = ["candidates_options", "checked", "store_options"]
@@ -74,6 +74,11 @@ def stopping_options(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="with --stop-when-settled: the seed of the query order (default 0)",
     )
+    parser.add_argument(
+        "--looks", type=checked(validate_looks), metavar="N",
+        help="with --stop-when-settled: look N times, at equal parts of the set (default: every 10 queries); fewer "
+        "looks settle a plain effect sooner on a large set",
+    )  # fmt: skip
 
 
 def partial_option(parser: argparse.ArgumentParser) -> None:
