@@ -162,7 +162,10 @@ def simulated_table(kept: dict[str, Any]) -> str:
         f"SciFact's {sim['queries']:,} per-query changes in nDCG@10 (train + test, the QA cross-encoder), resampled "
         f"with a fixed seed and shifted to each mean, {sim['runs']:,} runs of the stopping rule each (seed 0, dense "
         f"judgments assumed). The goal, a settled verdict from at most a quarter of a large set when the effect is "
-        f"twice the detectable one (at most ⌈N/4⌉ queries): " + "; ".join(verdicts) + ". " + made_by(kept, "settling_figures.py")
+        f"twice the detectable one (at most ⌈N/4⌉ queries): "
+        + "; ".join(verdicts)
+        + ". "
+        + made_by(kept, "settling_figures.py")
     )
     return table(["design", "mean change (× detectable)", "queries used (median)", "said helps",
                   "false helps or hurts"], "|---|---|---:|---:|---:|", cells, footer)  # fmt: skip
