@@ -197,8 +197,9 @@ def sets_table(kept: dict[str, Any]) -> str:
     footer = (
         "Dense k = 20 → top 10. Detectable: 2.8 × the per-query standard deviation of ΔnDCG@10 / √queries (80 % power "
         "at 5 %). Stopping: seed 0, a look every 10 queries from the 20th, Bonferroni alpha spending, tolerance 0.02. "
-        f"Pairs scored from an empty score store, then by a fresh engine at top n = 5; {goal}. "
-        + made_by(kept, "settling_figures.py")
+        "Pairs scored: by the whole-set run (one score store for the three sets, empty at the start: SciFact's "
+        "train + test run found its test pairs already kept), then by a fresh engine at top n = 5, as a new process "
+        f"would run it; {goal}. " + made_by(kept, "settling_figures.py")
     )
     return table(
         ["set", "queries", "whole set: ΔnDCG@10 [95 % CI]", "effect / detectable", "stopped at", "same verdict",
