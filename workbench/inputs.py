@@ -592,31 +592,25 @@ def validate_tolerance(value: Any) -> float:
     return _number(value, "The tolerance is a number above 0 and below 1", lambda n: 0 < n < 1)
 
 
-def validate_looks(value: Any) -> int:
-    """How many looks a run stopping when settled takes: a whole number from 1 to 1000."""
+def _whole_in(value: Any, what: str, low: int, high: int) -> int:
+    """A whole number from `low` to `high` (a string of one too), or InputError naming `what` and the range."""
+    said = f"{what[0].upper()}{what[1:]} is a whole number from {low} to {high}"
     if isinstance(value, str):
         try:
             value = int(value.strip())
         except ValueError:
-            raise InputError(
-                f"The number of looks is a whole number from 1 to 1000; got '{plain_text(value)[:20]}'."
-            ) from None
-    looks = whole_number("the number of looks", value)
-    if not 1 <= looks <= 1000:
-        raise InputError(f"The number of looks is a whole number from 1 to 1000; got {looks}.")
-    return looks
+            raise InputError(f"{said}; got '{plain_text(value)[:20]}'.") from None
+    number = whole_number(what, value)
+    if not low <= number <= high:
+        raise InputError(f"{said}; got {number}.")
+    return number
+
+
+def validate_looks(value: Any) -> int:
+    """How many looks a run stopping when settled takes: a whole number from 1 to 1000."""
+    return _whole_in(value, "the number of looks", 1, 1000)
 
 
 def validate_seed(value: Any) -> int:
     """A random seed: a whole number from 0 to 2**32 - 1."""
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise InputError(
-                f"The seed is a whole number from 0 to {2**32 - 1}; got '{plain_text(value)[:20]}'."
-            ) from None
-    seed = whole_number("the seed", value)
-    if not 0 <= seed < 2**32:
-        raise InputError(f"The seed is a whole number from 0 to {2**32 - 1}; got {seed}.")
-    return seed
+    return _whole_in(value, "the seed", 0, 2**32 - 1)
