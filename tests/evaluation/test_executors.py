@@ -191,3 +191,15 @@ def test_token_sized_requests_spread_one_query_over_the_replicas(served_data: Se
     asked = [sum(r["path"].endswith("/rerank") for r in server.behaviour.requests) for server in (first, second)]
     assert min(asked) > 0  # the queries' requests went to both replicas
     assert report.after_run == alone.after_run and report.after == alone.after
+
+
+def test_a_workers_copy_is_the_reranker_here_by_its_store_key_or_while_it_has_none_its_backend() -> None:
+    from workbench.rerankers.executors import same_reranker
+
+    here = ("cross-encoder:abc:torch:cpu:256", "torch:cpu")
+    assert same_reranker(here, ("cross-encoder:abc:torch:cpu:256", "torch:cpu"))
+    assert not same_reranker(here, ("cross-encoder:abc:torch:cpu:128", "torch:cpu"))  # another max length
+    assert not same_reranker(here, ("cross-encoder:def:torch:cpu:256", "torch:cpu"))  # other weights
+    measuring = (None, "torch:cpu")  # `auto` still measuring its backends here: no store key yet
+    assert same_reranker(measuring, ("cross-encoder:abc:torch:cpu:256", "torch:cpu"))
+    assert not same_reranker(measuring, ("cross-encoder:abc:onnx:cpu:256", "onnx:cpu"))

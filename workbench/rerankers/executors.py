@@ -66,11 +66,17 @@ def worker_model_id(reranker: Reranker) -> str:
     return on_backend(reranker.model_id, backend) if backend in BACKEND_CHOICES else reranker.model_id
 
 
-def fingerprint(reranker: Reranker) -> str:
+def fingerprint(reranker: Reranker) -> tuple[str | None, str]:
     """What must match between the reranker here and a worker's copy: its store key (weights, backend, maximum
-    length, template) where it has one, its backend otherwise."""
+    length, template) where it has one, and its backend."""
     key = getattr(reranker, "store_key", None)
-    return str(key) if key else reranker.backend
+    return (str(key) if key else None), reranker.backend
+
+
+def same_reranker(here: tuple[str | None, str], there: tuple[str | None, str]) -> bool:
+    """Whether a worker's copy is the reranker here: the same store key where this one has one (one measuring its
+    backends has none yet), else the same backend."""
+    return here[0] == there[0] if here[0] is not None else here[1] == there[1]
 
 
 class _PairScorer:
@@ -82,7 +88,7 @@ class _PairScorer:
         torch.set_num_threads(max(threads, 1))
         self.reranker = create_reranker(model_id, settings)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self) -> tuple[str | None, str]:
         return fingerprint(self.reranker)
 
     def score(self, work: list[QueryTexts]) -> list[list[float]]:
@@ -142,14 +148,17 @@ class RayExecutor:
                     num_cpus=self.threads, max_restarts=2, max_task_retries=2
                 )
                 actors = [remote.remote(worker_model_id(reranker), settings, self.threads) for _ in range(self.workers)]
-                theirs = self._get([actor.fingerprint.remote() for actor in actors])
-                if any(print_ != fingerprint(reranker) for print_ in theirs):
+                mine = fingerprint(reranker)
+                theirs = [tuple(print_) for print_ in self._get([actor.fingerprint.remote() for actor in actors])]
+                other = next((print_ for print_ in theirs if not same_reranker(mine, print_)), None)  # type: ignore[arg-type]
+                if other is not None:
                     for actor in actors:
                         self._ray.kill(actor)
+                    theirs_said, mine_said = plain_text(str(other[0] or other[1])), plain_text(str(mine[0] or mine[1]))
                     raise ConfigError(
-                        f"Ray's workers loaded another reranker than this process ({plain_text(theirs[0])[:160]} "
-                        f"against {plain_text(fingerprint(reranker))[:160]}): give them the same model folder "
-                        "(RERANKER_MODEL, WORKBENCH_MODELS_DIR) and backend, or score locally."
+                        f"Ray's workers loaded another reranker than this process ({theirs_said[:160]} against "
+                        f"{mine_said[:160]}): give them the same model folder (RERANKER_MODEL, WORKBENCH_MODELS_DIR) "
+                        "and backend, or score locally."
                     )
                 self._actors[key] = actors
             return self._actors[key]
