@@ -144,7 +144,8 @@ def test_a_pool_of_two_real_servers_one_stopped_mid_run_gives_the_figures_of_one
 
 
 def test_a_replica_that_hangs_is_left_out_after_its_first_miss(served_data: Settings) -> None:
-    """A replica that does not answer within WORKBENCH_RERANK_TIMEOUT costs one timeout, not one per request."""
+    """A replica that does not answer within WORKBENCH_RERANK_TIMEOUT costs the requests in flight when it hung one
+    timeout each, not one timeout per request of the run."""
     dataset = demo_dataset()
     with RerankApis(Behaviour(key="unused")) as quick, RerankApis(Behaviour(key="unused", delay=5.0)) as hung:
         settings = served_data.model_copy(update={"rerank_timeout": 1.0, "rerank_concurrency": 1})
@@ -159,7 +160,9 @@ def test_a_replica_that_hangs_is_left_out_after_its_first_miss(served_data: Sett
             engine_alone, dataset, plan.with_(reranker=f"{quick.base}/service"), max_queries=8, depth=()
         )
         asked_hung = len([r for r in hung.behaviour.requests if r["path"].endswith("/rerank")])
-    assert asked_hung == 1 and took < 5  # one miss, then the quick replica answers everything
+    # each replica is sent one search at a time (2 in flight): the hung one misses at most those 2, then is left out
+    # (asked in turn for all 8 queries, it would have been sent 4)
+    assert 1 <= asked_hung <= 2 and took < 5
     assert report.after == alone.after and report.after_run == alone.after_run
 
 
