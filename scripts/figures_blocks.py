@@ -131,3 +131,16 @@ def script_main(argv: list[str], script: Any) -> int:
     write_documents(script.PREFIX, lambda name: script.render(name, kept))
     print(script.footer(kept))
     return 0
+
+
+def qa_settings(shared: Path, data_dir: str | None, cache_name: str) -> Any:
+    """The settings a figures script measures with: the shared QA cross-encoder on fp32 torch, offline, in
+    `data_dir` (or a folder of the user's cache named `cache_name`, kept between runs)."""
+    from workbench.config import Settings
+    from workbench.paths import user_cache_dir
+
+    folder = Path(data_dir) if data_dir else user_cache_dir() / cache_name
+    return Settings(
+        data_dir=folder, offline=True, reranker_backend="torch",
+        reranker_model=str(shared / "models" / "minilm-l6-qa-reranker"),
+    )  # fmt: skip

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, data_dir_option, made_by, script_main, stamp, table
+from figures_blocks import FIGURES, data_dir_option, made_by, qa_settings, script_main, stamp, table
 
 from workbench.evaluation.sequential import SequentialPlan
 
@@ -32,18 +32,12 @@ add_options = data_dir_option  # --data-dir
 
 def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
     """Each case: the whole set, stopped when settled, and again at another top n."""
-    from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
     from workbench.evaluation.sequential import SequentialPlan
     from workbench.evaluation.service import evaluate_dataset
-    from workbench.paths import user_cache_dir
 
-    folder = Path(data_dir) if data_dir else user_cache_dir() / "settling-figures"
-    settings = Settings(
-        data_dir=folder, offline=True, reranker_backend="torch",
-        reranker_model=str(shared / "models" / "minilm-l6-qa-reranker"),
-    )  # fmt: skip
+    settings = qa_settings(shared, data_dir, "settling-figures")
     rows: dict[str, dict[str, Any]] = {}
     backend = ""
     for label, (collection, splits) in CASES.items():

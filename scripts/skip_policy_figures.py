@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures_blocks import FIGURES, data_dir_option, made_by, script_main, stamp, table
+from figures_blocks import FIGURES, data_dir_option, made_by, qa_settings, script_main, stamp, table
 
 RECORD = FIGURES / "skip_policy.json"
 PREFIX = "skip-policy-"
@@ -31,18 +31,12 @@ add_options = data_dir_option  # --data-dir
 
 def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
     """Each collection at three gaps, against always reranking."""
-    from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
     from workbench.evaluation.service import evaluate_dataset
-    from workbench.paths import user_cache_dir
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
-    folder = Path(data_dir) if data_dir else user_cache_dir() / "skip-policy-figures"
-    settings = Settings(
-        data_dir=folder, offline=True, reranker_backend="torch",
-        reranker_model=str(shared / "models" / "minilm-l6-qa-reranker"),
-    )  # fmt: skip
+    settings = qa_settings(shared, data_dir, "skip-policy-figures")
     engine = Engine(settings)
     ensure_demo_collection(engine)
     rows: dict[str, list[dict[str, Any]]] = {}

@@ -215,6 +215,17 @@ def test_an_evaluation_runs_as_a_job_with_its_progress_and_its_result(
     assert ended.id in [job.id for job in listed]
 
 
+def _ended(api: ApiServer, job_id: str) -> dict[str, Any]:
+    """A job's status once it is neither waiting nor running (over plain HTTP)."""
+    deadline = time.monotonic() + 120
+    while (status := httpx.get(f"{api.url}/jobs/{job_id}", headers={"Authorization": f"Bearer {TOKEN}"}).json())[
+        "state"
+    ] in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    return status
+
+
 def test_a_job_is_stopped_on_request_and_the_queue_is_bounded(served_data: Settings, api: ApiServer) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     before = len(open_experiment_store(served_data).list())
@@ -226,11 +237,7 @@ def test_a_job_is_stopped_on_request_and_the_queue_is_bounded(served_data: Setti
     for job in [*(answer.json() for answer in waiting), running]:  # the waiting first: none of them ever starts
         stopped = httpx.delete(f"{api.url}/jobs/{job['id']}", headers=headers)
         assert stopped.status_code == 200
-    deadline = time.monotonic() + 120
-    while httpx.get(f"{api.url}/jobs/{running['id']}", headers=headers).json()["state"] == "running":
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    ended = httpx.get(f"{api.url}/jobs/{running['id']}", headers=headers).json()
+    ended = _ended(api, running["id"])
     assert ended["state"] == "cancelled" and ended["result"] is None and "nothing of it was kept" in ended["error"]
     assert all(httpx.get(f"{api.url}/jobs/{a.json()['id']}", headers=headers).json()["state"] == "cancelled"
                for a in waiting)  # fmt: skip
@@ -261,11 +268,6 @@ def test_bad_job_requests_are_4xx_with_words(
 def test_a_job_that_fails_says_why_in_one_line(api: ApiServer) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     started = httpx.post(f"{api.url}/jobs/evaluations", json={"query_set": "no-such-set"}, headers=headers).json()
-    deadline = time.monotonic() + 120
-    while (ended := httpx.get(f"{api.url}/jobs/{started['id']}", headers=headers).json())["state"] in (
-        "queued", "running"
-    ):  # fmt: skip
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    ended = _ended(api, started["id"])
     assert ended["state"] == "failed" and "No query set is named" in ended["error"]
     assert "\n" not in ended["error"] and "Traceback" not in ended["error"] and str(api.data) not in ended["error"]
