@@ -187,6 +187,8 @@ def short_model_name(model_id: str | None) -> str:
         host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
         if scheme.startswith("listwise+"):  # listwise+http://host/v1#MODEL: the chat model and where it is served
             return f"listwise {rest.partition('#')[2] or 'model'} @ {host}"
+        if scheme.startswith("vllm+"):  # vllm+http://host:port#qwen3: served by vLLM under a family's template
+            return f"vllm {rest.partition('#')[2] or 'qwen3'} @ {host.partition('#')[0]}"
         return f"{'tei' if scheme.startswith('tei+') else 'service'} {host}"
     return Path(text.rstrip("/\\")).name or text
 

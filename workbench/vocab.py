@@ -118,6 +118,7 @@ SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server
 TEI_KIND: Final = "tei"  # text-embeddings-inference
 UNSUPPORTED_URL_KIND: Final = "unsupported URL"  # a URL of no other kind: refused by name
 LISTWISE_KIND: Final = "listwise"  # an LLM ranking a window of passages over an OpenAI-compatible chat endpoint
+VLLM_KIND: Final = "vllm"  # a causal-LM reranker served by vLLM, asked through POST /score with its template
 # Reranker ids by form: a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
 TEI_PREFIX: Final = "tei+"
@@ -126,6 +127,9 @@ TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inferenc
 LISTWISE_PREFIX: Final = "listwise+"
 LISTWISE_SCHEMES: Final = ("listwise+http://", "listwise+https://")  # an OpenAI-compatible POST /chat/completions
 LISTWISE_MODEL_SEPARATOR: Final = "#"  # listwise+http://host:port/v1#MODEL: the chat model the endpoint serves
+VLLM_PREFIX: Final = "vllm+"
+VLLM_SCHEMES: Final = ("vllm+http://", "vllm+https://")  # vLLM's POST /score, the template written by the workbench
+VLLM_PROFILE_SEPARATOR: Final = "#"  # vllm+http://host:port#qwen3: the family's template
 HOSTED_KEYS: Final[dict[str, str]] = {"cohere": "COHERE_API_KEY", "jina": "JINA_API_KEY", "voyage": "VOYAGE_API_KEY"}
 DEFAULT_RERANK_TIMEOUT: Final = 30.0  # seconds a reranker service may take per request (WORKBENCH_RERANK_TIMEOUT)
 DEFAULT_RERANKER_MODEL: Final = "cross-encoder/ms-marco-MiniLM-L-6-v2"

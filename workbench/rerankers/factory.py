@@ -2,6 +2,7 @@
 
     tei+http(s)://host:port      text-embeddings-inference's POST /rerank
     listwise+http(s)://host:port/v1#MODEL   an LLM ranking windows of passages over an OpenAI-compatible chat endpoint
+    vllm+http(s)://host:port#qwen3   a causal-LM reranker served by vLLM, asked through POST /score with its template
     http(s)://host:port[/path]   a server speaking the Cohere-style POST /rerank (Infinity, vLLM, workbench serve)
     cohere:MODEL  jina:MODEL  voyage:MODEL   the hosted APIs (keys from COHERE_API_KEY, JINA_API_KEY, ...)
     FOLDER or HUB-ID[@BACKEND]   a local cross-encoder, on RERANKER_BACKEND or the backend named after '@'; a folder
@@ -31,6 +32,7 @@ from workbench.rerankers.late_interaction import ColbertReranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.rerankers.machine import BackendChoice, MachineFacts
 from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
+from workbench.rerankers.served_causal import VllmScoreReranker
 from workbench.vocab import (
     BACKEND_CHOICES,
     BACKEND_SEPARATOR,
@@ -43,6 +45,8 @@ from workbench.vocab import (
     TEI_KIND,
     TEI_SCHEMES,
     UNSUPPORTED_URL_KIND,
+    VLLM_KIND,
+    VLLM_SCHEMES,
 )
 
 Progress = Callable[[str], None]
@@ -114,7 +118,8 @@ def _unsupported_url(model_id: str, *_: object) -> Reranker:
     raise ConfigError(
         f"A reranker URL starting '{scheme}://' names no kind of reranker: use http(s):// (a Cohere-style /rerank "
         f"server), tei+http(s):// (text-embeddings-inference), listwise+http(s)://HOST/v1#MODEL (an LLM over an "
-        f"OpenAI-compatible chat endpoint), cohere:, jina: or voyage:MODEL, or a model folder."
+        f"OpenAI-compatible chat endpoint), vllm+http(s)://HOST:PORT#qwen3 (a causal-LM reranker served by vLLM), "
+        f"cohere:, jina: or voyage:MODEL, or a model folder."
     )
 
 
@@ -126,6 +131,7 @@ KINDS: tuple[RerankerKind, ...] = (
     RerankerKind(TEI_KIND, lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
     RerankerKind(SERVICE_KIND, lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
     RerankerKind(LISTWISE_KIND, lambda model_id: model_id.startswith(LISTWISE_SCHEMES), _remote(ListwiseReranker)),
+    RerankerKind(VLLM_KIND, lambda model_id: model_id.startswith(VLLM_SCHEMES), _remote(VllmScoreReranker)),
     *(
         RerankerKind(
             hosted.kind, lambda model_id, prefix=f"{hosted.kind}:": model_id.startswith(prefix), _remote(hosted)

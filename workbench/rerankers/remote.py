@@ -157,7 +157,7 @@ def request_spans(query: str, texts: list[str], max_documents: int, max_tokens: 
     return spans
 
 
-def _indexed(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
+def indexed_scores(results: list[dict[str, Any]], count: int, field: str) -> list[float]:
     """Scores from `[{index, <field>}]` in input order; every input must have exactly one, and no other index
     may appear."""
     if not isinstance(results, list):
@@ -186,7 +186,7 @@ def check_scores(scores: list[float], scale: ScoreScale) -> None:
 def _cohere_shaped(answer: Any, results_field: str, count: int) -> tuple[list[float], RerankerUsage]:
     """Scores from `{<results_field>: [{index, relevance_score}]}`, and the usage the answer reports (tokens in
     `usage.total_tokens`, billed searches in `meta.billed_units.search_units`)."""
-    scores = _indexed(answer[results_field], count, "relevance_score")
+    scores = indexed_scores(answer[results_field], count, "relevance_score")
     usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
     meta = answer.get("meta") if isinstance(answer.get("meta"), dict) else {}
     billed = meta.get("billed_units") if isinstance(meta.get("billed_units"), dict) else {}
@@ -254,15 +254,20 @@ class RerankService(RemoteReranker):
     exactly one; a URL ending in `/rerank` is used as given."""
 
     kind = SERVICE_KIND
+    route: ClassVar[str] = "/rerank"  # the path a URL without it is given
+    prefix: ClassVar[str] = ""  # what the id's URLs start with before their scheme
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        addresses = [service_address(given, "/rerank") for given in replica_urls(model_id)]
+        addresses = [
+            service_address(given.removeprefix(self.prefix), self.route, prefix=self.prefix)
+            for given in replica_urls(model_id)
+        ]
         address = addresses[0]
         key = _secret(settings.rerank_api_key)
         public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
         keys = [a.token or key for a in addresses]  # each replica its own token, the setting's where it has none
         super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], keys=keys)
-        self.models_url = address.url.copy_with(path=address.url.path.removesuffix("/rerank") + "/models")
+        self.models_url = address.url.copy_with(path=address.url.path.removesuffix(self.route) + "/models")
         self.served_model = self._served_model()
 
     def _served_model(self) -> str | None:
@@ -309,7 +314,7 @@ class TeiReranker(RemoteReranker):
         return {"query": query, "texts": documents, "raw_scores": True, "truncate": True, "return_text": False}
 
     def read(self, answer: Any, count: int) -> tuple[list[float], RerankerUsage]:
-        return _indexed(answer, count, "score"), RerankerUsage()
+        return indexed_scores(answer, count, "score"), RerankerUsage()
 
 
 def _secret(value: Any) -> str | None:
