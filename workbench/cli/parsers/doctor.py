@@ -33,7 +33,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     doctor.add_argument(
         "--served", action="append", metavar="ID",
         help="with --parity: a server of the same model to audit too (http://host:port for Infinity or `workbench "
-        "serve`, tei+http://... for TEI); repeat for more",
+        "serve`, tei+http://... for TEI, vllm+http://...#qwen3 for a causal LM on vLLM); repeat for more",
     )  # fmt: skip
     doctor.add_argument(
         "-k", type=int, default=PARITY_K, help=f"with --parity or --checks: candidates per query ({PARITY_K})"

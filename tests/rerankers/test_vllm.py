@@ -1,0 +1,127 @@
+"""Issue 53: a causal-LM reranker served by a real vLLM (its CPU build, installed by `scripts/setup.sh --test` into
+.venv-vllm), serving the tiny Qwen3 reranker the way vLLM's Qwen3-Reranker example serves the real one: converted to
+a sequence classifier from the "no" and "yes" logits, no chat template on the server.
+
+- `vllm+URL#qwen3` writes the model card's template into vLLM's `text_1` and `text_2`; its scores equal the model
+  card's transformers code run in this test, to 1e-5, including pairs cut at RERANKER_MAX_LENGTH (cut by vLLM's own
+  tokenizer).
+- The parity audit holds it to the local kind (faithful), and flags the same server asked through the plain
+  Cohere-style `/rerank` with the bare query and documents: the template is missing, so the scores are another
+  model's; an evaluation of that copy says it did not run as intended.
+- A template the kind does not split, a server that is not vLLM, and nothing listening are each one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_for_http
+from tests.live_servers import free_port
+from tests.rerank_apis import Behaviour, RerankApis
+from tests.rerankers.test_causal_lm import build_tiny_qwen3, model_card_scores
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.evaluation.parity import audit_parity
+from workbench.evaluation.service import evaluate_dataset
+from workbench.rerankers.factory import create_reranker
+from workbench.services.demo import demo_dataset
+
+pytestmark = pytest.mark.live_server
+
+VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+# vLLM's own recipe for Qwen3-Reranker (examples/offline_inference/qwen3_reranker.py)
+QWEN3_OVERRIDES = (
+    '{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"], '
+    '"is_original_qwen3_reranker": true}'
+)
+
+
+@pytest.fixture(scope="module")
+def qwen3_for_vllm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen3 reranker with heads of 32 dimensions (vLLM's CPU attention takes no smaller)."""
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-vllm"), head_dim=32)
+
+
+@pytest.fixture(scope="module")
+def vllm_server(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on a free port, serving the tiny reranker in fp32; yields its URL."""
+    if not VLLM_PYTHON.exists():
+        pytest.fail(f"vLLM is missing at {VLLM_PYTHON}: run `bash scripts/setup.sh --test`.")
+    folder = tmp_path_factory.mktemp("vllm")
+    port = free_port()
+    command = [
+        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(qwen3_for_vllm),
+        "--host", "127.0.0.1", "--port", str(port), "--runner", "pooling", "--dtype", "float32", "--enforce-eager",
+        "--max-model-len", "1024", "--hf-overrides", QWEN3_OVERRIDES,
+    ]  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin", "HOME": str(folder), "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": "1",
+    }  # fmt: skip
+    with open(folder / "vllm.log", "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/health", timeout=420, process=process)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)  # the server and its engine and worker processes
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_scores_served_by_vllm_equal_the_model_card_including_cut_pairs(
+    vllm_server: str, qwen3_for_vllm: Path, served_data: Settings
+) -> None:
+    served_id = f"vllm+{vllm_server}#qwen3"
+    engine = Engine(served_data.model_copy(update={"reranker_model": served_id}))
+    reranker = create_reranker(served_id, engine.settings)
+    cut = 0
+    for text in list(demo_dataset("test").queries.values())[:6]:
+        result = engine.search(text, engine.plan(collection="demo", k=10, top_n=5))
+        assert result.score_scale == "probability" and "qwen3 template" in (result.reranker_backend or "")
+        texts = [c.text for c in result.candidates]
+        expected = model_card_scores(qwen3_for_vllm, [(result.query, t) for t in texts], 256)  # the default cut
+        assert [c.rerank_score for c in result.candidates] == pytest.approx(expected, abs=1e-5)
+        cut += sum(share > 0 for share in reranker.cut_shares(result.query, texts))
+    assert cut > 0  # some pairs were longer than RERANKER_MAX_LENGTH, and were cut as the card cuts them
+    assert engine.reranker().usage.tokens > 0  # vLLM reports the tokens it read
+
+
+def test_the_audit_holds_the_template_and_flags_the_bare_rerank(
+    vllm_server: str, qwen3_for_vllm: Path, served_data: Settings
+) -> None:
+    settings = served_data.model_copy(update={"reranker_model": str(qwen3_for_vllm)})
+    engine = Engine(settings)
+    plan = engine.plan(collection="demo", k=10, top_n=5, reranker=str(qwen3_for_vllm))
+    templated, bare = f"vllm+{vllm_server}#qwen3", vllm_server
+    audit = audit_parity(engine, demo_dataset("test"), plan, served=[templated, bare], max_queries=12)
+    rows = {row.backend: row for row in audit.rows}
+    assert rows[templated].faithful and rows[templated].max_drift < 1e-4, rows[templated].reasons
+    assert not rows[bare].faithful and rows[bare].top_n_changed > 0 and rows[bare].reasons
+    # an evaluation of the bare copy is not a verdict about the model
+    report = evaluate_dataset(engine, demo_dataset("test"), plan.with_(reranker=bare), max_queries=12, depth=())
+    assert report.verdict is not None and report.verdict.direction == "unknown"
+    assert "served" in [c.name for c in report.verdict.not_as_intended]
+
+
+def test_what_the_kind_cannot_ask_is_one_line(vllm_server: str, served_data: Settings) -> None:
+    with pytest.raises(ConfigError, match="Qwen3's template only") as gemma:
+        create_reranker(f"vllm+{vllm_server}#gemma", served_data)
+    with pytest.raises(ConfigError, match="names no template"):
+        create_reranker(f"vllm+{vllm_server}#<b>nope</b>", served_data)
+    port = free_port()
+    with pytest.raises(WorkbenchError) as down:
+        create_reranker(f"vllm+http://127.0.0.1:{port}#qwen3", served_data).score("a question", ["a passage"])
+    with RerankApis(Behaviour(key="unused-key")) as cohere_shaped, pytest.raises(WorkbenchError) as other:
+        create_reranker(f"vllm+{cohere_shaped.base}#qwen3", served_data).score("a question", ["a passage " * 80])
+    for error in (gemma.value, down.value, other.value):
+        assert "\n" not in str(error) and "Traceback" not in str(error)
+    assert f"127.0.0.1:{port}" in str(down.value) and "Is it vLLM?" in str(other.value)
