@@ -177,7 +177,8 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         action="append",
         metavar="ID",
         help="reranker: a folder or hub id (with @BACKEND), http(s)://host:port, tei+http://..., "
-        "vllm+http://...#qwen3, listwise+http://.../v1#MODEL, cohere:MODEL, jina:MODEL or voyage:MODEL (default: RERANKER_MODEL); repeat it to compare rerankers side by side",
+        "vllm+http://...#qwen3, listwise+http://.../v1#MODEL, cohere:MODEL, jina:MODEL or voyage:MODEL (default: "
+        "RERANKER_MODEL); repeat it to compare rerankers side by side",
     )
     evaluate.add_argument(
         "--price",
