@@ -64,23 +64,33 @@ def _reranker(server: RerankApis, case: str = "good", **settings: Any) -> Listwi
 def _reference_order(
     server: RerankApis, case: str, query: str, texts: list[str], window: int, stride: int
 ) -> list[str]:
+    """RankGPT's order from the local endpoint's answers (`reference_pipeline`)."""
+    return reference_pipeline(f"{server.base}/listwise/{case}/v1", "tiny-ranker", query, texts, window, stride)[0]
+
+
+def reference_pipeline(
+    base_url: str, model: str, query: str, texts: list[str], window: int, stride: int
+) -> tuple[list[str], int]:
     """RankGPT's permutation pipeline (its prompt, the openai client's chat call, its `receive_permutation`) under
-    rank_llm's sliding-window loop, transcribed from `ListwiseRankLLM.sliding_windows`."""
+    rank_llm's sliding-window loop, transcribed from `ListwiseRankLLM.sliding_windows`: the order, and the tokens
+    the endpoint reported."""
     from openai import OpenAI
 
     rankgpt = _rankgpt()
-    client = OpenAI(base_url=f"{server.base}/listwise/{case}/v1", api_key="unused", max_retries=0)
+    client = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
     item = rankgpt.make_item(query, texts)
     rank_start, rank_end = 0, len(texts)
     window_size = min(window, rank_end)
     end_pos, start_pos = rank_end, rank_end - window_size
+    tokens = 0
     while end_pos > rank_start and start_pos + stride != rank_start:
         start_pos = max(start_pos, rank_start)
         messages = rankgpt.create_permutation_instruction(item=item, rank_start=start_pos, rank_end=end_pos)
-        answer = client.chat.completions.create(model="tiny-ranker", messages=messages, temperature=0)
+        answer = client.chat.completions.create(model=model, messages=messages, temperature=0)
+        tokens += answer.usage.total_tokens if answer.usage else 0
         item = rankgpt.receive_permutation(item, answer.choices[0].message.content or "", start_pos, end_pos)
         end_pos, start_pos = end_pos - stride, start_pos - stride
-    return [hit["content"] for hit in item["hits"]]
+    return [hit["content"] for hit in item["hits"]], tokens
 
 
 def _our_order(reranker: ListwiseReranker, texts: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,14 @@ from tests.conftest import wait_for_http
 from tests.live_servers import free_port
 from tests.rerank_apis import Behaviour, RerankApis
 from tests.rerankers.test_causal_lm import build_tiny_qwen3, model_card_scores
+from tests.rerankers.test_listwise import QUERY, _passages, reference_pipeline
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.service import evaluate_dataset
 from workbench.rerankers.factory import create_reranker
+from workbench.rerankers.listwise import ListwiseReranker
 from workbench.services.demo import demo_dataset
 
 pytestmark = pytest.mark.live_server
@@ -40,6 +43,10 @@ QWEN3_OVERRIDES = (
     '{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"], '
     '"is_original_qwen3_reranker": true}'
 )
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +55,15 @@ def qwen3_for_vllm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-vllm"), head_dim=32)
 
 
-@pytest.fixture(scope="module")
-def vllm_server(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """vLLM's OpenAI-compatible server on a free port, serving the tiny reranker in fp32; yields its URL."""
+@contextmanager
+def serving(model: Path, folder: Path, *arguments: str) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on a free port serving `model` in fp32; yields its URL, then stops it."""
     if not VLLM_PYTHON.exists():
         pytest.fail(f"vLLM is missing at {VLLM_PYTHON}: run `bash scripts/setup.sh --test`.")
-    folder = tmp_path_factory.mktemp("vllm")
     port = free_port()
     command = [
-        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(qwen3_for_vllm),
-        "--host", "127.0.0.1", "--port", str(port), "--runner", "pooling", "--dtype", "float32", "--enforce-eager",
-        "--max-model-len", "1024", "--hf-overrides", QWEN3_OVERRIDES,
+        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
+        "--port", str(port), "--dtype", "float32", "--enforce-eager", *arguments,
     ]  # fmt: skip
     env = {
         "PATH": "/usr/bin:/bin", "HOME": str(folder), "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -75,6 +80,25 @@ def vllm_server(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) 
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def vllm_server(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The tiny reranker served as vLLM's example serves Qwen3-Reranker: a sequence classifier, no template."""
+    folder = tmp_path_factory.mktemp("vllm-score")
+    with serving(qwen3_for_vllm, folder, "--runner", "pooling", "--max-model-len", "1024", "--hf-overrides",
+                 QWEN3_OVERRIDES) as url:  # fmt: skip
+        yield url
+
+
+@pytest.fixture(scope="module")
+def vllm_chat(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same tiny causal LM served for chat (ChatML's template): a real OpenAI-compatible chat endpoint."""
+    folder = tmp_path_factory.mktemp("vllm-chat")
+    (folder / "chatml.jinja").write_text(CHATML)
+    with serving(qwen3_for_vllm, folder, "--served-model-name", "tiny-ranker", "--max-model-len", "2048",
+                 "--chat-template", str(folder / "chatml.jinja")) as url:  # fmt: skip
+        yield url
 
 
 def test_scores_served_by_vllm_equal_the_model_card_including_cut_pairs(
@@ -125,3 +149,21 @@ def test_what_the_kind_cannot_ask_is_one_line(vllm_server: str, served_data: Set
     for error in (gemma.value, down.value, other.value):
         assert "\n" not in str(error) and "Traceback" not in str(error)
     assert f"127.0.0.1:{port}" in str(down.value) and "Is it vLLM?" in str(other.value)
+
+
+def test_a_listwise_reranker_over_vllms_chat_endpoint_orders_as_rankgpt(vllm_chat: str) -> None:
+    """The listwise kind against a real OpenAI-compatible server (vLLM, greedy): the order equals RankGPT's pipeline
+    sent with the `openai` client to the same server; the tiny model's answers are noise, so every window's answer
+    needs RankGPT's repairs, each counted; the tokens are what vLLM reported."""
+    texts = _passages(8)
+    reranker = create_reranker(
+        f"listwise+{vllm_chat}/v1#tiny-ranker", Settings(listwise_window=5, listwise_stride=3, rerank_timeout=120)
+    )
+    assert isinstance(reranker, ListwiseReranker)
+    scores, _ = reranker.score(QUERY, texts, use_cache=False)
+    ours = [text for _, text in sorted(zip(scores, texts, strict=True), key=lambda pair: -pair[0])]
+    reference, tokens = reference_pipeline(f"{vllm_chat}/v1", "tiny-ranker", QUERY, texts, 5, 3)
+    assert ours == reference and sorted(ours) == sorted(texts)
+    stats = reranker.stats
+    assert stats.windows == 2 and stats.malformed == 2 and "windows ranked" in stats.words()
+    assert reranker.usage.tokens == stats.prompt_tokens + stats.completion_tokens == tokens > 0
