@@ -289,7 +289,28 @@ BESIDE_THE_TRUTH = (
     "/test_gate_and_cli.py::test_eval_keeps_",
     "/test_gate_and_cli.py::test_the_gate_against_",
     "/test_demo.py::",
+    "/test_vllm.py::",
 )
+
+
+def _scope(nodeid: str) -> str:
+    return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Under xdist, each worker's seconds of tests (the suite's and the reference-truth tests'), so the two can be
+    evened out by moving tests into or out of BESIDE_THE_TRUTH."""
+    if not getattr(terminalreporter.config.option, "numprocesses", None):
+        return
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if hasattr(report, "duration") and hasattr(report, "nodeid"):
+                seconds[_scope(report.nodeid)] = seconds.get(_scope(report.nodeid), 0.0) + report.duration
+    if seconds:
+        terminalreporter.write_line(
+            "seconds of tests per worker: " + ", ".join(f"{name} {total:.0f} s" for name, total in seconds.items())
+        )
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -299,7 +320,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class TruthApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
+            return _scope(nodeid)
 
     return TruthApart(config, log)
 
