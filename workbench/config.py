@@ -256,6 +256,9 @@ class Settings(BaseSettings):
     judge_api_key: SecretStr | None = Field(
         None, validation_alias=_alias("judge_api_key", "WORKBENCH_JUDGE_API_KEY", "OPENAI_API_KEY")
     )
+    # Ask the judge's endpoint to hold each answer to the grade's JSON schema (structured outputs); an endpoint that
+    # refuses it is asked again without.
+    judge_schema: bool = Field(True, validation_alias=_alias("judge_schema", "WORKBENCH_JUDGE_SCHEMA"))
 
     # Ingest
     chunk_size: int = Field(1000, ge=50, validation_alias=_alias("chunk_size", "WORKBENCH_CHUNK_SIZE"))

@@ -199,10 +199,13 @@ def test_a_person_overrides_the_judge_in_one_rating(handbook: dict[str, str]) ->
         ('{"grade": 2, "reason": "answers it"}', 2),
         ('Sure! ```json\n{"grade": "3", "reason": "exact"}\n```', 3),
         ("Grade: 1 - it mentions leave only in passing", 1),
+        ('{"grade":0,"reason":"a {brace} and a control\x19character"}', 0),  # a small model's, held to the schema
     ],
 )
 def test_answers_in_the_shapes_models_write_are_read(answer: str, grade: int) -> None:
     assert read_answer(answer)[0] == grade
+    if "brace" in answer:  # the whole reason, its control character shown as a space
+        assert read_answer(answer)[1] == "a {brace} and a control character"
 
 
 @pytest.mark.parametrize("answer", ["I would rather not say.", '{"grade": 7}', '{"grade": "high"}', ""])

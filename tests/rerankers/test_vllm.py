@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from tests.conftest import wait_for_http
 from tests.live_servers import free_port
@@ -31,6 +32,9 @@ from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.service import evaluate_dataset
+from workbench.judgments import judgment_rows, rate, typed_query_id
+from workbench.judgments.llm import JudgePair, grade_pairs
+from workbench.judgments.queue import document_texts
 from workbench.rerankers.factory import create_reranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.services.demo import demo_dataset
@@ -43,6 +47,9 @@ QWEN3_OVERRIDES = (
     '{"architectures": ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"], '
     '"is_original_qwen3_reranker": true}'
 )
+# answers held to a JSON schema by xgrammar, with no whitespace between its tokens (an untrained model would
+# otherwise fill its answer with whitespace the grammar allows)
+STRUCTURED = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 CHATML = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -97,7 +104,8 @@ def vllm_chat(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) ->
     folder = tmp_path_factory.mktemp("vllm-chat")
     (folder / "chatml.jinja").write_text(CHATML)
     with serving(qwen3_for_vllm, folder, "--served-model-name", "tiny-ranker", "--max-model-len", "2048",
-                 "--chat-template", str(folder / "chatml.jinja")) as url:  # fmt: skip
+                 "--chat-template", str(folder / "chatml.jinja"), "--structured-outputs-config",
+                 STRUCTURED) as url:  # fmt: skip
         yield url
 
 
@@ -167,3 +175,32 @@ def test_a_listwise_reranker_over_vllms_chat_endpoint_orders_as_rankgpt(vllm_cha
     stats = reranker.stats
     assert stats.windows == 2 and stats.malformed == 2 and "windows ranked" in stats.words()
     assert reranker.usage.tokens == stats.prompt_tokens + stats.completion_tokens == tokens > 0
+
+
+def test_the_llm_judge_over_vllm_is_held_to_the_grades_schema(vllm_chat: str, served_data: Settings, tmp_path) -> None:
+    """The LLM judge against a real OpenAI-compatible server (vLLM): asked for the grade's JSON schema, the server
+    holds even an untrained model's answer to it, so every pair gets a grade on the scale and a reason; the grades
+    are stored as the judge's, its agreement with a person is computed on the pairs both graded, and the tokens are
+    what vLLM reported."""
+    settings = served_data.model_copy(
+        update={"data_dir": tmp_path, "judge_model": "tiny-ranker", "judge_url": f"{vllm_chat}/v1",
+                "judge_api_key": SecretStr("unused"), "rerank_timeout": 120}
+    )  # fmt: skip
+    dataset = demo_dataset("test")
+    asked = [(qid, doc) for qid, docs in list(dataset.qrels.items())[:3] for doc in list(docs)[:2]]
+    for qid, doc in asked[:4]:  # a person graded four of the six pairs
+        rate(settings, "demo", doc, dataset.qrels[qid][doc], query=dataset.queries[qid], rater="ann")
+    texts = document_texts(Engine(served_data), "demo", [doc for _, doc in asked])
+    pairs = [JudgePair(query_id=q, query=dataset.queries[q], doc_id=d, passage=texts[d]) for q, d in asked]
+    run = grade_pairs(settings, "demo", pairs)
+    assert run.held_to_schema and run.stored == 6 and run.failed == 0
+    assert all(g.grade in (0, 1, 2, 3) and g.reason and g.input_tokens > 0 and g.output_tokens > 0 for g in run.grades)
+    assert run.input_tokens == sum(g.input_tokens for g in run.grades)
+    rows = [r for r in judgment_rows(settings, "demo") if r.rater == "llm:tiny-ranker"]
+    keyed = [(typed_query_id(dataset.queries[qid]), doc) for qid, doc in asked]  # ratings key queries by text
+    assert sorted((r.query_id, r.doc_id) for r in rows) == sorted(keyed) and {r.source for r in rows} == {"llm"}
+    [pair] = [p for p in run.agreement if {p.rater_a, p.rater_b} == {"ann", "llm:tiny-ranker"}]
+    judge = {(r.query_id, r.doc_id): r.grade for r in rows}
+    assert pair.overlap == 4
+    people = [dataset.qrels[qid][doc] for qid, doc in asked[:4]]
+    assert pair.agreed == sum(judge[key] == grade for key, grade in zip(keyed[:4], people, strict=True))

@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -87,6 +88,7 @@ class JudgeRun(BaseModel):
     output_tokens: int
     seconds: float
     agreement: list[PairAgreement]
+    held_to_schema: bool = False  # the endpoint held the answers to the grade's JSON schema (WORKBENCH_JUDGE_SCHEMA)
     settle: str = ""  # after the run: about how many grades settle the verdict, or that it is settled
     stopped: str = ""  # with a budget of tokens: why grading stopped (settled, limit reached, budget spent)
 
@@ -104,6 +106,7 @@ class JudgeRun(BaseModel):
         return (
             f"{self.rater} graded {self.stored} of {len(self.grades)} pairs{failed} in {self.seconds:.1f} s, using "
             f"{self.input_tokens + self.output_tokens:,} tokens ({self.input_tokens:,} in, {self.output_tokens:,} out)"
+            + ("" if self.held_to_schema else "; the endpoint was not asked for, or refused, the grade's JSON schema")
         )
 
     def agreement_lines(self) -> list[str]:
@@ -146,6 +149,45 @@ def _chat_model(settings: Settings):  # type: ignore[no-untyped-def]  # langchai
     )
 
 
+# The answer's shape as a JSON schema the endpoint is asked to hold the model to (OpenAI's structured outputs; vLLM,
+# Ollama, LM Studio and llama.cpp's server take the same `response_format`): a grade on the scale and a reason.
+SCHEMA_REASON_CHARS = 120  # a reason that ends well inside the answer's 200 tokens, JSON around it
+GRADE_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "grade",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                "grade": {"type": "integer", "enum": list(GRADE_SCALE)},
+                "reason": {"type": "string", "maxLength": SCHEMA_REASON_CHARS},
+            },
+            "required": ["grade", "reason"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def _ask(settings: Settings, messages: list[list[BaseMessage]]) -> tuple[list[AIMessage | BaseException], bool]:
+    """Every pair's answer (or its failure), asked with the grade's schema when WORKBENCH_JUDGE_SCHEMA is on; an
+    endpoint that refuses every request as malformed (400: no structured outputs) is asked again without it. The
+    second value says whether the answers were held to the schema."""
+    chat = _chat_model(settings)
+    config: Any = {"max_concurrency": JUDGE_CONCURRENCY}
+    if settings.judge_schema:
+        answers = chat.bind(response_format=GRADE_SCHEMA).batch(messages, config=config, return_exceptions=True)
+        refused = [a for a in answers if isinstance(a, BaseException) and _status(a) == 400]
+        if not messages or len(refused) < len(messages):
+            return answers, True
+    return chat.batch(messages, config=config, return_exceptions=True), False
+
+
+def _status(exc: BaseException) -> int | None:
+    return next((getattr(e, "status_code", None) for e in exception_chain(exc) if hasattr(e, "status_code")), None)
+
+
 def _messages(pair: JudgePair) -> list[BaseMessage]:
     passage = " ".join(pair.passage.split())[:JUDGE_PASSAGE_CHARS]
     return [SystemMessage(RUBRIC), HumanMessage(f"Query: {pair.query}\nPassage: {passage}")]
@@ -160,9 +202,11 @@ def read_answer(text: str) -> tuple[int, str]:
     holds no grade on the scale."""
     grade: object = None
     reason = ""
-    for candidate in _JSON_OBJECT.findall(text):
+    # the whole answer first (a reason may hold braces), then each object in it; control characters inside a
+    # string (a small model's) are taken, as the answer's own words
+    for candidate in [text.strip(), *_JSON_OBJECT.findall(text)]:
         try:
-            answer = json.loads(candidate)
+            answer = json.loads(candidate, strict=False)
         except json.JSONDecodeError:
             continue
         if isinstance(answer, dict) and "grade" in answer:
@@ -183,7 +227,7 @@ def read_answer(text: str) -> tuple[int, str]:
 def _failure(exc: BaseException, settings: Settings) -> ModelError | ConfigError:
     """A failure of the endpoint as a message that names the setting to change (the key never in it)."""
     where = redact_url(settings.judge_url) or "OpenAI"
-    status = next((getattr(e, "status_code", None) for e in exception_chain(exc) if hasattr(e, "status_code")), None)
+    status = _status(exc)
     if status in {401, 403}:
         return ConfigError(
             f"The LLM judge at {where} refused the key ({status}): set OPENAI_API_KEY or WORKBENCH_JUDGE_API_KEY."
@@ -230,11 +274,8 @@ def grade_pairs(settings: Settings, collection: str, pairs: Sequence[JudgePair])
     reported, not stored."""
     rater = judge_rater(settings)
     pairs = list(pairs)[:MAX_JUDGE_PAIRS]
-    chat = _chat_model(settings)
     started = time.perf_counter()
-    answers = chat.batch(
-        [_messages(p) for p in pairs], config={"max_concurrency": JUDGE_CONCURRENCY}, return_exceptions=True
-    )
+    answers, held = _ask(settings, [_messages(p) for p in pairs])
     grades = [_grade(p, a, settings) for p, a in zip(pairs, answers, strict=True)]
     failures = [a for a in answers if isinstance(a, BaseException)]
     if pairs and len(failures) == len(pairs):
@@ -253,6 +294,7 @@ def grade_pairs(settings: Settings, collection: str, pairs: Sequence[JudgePair])
         input_tokens=sum(g.input_tokens for g in grades),
         output_tokens=sum(g.output_tokens for g in grades),
         seconds=time.perf_counter() - started,
+        held_to_schema=held,
         agreement=judge_agreement(settings, collection, rater),
     )
 
