@@ -69,6 +69,25 @@ def test_each_cell_equals_its_own_evaluation_and_each_pair_is_scored_once(
         assert cell.first_stage_ms_p95 is not None and cell.rerank_ms_p95 is not None
         assert cell.total_ms_p95 == pytest.approx(cell.first_stage_ms_p95 + cell.rerank_ms_p95)
     assert json.loads(run.model_dump_json())["recommended"] == run.recommended
+    # the skip policies searched on the recommended cell equal `eval --skip-gap` of its plan, run apart (the engine
+    # skipping the queries itself), and the advice names the one that saves the most within 0.005
+    assert run.recommended is not None and len(run.skip) >= 2 and run.skip_advice in run.words
+    chosen = run.plans[run.recommended]
+    for policy in run.skip:
+        report = run_evaluation(fresh, dataset, chosen.with_(skip_gap=policy.gap), max_queries=10, use_cache=False)
+        assert policy.reranked == report.reranked_queries
+        assert policy.ndcg_policy == pytest.approx(report.after[NDCG_10], abs=1e-12)
+        assert policy.ndcg_always == pytest.approx(run.cell(run.recommended).ndcg_after, abs=1e-12)
+        per_query = [o.after[NDCG_10] for o in report.per_query]
+        expected = difference(run.scores[run.recommended], per_query)
+        assert policy.vs_always.delta == pytest.approx(expected.delta, abs=1e-12)
+        assert (policy.vs_always.ci_low, policy.vs_always.ci_high) == pytest.approx((expected.ci_low, expected.ci_high))
+    kept = [p for p in run.skip if p.reranked < p.queries and p.vs_always.ci_low >= -0.005]
+    if kept:
+        most = max(kept, key=lambda p: p.saved_share)
+        assert f"{most.saved_share:.0%} of reranker calls saved" in run.skip_advice
+    else:
+        assert run.skip_advice.startswith("No skip policy")
 
 
 def _cell(label: str, k: int, ndcg: float, cost: float, recall: float, retrieval: str = "dense") -> TuneCell:

@@ -31,6 +31,7 @@ from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import report_of
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, bootstrap_interval, difference
+from workbench.evaluation.skip_policy import SkipFigures, skip_advice, skip_search
 from workbench.evaluation.tuning_grid import check_grid, chunked_collection
 from workbench.fusion import first_stage_name
 from workbench.inputs import parse_chunking
@@ -124,6 +125,10 @@ class TuningRun(BaseModel):
     )
     pairs_in_cells: int = Field(description="pairs the cells rerank in all: what separate evaluations would score")
     seconds: float
+    # skip policies on the recommended cell (rerank only when its first stage's top two are close), searched at the
+    # quartiles of its queries' top-two gaps, each against always reranking; and the one advised
+    skip: list[SkipFigures] = Field(default_factory=list)
+    skip_advice: str | None = None
     scores: dict[str, list[float]] = Field(default_factory=dict, exclude=True)  # each cell's nDCG@10 per query
     reports: dict[str, EvaluationReport] = Field(default_factory=dict, exclude=True)  # by cell label
     plans: dict[str, SearchPlan] = Field(default_factory=dict, exclude=True)
@@ -175,6 +180,8 @@ class TuningRun(BaseModel):
             said += f" Keep the top {self.recommended_top_n}."
         if self.over_budget:
             said += f" Left out for a p95 over the {self.latency_budget_ms:,.0f} ms budget: {len(self.over_budget)}."
+        if self.skip_advice:
+            said += f" {self.skip_advice}"
         return said
 
     def table(self) -> list[dict[str, Any]]:
@@ -311,7 +318,28 @@ def tune(
         scores={c.label: [o.after[NDCG_10] for o in reports[c.plan_key].per_query] for c in cells},
         plans={c.label: plan for c, plan in zip(cells, plans, strict=True)},
     )  # fmt: skip
-    return decide(run)
+    run = decide(run)
+    if reranker is not None and run.recommended is not None and reranker.score_scale != ORDER_SCALE:
+        chosen = plans.index(run.plans[run.recommended])
+        figures = _skip_policies(reports[plans[chosen].key], items, results[chosen])
+        run = run.model_copy(update={"skip": figures, "skip_advice": skip_advice(figures)})
+    return run
+
+
+def _skip_policies(
+    report: EvaluationReport, items: Sequence[tuple[str, str]], answered: Sequence[Any]
+) -> list[SkipFigures]:
+    """The skip policies of one cell, from its own searches: each query's first-stage top-two gap, its nDCG@10
+    reranked and its first stage's."""
+    gap_of = {}
+    for (qid, _), result in zip(items, answered, strict=True):
+        top = [c.vector_score for c in result.candidates[:2]]
+        gap_of[qid] = top[0] - top[1] if len(top) == 2 else float("inf")  # one candidate: nothing to reorder
+    outcomes = [o for o in report.per_query if o.query_id in gap_of]
+    return skip_search(
+        [gap_of[o.query_id] for o in outcomes], [o.after[NDCG_10] for o in outcomes],
+        [o.before[NDCG_10] for o in outcomes],
+    )  # fmt: skip
 
 
 def _union_block(engine: Engine, plans: Sequence[SearchPlan]) -> int:
