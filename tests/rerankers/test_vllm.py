@@ -12,6 +12,7 @@ a sequence classifier from the "no" and "yes" logits, no chat template on the se
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ from workbench.evaluation.service import evaluate_dataset
 from workbench.judgments import judgment_rows, rate, typed_query_id
 from workbench.judgments.llm import JudgePair, grade_pairs
 from workbench.judgments.queue import document_texts
+from workbench.rerankers.causal_lm import QWEN3
 from workbench.rerankers.factory import create_reranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.services.demo import demo_dataset
@@ -98,6 +100,29 @@ def vllm_server(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) 
         yield url
 
 
+def qwen3_score_template() -> str:
+    """A score template for vLLM's `--chat-template` that writes the model card's prompt from the query and document
+    messages vLLM passes it (the instruction from a system message, else the card's)."""
+    picked = 'messages | selectattr("role", "eq", "{}") | map(attribute="content") | first'
+    return (
+        "{{ " + json.dumps(QWEN3.prefix + "<Instruct>: ") + " }}"
+        "{{ " + picked.format("system") + " | default(" + json.dumps(QWEN3.instruction) + ") }}"
+        "{{ " + json.dumps("\n<Query>: ") + " }}{{ " + picked.format("query") + " }}"
+        "{{ " + json.dumps("\n<Document>: ") + " }}{{ " + picked.format("document") + " }}"
+        "{{ " + json.dumps(QWEN3.suffix) + " }}"
+    )
+
+
+@pytest.fixture(scope="module")
+def vllm_templated(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The tiny reranker served with the family's template on the server (`--chat-template`)."""
+    folder = tmp_path_factory.mktemp("vllm-templated")
+    (folder / "qwen3.jinja").write_text(qwen3_score_template())
+    with serving(qwen3_for_vllm, folder, "--runner", "pooling", "--max-model-len", "1024", "--hf-overrides",
+                 QWEN3_OVERRIDES, "--chat-template", str(folder / "qwen3.jinja")) as url:  # fmt: skip
+        yield url
+
+
 @pytest.fixture(scope="module")
 def vllm_chat(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The same tiny causal LM served for chat (ChatML's template): a real OpenAI-compatible chat endpoint."""
@@ -142,6 +167,28 @@ def test_the_audit_holds_the_template_and_flags_the_bare_rerank(
     report = evaluate_dataset(engine, demo_dataset("test"), plan.with_(reranker=bare), max_queries=12, depth=())
     assert report.verdict is not None and report.verdict.direction == "unknown"
     assert "served" in [c.name for c in report.verdict.not_as_intended]
+
+
+def test_a_server_with_the_template_is_asked_with_the_bare_query(
+    vllm_templated: str, qwen3_for_vllm: Path, served_data: Settings
+) -> None:
+    """vLLM applying the family's template itself (`--chat-template`): the Cohere-style kind sends the bare query
+    and documents to its `/rerank`, and its scores equal the model card's (no pair long enough to be cut at 512
+    tokens); the vllm+ kind against it sends the template twice, and the audit flags it."""
+    settings = served_data.model_copy(update={"reranker_max_length": 512})
+    engine = Engine(settings.model_copy(update={"reranker_model": vllm_templated}))
+    text = demo_dataset("test").queries["q1"]
+    result = engine.search(text, engine.plan(collection="demo", k=10, top_n=5))
+    texts = [c.text for c in result.candidates]
+    expected = model_card_scores(qwen3_for_vllm, [(result.query, t) for t in texts], 512)
+    assert [c.rerank_score for c in result.candidates] == pytest.approx(expected, abs=1e-5)
+    local = Engine(settings.model_copy(update={"reranker_model": str(qwen3_for_vllm)}))
+    plan = local.plan(collection="demo", k=10, top_n=5, reranker=str(qwen3_for_vllm))
+    twice = f"vllm+{vllm_templated}#qwen3"
+    audit = audit_parity(local, demo_dataset("test"), plan, served=[vllm_templated, twice], max_queries=12)
+    rows = {row.backend: row for row in audit.rows}
+    assert rows[vllm_templated].faithful and rows[vllm_templated].max_drift < 1e-4, rows[vllm_templated].reasons
+    assert not rows[twice].faithful and rows[twice].reasons
 
 
 def test_what_the_kind_cannot_ask_is_one_line(vllm_server: str, served_data: Settings) -> None:
