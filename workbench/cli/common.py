@@ -21,7 +21,7 @@ __all__ = ["ProgressBar", "settings_from", "shown", "warn", "writable_file", "wr
 def settings_from(args: argparse.Namespace, **overrides: Any) -> Settings:
     """The settings, with the command's store options over the environment and workbench.toml. A command's
     reranker and backend are its plan's (`cli.plans.plan_from`), not the settings', except where a command
-    configures the process itself (`overrides`: the reranker `doctor` checks, the backend `experiments rerun` uses)."""
+    configures the process itself (`overrides`: the reranker `doctor` checks)."""
     overrides = {name: value for name, value in overrides.items() if value}
     if getattr(args, "store", None):
         overrides["store"] = args.store

@@ -163,10 +163,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    engine = Engine(settings_from(args, reranker_backend=args.backend))  # the plan is the experiment's own
+    engine = Engine(settings_from(args))  # the plan is the experiment's own
     first = open_experiment_store(engine.settings).get(args.id)
     with ProgressBar("queries", unit="query") as bar:
-        again = run_again(engine, first, progress=bar)
+        again = run_again(engine, first, backend=args.backend, progress=bar)
     same, changed = reproduced(first, again)
     print(shown(_line(again)))
     if same and changed:  # another backend (or embedder) can give the same figures: say what differed anyway

@@ -33,6 +33,7 @@ from workbench.experiments.record import (
 from workbench.experiments.store import open_experiment_store
 from workbench.inputs import json_depth, validate_collection_name, validate_model_id
 from workbench.redact import is_local_path, public_name
+from workbench.rerankers.factory import on_backend
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_EXPORT_BYTES, MAX_JSON_DEPTH
 
@@ -140,10 +141,17 @@ def run_experiment(
     )  # fmt: skip
 
 
-def run_again(engine: Engine, experiment: Experiment, *, progress: Progress | None = None) -> Experiment:
-    """The experiment's exact plan on its exact queries and judgments, kept as a new experiment named after it."""
+def run_again(
+    engine: Engine, experiment: Experiment, *, backend: str | None = None, progress: Progress | None = None
+) -> Experiment:
+    """The experiment's exact plan on its exact queries and judgments, kept as a new experiment named after it;
+    with `backend`, its local reranker on that backend (the plan's reranker id then names it: 'model@onnx')."""
+    plan = experiment.plan
+    model = engine.reranker_id(plan.reranker)
+    if backend and model:
+        plan = plan.with_(reranker=on_backend(model, backend))
     return run_experiment(
-        engine, experiment.dataset(), experiment.plan, source=experiment.judgments.source, name=experiment.name,
+        engine, experiment.dataset(), plan, source=experiment.judgments.source, name=experiment.name,
         tags=experiment.tags, notes=f"run again from {experiment.id}", progress=progress,
     )  # fmt: skip
 

@@ -9,7 +9,7 @@ where the fingerprint hashes the model's files; a manifest written last records 
 stale, half-written or damaged export is found and rebuilt, never used.
 
 `auto` chooses per device: on CUDA, torch in half precision; on the CPU, what a short calibration measured on this
-machine for this model (`machine.calibrate`, run once and kept under `<exports_dir>/backend-choices/`): the
+machine for this model (`machine.measure_backends`, run once and kept under `<exports_dir>/backend-choices/`): the
 fastest backend that the parity audit (`workbench doctor --parity`) found faithful to fp32 torch here and that is
 at least 1.1x faster, else torch. With nothing kept (never measured, never audited), torch.
 The int8 export follows the CPU: `avx512_vnni`, `avx512`, `avx2` or `arm64`. A reranker loaded before its
@@ -38,12 +38,12 @@ from workbench.rerankers.machine import (
     BackendChoice,
     FaithfulBackends,
     MachineFacts,
-    calibrate,
     choice_path,
     installed_backends,
     kept_choice,
     kept_faithful,
     machine_facts,
+    measure_backends,
 )
 from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, spoken
 
@@ -373,7 +373,7 @@ def _kept_choice(
     def load_one(name: str) -> Any:
         return _load_backend(model_path, name, "cpu", max_length, exports, progress)[0]
 
-    return calibrate(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
+    return measure_backends(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
 
 
 _background = threading.Event()  # set by a front end that stays up (the app, `serve`, `mcp`)

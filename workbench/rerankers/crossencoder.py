@@ -58,7 +58,11 @@ class CrossEncoderReranker(BaseReranker):
         cache: ScoreCache | None = None,
         token_cache: TokenCache | None = None,
         progress: Callable[[str], None] | None = None,
+        backend: str | None = None,
     ) -> None:
+        """`backend` runs it on that backend (torch, onnx, onnx-int8, openvino or auto), as sentence-transformers'
+        `backend=` does; None takes RERANKER_BACKEND."""
+        backend = backend or settings.reranker_backend
         cache = cache if cache is not None else ScoreCache(settings.cache_ttl, settings.cache_max_size)
         super().__init__(model_id, cache)
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
@@ -68,7 +72,7 @@ class CrossEncoderReranker(BaseReranker):
         # the background, the switch between model runs once it is done (a page never waits a minute or two for it)
         self.measuring = (
             background_measurement()
-            and settings.reranker_backend == "auto"
+            and backend == "auto"
             and settings.reranker_calibrate
             and pick_device(settings.reranker_device) == "cpu"
             and not backend_measured(self.path, "cpu", exports_root=settings.exports_dir)
@@ -77,7 +81,7 @@ class CrossEncoderReranker(BaseReranker):
             self.path,
             settings.reranker_device,
             self.max_length,
-            "torch" if self.measuring else settings.reranker_backend,
+            "torch" if self.measuring else backend,
             exports_root=settings.exports_dir,
             progress=progress,
             calibrate_backends=settings.reranker_calibrate,

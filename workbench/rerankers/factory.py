@@ -104,8 +104,9 @@ def _cross_encoder(
     model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
 ) -> Reranker:
     folder, backend = split_backend(model_id)
-    own = settings.model_copy(update={"reranker_backend": backend}) if backend else settings
-    reranker = CrossEncoderReranker(folder, own, cache=cache, token_cache=tokens, progress=progress)
+    reranker = CrossEncoderReranker(
+        folder, settings, cache=cache, token_cache=tokens, progress=progress, backend=backend
+    )
     reranker.model_id = model_id  # scores are cached under the whole id: another backend scores differently
     return reranker
 

@@ -278,7 +278,7 @@ def mean_tokens(model: Any, pairs: Sequence[tuple[str, str]]) -> float:
     return sum(lengths) / len(lengths) if lengths else 0.0
 
 
-def calibrate(
+def measure_backends(
     model_path: str,
     model_print: str,
     facts: MachineFacts,
