@@ -147,6 +147,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
         "__init__",
         "click_queue",
         "demo",
+        "evaluations",
         "events",
         "explain",
         "hints",
@@ -410,3 +411,21 @@ def test_whether_a_reranker_runs_here_is_asked_of_its_kind() -> None:
         if re.search(r"[!=]=\s*CROSS_ENCODER_KIND|CROSS_ENCODER_KIND\s*[!=]=", line)
     ]
     assert compared == []
+
+
+# What `services.evaluations.ready_evaluation` assembles: a command or a route that calls one of these itself
+# readies an evaluation its own way (the Evaluate page still does: it saves uploads first).
+READIED_PIECES = ("workbench.services.sources.judged_dataset", "workbench.evaluation.sample.corpus_sample")
+
+
+def test_the_cli_and_the_api_ready_an_evaluation_through_the_request() -> None:
+    """Issue 55: `eval`, `gate`, `tune`, `long-documents` and the API's experiments take an `EvaluationRequest` and
+    `ready_evaluation`; none of them reads judged queries or draws a corpus sample itself."""
+    assembled = [
+        f"{module} imports {name} (line {line})"
+        for module in MODULES
+        if module.startswith(("workbench.cli", "workbench.api"))
+        for name, line, _ in _imports(module)
+        if name in READIED_PIECES
+    ]
+    assert assembled == []

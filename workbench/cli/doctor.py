@@ -22,8 +22,8 @@ from workbench.models import resolve_model
 from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
 from workbench.rerankers.machine import BackendChoice
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
-from workbench.services.sources import judged_dataset
+from workbench.services.demo import DEMO_COLLECTION
+from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
 
 
@@ -94,11 +94,9 @@ def _judged(args: argparse.Namespace, collection: str) -> tuple[Engine, Dataset,
     top_n = args.n if args.n is not None else min(10, args.k) if isinstance(args.k, int) and args.k > 0 else 10
     check_plan(args.k, top_n, args.max_queries)
     engine = Engine(settings)
-    if collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
-    dataset = judged_dataset(
-        settings, demo=collection == DEMO_COLLECTION and not args.dataset, beir=args.dataset, collection=collection
-    )
+    demo = collection == DEMO_COLLECTION and not args.dataset
+    request = EvaluationRequest(demo=demo, beir=args.dataset, collection=collection)
+    dataset = ready_evaluation(engine, request).dataset
     return (
         engine,
         dataset,

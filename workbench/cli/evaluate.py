@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
-from workbench.cli.plans import plan_from, rerankers_from, stopping_from
+from workbench.cli.plans import evaluation_from, plan_from, rerankers_from, stopping_from
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
@@ -20,13 +20,12 @@ from workbench.evaluation.interleaving import online_test_size
 from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
-from workbench.evaluation.sample import corpus_lines, corpus_sample, sample_collection
+from workbench.evaluation.sample import corpus_lines
 from workbench.evaluation.settling import settle_state
-from workbench.experiments import keep_report, open_experiment_store
+from workbench.experiments import keep_report
 from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
-from workbench.services.sources import attach_candidates, judged_dataset
+from workbench.services.evaluations import ready_evaluation
 from workbench.types import SearchPlan
 from workbench.vocab import (
     DEPTH_SWEEP,
@@ -57,29 +56,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     depth, modes, folder = _checked_arguments(args, settings)
     if args.fusion and modes != [None] and "hybrid" not in modes:
         raise InputError(f"--fusion fuses hybrid retrieval's lists, and --retrieval {args.retrieval} has no hybrid.")
-    texts_from = args.collection or (DEMO_COLLECTION if args.dataset == "demo" else None)
-    if args.candidates:
-        if modes != [None] and modes != ["dense"]:
-            raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
-        args.collection = args.collection or "candidates"  # the file's collection replaces it below
-    dataset, demo = judged_queries(args, settings)
+    if args.candidates and modes != [None] and modes != ["dense"]:
+        raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
-    if args.candidates:
-        corpus = args.corpus or dataset.corpus
-        if corpus is None and texts_from == DEMO_COLLECTION:
-            ensure_demo_collection(engine)  # a run of the demo's own ids reads their texts from it
-        found = attach_candidates(
-            engine, args.candidates, dataset.queries, corpus=corpus, texts_from=None if corpus else texts_from
-        )
-        for problem in found.problems:
-            warn(problem)
-        args.collection, demo = found.name, False
-    if demo and args.collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
-    if args.corpus_sample is not None:
-        dataset = corpus_sample(dataset, args.corpus_sample, settings.data_dir, args.max_queries)
-        args.collection = sample_collection(args.collection, args.corpus_sample)
+    ready = ready_evaluation(engine, evaluation_from(args), warn=warn)
+    dataset = ready.dataset
+    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
     try:
         state = "is empty" if engine.collection_info(args.collection).count == 0 else None
     except WorkbenchError:
@@ -90,8 +73,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         warn(_ingest_notice(dataset, args, state))
     if len(args.reranker or []) > 1:
         return _compare(engine, dataset, args, modes)
-    if args.query_set:
-        dataset = open_experiment_store(settings).query_set(args.query_set).judged(dataset)
     summaries = []
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
         plan, report = _evaluate_mode(engine, dataset, args, mode, depth, outside)
@@ -144,34 +125,6 @@ def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[li
     if not 0 < args.target_precision <= 1:
         raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
     return depth, _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
-
-
-def judged_queries(args: argparse.Namespace, settings: Settings) -> tuple[Dataset, bool]:
-    """The judged queries the arguments name, and whether they are the demo's. Left out, the collection is the
-    demo's for `demo` and the folder's name for a BEIR folder."""
-    demo = args.dataset == "demo" and not Path("demo").exists()  # a folder of that name wins
-    if demo and not (args.qrels or args.queries):
-        args.collection = args.collection or DEMO_COLLECTION
-    dataset = judged_dataset(
-        settings, queries=args.queries, qrels=args.qrels, demo=demo, beir=None if demo else args.dataset,
-        split=args.split, collection=args.collection, shipped=getattr(args, "shipped_judgments", False),
-    )  # fmt: skip
-    if not args.collection and dataset.corpus is not None and args.dataset:
-        args.collection = _folder_collection(args.dataset)
-    if not args.collection:
-        raise InputError("Name the collection to evaluate with --collection.")
-    return dataset, demo
-
-
-def _folder_collection(folder: str) -> str:
-    """A BEIR folder's collection when --collection is left out: the folder's own name (`scifact`)."""
-    name = Path(folder).resolve().name
-    try:
-        return validate_collection_name(name)
-    except InputError as exc:
-        raise InputError(
-            f"Name the collection to evaluate with --collection: the folder's name cannot be one. {exc}"
-        ) from exc
 
 
 def _evaluate_mode(

@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file, writable_folder
-from workbench.cli.evaluate import judged_queries
-from workbench.cli.plans import plan_from_spec
+from workbench.cli.plans import evaluation_from, plan_from_spec
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.html_report import save_report
@@ -34,6 +33,7 @@ from workbench.judgments import judged_queries as judged_texts
 from workbench.judgments import load_judgments
 from workbench.judgments.click_log import read_click_log
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+from workbench.services.evaluations import judged_queries_of
 from workbench.services.sessions import open_session_store
 from workbench.services.sources import attach_candidates
 from workbench.vocab import MAX_EXPORT_BYTES, PRIMARY_METRIC
@@ -213,7 +213,7 @@ def cmd_set_add(args: argparse.Namespace) -> int:
         view = open_session_store(settings).get(args.from_session)
         query_set = history_query_set(args.name, [t.text for t in view.turns if t.role in {"query", "user"}])
     else:
-        dataset, _ = judged_queries(args, settings)
+        dataset, _ = judged_queries_of(settings, evaluation_from(args))
         query_set = judged_query_set(args.name, dataset)
     open_experiment_store(settings).save_query_set(query_set)
     print(shown(f"query set '{query_set.name}': {len(query_set.queries)} queries ({query_set.source})"))

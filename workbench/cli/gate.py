@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file
-from workbench.cli.evaluate import judged_queries
-from workbench.cli.plans import plan_from, stopping_from
+from workbench.cli.plans import evaluation_from, plan_from, stopping_from
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, run_gate
 from workbench.rerankers.factory import on_backend
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
-from workbench.services.sources import attach_candidates
+from workbench.services.evaluations import ready_evaluation
 from workbench.types import SearchPlan
 
 
@@ -24,19 +22,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
     writable_file(args.junit, "--junit", "the gate did not run", "the decision")
     writable_file(args.json_out, "--json-out", "the gate did not run", "the decision")
     settings = settings_from(args)
-    if args.candidates:
-        if args.retrieval not in (None, "dense"):
-            raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
-        args.collection = args.collection or "candidates"  # the file's collection replaces it below
-    dataset, demo = judged_queries(args, settings)
+    if args.candidates and args.retrieval not in (None, "dense"):
+        raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
     engine = Engine(settings)
-    if args.candidates:
-        found = attach_candidates(engine, args.candidates, dataset.queries, corpus=args.corpus or dataset.corpus)
-        for problem in found.problems:
-            warn(problem)
-        args.collection, demo = found.name, False
-    if demo and args.collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
+    ready = ready_evaluation(engine, evaluation_from(args), warn=warn, query_set=False)  # the gate keeps the set
+    dataset = ready.dataset
+    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
     candidate = _candidate(engine, args)
     baseline = _baseline(engine, args, candidate)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None

@@ -1,10 +1,11 @@
 """The one adapter from a command's options to a search plan (as the app's sidebar and the API's request model
-are theirs): kept apart from `cli.common` so that commands that load no model (the collections listing) do not
-import the engine."""
+are theirs), and to an evaluation request (`evaluation_from`): kept apart from `cli.common` so that commands that
+load no model (the collections listing) do not import the engine."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
@@ -12,10 +13,11 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.sequential import SequentialPlan
 from workbench.rerankers.factory import on_backend
+from workbench.services.evaluations import EvaluationRequest
 from workbench.types import SearchPlan
 from workbench.vocab import BACKEND_CHOICES, DEFAULT_RERANKER_CHOICE, spoken
 
-__all__ = ["plan_from", "rerankers_from"]
+__all__ = ["evaluation_from", "plan_from", "rerankers_from"]
 
 
 def plan_from(args: argparse.Namespace, engine: Engine, **given: Any) -> SearchPlan:
@@ -89,3 +91,19 @@ def stopping_from(args: argparse.Namespace) -> SequentialPlan | None:
     if not args.stop_when_settled:
         return None
     return SequentialPlan(seed=args.seed, tolerance=args.tolerance, looks=args.looks)
+
+
+def evaluation_from(args: argparse.Namespace) -> EvaluationRequest:
+    """The evaluation a command's options ask for (`eval`, `gate`, `tune`, `long-documents`, `query-sets add`): the
+    judged queries (DATASET, or --queries with --qrels, or --collection's stored judgments), the collection, and
+    --candidates, --corpus, --corpus-sample, --query-set and --max-queries where the command takes them."""
+    named = getattr(args, "dataset", None)
+    demo = named == "demo" and not Path("demo").exists()  # a folder of that name wins
+    return EvaluationRequest(
+        demo=demo, beir=None if demo else named, queries=getattr(args, "queries", None),
+        qrels=getattr(args, "qrels", None), split=getattr(args, "split", None) or "test",
+        shipped=getattr(args, "shipped_judgments", False), collection=getattr(args, "collection", None),
+        candidates=getattr(args, "candidates", None), corpus=getattr(args, "corpus", None),
+        corpus_sample=getattr(args, "corpus_sample", None), query_set=getattr(args, "query_set", None),
+        max_queries=getattr(args, "max_queries", None),
+    )  # fmt: skip

@@ -8,15 +8,14 @@ import argparse
 from pathlib import Path
 
 from workbench.cli.common import ProgressBar, settings_from, warn, writable_file
-from workbench.cli.evaluate import judged_queries
-from workbench.cli.plans import plan_from
+from workbench.cli.plans import evaluation_from, plan_from
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.long_documents import DEFAULT_STRATEGIES, compare_long_documents
 from workbench.evaluation.tuning import tune
 from workbench.evaluation.tuning_grid import check_grid
 from workbench.experiments import keep_tuning
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.evaluations import judged_queries_of, ready_evaluation
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -26,13 +25,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.out and Path(args.out).suffix.lower() not in {".md", ".json"}:
         raise InputError(f"--out writes Markdown (.md) or JSON (.json); got '{Path(args.out).name}'.")
     writable_file(args.out, "--out", "the grid did not run")
-    dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
     ks = args.k or []
+    request = evaluation_from(args)
+    dataset, args.collection = judged_queries_of(settings, request)
     base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n)
     check_grid(args.first_stage or [], ks, base, args.chunking or ())  # every cell checked before the first query
-    if demo and args.collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
+    dataset = ready_evaluation(engine, request).dataset
     with ProgressBar("tuning", unit="query") as bar:
         run = tune(
             engine, dataset, base, first_stages=args.first_stage or (), ks=ks, chunkings=args.chunking or (),
@@ -60,11 +59,11 @@ def cmd_long_documents(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not 1 <= args.timing_queries <= 1000:
         raise InputError(f"--timing-queries must be from 1 to 1000; got {args.timing_queries}.")
-    dataset, demo = judged_queries(args, settings)
     engine = Engine(settings)
+    ready = ready_evaluation(engine, evaluation_from(args))
+    dataset = ready.dataset
+    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
     plan = plan_from(args, engine)
-    if demo and args.collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
     with ProgressBar("strategies", unit="query") as bar:
         comparison = compare_long_documents(
             engine, dataset, plan, args.strategy or DEFAULT_STRATEGIES[1:], max_queries=args.max_queries,

@@ -27,8 +27,8 @@ from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.experiments.service import Progress
 from workbench.inputs import validate_model_id
 from workbench.judgments import load_judgments
-from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
-from workbench.services.sources import judged_dataset
+from workbench.services import evaluations
+from workbench.services.demo import DEMO_COLLECTION
 from workbench.types import PlanFields, SearchPlan
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, NO_RERANKER
 
@@ -90,20 +90,19 @@ class GateRequest(BaseModel):
 
 
 def _judged(engine: Engine, plan: SearchPlan, judgments: Judgments | None) -> Dataset:
+    """The judged queries a request names, readied as every front end readies them (`ready_evaluation`)."""
     collection = plan.collection or engine.settings.collection
     demo = judgments == "demo" or (judgments is None and collection == DEMO_COLLECTION)
-    if demo and collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
-    engine.collection_info(collection)  # an unknown collection is a 404 naming the ones there are
-    if demo:
-        return judged_dataset(engine.settings, demo=True)
-    stored = load_judgments(engine.settings, collection)
-    if stored is None:
-        raise InputError(
-            f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
-            "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
-        )
-    return stored.dataset()
+    if not demo:
+        engine.collection_info(collection)  # an unknown collection is a 404 naming the ones there are
+        if load_judgments(engine.settings, collection) is None:
+            raise InputError(
+                f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
+                "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
+            )
+    ready = evaluations.ready_evaluation(engine, evaluations.EvaluationRequest(demo=demo, collection=collection))
+    engine.collection_info(ready.collection)  # a collection the demo's judgments are no judgments of: a 404
+    return ready.dataset
 
 
 @router.get("/experiments", response_model=list[ExperimentSummary])

@@ -1,0 +1,137 @@
+"""An evaluation is a request, as a search is a plan: what to judge and on what, in one frozen value
+(`EvaluationRequest`) that each front end builds with its own adapter (`cli/plans.evaluation_from` for `eval`,
+`gate`, `tune` and `long-documents`; the API's experiment routes), and one function that readies it
+(`ready_evaluation`), so that no front end assembles the pieces itself:
+
+1. the judged queries, from the first source the request names (`sources.JUDGED_SOURCES`: files, the demo's, a BEIR
+   folder, the judgments store's for the collection);
+2. the collection: the one named, else the demo's for `demo` and the folder's own name for a BEIR folder;
+3. first-stage candidates a production system exported (`candidates`), attached as a read-only collection of their
+   own (a TREC run's texts from `corpus`, the dataset's corpus, or the demo collection for the demo's own ids);
+4. the demo collection made when it is the one evaluated;
+5. a corpus sample (`corpus_sample`): the judged passages of the queries evaluated and that many others, in a
+   collection of its own;
+6. a kept query set (`query_set`): only its queries.
+
+What each front end does with the readied evaluation (the plan, the depth grid, the rerankers compared, whether
+to keep it) stays its own: `evaluate_dataset`, `run_gate`, `tune` and `compare_long_documents` take it from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.config import Settings
+from workbench.engine import Engine
+from workbench.errors import InputError
+from workbench.evaluation.io import Dataset
+from workbench.evaluation.sample import corpus_sample, sample_collection
+from workbench.experiments import open_experiment_store
+from workbench.inputs import validate_collection_name
+from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
+from workbench.services.sources import attach_candidates, judged_dataset
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    """What to evaluate: the judged queries (the `demo`'s, a `beir` folder's, `queries` with `qrels`, or the
+    judgments stored for `collection`), the collection searched, the candidates or corpus sample it searches
+    instead, and which of the judged queries (a kept `query_set`, the first `max_queries`)."""
+
+    demo: bool = False
+    beir: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    split: str = "test"
+    shipped: bool = False  # the demo's judgments as shipped, not with the grades given since
+    collection: str | None = None
+    candidates: str | None = None
+    corpus: str | None = None
+    corpus_sample: int | None = None
+    query_set: str | None = None
+    max_queries: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_queries is not None and (isinstance(self.max_queries, bool) or self.max_queries < 1):
+            raise InputError(f"max queries must be 1 or more (leave it out for all); got {self.max_queries}.")
+
+
+@dataclass(frozen=True)
+class ReadyEvaluation:
+    """A request readied: its judged queries and the collection to evaluate on (the candidates', the sample's or
+    the named one)."""
+
+    request: EvaluationRequest
+    dataset: Dataset
+    collection: str
+
+    @property
+    def candidates(self) -> bool:
+        """Whether the first stage is a candidates file's (its collection searched as dense, in the file's order)."""
+        return self.request.candidates is not None
+
+
+def ready_evaluation(
+    engine: Engine,
+    request: EvaluationRequest,
+    *,
+    warn: Callable[[str], None] | None = None,
+    query_set: bool = True,
+) -> ReadyEvaluation:
+    """The judged queries and the collection the request names, every piece in place (see the module's
+    docstring); `warn` hears what a candidates file could not use. Without `query_set`, a kept query set is left
+    to the caller (the gate records it in the experiment it keeps)."""
+    say = warn or (lambda _: None)
+    settings = engine.settings
+    texts_from = request.collection or (DEMO_COLLECTION if request.demo else None)
+    dataset, collection = judged_queries_of(settings, request)
+    demo = request.demo
+    if request.candidates:
+        corpus = request.corpus or dataset.corpus
+        if corpus is None and texts_from == DEMO_COLLECTION:
+            ensure_demo_collection(engine)  # a run of the demo's own ids reads their texts from it
+        found = attach_candidates(
+            engine, request.candidates, dataset.queries, corpus=corpus, texts_from=None if corpus else texts_from
+        )
+        for problem in found.problems:
+            say(problem)
+        collection, demo = found.name, False
+    if demo and collection == DEMO_COLLECTION:
+        ensure_demo_collection(engine)
+    if request.corpus_sample is not None:
+        dataset = corpus_sample(dataset, request.corpus_sample, settings.data_dir, request.max_queries)
+        collection = sample_collection(collection, request.corpus_sample)
+    if query_set and request.query_set:
+        dataset = open_experiment_store(settings).query_set(request.query_set).judged(dataset)
+    return ReadyEvaluation(request, dataset, collection)
+
+
+def judged_queries_of(settings: Settings, request: EvaluationRequest) -> tuple[Dataset, str]:
+    """Steps 1 and 2 alone (nothing made or attached): the judged queries the request names, and the collection
+    they are evaluated on before any candidates or sample replace it."""
+    collection = request.collection or ("candidates" if request.candidates else None)
+    if request.demo and not (request.qrels or request.queries):
+        collection = collection or DEMO_COLLECTION
+    dataset = judged_dataset(
+        settings, queries=request.queries, qrels=request.qrels, demo=request.demo,
+        beir=request.beir, split=request.split, collection=collection,
+        shipped=request.shipped,
+    )  # fmt: skip
+    if not collection and dataset.corpus is not None and request.beir:
+        collection = _folder_collection(request.beir)
+    if not collection:
+        raise InputError("Name the collection to evaluate with --collection.")
+    return dataset, collection
+
+
+def _folder_collection(folder: str) -> str:
+    """A BEIR folder's collection when none is named: the folder's own name (`scifact`)."""
+    name = Path(folder).resolve().name
+    try:
+        return validate_collection_name(name)
+    except InputError as exc:
+        raise InputError(
+            f"Name the collection to evaluate with --collection: the folder's name cannot be one. {exc}"
+        ) from exc
