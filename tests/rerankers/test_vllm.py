@@ -137,7 +137,7 @@ def vllm_chat(qwen3_for_vllm: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def test_scores_served_by_vllm_equal_the_model_card_including_cut_pairs(
     vllm_server: str, qwen3_for_vllm: Path, served_data: Settings
 ) -> None:
-    served_id = f"vllm+{vllm_server}#qwen3"
+    served_id = f"vllm+{vllm_server}/v1#qwen3"  # vLLM's /v1/score; its tokenizer's routes sit beside /v1
     engine = Engine(served_data.model_copy(update={"reranker_model": served_id}))
     reranker = create_reranker(served_id, engine.settings)
     cut = 0

@@ -88,7 +88,8 @@ class JudgeRun(BaseModel):
     output_tokens: int
     seconds: float
     agreement: list[PairAgreement]
-    held_to_schema: bool = False  # the endpoint held the answers to the grade's JSON schema (WORKBENCH_JUDGE_SCHEMA)
+    # the endpoint was asked for the grade's JSON schema (WORKBENCH_JUDGE_SCHEMA) and did not refuse it
+    held_to_schema: bool = False
     settle: str = ""  # after the run: about how many grades settle the verdict, or that it is settled
     stopped: str = ""  # with a budget of tokens: why grading stopped (settled, limit reached, budget spent)
 

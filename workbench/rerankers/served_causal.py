@@ -78,8 +78,9 @@ class VllmScoreReranker(RerankService):
         self._query_part = before
         self.max_length = settings.reranker_max_length
         root = httpx.URL(self.url)
-        self._tokenize_url = root.copy_with(path=root.path.removesuffix(self.route) + "/tokenize")
-        self._detokenize_url = root.copy_with(path=root.path.removesuffix(self.route) + "/detokenize")
+        base = root.path.removesuffix(self.route).removesuffix("/v1")  # vLLM serves /tokenize beside /v1, not in it
+        self._tokenize_url = root.copy_with(path=base + "/tokenize")
+        self._detokenize_url = root.copy_with(path=base + "/detokenize")
         self.model_id = f"{self.model_id}{VLLM_PROFILE_SEPARATOR}{profile.name}"
         said = self.instruction or "none"
         self.backend = f"{VLLM_KIND} /score {self.shown_url} ({profile.name} template; instruction: {said})"
