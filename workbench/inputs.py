@@ -606,6 +606,16 @@ def _whole_in(value: Any, what: str, low: int, high: int) -> int:
     return number
 
 
+def validate_max_queries(value: Any) -> int | None:
+    """How many judged queries an evaluation takes: None for all, else a whole number of 1 or more."""
+    if value is None:
+        return None
+    count = whole_number("max queries", value)
+    if count < 1:
+        raise InputError(f"max queries must be 1 or more (leave it out for all); got {count}.")
+    return count
+
+
 def validate_looks(value: Any) -> int:
     """How many looks a run stopping when settled takes: a whole number from 1 to 1000."""
     return _whole_in(value, "the number of looks", 1, 1000)

@@ -26,7 +26,7 @@ from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
-from workbench.inputs import validate_depths, whole_number
+from workbench.inputs import validate_depths, validate_max_queries, whole_number
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import PRIMARY_METRIC
@@ -40,10 +40,7 @@ def check_plan(
 ) -> tuple[int, int, int | None, list[int]]:
     """k, top n (≤ k), max queries (≥ 1 or None) and depth values (each 1..k), checked; InputError otherwise."""
     k, top_n = validate_depths(k, top_n)
-    if max_queries is not None:
-        max_queries = whole_number("max queries", max_queries)
-        if max_queries < 1:
-            raise InputError(f"max queries must be 1 or more (leave it out for all); got {max_queries}.")
+    max_queries = validate_max_queries(max_queries)
     ks = sorted({whole_number("depth", d) for d in depth})
     bad = [d for d in ks if not 1 <= d <= k]
     if bad:

@@ -29,7 +29,7 @@ from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.sample import corpus_sample, sample_collection
 from workbench.experiments import open_experiment_store
-from workbench.inputs import validate_collection_name
+from workbench.inputs import validate_collection_name, validate_max_queries
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
 
@@ -54,8 +54,7 @@ class EvaluationRequest:
     max_queries: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_queries is not None and (isinstance(self.max_queries, bool) or self.max_queries < 1):
-            raise InputError(f"max queries must be 1 or more (leave it out for all); got {self.max_queries}.")
+        validate_max_queries(self.max_queries)
 
 
 @dataclass(frozen=True)

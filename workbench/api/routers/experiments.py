@@ -101,7 +101,8 @@ def _judged(engine: Engine, plan: SearchPlan, judgments: Judgments | None) -> Da
                 "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
             )
     ready = evaluations.ready_evaluation(engine, evaluations.EvaluationRequest(demo=demo, collection=collection))
-    engine.collection_info(ready.collection)  # a collection the demo's judgments are no judgments of: a 404
+    if demo:  # the demo's judgments on a collection that may not be there (checked above otherwise): a 404
+        engine.collection_info(ready.collection)
     return ready.dataset
 
 
