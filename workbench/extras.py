@@ -22,7 +22,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "pgvector": ("psycopg", "psycopg_pool"),
     "events": ("pika",),
     "openai": ("langchain_openai",),
-    "openvino": ("openvino",),
+    "openvino": ("openvino", "nncf"),
     "ray": ("ray",),
 }
 

@@ -85,9 +85,14 @@ DEFAULT_FIRST_STAGES: Final = ("dense", "bm25", "hybrid", "minmax 0.5", "zscore 
 DEFAULT_TUNE_KS: Final = (10, 20, 50)
 
 # Rerankers --------------------------------------------------------------------------------------------------
-Backend = Literal["torch", "onnx", "onnx-int8", "openvino"]  # what runs a model on the CPU
+# What runs a model on the CPU. The OpenVINO ones score each pair as a request of its own, unpadded (so a score
+# never depends on its batch-mates): in fp32; in bf16 where the CPU multiplies bf16 (AVX512_BF16, AMX); in int8
+# statically quantized by NNCF (activation scales fixed by calibration on the demo's passages, not per call).
+Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-bf16", "openvino-int8"]
 BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
 EXPORTED_BACKENDS: Final[tuple[str, ...]] = BACKENDS[1:]  # those run from an export kept under <data>/exports
+OPENVINO_BACKENDS: Final[frozenset[str]] = frozenset({"openvino", "openvino-bf16", "openvino-int8"})
+BF16_CPU_FLAGS: Final[frozenset[str]] = frozenset({"avx512_bf16", "amx_bf16"})  # a CPU that multiplies bf16
 # Backends whose score for a pair depends on the other pairs in its batch: dynamic int8 quantization scales each
 # call's activations by that call's range, so the same pair moved by up to 0.05 with other batch-mates, and the top
 # 10 with it. `auto` never chooses one: a figure must not depend on what else was scored at the same time. Named

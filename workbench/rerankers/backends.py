@@ -1,7 +1,8 @@
 """How a cross-encoder runs: torch (fp32 on the CPU, fp16 or bf16 on CUDA), ONNX Runtime fp32, ONNX Runtime with
-int8 weights (dynamic quantization), or OpenVINO fp32. The variants come from sentence-transformers' own exports
-(`backend="onnx"` and `backend="openvino"`, through Optimum and optimum-intel) and quantization helper
-(`export_dynamic_quantized_onnx_model`).
+int8 weights (dynamic quantization), or OpenVINO in fp32, bf16 (where the CPU multiplies bf16) or static int8 (NNCF),
+each pair its own request (`openvino_pairs`). The variants come from sentence-transformers' own exports
+(`backend="onnx"` and `backend="openvino"`, through Optimum and optimum-intel), its quantization helper
+(`export_dynamic_quantized_onnx_model`) and NNCF's post-training quantization.
 
 An export is made once per model folder and kept under `<exports_dir>/<name>-<fingerprint>/<backend>/` (the user's
 cache folder: once per machine),
@@ -45,14 +46,15 @@ from workbench.rerankers.machine import (
     machine_facts,
     measure_backends,
 )
-from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, spoken
+from workbench.rerankers.openvino_pairs import PairwiseOpenVINO, quantize_static_int8
+from workbench.rerankers.openvino_pairs import calibration_pairs as openvino_calibration_pairs
+from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, OPENVINO_BACKENDS, spoken
 
 log = logging.getLogger("workbench.rerankers")
 FP32_FILE = "onnx/model.onnx"
 OPENVINO_FILE = "openvino/openvino_model.xml"
-# fp32: OpenVINO would otherwise run in bf16 on CPUs that have it, 1.7x faster here but moving scores by up to
-# 0.04 (a reranking that differs from the model's); fp32 gives torch's scores to 1e-5 (docs/performance.md)
-OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+OPENVINO_INT8_FILE = "openvino/openvino_model_int8.xml"
+CALIBRATION_MAX_LENGTH = 512  # the int8 calibration pairs are read whole (they are shorter)
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "vocab.txt")
 _export_lock = threading.Lock()
 _fingerprints: dict[tuple[Any, ...], str] = {}
@@ -63,6 +65,27 @@ def int8_file(config: str) -> str:
     """The int8 export's file for a quantization configuration (sentence-transformers' own naming: unsigned
     weights for avx2, signed for the others)."""
     return f"onnx/model_{'quint8' if config == 'avx2' else 'qint8'}_{config}.onnx"
+
+
+def export_file(backend: str, int8_config: str = "avx2") -> str:
+    """The model file of a backend's export, inside its export folder."""
+    return {
+        "onnx-int8": int8_file(int8_config),
+        "openvino": OPENVINO_FILE,
+        "openvino-bf16": OPENVINO_FILE,
+        "openvino-int8": OPENVINO_INT8_FILE,
+    }.get(backend, FP32_FILE)
+
+
+def export_recipe(backend: str) -> str:
+    """What else than the model's files an export depends on (an export made by another recipe is made again): the
+    static int8 quantizer's version and its calibration pairs; nothing for the others."""
+    if backend != "openvino-int8":
+        return ""
+    import nncf
+
+    pairs = json.dumps(openvino_calibration_pairs(), ensure_ascii=False).encode()
+    return f"nncf {nncf.__version__}; calibration {hashlib.blake2b(pairs, digest_size=8).hexdigest()}"
 
 
 def _read_into(digest: Any, path: Path) -> None:
@@ -124,15 +147,23 @@ class ExportCache:
         deletes anything else (a backend outside EXPORTED_BACKENDS has no export folder)."""
         if backend not in EXPORTED_BACKENDS:
             raise ModelError(f"'{plain_text(backend)[:40]}' is not a backend with an export: use {spoken(BACKENDS)}.")
-        return self.root / f"{Path(model_path).name}-{model_print[:16]}" / backend
+        shared = "openvino" if backend == "openvino-bf16" else backend  # bf16 runs the fp32 export in bf16
+        return self.root / f"{Path(model_path).name}-{model_print[:16]}" / shared
 
-    def valid(self, folder: Path, model_print: str, file_name: str) -> bool:
-        """The export is complete, made from these exact model files, and its ONNX file is intact."""
+    def valid(self, folder: Path, model_print: str, file_name: str, recipe: str = "") -> bool:
+        """The export is complete, made from these exact model files by this recipe (the int8 quantization's), and
+        its model file (and an OpenVINO model's weights) are intact."""
         manifest = folder / "manifest.json"
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
             target = folder / file_name
-            return data.get("fingerprint") == model_print and data.get(file_name) == _file_hash(target)
+            weights = target.with_suffix(".bin")
+            return (
+                data.get("fingerprint") == model_print
+                and data.get("recipe", "") == recipe
+                and data.get(file_name) == _file_hash(target)
+                and (not weights.exists() or data.get(weights.name, _file_hash(weights)) == _file_hash(weights))
+            )
         except (OSError, ValueError):
             return False
 
@@ -147,9 +178,10 @@ class ExportCache:
         `int8_config`, or "openvino"), made if needed."""
         model_print = fingerprint(model_path)
         folder = self.folder(model_path, model_print, backend)
-        file_name = {"onnx-int8": int8_file(int8_config), "openvino": OPENVINO_FILE}.get(backend, FP32_FILE)
+        file_name = export_file(backend, int8_config)
+        recipe = export_recipe(backend)
         with _export_lock:
-            if self.valid(folder, model_print, file_name):
+            if self.valid(folder, model_print, file_name, recipe):
                 return folder, file_name
             say = progress or (lambda message: log.warning(message))
             say(f"Exporting {Path(model_path).name} for the {backend} backend (once; kept in {self.root})…")
@@ -161,14 +193,21 @@ class ExportCache:
                 from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
                 with _quiet_export():
-                    model = CrossEncoder(
-                        model_path, backend="openvino" if backend == "openvino" else "onnx", device="cpu"
-                    )
+                    runtime = "openvino" if backend in OPENVINO_BACKENDS else "onnx"
+                    model = CrossEncoder(model_path, backend=runtime, device="cpu")
                     model.save_pretrained(str(staging))
                     if backend == "onnx-int8":
                         suffix = Path(file_name).stem.removeprefix("model_")
                         export_dynamic_quantized_onnx_model(model, int8_config, str(staging), file_suffix=suffix)
-                manifest = {"fingerprint": model_print, file_name: _file_hash(staging / file_name)}
+                    if backend == "openvino-int8":
+                        say("Quantizing it to static int8 (NNCF, calibrated on the demo's passages)…")
+                        quantize_static_int8(
+                            staging / OPENVINO_FILE, staging / file_name, model.tokenizer, CALIBRATION_MAX_LENGTH
+                        )
+                manifest = {"fingerprint": model_print, "recipe": recipe, file_name: _file_hash(staging / file_name)}
+                weights = (staging / file_name).with_suffix(".bin")
+                if weights.exists():
+                    manifest[weights.name] = _file_hash(weights)
                 (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
                 staging.rename(folder)
             except Exception as exc:
@@ -264,8 +303,8 @@ def _load_backend(
         if calibrated not in (None, *installed_backends()):  # measured with a runtime since uninstalled
             calibrated = None
     chosen = choose_backend(backend, device, calibrated)
-    if chosen == "openvino":
-        require_extra("openvino", "The openvino backend")
+    if chosen in OPENVINO_BACKENDS:
+        require_extra("openvino", f"The {chosen} backend")
     identity = torch.nn.Identity()
     try:
         if chosen == "torch":
@@ -281,17 +320,18 @@ def _load_backend(
 
         def load_export() -> Any:
             folder, file_name = exports.ensure(model_path, chosen, progress, facts.int8_config)
-            runtime = "openvino" if chosen == "openvino" else "onnx"
-            options = (
-                {"session_options": quiet_session_options()} if runtime == "onnx" else {"ov_config": OPENVINO_CONFIG}
-            )
+            if chosen in OPENVINO_BACKENDS:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(str(folder))
+                return PairwiseOpenVINO(folder / file_name, tokenizer, max_length, chosen)
             return CrossEncoder(
                 str(folder),
-                backend=runtime,
+                backend="onnx",
                 device="cpu",
                 max_length=max_length,
                 activation_fn=identity,
-                model_kwargs={"file_name": file_name, **options},
+                model_kwargs={"file_name": file_name, "session_options": quiet_session_options()},
             )
 
         try:

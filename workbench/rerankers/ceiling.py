@@ -1,5 +1,5 @@
 """Speed against the hardware's ceiling: what one (query, document) pair costs a BERT-style cross-encoder in
-arithmetic, what this machine's cores can do at most (a short fp32 and int8 matrix multiply, one core), and so
+arithmetic, what this machine's cores can do at most (a short fp32, int8 and bf16 matrix multiply, one core), and so
 what share of the ceiling a backend reaches.
 
 FLOPs per pair at T tokens, for L layers of width H and feed-forward width I (a multiply-add counts 2):
@@ -20,23 +20,33 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from workbench.rerankers.machine import machine_facts
+from workbench.vocab import BF16_CPU_FLAGS
+
 _SIDE = 512  # the multiply's side: large enough to reach the kernels' speed, small enough for a second's test
 _ROUNDS = 12
 
 
 class Peak(BaseModel):
-    """This machine's measured peak per core: fp32 GFLOP/s and int8 GOP/s (the best of the runtimes tried)."""
+    """This machine's measured peak per core: fp32 GFLOP/s, int8 GOP/s and, where the CPU multiplies bf16, bf16
+    GFLOP/s (the best of the runtimes tried)."""
 
     fp32_gflops_per_core: float
     int8_gops_per_core: float
+    bf16_gflops_per_core: float | None = None
     how: str = (
         f"one thread, {_SIDE}x{_SIDE} matrix multiply, best of {_ROUNDS} rounds: torch and ONNX Runtime fp32, "
-        "ONNX Runtime MatMulInteger (uint8 x int8, what dynamic int8 runs)"
+        "ONNX Runtime MatMulInteger (uint8 x int8, what dynamic int8 runs), torch bf16 where the CPU has it"
     )
 
     def per_core(self, backend: str) -> float:
-        """The peak a backend's arithmetic runs against: int8 for a quantized backend, fp32 otherwise (FLOP/s)."""
-        return 1e9 * (self.int8_gops_per_core if "int8" in backend else self.fp32_gflops_per_core)
+        """The peak a backend's arithmetic runs against: int8 for a quantized backend, bf16 for a bf16 one (where
+        measured), fp32 otherwise (FLOP/s)."""
+        if "int8" in backend:
+            return 1e9 * self.int8_gops_per_core
+        if "bf16" in backend and self.bf16_gflops_per_core:
+            return 1e9 * self.bf16_gflops_per_core
+        return 1e9 * self.fp32_gflops_per_core
 
 
 def model_shape(folder: str | Path) -> dict[str, int]:
@@ -92,9 +102,13 @@ def measure_peak() -> Peak:
     a32, b32 = rng.standard_normal((2, _SIDE, _SIDE), dtype=np.float32)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    bf16 = None
     try:
         ta, tb = torch.from_numpy(a32), torch.from_numpy(b32)
         fp32 = _best_rate(lambda: ta @ tb, operations)
+        if BF16_CPU_FLAGS & set(machine_facts("cpu").flags):
+            ha, hb = ta.bfloat16(), tb.bfloat16()
+            bf16 = _best_rate(lambda: ha @ hb, operations) / 1e9
     finally:
         torch.set_num_threads(threads)
     session = _ort_session("MatMul", TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.FLOAT)
@@ -103,7 +117,7 @@ def measure_peak() -> Peak:
     b8 = rng.integers(-128, 127, (_SIDE, _SIDE), dtype=np.int8)
     session = _ort_session("MatMulInteger", TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32)
     int8 = _best_rate(lambda: session.run(None, {"A": a8, "B": b8}), operations)
-    return Peak(fp32_gflops_per_core=fp32 / 1e9, int8_gops_per_core=int8 / 1e9)
+    return Peak(fp32_gflops_per_core=fp32 / 1e9, int8_gops_per_core=int8 / 1e9, bf16_gflops_per_core=bf16)
 
 
 class CeilingRow(BaseModel):

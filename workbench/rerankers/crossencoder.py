@@ -1,5 +1,6 @@
-"""The cross-encoder reranker: pairs built from cached token ids, padded per batch to their own length, run by
-the chosen backend through a micro-batcher, behind the single-flight score cache."""
+"""The cross-encoder reranker: pairs built from cached token ids, padded per batch to their own length (or, on an
+OpenVINO backend, each its own request), run by the chosen backend through a micro-batcher, behind the single-flight
+score cache."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from workbench.rerankers.backends import (
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.batching import MicroBatcher
 from workbench.rerankers.cache import ScoreCache, TokenCache
+from workbench.rerankers.openvino_pairs import PairwiseOpenVINO
 from workbench.vocab import BACKEND_SEPARATOR, ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids
@@ -189,13 +191,12 @@ class CrossEncoderReranker(BaseReranker):
         features = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return {k: v for k, v in features.items() if k in self._inputs}
 
-    def batches(self, pairs: list[Encoded]) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
-        """The pairs sorted by length and cut into batches of `batch_size`, each padded to its own longest pair:
-        (the batch's indices into `pairs`, its model inputs as arrays)."""
+    def batches(self, pairs: list[Encoded]) -> Iterator[list[int]]:
+        """The pairs' indices sorted by length and cut into batches of `batch_size` (each padded to its own longest
+        pair when it runs)."""
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]), reverse=True)
         for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            yield chunk, self._arrays([pairs[i] for i in chunk])
+            yield order[start : start + self.batch_size]
 
     def _run(
         self,
@@ -204,21 +205,25 @@ class CrossEncoderReranker(BaseReranker):
         done: Callable[[list[int]], None] | None = None,
     ) -> list[float]:
         """One model run over `pairs`, batch by batch (`batches`); a batch none of whose pairs is `wanted` any
-        more (their searches ran past their deadline) is skipped; `done` hears each batch's pairs once scored."""
+        more (their searches ran past their deadline) is skipped; `done` hears each batch's pairs once scored. An
+        OpenVINO backend scores each pair of a batch as a request of its own, unpadded (`PairwiseOpenVINO`)."""
         import torch
 
         scores = [0.0] * len(pairs)
         ran: list[int] = []
         model = self._model  # one backend for the whole run, even if the measured one is swapped in meanwhile
-        device = model.device
         with torch.inference_mode():
-            for chunk, arrays in self.batches(pairs):
+            for chunk in self.batches(pairs):
                 if wanted is not None and not any(wanted(i) for i in chunk):
                     continue
                 ran += chunk
-                features = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
-                output = model.model(**features, return_dict=True)
-                logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
+                if isinstance(model, PairwiseOpenVINO):
+                    logits = model.score_rows([self._arrays([pairs[i]]) for i in chunk])
+                else:
+                    arrays = self._arrays([pairs[i] for i in chunk])
+                    features = {k: torch.from_numpy(v).to(model.device) for k, v in arrays.items()}
+                    output = model.model(**features, return_dict=True)
+                    logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
                 for i, value in zip(chunk, logits, strict=True):
                     scores[i] = float(value)
                 if done is not None:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from workbench.extras import has_extra
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
-from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, Backend
+from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, BF16_CPU_FLAGS, OPENVINO_BACKENDS, Backend
 
 MIN_SPEEDUP = 1.1  # how much faster than torch a backend must be to be worth its export
 # Timings taken while the 1-minute load average per core was above this were taken on a busy machine: kept, but
@@ -38,12 +38,24 @@ CPU_BACKENDS = BACKENDS
 
 
 def installed_backends() -> tuple[str, ...]:
-    """The CPU backends this installation can run (OpenVINO only with the 'openvino' extra)."""
-    return tuple(b for b in CPU_BACKENDS if b != "openvino" or has_extra("openvino"))
+    """The CPU backends this installation can run on this CPU: OpenVINO's only with the 'openvino' extra, and its
+    bf16 one only where the CPU multiplies bf16 (elsewhere OpenVINO would quietly run it in fp32)."""
+    openvino, bf16 = has_extra("openvino"), bool(BF16_CPU_FLAGS & _cpu_info()[1])
+    return tuple(b for b in CPU_BACKENDS if (b not in OPENVINO_BACKENDS or openvino) and (b != "openvino-bf16" or bf16))
 
 
 CALIBRATION_QUERIES = 4
-_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "fma", "f16c")
+_FLAGS_OF_INTEREST = (
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "fma",
+    "f16c",
+)
 
 
 def load_per_core() -> float | None:
