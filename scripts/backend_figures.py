@@ -74,26 +74,30 @@ def render(name: str, record: dict[str, Any]) -> str:
     if name == "backends-parity":
         header = [
             "query set", "backend", "τ median (lowest)", f"top {TOP_N} set changed", "largest drift",
-            "nDCG@10 change [95 % CI]", "batch-mates drift", "pairs/s per core", "share of the ceiling", "faithful",
+            "nDCG@10 change [95 % CI]", "batch-mates drift", "pairs/s per core", "× torch", "share of the ceiling",
+            "faithful",
         ]  # fmt: skip
         cells = []
         for which, audit in audits.items():
+            torch_rate = (audit["rows"][0]["ceiling"] or {}).get("pairs_per_second_per_core") or 0
             for row in audit["rows"]:
                 ceiling = row["ceiling"] or {}
+                rate = ceiling.get("pairs_per_second_per_core", 0)
                 tau = "—" if row["tau_median"] is None else f"{row['tau_median']:.3f} ({row['tau_min']:.3f})"
                 cells.append([
                     f"{which} ({audit['queries']} queries)", f"`{row['backend']}`", tau,
                     f"{row['top_n_changed']} of {row['queries']}", f"{row['max_drift']:.2g}", _change(row),
-                    f"{row['batch_drift']:.2g}", f"{ceiling.get('pairs_per_second_per_core', 0):.1f}",
+                    f"{row['batch_drift']:.2g}", f"{rate:.1f}", f"{rate / torch_rate:.2f}×" if torch_rate else "—",
                     f"{ceiling.get('share_of_ceiling', 0):.0%}", "yes" if row["faithful"] else "**no**",
                 ])  # fmt: skip
         peak = next(iter(audits.values()))["peak"]
+        bf16 = f", bf16 {peak['bf16_gflops_per_core']:.0f} GFLOP/s" if peak.get("bf16_gflops_per_core") else ""
         said = (
             f"Dense candidates, k = {K}, top {TOP_N}. The ceiling: this machine's measured peak per core, fp32 "
-            f"{peak['fp32_gflops_per_core']:.0f} GFLOP/s and int8 {peak['int8_gops_per_core']:.0f} GOP/s "
+            f"{peak['fp32_gflops_per_core']:.0f} GFLOP/s{bf16} and int8 {peak['int8_gops_per_core']:.0f} GOP/s "
             f"({peak['how']}), against each pair's FLOPs at the query set's mean length. {footer(record)}"
         )
-        return table(header, "|---|---|---:|---:|---:|---|---:|---:|---:|---|", cells, said)
+        return table(header, "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|", cells, said)
     if name == "backends-summary":
         parts = []
         for which, audit in audits.items():

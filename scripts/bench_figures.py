@@ -52,6 +52,7 @@ BENCHES: dict[str, list[str]] = {  # each bench's arguments, as its block quotes
     "first_start": ["bench/first_start.py"],
     "cli_imports": ["bench/cli_imports.py", "--repeat", "5", "--data-dir", "{data}"],
     "newcomer_walk": ["bench/newcomer_walk.py"],
+    "quantized_backends": ["bench/quantized_backends.py"],
 }
 
 
@@ -65,6 +66,7 @@ BACKEND_OF = {
     "ingest_sort": "none (the embedder)",
     "cli_imports": "none (imports only)",
     "newcomer_walk": "the README's default (auto: torch until this machine's backends are measured)",
+    "quantized_backends": "each named: torch:cpu, openvino, openvino-bf16, openvino-int8",
 }
 
 

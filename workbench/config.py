@@ -428,6 +428,8 @@ class _TomlSource(PydanticBaseSettingsSource):
         for table in (data.get("collections") or {}).values():
             if isinstance(table, dict):
                 _resolve_paths(table, base)
+                if isinstance(table.get("arguments"), dict):  # a LangChain or LlamaIndex class's own arguments
+                    _resolve_relative(table["arguments"], base)
         return data
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
@@ -435,6 +437,16 @@ class _TomlSource(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return {k: v for k, v in self._values.items() if k in self.settings_cls.model_fields}
+
+
+def _resolve_relative(values: dict[str, Any], base: Path) -> None:
+    """Every `./` or `../` string in a table (and the tables inside it) made absolute from `base`, in place: a store
+    class's `uri = "./milvus.db"` means beside workbench.toml, wherever the workbench is started."""
+    for key, value in values.items():
+        if isinstance(value, dict):
+            _resolve_relative(value, base)
+        elif isinstance(value, str) and value.startswith(("./", "../")):
+            values[key] = str((base / value).resolve())
 
 
 def _resolve_paths(values: dict[str, Any], base: Path) -> None:

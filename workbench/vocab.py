@@ -41,7 +41,8 @@ STORES: Final[dict[str, StoreKindInfo]] = {
     "pgvector": StoreKindInfo("pgvector", "pg_url", "WORKBENCH_PG_URL", False, "postgresql://user@127.0.0.1:5432/db"),
     "http": StoreKindInfo("http", "search_url", "WORKBENCH_SEARCH_URL", False, "https://search.internal/api/search"),
 }
-LANGCHAIN_STORE: Final = "langchain"  # a LangChain VectorStore object registered in code
+LANGCHAIN_STORE: Final = "langchain"  # a LangChain VectorStore object: registered in code, or named in workbench.toml
+LLAMAINDEX_STORE: Final = "llamaindex"  # a LlamaIndex vector store named in workbench.toml (stores/objects.py)
 URL_SCHEMES: Final = ("http://", "https://", "postgresql://", "postgres://")
 DEFAULT_STORE_TIMEOUT: Final = 10.0  # seconds a store's server may take (WORKBENCH_STORE_TIMEOUT)
 STORE_TIMEOUT_SETTING: Final = "WORKBENCH_STORE_TIMEOUT"

@@ -17,6 +17,8 @@ from workbench.errors import InputError, StoreError
 from workbench.stores.base import CONTENT_HASH_KEY, ORIGIN_KEY, Collection, clean_metadata
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 
+MILVUS_PRIMARY_KEY = "pk"  # where LangChain's Milvus store gives a record's id
+
 
 class LangChainCollection(Collection):
     """Wraps a LangChain VectorStore (Chroma, Qdrant, PGVector, InMemoryVectorStore, ...)."""
@@ -76,8 +78,11 @@ class LangChainCollection(Collection):
             pairs = self.vector_store.similarity_search_with_score(text, k=k, **kwargs)
         hits = []
         for rank, (doc, score) in enumerate(pairs):
-            doc_id = getattr(doc, "id", None) or doc.metadata.get("id") or f"{self.name}:{rank}"
-            hits.append(Hit(id=str(doc_id), text=doc.page_content, metadata=dict(doc.metadata), score=float(score)))
+            metadata = dict(doc.metadata)
+            # the store's own id: LangChain's, else the metadata's id or Milvus's primary key ("pk")
+            doc_id = getattr(doc, "id", None) or metadata.get("id") or metadata.pop(MILVUS_PRIMARY_KEY, None)
+            hits.append(Hit(id=str(doc_id or f"{self.name}:{rank}"), text=doc.page_content, metadata=metadata,
+                            score=float(score)))  # fmt: skip
         return hits
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> None:

@@ -15,11 +15,12 @@ from typing import Any
 from workbench.config import Settings
 from workbench.errors import CollectionNotFoundError, ConfigError
 from workbench.ingest_status import ingest_statuses
-from workbench.redact import redact_url
+from workbench.redact import plain_text, redact_url
 from workbench.stores.base import Collection, StoreBackend
 from workbench.stores.chroma import ChromaBackend
 from workbench.stores.http_search import HttpSearchBackend
 from workbench.stores.langchain import LangChainCollection
+from workbench.stores.objects import OBJECT_STORE_KINDS, ObjectStoreSpec, open_object_store
 from workbench.stores.pgvector import PgVectorBackend
 from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
@@ -34,7 +35,10 @@ SERVER_STORES = STORE_KINDS
 
 
 def _unknown_store(kind: str, where: str = "") -> ConfigError:
-    return ConfigError(f"{where}Unknown store '{kind}': use {spoken(STORE_KINDS)} (or register a LangChain store).")
+    return ConfigError(
+        f"{where}Unknown store '{plain_text(kind)[:40]}': use {spoken(STORE_KINDS)}, or 'langchain' or 'llamaindex' "
+        'with class = "package.Class" for any other vector store (docs/how-to/stores.md).'
+    )
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ class StoreConfig:
         store's own options (pgvector: schema, table, id_column, text_column, embedding_column, ...)."""
         values = dict(values)
         kind = str(values.pop("store", settings.store))
+        if kind in OBJECT_STORE_KINDS:  # a LangChain or LlamaIndex class and its arguments
+            spec = ObjectStoreSpec.from_table(name, {"store": kind, **values})
+            return cls(kind=kind, collection=name, timeout=settings.store_timeout, options={"spec": spec})
         if kind not in STORES:
             raise _unknown_store(kind, f"Collection '{name}' names the store '{kind}'. ")
         url, persist_dir = values.pop("url", None), values.pop("persist_dir", None)
@@ -181,7 +188,7 @@ class StoreRegistry:
         return StoreConfig.from_settings(self.settings, name)
 
     def _is_object(self, config: StoreConfig) -> bool:
-        return config.vector_store is not None or config.kind == LANGCHAIN_STORE
+        return config.vector_store is not None or config.kind in OBJECT_STORE_KINDS
 
     def backend(self, name: str | None = None) -> StoreBackend:
         """The backend holding `name` (the default store when None or unregistered)."""
@@ -198,8 +205,10 @@ class StoreRegistry:
             if name in self._collections:
                 return self._collections[name]
             config = self.config(name)
-        if config.kind == LANGCHAIN_STORE:
-            collection: Collection = LangChainCollection(config.vector_store, name=name)
+        if "spec" in config.options:  # named in workbench.toml by its class
+            collection: Collection = open_object_store(config.options["spec"], self.settings)
+        elif config.kind == LANGCHAIN_STORE:
+            collection = LangChainCollection(config.vector_store, name=name)
         elif config.missing_folder:
             raise CollectionNotFoundError(name, f"{config.kind} at {Path(config.persist_dir or '').resolve()}")
         else:
