@@ -419,12 +419,12 @@ READIED_PIECES = ("workbench.services.sources.judged_dataset", "workbench.evalua
 
 
 def test_the_cli_and_the_api_ready_an_evaluation_through_the_request() -> None:
-    """Issue 55: `eval`, `gate`, `tune`, `long-documents` and the API's experiments take an `EvaluationRequest` and
-    `ready_evaluation`; none of them reads judged queries or draws a corpus sample itself."""
+    """Issue 55: `eval`, `gate`, `tune`, `long-documents`, the API's experiments and the Evaluate page take an
+    `EvaluationRequest` and `ready_evaluation`; none of them reads judged queries or draws a corpus sample itself."""
     assembled = [
         f"{module} imports {name} (line {line})"
         for module in MODULES
-        if module.startswith(("workbench.cli", "workbench.api"))
+        if module.startswith(("workbench.cli", "workbench.api", "workbench.app.pages.evaluate"))
         for name, line, _ in _imports(module)
         if name in READIED_PIECES
     ]

@@ -19,9 +19,10 @@ from transformers import AutoModelForSequenceClassification
 
 from workbench.config import Settings
 from workbench.engine import Engine
+from workbench.errors import ModelError
 from workbench.evaluation.parity import audit_parity
 from workbench.paths import demo_dir
-from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
+from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint, machine
 from workbench.rerankers.backends import export_file, export_recipe
 from workbench.rerankers.machine import installed_backends
 from workbench.rerankers.openvino_pairs import calibration_pairs
@@ -151,3 +152,15 @@ def test_the_audit_refuses_static_int8_and_admits_openvino_fp32_on_the_demo(
     assert not any("batch-mates" in r for r in int8.reasons)
     assert int8.ceiling is not None and rows["openvino"].ceiling is not None
     assert int8.ceiling.pairs_per_second > rows["openvino"].ceiling.pairs_per_second  # int8 is faster, and refused
+
+
+def test_bf16_is_offered_only_where_the_cpu_multiplies_bf16(
+    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Elsewhere OpenVINO would quietly run fp32 under the bf16 backend's name: `auto` never measures it, and named
+    outright it is refused in one line."""
+    monkeypatch.setattr(machine, "_cpu_info", lambda: ("a CPU without bf16", frozenset({"avx2", "fma"})))
+    assert "openvino-bf16" not in installed_backends() and "openvino-int8" in installed_backends()
+    with pytest.raises(ModelError, match="needs a CPU that multiplies bf16") as caught:
+        CrossEncoderReranker(str(tiny_models["reranker"]), _settings(tmp_path, tiny_models, "openvino-bf16"))
+    assert "\n" not in str(caught.value)

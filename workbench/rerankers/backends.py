@@ -305,6 +305,11 @@ def _load_backend(
     chosen = choose_backend(backend, device, calibrated)
     if chosen in OPENVINO_BACKENDS:
         require_extra("openvino", f"The {chosen} backend")
+    if chosen == "openvino-bf16" and chosen not in installed_backends():
+        raise ModelError(
+            "The openvino-bf16 backend needs a CPU that multiplies bf16 (AVX512_BF16 or AMX); this one does not, and "
+            "OpenVINO would quietly run fp32 under its name. Use RERANKER_BACKEND=openvino."
+        )
     identity = torch.nn.Identity()
     try:
         if chosen == "torch":

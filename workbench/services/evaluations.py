@@ -52,6 +52,8 @@ class EvaluationRequest:
     corpus_sample: int | None = None
     query_set: str | None = None
     max_queries: int | None = None
+    judgments_of: str | None = None  # whose stored judgments to read, when not the collection evaluated's
+    tag: str = ""  # sets one caller's candidates collections apart from another's (the app's sessions)
 
     def __post_init__(self) -> None:
         validate_max_queries(self.max_queries)
@@ -92,8 +94,9 @@ def ready_evaluation(
         if corpus is None and texts_from == DEMO_COLLECTION:
             ensure_demo_collection(engine)  # a run of the demo's own ids reads their texts from it
         found = attach_candidates(
-            engine, request.candidates, dataset.queries, corpus=corpus, texts_from=None if corpus else texts_from
-        )
+            engine, request.candidates, dataset.queries, corpus=corpus, texts_from=None if corpus else texts_from,
+            tag=request.tag,
+        )  # fmt: skip
         for problem in found.problems:
             say(problem)
         collection, demo = found.name, False
@@ -115,13 +118,13 @@ def judged_queries_of(settings: Settings, request: EvaluationRequest) -> tuple[D
         collection = collection or DEMO_COLLECTION
     dataset = judged_dataset(
         settings, queries=request.queries, qrels=request.qrels, demo=request.demo,
-        beir=request.beir, split=request.split, collection=collection,
+        beir=request.beir, split=request.split, collection=request.judgments_of or collection,
         shipped=request.shipped,
     )  # fmt: skip
     if not collection and dataset.corpus is not None and request.beir:
         collection = _folder_collection(request.beir)
     if not collection:
-        raise InputError("Name the collection to evaluate with --collection.")
+        raise InputError("Name the collection to evaluate (--collection, or the Collection field).")
     return dataset, collection
 
 

@@ -29,7 +29,7 @@ from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
-from workbench.services.sources import attach_candidates, judged_dataset
+from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
 
@@ -203,24 +203,28 @@ def _query_set_names(engine: Engine) -> list[str]:
         return []
 
 
-def _dataset(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm, tmp: Path) -> Dataset:
-    """The judged queries the form names (uploads saved under `tmp`)."""
+def _request(
+    engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm, tmp: Path
+) -> EvaluationRequest:
+    """The form's adapter to an `EvaluationRequest` (as `cli/plans.evaluation_from` is the CLI's): the judged
+    queries it names (uploads saved under `tmp`), the collection, a candidates file, the query set."""
     uploaded = asked.source == UPLOAD
     if uploaded and (asked.queries_file is None or asked.qrels_file is None):
         raise InputError("Upload both a queries file and a qrels file.")
     beir = None
     if asked.source not in {UPLOAD, ATTACHED, DEMO, SHIPPED}:
         beir = presets[asked.source] or server_path(asked.folder_text, engine.settings, "BEIR folder")
-    return judged_dataset(
-        engine.settings,
-        queries=save_upload(asked.queries_file, tmp) if uploaded else None,
-        qrels=save_upload(asked.qrels_file, tmp) if uploaded else None,
-        demo=asked.source in {DEMO, SHIPPED},
-        shipped=asked.source == SHIPPED,
-        beir=beir,
-        split=asked.split.strip() or "test",
-        collection=c.collection if asked.source == ATTACHED else None,
-    )
+    candidates = save_upload(asked.candidates_file, tmp) if asked.candidates_file is not None else None
+    return EvaluationRequest(
+        demo=asked.source in {DEMO, SHIPPED}, shipped=asked.source == SHIPPED,
+        beir=str(beir) if beir is not None else None, split=asked.split.strip() or "test",
+        queries=str(save_upload(asked.queries_file, tmp)) if uploaded else None,
+        qrels=str(save_upload(asked.qrels_file, tmp)) if uploaded else None,
+        collection=asked.collection.strip() or None,
+        judgments_of=c.collection if asked.source == ATTACHED else None,
+        candidates=str(candidates) if candidates is not None else None,
+        query_set=asked.query_set, max_queries=asked.max_queries or None, tag=STATE.session_tag,
+    )  # fmt: skip
 
 
 def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm) -> None:
@@ -230,20 +234,10 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
     STATE.eval_qrels = STATE.eval_experiment = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            dataset = _dataset(engine, c, presets, asked, Path(tmp))
-            if asked.query_set:
-                dataset = open_experiment_store(engine.settings).query_set(asked.query_set).judged(dataset)
+            ready = ready_evaluation(engine, _request(engine, c, presets, asked, Path(tmp)), warn=st.warning)
             outside_file = asked.outside_file
             outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
-            collection = asked.collection.strip() or dataset.name
-            if asked.candidates_file is not None:  # the file's candidates are the first stage: a collection of its own
-                found = attach_candidates(
-                    engine, save_upload(asked.candidates_file, Path(tmp)), dataset.queries, corpus=dataset.corpus,
-                    tag=STATE.session_tag,
-                )  # fmt: skip
-                for problem in found.problems:
-                    st.warning(problem)
-                collection = found.name
+        dataset = ready.dataset
         wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
         depth = [d for d in wanted if d <= asked.k]
         if len(depth) < len(wanted):
@@ -253,8 +247,8 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         bar = st.progress(0.0, text="running queries")
         # the sidebar's first stage and reranker over the whole judged set: no metadata filters (with a candidates
         # file, its hits are the first stage, served in the file's order)
-        plan = c.plan(engine).with_(collection=collection, k=asked.k, top_n=asked.top_n, filters={})
-        if asked.candidates_file is not None:
+        plan = c.plan(engine).with_(collection=ready.collection, k=asked.k, top_n=asked.top_n, filters={})
+        if ready.candidates:
             plan = plan.with_(retrieval="dense")
         STATE.eval_report = evaluate_dataset(
             engine,
@@ -297,14 +291,11 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
         if asked.candidates_file is not None:
             raise InputError("A tuning grid compares first stages; a candidates file is one first stage. Remove it.")
         with tempfile.TemporaryDirectory() as tmp:
-            dataset = _dataset(engine, c, presets, asked, Path(tmp))
-        if asked.query_set:
-            dataset = open_experiment_store(engine.settings).query_set(asked.query_set).judged(dataset)
+            ready = ready_evaluation(engine, _request(engine, c, presets, asked, Path(tmp)))
+        dataset = ready.dataset
         ks = parse_int_list(asked.grid.ks, "Tuning grid k values")
         deepest = max(ks) if ks else asked.k
-        base = c.plan(engine).with_(
-            collection=asked.collection.strip() or dataset.name, k=deepest, top_n=min(asked.top_n, deepest), filters={}
-        )
+        base = c.plan(engine).with_(collection=ready.collection, k=deepest, top_n=min(asked.top_n, deepest), filters={})
         bar = st.progress(0.0, text="tuning grid")
         STATE.tuning_run = run = tune(
             engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, chunkings=asked.grid.chunkings,
