@@ -22,7 +22,11 @@ from workbench.vocab import (
     DEFAULT_TOP_N,
     MAX_K,
     NO_RERANKER,
+    RETRIEVAL,
+    SEARCH_SERVICE_FIRST_STAGE,
+    SEARCH_SERVICE_STORE,
     RetrievalMode,
+    RetrievalModeInfo,
     ScoreScale,
 )
 
@@ -312,6 +316,14 @@ class SearchResult(BaseModel):
 
     def _top_by_rerank(self) -> list[Candidate]:
         return sorted(self.candidates, key=lambda c: c.rerank_rank)[: self.top_n]
+
+    @property
+    def first_stage(self) -> RetrievalModeInfo:
+        """What ranked the candidates, named by its source: the plan's retrieval mode, or the search service's own
+        order for a collection that is a search service's API (its 'dense' is the service's ranking, not vectors)."""
+        if self.store == SEARCH_SERVICE_STORE and self.retrieval == "dense":
+            return SEARCH_SERVICE_FIRST_STAGE
+        return RETRIEVAL.get(self.retrieval, RETRIEVAL["dense"])
 
     @property
     def plan(self) -> SearchPlan:

@@ -69,6 +69,11 @@ RETRIEVAL: Final[dict[str, RetrievalModeInfo]] = {
     "bm25": RetrievalModeInfo("bm25", "BM25", "BM25", "BM25", "keywords"),
     "hybrid": RetrievalModeInfo("hybrid", "hybrid", "Hybrid (dense + BM25)", "RRF", "both, fused by reciprocal rank"),
 }
+# A collection that is a search service's API (store "http") ranks its candidates itself: its first stage is named
+# by that source, whatever the plan's retrieval says (the plan's "dense" means "the collection's own order" there).
+SEARCH_SERVICE_FIRST_STAGE: Final = RetrievalModeInfo(
+    "search service", "search service", "Search service's order", "service", "the search service's own ranking"
+)
 # How a hybrid first stage fuses its lists (workbench.fusion names one, workbench.retrieval.fusion computes it):
 # by rank (RRF), or by a weighted sum of scores normalised by min-max, z-score (mean 0, deviation 1) or L2 norm.
 FusionMethod = Literal["rrf", "minmax", "zscore", "l2"]

@@ -15,11 +15,13 @@ import pytest
 import pytrec_eval
 
 from tests.conftest import free_port, running
+from workbench.cli.collections import format_result
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, StoreError
 from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset
+from workbench.services.search import search_documents
 
 pytestmark = pytest.mark.live_server
 
@@ -57,6 +59,11 @@ def test_the_service_is_the_first_stage_and_an_evaluation_equals_pytrec_eval(
     assert [c.id for c in result.candidates] == [h["doc_id"] for h in own]  # its answer, in its order
     assert [c.vector_score for c in result.candidates] == [h["score"] for h in own]
     assert len(result.reranked) == 3 and all(r.text for r in result.reranked)
+    # labelled by its source, not as a vector search: on the result, the CLI's table, the API's answer
+    assert result.first_stage.mode == "search service" and result.first_stage.heading == "Search service's order"
+    table_text = format_result(result, width=160)
+    assert "SEARCH SERVICE'S ORDER" in table_text and "VECTOR SEARCH" not in table_text
+    assert search_documents(engine, query, 3, collection="prod").first_stage == "search service"
     dataset = demo_dataset("test")
     report = run_evaluation(engine, dataset, engine.plan(collection="prod", k=10, reranker=None), max_queries=15)
     run = {}

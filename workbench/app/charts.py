@@ -12,7 +12,7 @@ from workbench.app.widgets import label_of
 from workbench.evaluation.figures import STAGE_COLORS
 from workbench.evaluation.rerankers import RerankerComparison
 from workbench.types import Candidate, SearchResult, StageTimings
-from workbench.vocab import NDCG_10, RETRIEVAL
+from workbench.vocab import NDCG_10
 
 MOVE_COLORS = {"up": "#16a34a", "down": "#dc2626", "new": "#2563eb", "same": "#6b7280", "dropped": "#9ca3af"}
 
@@ -100,7 +100,7 @@ def slopegraph(result: SearchResult, relevant: set[str] | None = None) -> go.Fig
         title="rank",
         range=[depth + 0.5, 0.5],
     )
-    first = RETRIEVAL[result.retrieval].heading
+    first = result.first_stage.heading
     fig.update_xaxes(tickvals=[0, 1], ticktext=[first, "reranked"], range=[-0.75, 1.75])
     fig.update_layout(
         height=max(360, 34 * (depth + 2)),

@@ -18,7 +18,7 @@ from workbench.services.demo import ensure_demo_collection
 from workbench.services.hints import no_match_hint
 from workbench.services.store_comparison import StoreTarget, compare_stores, copy_collection, open_target, recall_study
 from workbench.types import SearchResult
-from workbench.vocab import ORDER_SCALE, RETRIEVAL
+from workbench.vocab import ORDER_SCALE, SEARCH_SERVICE_FIRST_STAGE
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -60,16 +60,17 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
     text_width = column - 24
     title = shown(
         f"Query: {result.query}  [{result.collection} · {result.store} · "
-        f"{first_stage_name(result.retrieval, result.fusion)} · k={result.k} → "
+        f"{first_stage_name(result.first_stage.mode, result.fusion)} · k={result.k} → "
         f"top {result.top_n}]"
     )
     scorer = f"{result.reranker_model} · {result.reranker_backend}" if result.reranker_model else "no reranker"
     if result.rerank_skipped:
         scorer = f"not reranked: the skip policy found the first stage sure (its top two {result.skip_gap:g} or "
         scorer += "more apart)"
-    mode = RETRIEVAL.get(result.retrieval, RETRIEVAL["dense"])
+    mode = result.first_stage
     # a hybrid list's scores are fused (RRF or normalised), not vector similarities
-    left_head = f"{'#':>3}  {score_name(result.retrieval, result.fusion):>7}  text"
+    scores = mode.score_name if mode is SEARCH_SERVICE_FIRST_STAGE else score_name(result.retrieval, result.fusion)
+    left_head = f"{'#':>3}  {scores:>7}  text"
     right_head = f"{'#':>3}  {'rerank':>8}  {'move':<12} text"
     lines = [title, "", f"{mode.heading.upper():<{column}} │ RERANKED ({shown(scorer)})"]
     lines.append(f"{left_head:<{column}} │ {right_head}")

@@ -131,6 +131,11 @@ class SearchResponse(BaseModel):
     results: list[SearchHit]
     collection: str
     retrieval: str
+    first_stage: str = Field(
+        "dense",
+        description="what ranked the candidates, named by its source: 'dense', 'bm25', 'hybrid', or 'search service' "
+        "(a collection that is a search service's API ranks them itself)",
+    )
     fusion: str | None = None
     reranker: str | None = None
     score_scale: str | None = Field(
@@ -236,6 +241,7 @@ def search_documents(
         score_scale=result.score_scale,
         collection=result.collection,
         retrieval=result.retrieval,
+        first_stage=result.first_stage.mode,
         fusion=result.fusion,
         reranker=public_name(result.reranker_model),
         timings=result.timings,

@@ -42,7 +42,7 @@ from workbench.judgments import load_judgments, query_figures
 from workbench.services.demo import DEMO_COLLECTION, GROUPS, sample_queries
 from workbench.services.hints import no_match_hint
 from workbench.types import RankedHit, SearchPlan, SearchResult
-from workbench.vocab import ORDER_SCALE, RETRIEVAL
+from workbench.vocab import ORDER_SCALE
 
 
 def run() -> None:
@@ -192,7 +192,7 @@ def _lists(engine: Engine, c: Controls, result: SearchResult) -> None:
 
     compact = compact_toggle()
     left, right = st.columns(2)
-    first_stage = RETRIEVAL[result.retrieval].heading + (f" ({result.fusion})" if result.fusion else "")
+    first_stage = result.first_stage.heading + (f" ({result.fusion})" if result.fusion else "")
     with left:
         st.subheader(f"{first_stage} · top {result.top_n} of {len(result.candidates)}")
         for candidate in result.candidates[: result.top_n]:
@@ -292,7 +292,7 @@ def _first_stage_preview(slot: Any, engine: Engine, query: str, plan: SearchPlan
     with slot.container():
         left, right = st.columns(2)
         with left:
-            st.subheader(f"{RETRIEVAL[first.retrieval].heading} · top {first.top_n} of {len(first.candidates)}")
+            st.subheader(f"{first.first_stage.heading} · top {first.top_n} of {len(first.candidates)}")
             for candidate in first.candidates[: first.top_n]:
                 vector_row(candidate, first.top_n, None, first.retrieval, fusion=first.fusion)
         with right:
