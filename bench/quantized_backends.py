@@ -60,6 +60,7 @@ def main() -> None:
     from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.rerankers.backends import CALIBRATION_MAX_LENGTH
+    from workbench.rerankers.ceiling import model_shape
     from workbench.rerankers.machine import installed_backends
     from workbench.rerankers.openvino_pairs import calibration_pairs
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
@@ -80,7 +81,7 @@ def main() -> None:
     bounds = np.cumsum([0] + [len(ids) for _, ids, _ in queries])
 
     def per_query(scores: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, list[str]]]:
-        return [(reference[a:b], scores[a:b], q[1]) for a, b, q in zip(bounds, bounds[1:], queries, strict=True)]
+        return [(reference[a:b], scores[a:b], q[1]) for a, b, q in zip(bounds[:-1], bounds[1:], queries, strict=True)]
 
     # 1. the noise budget
     rng = np.random.default_rng(0)
@@ -150,7 +151,11 @@ def main() -> None:
     answer = {b: statistics.median(t) for b, t in times.items()}
     for backend, seconds in answer.items():
         print(f"Explore at k = 50 on {backend:14} median {seconds:.3f} s ({answer['torch'] / seconds:.2f}× torch)")
-    keep(args, {"budget": {str(k): v for k, v in budget.items()}, "allowed_sigma": allowed,
+    shape = model_shape(args.model)
+    tokens = float(np.mean([len(ids) for ids in tokenizer([q for q, _ in pairs], [p for _, p in pairs],
+                                                          truncation=True, max_length=256)["input_ids"]]))  # fmt: skip
+    keep(args, {"budget": {str(k): v for k, v in budget.items()}, "allowed_sigma": allowed, "tokens": tokens,
+                "hidden": shape["hidden"], "intermediate": shape["intermediate"],
                 "reference_sigma": float(np.std(reference)), "layers": layers, "queries": len(queries),
                 "explore_k50": answer, "rounds": args.rounds})  # fmt: skip
 

@@ -84,7 +84,8 @@ class PairwiseOpenVINO:
     def __init__(self, xml: Path, tokenizer: Any, max_length: int, backend: str, cores: int | None = None) -> None:
         import openvino as ov
 
-        streams = max(1, cores or len(os.sched_getaffinity(0)))
+        affinity = getattr(os, "sched_getaffinity", None)  # Linux: the cores this process may run on
+        streams = max(1, cores or (len(affinity(0)) if affinity else os.cpu_count() or 1))
         core = ov.Core()
         self.compiled = core.compile_model(
             core.read_model(str(xml)),
