@@ -178,7 +178,7 @@ class Engine:
         reranker: Reranker | str | None = DEFAULT_RERANKER_CHOICE,
     ) -> None:
         self.settings = settings or get_settings()
-        self.registry = registry or StoreRegistry(self.settings)
+        self.registry = registry or StoreRegistry(self.settings, embedder=self.embedder)
         self.score_cache = ScoreCache(
             self.settings.cache_ttl, self.settings.cache_max_size, store=open_score_store(self.settings)
         )

@@ -135,8 +135,11 @@ class BackendChoice(BaseModel):
                 verdict = "the reference"
             elif self.audited is None or f.backend not in self.audited.faithful:
                 verdict = "not audited"
-            else:
-                verdict = "faithful" if self.audited.faithful[f.backend] else "not faithful"
+            elif self.audited.faithful[f.backend]:
+                verdict = "faithful"
+            else:  # why the audit refused it, so that keeping fp32 is explained
+                why = self.audited.reasons.get(f.backend, "").split("; ")[0]
+                verdict = f"not faithful ({why})" if why else "not faithful"
             speed = f"{f.speedup:.2f}x"
             if self.audited is not None and f.backend != "torch" and f.backend in self.audited.speedups:
                 # what the rule decides by: the audit's speed on the collection's own pairs

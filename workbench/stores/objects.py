@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from workbench.config import Settings
 from workbench.errors import ConfigError, StoreError
 from workbench.redact import plain_text, shown
 from workbench.stores.base import CONTENT_HASH_KEY, Collection
@@ -35,6 +34,7 @@ from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import LANGCHAIN_STORE, LLAMAINDEX_STORE
 
 OBJECT_STORE_KINDS = (LANGCHAIN_STORE, LLAMAINDEX_STORE)
+EmbedderFor = Callable[[str], Any]  # a model id -> the workbench's embedder for it (the engine's `embedder`)
 _PACKAGES = {LANGCHAIN_STORE: ("langchain",), LLAMAINDEX_STORE: ("llama_index",)}
 _CLASS_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _KEYS = {"store", "class", "arguments", "embedding_model", "embedding_argument"}
@@ -116,18 +116,16 @@ def _vector_store_base(kind: str) -> type:
     return BasePydanticVectorStore
 
 
-def open_object_store(spec: ObjectStoreSpec, settings: Settings) -> Collection:
-    """The store the table names, made with its arguments (and, for LangChain, the embedding model as its
-    embeddings), as a read-only collection."""
-    from workbench.embeddings import create_embedder
-
+def open_object_store(spec: ObjectStoreSpec, embedder_for: EmbedderFor | None = None) -> Collection:
+    """The store the table names, made with its arguments (a LangChain store also gets the embedding model as its
+    embeddings, `embedder_for(model_id)` asked on first use: the engine's own embedders), as a read-only
+    collection."""
     store_class = spec.store_class()
     arguments = dict(spec.arguments)
-    embedder = create_embedder(spec.embedding_model, settings) if spec.embedding_model else None
     if spec.kind == LANGCHAIN_STORE:
-        if embedder is None:
+        if spec.embedding_model is None:
             raise ConfigError(f"[collections.{spec.name}] needs embedding_model: the store embeds queries with it.")
-        arguments[spec.embedding_argument] = langchain_embeddings(embedder)
+        arguments[spec.embedding_argument] = langchain_embeddings(spec.embedding_model, embedder_for)
     try:
         store = store_class(**arguments)
     except Exception as exc:
@@ -140,16 +138,22 @@ def open_object_store(spec: ObjectStoreSpec, settings: Settings) -> Collection:
     return LlamaIndexCollection(store, spec.name, spec.embedding_model or "")
 
 
-def langchain_embeddings(embedder: Any) -> Any:
-    """The workbench's embedder as LangChain `Embeddings` (what a LangChain store embeds queries with)."""
+def langchain_embeddings(model_id: str, embedder_for: EmbedderFor | None) -> Any:
+    """The workbench's embedder for `model_id` as LangChain `Embeddings` (what a LangChain store embeds queries
+    with), made on first use."""
     from langchain_core.embeddings import Embeddings
+
+    def embedder() -> Any:
+        if embedder_for is None:
+            raise ConfigError(f"The store needs the embedder '{model_id}': search it through an Engine.")
+        return embedder_for(model_id)
 
     class WorkbenchEmbeddings(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return np.asarray(embedder.embed_documents(texts), dtype=np.float32).tolist()
+            return np.asarray(embedder().embed_documents(texts), dtype=np.float32).tolist()
 
         def embed_query(self, text: str) -> list[float]:
-            return np.asarray(embedder.embed_query(text), dtype=np.float32).tolist()
+            return np.asarray(embedder().embed_query(text), dtype=np.float32).tolist()
 
     return WorkbenchEmbeddings()
 

@@ -20,7 +20,7 @@ from workbench.stores.base import Collection, StoreBackend
 from workbench.stores.chroma import ChromaBackend
 from workbench.stores.http_search import HttpSearchBackend
 from workbench.stores.langchain import LangChainCollection
-from workbench.stores.objects import OBJECT_STORE_KINDS, ObjectStoreSpec, open_object_store
+from workbench.stores.objects import OBJECT_STORE_KINDS, EmbedderFor, ObjectStoreSpec, open_object_store
 from workbench.stores.pgvector import PgVectorBackend
 from workbench.stores.qdrant import QdrantBackend
 from workbench.types import CollectionInfo
@@ -154,8 +154,11 @@ def backend_for(config: StoreConfig) -> StoreBackend:
 class StoreRegistry:
     """Maps collection names to store settings. Unregistered names live in the default store."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, embedder: EmbedderFor | None = None) -> None:
+        """`embedder(model_id)` gives the embedder a LangChain store named in workbench.toml embeds queries with
+        (the engine passes its own)."""
         self.settings = settings
+        self._embedder = embedder
         self._configs: dict[str, StoreConfig] = {}
         self._collections: dict[str, Collection] = {}
         self._lock = threading.RLock()
@@ -206,7 +209,7 @@ class StoreRegistry:
                 return self._collections[name]
             config = self.config(name)
         if "spec" in config.options:  # named in workbench.toml by its class
-            collection: Collection = open_object_store(config.options["spec"], self.settings)
+            collection: Collection = open_object_store(config.options["spec"], self._embedder)
         elif config.kind == LANGCHAIN_STORE:
             collection = LangChainCollection(config.vector_store, name=name)
         elif config.missing_folder:
