@@ -157,12 +157,13 @@ class ExportCache:
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
             target = folder / file_name
-            weights = target.with_suffix(".bin")
+            weights = target.with_suffix(".bin")  # an OpenVINO model's weights (an export before they were recorded
+            # is taken as it is)
             return (
                 data.get("fingerprint") == model_print
                 and data.get("recipe", "") == recipe
                 and data.get(file_name) == _file_hash(target)
-                and (not weights.exists() or data.get(weights.name, _file_hash(weights)) == _file_hash(weights))
+                and (weights.name not in data or data[weights.name] == _file_hash(weights))
             )
         except (OSError, ValueError):
             return False
