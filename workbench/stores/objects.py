@@ -85,19 +85,16 @@ class ObjectStoreSpec:
     def store_class(self) -> type:
         """The class, imported and checked to be a vector store of its family."""
         module_name, _, class_name = self.class_path.rpartition(".")
-        shown = plain_text(self.class_path)[:80]
+        where, named = f"[collections.{plain_text(self.name)[:60]}]", plain_text(self.class_path)[:80]
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             why = _one_line(exc, 120)
-            where = f"[collections.{self.name}]"
-            raise ConfigError(f"{where} class '{shown}': its package is not installed ({why}).") from exc
+            raise ConfigError(f"{where} class '{named}': its package is not installed ({why}).") from exc
         found = getattr(module, class_name, None)
         base = _vector_store_base(self.kind)
         if not isinstance(found, type) or not issubclass(found, base):
-            raise ConfigError(
-                f"[collections.{self.name}] class '{shown}' is not a {self.kind} vector store (a {base.__name__})."
-            )
+            raise ConfigError(f"{where} class '{named}' is not a {self.kind} vector store (a {base.__name__}).")
         return found
 
 
@@ -124,13 +121,14 @@ def open_object_store(spec: ObjectStoreSpec, embedder_for: EmbedderFor | None = 
     arguments = dict(spec.arguments)
     if spec.kind == LANGCHAIN_STORE:
         if spec.embedding_model is None:
-            raise ConfigError(f"[collections.{spec.name}] needs embedding_model: the store embeds queries with it.")
+            where = f"[collections.{plain_text(spec.name)[:60]}]"
+            raise ConfigError(f"{where} needs embedding_model: the store embeds queries with it.")
         arguments[spec.embedding_argument] = langchain_embeddings(spec.embedding_model, embedder_for)
     try:
         store = store_class(**arguments)
     except Exception as exc:
         raise StoreError(
-            f"{spec.class_path.rpartition('.')[2]} for collection '{spec.name}' did not open: "
+            f"{spec.class_path.rpartition('.')[2]} for collection '{plain_text(spec.name)[:60]}' did not open: "
             f"{type(exc).__name__}: {_one_line(exc, 160)}"
         ) from exc
     if spec.kind == LANGCHAIN_STORE:
