@@ -158,8 +158,7 @@ def test_the_audit_refuses_static_int8_and_admits_openvino_fp32_on_the_demo(
     assert not int8.faithful and int8.batch_drift == 0.0 <= BATCH_SCORE_TOLERANCE
     assert int8.top_n_changed > audit.queries // 10 and any("top n set changed" in r for r in int8.reasons)
     assert not any("batch-mates" in r for r in int8.reasons)
-    assert int8.ceiling is not None and rows["openvino"].ceiling is not None
-    assert int8.ceiling.pairs_per_second > rows["openvino"].ceiling.pairs_per_second  # int8 is faster, and refused
+    assert int8.ceiling is not None and int8.ceiling.pairs_per_second > 0  # its speed is reported, never asserted
     if bf16:  # a finer reduction than int8 (measured: 3 of 50 top 10s changed, nDCG@10 within 0.0003): admitted
         assert rows["openvino-bf16"].faithful and rows["openvino-bf16"].batch_drift == 0.0
         assert 0 < rows["openvino-bf16"].max_drift < int8.max_drift
