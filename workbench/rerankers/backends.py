@@ -19,6 +19,7 @@ model was ever measured here runs on torch at once while `measure_in_background`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -77,6 +78,7 @@ def export_file(backend: str, int8_config: str = "avx2") -> str:
     }.get(backend, FP32_FILE)
 
 
+@functools.cache  # asked on every load of an export; NNCF and the calibration pairs do not change in a process
 def export_recipe(backend: str) -> str:
     """What else than the model's files an export depends on (an export made by another recipe is made again): the
     static int8 quantizer's version and its calibration pairs; nothing for the others."""

@@ -12,6 +12,7 @@ dynamic int8 no call rescales another's. Whether any is faithful to fp32 torch i
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -33,7 +34,8 @@ _PASSAGE_CHARS = 900  # passages cut as the demo collection's chunks are, near e
 _QUERY_WORDS = 10
 
 
-def calibration_pairs(count: int = CALIBRATION_PAIRS, seed: int = 0) -> list[tuple[str, str]]:
+@functools.cache  # read on every load of an int8 export (its recipe) and by its quantization: the demo's files once
+def calibration_pairs(count: int = CALIBRATION_PAIRS, seed: int = 0) -> tuple[tuple[str, str], ...]:
     """Pairs to fix int8 activation scales with: the demo's passages, each asked by the opening words of a passage
     (its own for half the pairs, so that high scores are seen too; another's for the rest). No judged query is among
     them, so an audit on the demo's queries is not an audit on the calibration."""
@@ -46,7 +48,7 @@ def calibration_pairs(count: int = CALIBRATION_PAIRS, seed: int = 0) -> list[tup
         passage = rng.choice(passages)
         asking = passage if n % 2 == 0 else rng.choice(passages)
         pairs.append((" ".join(asking.split()[:_QUERY_WORDS]), passage))
-    return pairs
+    return tuple(pairs)
 
 
 def quantize_static_int8(fp32_xml: Path, int8_xml: Path, tokenizer: Any, max_length: int) -> None:
@@ -59,7 +61,7 @@ def quantize_static_int8(fp32_xml: Path, int8_xml: Path, tokenizer: Any, max_len
     model = core.read_model(str(fp32_xml))
     names = [port.get_any_name() for port in model.inputs]
     pairs = calibration_pairs()
-    batches = [pairs[i : i + 8] for i in range(0, len(pairs), 8)]
+    batches = [list(pairs[i : i + 8]) for i in range(0, len(pairs), 8)]
 
     def inputs(batch: list[tuple[str, str]]) -> dict[str, np.ndarray]:
         encoded = tokenizer([q for q, _ in batch], [p for _, p in batch], truncation=True, max_length=max_length,
