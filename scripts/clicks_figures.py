@@ -25,12 +25,12 @@ SEED = 11
 
 def measure(shared: Path) -> dict[str, Any]:
     """The simulated log, its two imports (nothing kept), and the demo's online test."""
+    from workbench.clicks.grades import import_clicks
+    from workbench.clicks.interleaving import online_test_size
+    from workbench.clicks.models import examination, simulate_clicks
     from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.evaluation import run_evaluation
-    from workbench.evaluation.click_models import examination, simulate_clicks
-    from workbench.evaluation.interleaving import online_test_size
-    from workbench.judgments.clicks import import_clicks
     from workbench.paths import user_cache_dir
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
     from workbench.vocab import CLICK_ATTRACTIVENESS

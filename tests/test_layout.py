@@ -49,6 +49,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
     # the front ends call (each may import those before it, never one after it).
     "evaluation": ("workbench.evaluation",),
     "judgments": ("workbench.judgments",),
+    "clicks": ("workbench.clicks",),
     "experiments": ("workbench.experiments",),
     "services": ("workbench.services",),
     "front ends": (
@@ -145,13 +146,11 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
     assert loose == [], f"{loose}: a service belongs in workbench/services/"
     assert sorted(p.stem for p in (PACKAGE / "services").glob("*.py")) == [
         "__init__",
-        "click_queue",
         "demo",
         "evaluations",
         "events",
         "explain",
         "hints",
-        "interleaving",
         "jobs",
         "search",
         "sessions",

@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import tiny_env
 from workbench.cli import main
+from workbench.clicks.logs import read_click_log
+from workbench.clicks.online import InterleavingLog, analyse_interleaving_log
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
@@ -26,9 +28,7 @@ from workbench.evaluation import run_evaluation
 from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.runs import fold_documents
 from workbench.inputs import read_user_file
-from workbench.judgments.click_log import read_click_log
 from workbench.services.demo import demo_dataset, ensure_demo_collection
-from workbench.services.interleaving import InterleavingLog, analyse_interleaving_log
 from workbench.services.sources import attach_candidates
 from workbench.spreadsheet import csv_text
 from workbench.stores.candidates import CandidatesFile
@@ -77,8 +77,8 @@ def test_the_cli_refuses_dev_zero_as_candidates_in_one_line(
 def _impressions(log: InterleavingLog, a: str, b: str, winner: str, count: int) -> None:
     for _ in range(count):
         served, _ = log.serve("demo", "q", (a, ["x1", "x2", "x3"]), (b, ["y1", "y2", "y3"]), 6)
-        clicked = next(i for i, team in zip(served.ids, served.teams, strict=True) if team == winner)
-        log.click(served.impression_id, clicked)
+        clicked = next(i for i, team in zip(served.shown, served.teams, strict=True) if team == winner)
+        log.click(served.id, clicked)
 
 
 def test_online_tests_are_never_pooled_and_each_keeps_its_roles(tmp_path: Path) -> None:
@@ -100,8 +100,8 @@ def test_online_tests_are_never_pooled_and_each_keeps_its_roles(tmp_path: Path) 
 
 KILLED_IMPORT = """
 import sys, time
-import workbench.judgments.click_log as click_log
-import workbench.judgments.clicks as clicks
+import workbench.clicks.logs as click_log
+import workbench.clicks.grades as clicks
 import workbench.judgments.store as store
 from workbench.cli import main
 

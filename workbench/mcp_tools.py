@@ -19,7 +19,7 @@ from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.rerankers.backends import measure_backends_in_background
 from workbench.services.events import EventSink, open_sink
-from workbench.services.search import SearchResponse, retrieve_text, search_documents
+from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.types import CollectionInfo
 from workbench.vocab import (
     DEFAULT_TOP_K,
@@ -155,9 +155,8 @@ def _search_tools(server: Any, engine: Engine, sink: EventSink) -> None:
         min_score: MinScore = None,
     ) -> SearchResponse:
         with _as_tool_error():
-            return search_documents(
-                engine, query, top_k, collection=collection, filters=filters, events=sink, min_score=min_score
-            )
+            plan = seed_plan(engine, top_k, collection=collection, filters=filters, min_score=min_score)
+            return search_documents(engine, query, plan, events=sink)
 
     @server.tool(
         description=(

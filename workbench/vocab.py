@@ -175,6 +175,7 @@ JUDGMENT_SOURCES: Final[tuple[str, ...]] = get_args(JudgmentSource)
 CLICK_MODELS: Final[tuple[str, ...]] = ("coec", "pbm")  # clicks over expected clicks; the position-based model
 LOG_SAMPLES: Final[tuple[str, ...]] = ("top", "random", "pps")  # how a query set is drawn from a click log
 MAX_SERVICE_RETRIES: Final = 5  # a search service asked again at most this often (each try its own deadline)
+EVENTS_EXCHANGE: Final = "workbench.events"  # the RabbitMQ topic exchange events are published to, clicks read from
 MAX_CLICK_LOG_ROWS: Final = 500_000  # rows of a click log (or UBI queries and events together)
 MAX_CLICK_LOG_BYTES: Final = 500_000_000
 DEFAULT_MIN_IMPRESSIONS: Final = 5  # a click model's estimate of a pair shown fewer times is not kept as a grade

@@ -19,8 +19,9 @@ from tests.conftest import wait_until
 from tests.live_servers import ApiServer, Rabbit, api_env
 from workbench.config import Settings
 from workbench.errors import InputError, StoreError
-from workbench.services.events import EXCHANGE, ROUTING_KEY, AmqpSink, JsonlSink, RetrievalCompleted, open_sink
+from workbench.services.events import ROUTING_KEY, AmqpSink, JsonlSink, RetrievalCompleted, open_sink
 from workbench.services.sessions import PostgresSessionStore, SqliteSessionStore, open_session_store
+from workbench.vocab import EVENTS_EXCHANGE
 
 pytestmark = pytest.mark.live_server
 
@@ -177,9 +178,9 @@ def _bind(rabbit: Rabbit, queue: str) -> None:
 
     connection = pika.BlockingConnection(pika.URLParameters(rabbit.url))
     channel = connection.channel()
-    channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+    channel.exchange_declare(EVENTS_EXCHANGE, exchange_type="topic", durable=True)
     channel.queue_declare(queue, durable=True)
-    channel.queue_bind(queue, EXCHANGE, ROUTING_KEY)
+    channel.queue_bind(queue, EVENTS_EXCHANGE, ROUTING_KEY)
     connection.close()
 
 
@@ -205,7 +206,7 @@ def test_clicks_arrive_through_the_events_queue(served_data: Settings, rabbit: R
     and one that is not JSON are refused and said once each, never credited."""
     import pika
 
-    from workbench.services.click_queue import CLICK_ROUTING_KEY
+    from workbench.clicks.queue import CLICK_ROUTING_KEY
 
     server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=rabbit.url))
     log_file = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
@@ -216,13 +217,13 @@ def test_clicks_arrive_through_the_events_queue(served_data: Settings, rabbit: R
         impression, clicked = answer["impression_id"], answer["results"][1]["id"]
         connection = pika.BlockingConnection(pika.URLParameters(rabbit.url))
         channel = connection.channel()
-        channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        channel.exchange_declare(EVENTS_EXCHANGE, exchange_type="topic", durable=True)
         for body in (
             json.dumps({"impression_id": "imp-never-served", "id": clicked}),
             b"not json",
             json.dumps({"impression_id": impression, "id": clicked}),
         ):
-            channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, body)
+            channel.basic_publish(EVENTS_EXCHANGE, CLICK_ROUTING_KEY, body)
         connection.close()
         deadline = time.monotonic() + 30
         mine: list[dict] = []
@@ -287,7 +288,7 @@ def test_an_event_no_queue_is_bound_for_stays_buffered_until_one_is() -> None:
             sink.publish(RetrievalCompleted.of(f"unbound {i}", 5, 5, f"unbound-{i}"))
         wait_until(lambda: sink.stats()["failures"] >= 2, timeout=30)
         assert sink.stats()["buffered"] == 3 and sink.stats()["published"] == 0
-        assert any(f"no queue is bound to exchange '{EXCHANGE}'" in line for line in said), said
+        assert any(f"no queue is bound to exchange '{EVENTS_EXCHANGE}'" in line for line in said), said
         _bind(broker, "test-unbound")
         wait_until(lambda: sink.stats()["buffered"] == 0, timeout=30)
         sink.close()
@@ -325,8 +326,8 @@ def test_clicks_from_the_queue_keep_online_tests_apart_and_refuse_hostile_messag
     and the consumer goes on."""
     import pika
 
-    from workbench.services.click_queue import CLICK_ROUTING_KEY
-    from workbench.services.interleaving import analyse_interleaving_log, online_test_id
+    from workbench.clicks.online import analyse_interleaving_log, online_test_id
+    from workbench.clicks.queue import CLICK_ROUTING_KEY
 
     server = ApiServer(Path(served_data.data_dir), api_env(served_data, WORKBENCH_EVENTS=rabbit.url))
     log_file = Path(served_data.data_dir) / "interleaving" / "log.jsonl"
@@ -353,11 +354,13 @@ def test_clicks_from_the_queue_keep_online_tests_apart_and_refuse_hostile_messag
         ]
         connection = pika.BlockingConnection(pika.URLParameters(rabbit.url))
         channel = connection.channel()
-        channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        channel.exchange_declare(EVENTS_EXCHANGE, exchange_type="topic", durable=True)
         for number, (impression, clicked) in enumerate(clicks):
             if number < len(hostile):  # each hostile message between two good ones
-                channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, hostile[number])
-            channel.basic_publish(EXCHANGE, CLICK_ROUTING_KEY, json.dumps({"impression_id": impression, "id": clicked}))
+                channel.basic_publish(EVENTS_EXCHANGE, CLICK_ROUTING_KEY, hostile[number])
+            channel.basic_publish(
+                EVENTS_EXCHANGE, CLICK_ROUTING_KEY, json.dumps({"impression_id": impression, "id": clicked})
+            )
         connection.close()
         served = {impression for impression, _ in clicks}
 

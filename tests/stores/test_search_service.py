@@ -21,7 +21,7 @@ from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, StoreError
 from workbench.evaluation import run_evaluation
 from workbench.services.demo import demo_dataset
-from workbench.services.search import search_documents
+from workbench.services.search import search_documents, seed_plan
 
 pytestmark = pytest.mark.live_server
 
@@ -63,7 +63,7 @@ def test_the_service_is_the_first_stage_and_an_evaluation_equals_pytrec_eval(
     assert result.first_stage.mode == "search service" and result.first_stage.heading == "Search service's order"
     table_text = format_result(result, width=160)
     assert "SEARCH SERVICE'S ORDER" in table_text and "VECTOR SEARCH" not in table_text
-    assert search_documents(engine, query, 3, collection="prod").first_stage == "search service"
+    assert search_documents(engine, query, seed_plan(engine, 3, collection="prod")).first_stage == "search service"
     dataset = demo_dataset("test")
     report = run_evaluation(engine, dataset, engine.plan(collection="prod", k=10, reranker=None), max_queries=15)
     run = {}

@@ -14,12 +14,12 @@ import anyio
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from workbench.clicks.online import InterleavingLog
+from workbench.clicks.queue import open_click_consumer
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import QueryTimeoutError
-from workbench.services.click_queue import open_click_consumer
 from workbench.services.events import EventSink, open_sink
-from workbench.services.interleaving import InterleavingLog
 from workbench.services.jobs import JobBoard
 from workbench.services.sessions import SessionStore, open_session_store
 

@@ -9,10 +9,10 @@ import streamlit as st
 
 from workbench.app.state import explore_with, for_report, page
 from workbench.app.widgets import counted, text_md
+from workbench.clicks.interleaving import OnlineTestSize, online_test_size
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
 from workbench.evaluation.html_report import report_html
-from workbench.evaluation.interleaving import OnlineTestSize, online_test_size
 from workbench.evaluation.report import EvaluationReport
 from workbench.services.demo import GROUPS
 from workbench.spreadsheet import csv_text

@@ -10,13 +10,13 @@ from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
 from workbench.cli.plans import evaluation_from, plan_from, rerankers_from, stopping_from
+from workbench.clicks.interleaving import online_test_size
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
-from workbench.evaluation.interleaving import online_test_size
 from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file, writable_folder
 from workbench.cli.plans import evaluation_from, plan_from_spec
+from workbench.clicks.logs import read_click_log
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.html_report import save_report
@@ -31,7 +32,6 @@ from workbench.experiments.log_sample import log_query_set
 from workbench.inputs import read_user_file
 from workbench.judgments import judged_queries as judged_texts
 from workbench.judgments import load_judgments
-from workbench.judgments.click_log import read_click_log
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.services.evaluations import judged_queries_of
 from workbench.services.sessions import open_session_store

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.cli.common import print_json, settings_from, shown
 from workbench.cli.plans import plan_from
+from workbench.clicks.grades import import_clicks
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.judgments import (
@@ -18,7 +19,6 @@ from workbench.judgments import (
     judge,
     judgments_agreement,
 )
-from workbench.judgments.clicks import import_clicks
 from workbench.judgments.llm import judge_collection
 from workbench.vocab import GRADE_SCALE
 

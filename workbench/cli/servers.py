@@ -11,6 +11,7 @@ from pathlib import Path
 
 from workbench.app import ENTRY_SCRIPT
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn
+from workbench.clicks.online import analyse_interleaving_log, interleaving_log_path
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, WorkbenchError
@@ -19,7 +20,6 @@ from workbench.inputs import is_loopback
 from workbench.rerankers.backends import measure_backends_in_background
 from workbench.rerankers.factory import first_use_words
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
-from workbench.services.interleaving import analyse_interleaving_log, interleaving_log_path
 from workbench.stores.localpg import LocalPostgres
 
 # The environment the app's server starts with. Streamlit's server reads the websocket handshake with the

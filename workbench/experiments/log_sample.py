@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workbench.clicks.impressions import Impression
 from workbench.errors import InputError
-from workbench.evaluation.click_models import Impression
 from workbench.experiments.query_sets import QueryItem, QuerySet
 from workbench.judgments.service import normal_query, typed_query_id
 from workbench.vocab import LOG_SAMPLES, MAX_QUERY_SET_QUERIES

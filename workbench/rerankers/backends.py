@@ -283,6 +283,50 @@ def load_cross_encoder(
     return LOADED.get("cross_encoder", (path, chosen, max_length, backend, str(root)), load)
 
 
+def _pick_backend(
+    model_path: str,
+    model_print: str,
+    backend: str,
+    device: str,
+    facts: MachineFacts,
+    max_length: int,
+    exports: ExportCache,
+    progress: Callable[[str], None] | None,
+    calibrate_backends: bool,
+) -> str:
+    """The backend a load runs: `backend` as named, or for `auto` on a CPU the kept audit's choice (measured now
+    when `calibrate_backends`); a backend this machine cannot run as named is refused in one line."""
+    calibrated = None
+    if backend == "auto" and device == "cpu":
+        kept = _kept_choice(model_path, model_print, facts, max_length, exports, progress, measure=calibrate_backends)
+        calibrated = kept.chosen if kept is not None else None
+        if calibrated not in (None, *installed_backends()):  # measured with a runtime since uninstalled
+            calibrated = None
+    chosen = choose_backend(backend, device, calibrated)
+    if chosen in OPENVINO_BACKENDS:
+        require_extra("openvino", f"The {chosen} backend")
+    if chosen == "openvino-bf16" and chosen not in installed_backends():
+        raise ModelError(
+            "The openvino-bf16 backend needs a CPU that multiplies bf16 (AVX512_BF16 or AMX); this one does not, and "
+            "OpenVINO would quietly run fp32 under its name. Use RERANKER_BACKEND=openvino."
+        )
+    return chosen
+
+
+def _torch_cross_encoder(model_path: str, device: str, max_length: int, identity: Any) -> tuple[Any, str]:
+    """The torch CrossEncoder (bf16, or fp16 where bf16 is not, on a GPU) and its backend label."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    dtype = None
+    if device.startswith("cuda"):
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    kwargs = {"torch_dtype": dtype} if dtype is not None else {}
+    model = CrossEncoder(model_path, device=device, max_length=max_length, activation_fn=identity, model_kwargs=kwargs)
+    precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
+    return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}"
+
+
 def _load_backend(
     model_path: str,
     backend: str,
@@ -299,32 +343,12 @@ def _load_backend(
 
     model_print = fingerprint(model_path)
     facts = machine_facts(device)
-    calibrated = None
-    if backend == "auto" and device == "cpu":
-        kept = _kept_choice(model_path, model_print, facts, max_length, exports, progress, measure=calibrate_backends)
-        calibrated = kept.chosen if kept is not None else None
-        if calibrated not in (None, *installed_backends()):  # measured with a runtime since uninstalled
-            calibrated = None
-    chosen = choose_backend(backend, device, calibrated)
-    if chosen in OPENVINO_BACKENDS:
-        require_extra("openvino", f"The {chosen} backend")
-    if chosen == "openvino-bf16" and chosen not in installed_backends():
-        raise ModelError(
-            "The openvino-bf16 backend needs a CPU that multiplies bf16 (AVX512_BF16 or AMX); this one does not, and "
-            "OpenVINO would quietly run fp32 under its name. Use RERANKER_BACKEND=openvino."
-        )
+    chosen = _pick_backend(model_path, model_print, backend, device, facts, max_length, exports, progress,
+                           calibrate_backends)  # fmt: skip
     identity = torch.nn.Identity()
     try:
         if chosen == "torch":
-            dtype = None
-            if device.startswith("cuda"):
-                dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-            kwargs = {"torch_dtype": dtype} if dtype is not None else {}
-            model = CrossEncoder(
-                model_path, device=device, max_length=max_length, activation_fn=identity, model_kwargs=kwargs
-            )
-            precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
-            return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}", model_print
+            return (*_torch_cross_encoder(model_path, device, max_length, identity), model_print)
 
         def load_export() -> Any:
             folder, file_name = exports.ensure(model_path, chosen, progress, facts.int8_config)

@@ -29,9 +29,9 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, exception_chain
 from workbench.extras import require_extra
 from workbench.redact import redact_text, redact_url
+from workbench.vocab import EVENTS_EXCHANGE
 
 log = logging.getLogger("workbench.services.events")
-EXCHANGE = "workbench.events"
 ROUTING_KEY = "retrieval.completed"
 SOURCE = "rerank-workbench"
 
@@ -242,7 +242,7 @@ class AmqpSink(_BufferedSink):
         parameters.connection_attempts = 1
         self._connection = pika.BlockingConnection(parameters)
         self._channel = self._connection.channel()
-        self._channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+        self._channel.exchange_declare(EVENTS_EXCHANGE, exchange_type="topic", durable=True)
         self._channel.confirm_delivery()
         return self._channel
 
@@ -253,7 +253,7 @@ class AmqpSink(_BufferedSink):
         for event in events:
             try:
                 channel.basic_publish(
-                    EXCHANGE,
+                    EVENTS_EXCHANGE,
                     ROUTING_KEY,
                     event.model_dump_json().encode("utf-8"),
                     properties=pika.BasicProperties(
@@ -267,8 +267,8 @@ class AmqpSink(_BufferedSink):
                 )  # fmt: skip
             except pika.exceptions.UnroutableError as exc:
                 raise ConnectionError(
-                    f"no queue is bound to exchange '{EXCHANGE}' for routing key '{ROUTING_KEY}' (the broker would "
-                    "drop the event): bind a queue to receive events"
+                    f"no queue is bound to exchange '{EVENTS_EXCHANGE}' for routing key '{ROUTING_KEY}' (the broker "
+                    "would drop the event): bind a queue to receive events"
                 ) from exc
 
     def _disconnect(self) -> None:

@@ -19,21 +19,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workbench.config import get_settings
-from workbench.embeddings import LangChainEmbedder
-from workbench.engine import Engine, get_engine
-from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
-from workbench.evaluation.interleaving import Interleaved
-from workbench.inputs import validate_depths, validate_top_k
-from workbench.redact import public_name, redact_text, shown
-from workbench.services.events import EventSink, RetrievalCompleted
-from workbench.services.interleaving import (
+from workbench.clicks.impressions import Impression
+from workbench.clicks.online import (
     InterleavingLog,
-    ServedImpression,
+    OnlineTest,
     final_order,
     first_stage_order,
     plan_label,
 )
+from workbench.config import get_settings
+from workbench.embeddings import LangChainEmbedder
+from workbench.engine import Engine, get_engine
+from workbench.errors import ConfigError, InputError, WorkbenchError, error_message, is_expected
+from workbench.inputs import validate_depths, validate_top_k
+from workbench.redact import public_name, redact_text, shown
+from workbench.services.events import EventSink, RetrievalCompleted
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import Candidate, RankedHit, RetrievedChunk, SearchPlan, SearchResult, StageTimings
@@ -185,51 +185,40 @@ def seed_plan(
 def search_documents(
     engine: Engine,
     query: str,
-    top_k: int = DEFAULT_TOP_K,
+    plan: SearchPlan,
     *,
-    collection: str | None = None,
-    filters: dict[str, Any] | None = None,
-    k: int | None = None,
-    rerank: bool = True,
-    retrieval: str | None = None,
     trace_id: str | None = None,
     events: EventSink | None = None,
     deadline: float | None = None,
-    min_score: float | None = None,
-    fusion: str | None = None,
     interleave: bool = False,
     interleaving: InterleavingLog | None = None,
-    against: dict[str, Any] | None = None,
-    skip_gap: float | None = None,
+    against: SearchPlan | None = None,
 ) -> SearchResponse:
-    """Seed 002's search: top_k (1-20) results, duplicates removed, text trimmed to 800 characters, each with
-    document_id, chunk_index, title, page, url and score; reranked from k candidates (default
-    max(top_k, RERANKER_K_RETRIEVE)); results scoring below `min_score` are dropped and counted. Publishes a
-    RetrievalCompleted event to `events`.
+    """Seed 002's search of `plan` (made by `seed_plan`): its top n results, duplicates removed, text trimmed to 800
+    characters, each with document_id, chunk_index, title, page, url and score; results scoring below the plan's
+    `min_score` are dropped and counted. Publishes a RetrievalCompleted event to `events`.
 
-    With `interleave`, the top_k are a team-draft interleaving of the first stage's order (team A) and the
-    reranked order (team B), or, with `against` (plan fields to change: another reranker, first stage, fusion or
-    k), of this plan's order (A) and that plan's (B); each result labelled with its team and id, logged to
-    `interleaving` under the response's impression_id (see workbench.services.interleaving)."""
+    With `interleave`, the top n are a team-draft interleaving of the first stage's order (team A) and the
+    reranked order (team B), or, with `against` (another plan of the same collection: another reranker, first
+    stage, fusion or k), of this plan's order (A) and that plan's (B); each result labelled with its team and id,
+    logged to `interleaving` under the response's impression_id (see workbench.clicks.online)."""
     if against is not None and not interleave:
         raise InputError("against names the plan to interleave with: give it with interleave.")
-    if interleave and (min_score is not None or interleaving is None or (against is None and not rerank)):
+    if interleave and (
+        plan.min_score is not None or interleaving is None or (against is None and plan.reranker is None)
+    ):
         raise InputError(
             "interleave compares the first stage's order with the reranked one (or this plan with the one named by "
             "against): it needs rerank on (or against), no min_score, and a server that keeps an interleaving log "
             "(workbench serve)."
         )
-    plan = seed_plan(
-        engine, top_k, k=k, rerank=rerank, collection=collection, retrieval=retrieval, filters=filters,
-        min_score=min_score, fusion=fusion, skip_gap=skip_gap,
-    )  # fmt: skip
     result = engine.search(query, plan, deadline=deadline)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
     served = None
     if interleave and interleaving is not None:
-        served, merged, found = _interleaved(engine, query, plan, result, against, interleaving, deadline)
-        for doc, team in zip(merged.docs, merged.teams, strict=True):
+        served, test, found = _interleaved(engine, query, plan, result, against, interleaving, deadline)
+        for doc, team in zip(served.shown, served.teams, strict=True):
             fields = _as_retrieved_chunk(found[doc]).model_dump(exclude={"source_url"})
             hits.append(SearchHit(**fields, rank_before=found[doc].vector_rank, id=doc, team=team))
     for row in result.reranked if served is None else ():
@@ -248,8 +237,8 @@ def search_documents(
         trace_id=trace,
         min_score=result.min_score,
         below_min_score=result.below_min_score,
-        impression_id=served.impression_id if served else None,
-        teams={"A": served.a, "B": served.b} if served else None,
+        impression_id=served.id if served else None,
+        teams={"A": test.a, "B": test.b} if served else None,
         rerank_skipped=result.rerank_skipped,
     )
     if events is not None:
@@ -262,11 +251,11 @@ def _interleaved(
     query: str,
     plan: SearchPlan,
     result: SearchResult,
-    against: dict[str, Any] | None,
+    against: SearchPlan | None,
     interleaving: InterleavingLog,
     deadline: float | None,
-) -> tuple[ServedImpression, Interleaved, dict[str, Candidate]]:
-    """The served impression, its list, and every candidate it may show by id (B's first, then A's)."""
+) -> tuple[Impression, OnlineTest, dict[str, Candidate]]:
+    """The served impression, its online test, and every candidate it may show by id (B's first, then A's)."""
     if against is None:
         if result.reranker_model is None:
             raise InputError("interleave needs a reranker: this server has none configured (RERANKER_MODEL).")
@@ -274,7 +263,7 @@ def _interleaved(
         b = (plan_label(plan, result), final_order(result))
         found = {c.id: c for c in result.candidates}
     else:
-        other = plan.with_(**against)
+        other = against
         if other.collection != plan.collection:
             raise InputError("against changes how a collection is searched, not which: leave out its collection.")
         answer = engine.search(query, other, deadline=deadline)
@@ -285,8 +274,8 @@ def _interleaved(
                 f"against names the same plan as the request ({a[0]}): change its reranker, k or first stage."
             )
         found = {**{c.id: c for c in answer.candidates}, **{c.id: c for c in result.candidates}}
-    served, merged = interleaving.serve(result.collection, result.query, a, b, plan.top_n)
-    return served, merged, found
+    served, test = interleaving.serve(result.collection, result.query, a, b, plan.top_n)
+    return served, test, found
 
 
 def _as_retrieved_chunk(hit: RankedHit | Candidate) -> RetrievedChunk:

@@ -50,7 +50,11 @@ class PlanRequest(PlanFields):  # type: ignore[misc,valid-type]
         except InputError as exc:
             raise ValueError(str(exc)) from None
 
-    def plan(self, engine: Engine) -> SearchPlan:
+    def plan(self, engine: Engine, over: SearchPlan | None = None) -> SearchPlan:
+        """The plan these fields make: the server's defaults for those left out, or, `over` another plan (as
+        /search's `against` is over the request's own), that plan's."""
+        if over is not None:
+            return over.with_(**self.model_dump(exclude_unset=True))
         return engine.plan(**self.model_dump())
 
 

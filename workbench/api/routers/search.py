@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from workbench.api.dependencies import Authorised, State, deadline, run_bounded
+from workbench.api.dependencies import Authorised, ServiceState, State, deadline, run_bounded
 from workbench.api.routers.experiments import PlanRequest
+from workbench.clicks.online import ClickReceipt
 from workbench.inputs import parse_filters, validate_query
-from workbench.services.interleaving import ClickReceipt
-from workbench.services.search import SearchResponse, retrieve_text, search_documents
+from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.vocab import DEFAULT_TOP_K, MAX_DOC_ID_CHARS, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)
@@ -79,32 +79,24 @@ class RetrieveRequest(BaseModel):
     top_n: int = 3
 
 
+def _search(state: ServiceState, body: SearchRequest, trace: str | None, until: float | None) -> SearchResponse:
+    """The request's plan, and `against`'s over it (the same adapter as every plan a request sends), searched."""
+    plan = seed_plan(
+        state.engine, body.top_k, k=body.k, rerank=body.rerank, collection=body.collection, retrieval=body.retrieval,
+        filters=body.filters, min_score=body.min_score, fusion=body.fusion, skip_gap=body.skip_gap,
+    )  # fmt: skip
+    against = body.against.plan(state.engine, over=plan) if body.against is not None else None
+    return search_documents(
+        state.engine, body.query, plan, trace_id=trace, events=state.events, deadline=until,
+        interleave=body.interleave, interleaving=state.interleaving, against=against,
+    )  # fmt: skip
+
+
 @router.post("/search", response_model=SearchResponse)
 async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, Header()] = "") -> SearchResponse:
     trace = x_trace_id if _TRACE.match(x_trace_id) else None
     until = deadline(state)
-    return await run_bounded(
-        state,
-        lambda: search_documents(
-            state.engine,
-            body.query,
-            body.top_k,
-            collection=body.collection,
-            filters=body.filters,
-            k=body.k,
-            rerank=body.rerank,
-            retrieval=body.retrieval,
-            fusion=body.fusion,
-            trace_id=trace,
-            events=state.events,
-            deadline=until,
-            min_score=body.min_score,
-            interleave=body.interleave,
-            interleaving=state.interleaving,
-            against=body.against.model_dump(exclude_unset=True) if body.against is not None else None,
-            skip_gap=body.skip_gap,
-        ),
-    )
+    return await run_bounded(state, lambda: _search(state, body, trace, until))
 
 
 class ClickRequest(BaseModel):

@@ -14,10 +14,10 @@ import streamlit as st
 from workbench.app.state import STATE, bind, engine_resource, set_value, shown_errors
 from workbench.app.uploads import save_upload, save_uploads, server_path
 from workbench.app.widgets import counted, file_picker, problems_table, sidebar_note, text_md
+from workbench.clicks.grades import import_clicks
 from workbench.engine import Engine
 from workbench.errors import IngestError, InputError
 from workbench.judgments import import_judgments, load_judgments
-from workbench.judgments.clicks import import_clicks
 from workbench.loaders import SUPPORTED_SUFFIXES
 from workbench.spreadsheet import csv_text
 from workbench.types import CollectionInfo

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +13,16 @@ import pytest
 from scipy.stats import beta
 
 from workbench.cli import main
-from workbench.errors import InputError
-from workbench.evaluation.interleaving import (
-    Interleaved,
+from workbench.clicks.impressions import Impression
+from workbench.clicks.interleaving import (
     analyse,
     credit,
     impressions_for_power,
     simulate_interleaving,
     team_draft,
 )
-from workbench.services.interleaving import analyse_interleaving_log
+from workbench.clicks.online import analyse_interleaving_log
+from workbench.errors import InputError
 
 
 class Coins:
@@ -39,19 +40,23 @@ def test_team_draft_by_hand() -> None:
     # its next not shown, b2 (a1 is). Now every result of B is shown: the draft stops (the paper's loop runs while
     # both rankings have one left), though A still has a2 and a3.
     merged = team_draft(["a1", "a2", "a3"], ["b1", "a1", "b2"], Coins(0.3, 0.7))
-    assert merged == Interleaved(("a1", "b1", "b2"), ("A", "B", "B"))
+    assert merged == Impression(query="", shown=("a1", "b1", "b2"), teams=("A", "B", "B"))
     # Toss 0.9 first: B takes b1, then A a1, toss 0.1: A a2, B b2 (a1 shown), toss 0.6: B has nothing left.
-    assert team_draft(["a1", "a2", "a3"], ["b1", "a1", "b2"], Coins(0.9, 0.1, 0.6)).docs == ("b1", "a1", "a2", "b2")
+    assert team_draft(["a1", "a2", "a3"], ["b1", "a1", "b2"], Coins(0.9, 0.1, 0.6)).shown == ("b1", "a1", "a2", "b2")
     # Cut at a length; identical rankings share every document, each credited to whichever team drafted it.
     cut = team_draft(["x", "y", "z"], ["x", "y", "z"], Coins(0.2, 0.2), length=2)
-    assert cut == Interleaved(("x", "y"), ("A", "B"))
+    assert cut == Impression(query="", shown=("x", "y"), teams=("A", "B"))
 
 
 def test_credit_counts_clicks_per_team() -> None:
-    merged = Interleaved(("a1", "b1", "b2", "a2"), ("A", "B", "B", "A"))
-    assert credit(merged, {"b1", "a2"}) == "tie"
-    assert credit(merged, {"b2"}) == "B" and credit(merged, {"a1", "a2", "b1"}) == "A"
-    assert credit(merged, set()) == "none" and credit(merged, {"elsewhere"}) == "none"
+    merged = Impression(query="q", shown=("a1", "b1", "b2", "a2"), teams=("A", "B", "B", "A"))
+
+    def clicked(*ids: str) -> Impression:
+        return replace(merged, clicked=frozenset(ids))
+
+    assert credit(clicked("b1", "a2")) == "tie"
+    assert credit(clicked("b2")) == "B" and credit(clicked("a1", "a2", "b1")) == "A"
+    assert credit(clicked()) == "none" and credit(clicked("elsewhere")) == "none"
 
 
 def test_the_analysis_against_a_binomial_by_hand() -> None:
@@ -128,9 +133,9 @@ def test_team_draft_keeps_each_rankings_order_within_its_team() -> None:
     a, b = [f"d{i}" for i in range(10)], [f"d{i}" for i in (3, 7, 1, 0, 9, 2, 8, 4, 6, 5)]
     for _ in range(50):
         merged = team_draft(a, b, rng, length=8)
-        assert len(set(merged.docs)) == len(merged.docs) == 8
+        assert len(set(merged.shown)) == len(merged.shown) == 8
         picks = {"A": merged.teams.count("A"), "B": merged.teams.count("B")}
         assert abs(picks["A"] - picks["B"]) <= 1
         for team, ranking in (("A", a), ("B", b)):
-            mine = [d for d, t in zip(merged.docs, merged.teams, strict=True) if t == team]
+            mine = [d for d, t in zip(merged.shown, merged.teams, strict=True) if t == team]
             assert [ranking.index(d) for d in mine] == sorted(ranking.index(d) for d in mine)

@@ -15,33 +15,16 @@ clicks from a known PBM (the tests' ground truth, and the sizing of an online te
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel
+
+from workbench.clicks.impressions import Impression
 
 CLICK_MODEL_TITLES: dict[str, str] = {"coec": "COEC", "pbm": "position-based model (EM)"}
 MAX_POSITIONS = 50  # positions past this are not counted: almost nobody examines them, and they only add noise
 EM_ITERATIONS = 200
 EM_TOLERANCE = 1e-7
-
-
-@dataclass(frozen=True)
-class Impression:
-    """One result list as a user saw it: the query, the ids shown in order, the ids clicked (a subset of those
-    shown), the session and the time as given."""
-
-    query: str
-    shown: tuple[str, ...]
-    clicked: frozenset[str] = field(default_factory=frozenset)
-    session: str = ""
-    time: str = ""
-
-
-def session_count(impressions: Sequence[Impression]) -> int:
-    """Distinct sessions of the impressions (one without a session is a session of its own)."""
-    named = {i.session for i in impressions if i.session}
-    return len(named) + sum(1 for i in impressions if not i.session)
 
 
 class PairEstimate(BaseModel):

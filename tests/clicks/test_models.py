@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from workbench.evaluation.click_models import Impression, coec, examination, grade_of, pbm, simulate_clicks
+from workbench.clicks.impressions import Impression
+from workbench.clicks.models import coec, examination, grade_of, pbm, simulate_clicks
 from workbench.services.demo import demo_dataset
 
 LOG = [

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 from scipy.stats import binomtest, norm
 
-from workbench.evaluation.click_models import examination
+from workbench.clicks.impressions import Impression
+from workbench.clicks.models import examination
 from workbench.evaluation.report import EvaluationReport
 from workbench.vocab import CLICK_ATTRACTIVENESS, VERDICT_ALPHA
 
@@ -32,19 +33,11 @@ POWER = 0.8
 SIMULATED_IMPRESSIONS = 40_000  # an evaluation's sizing: B's win share within about ±0.5 points (95 %)
 
 
-@dataclass(frozen=True)
-class Interleaved:
-    """An interleaved list: the ids in order and, position by position, the team (A or B) that put each there."""
-
-    docs: tuple[str, ...]
-    teams: tuple[str, ...]
-
-    def team_of(self) -> dict[str, str]:
-        return dict(zip(self.docs, self.teams, strict=True))
-
-
-def team_draft(a: Sequence[str], b: Sequence[str], rng: np.random.Generator, length: int | None = None) -> Interleaved:
-    """Team-draft interleaving of rankings `a` and `b` (Radlinski et al. 2008, algorithm 2), cut at `length`."""
+def team_draft(
+    a: Sequence[str], b: Sequence[str], rng: np.random.Generator, length: int | None = None, query: str = ""
+) -> Impression:
+    """Team-draft interleaving of rankings `a` and `b` (Radlinski et al. 2008, algorithm 2), cut at `length`: the
+    impression of `query` it makes, each shown result with its team."""
     docs: list[str] = []
     teams: list[str] = []
     shown: set[str] = set()
@@ -61,15 +54,15 @@ def team_draft(a: Sequence[str], b: Sequence[str], rng: np.random.Generator, len
         teams.append(team)
         shown.add(pick)
         picks[team] += 1
-    return Interleaved(tuple(docs), tuple(teams))
+    return Impression(query=query, shown=tuple(docs), teams=tuple(teams))
 
 
-def credit(list_: Interleaved, clicked: set[str] | frozenset[str]) -> Outcome:
-    """Which team an impression's clicks favour: the team with more clicked results, `tie` when they have as many,
-    `none` without a click."""
-    teams = list_.team_of()
-    a = sum(1 for doc in clicked if teams.get(doc) == "A")
-    b = sum(1 for doc in clicked if teams.get(doc) == "B")
+def credit(impression: Impression) -> Outcome:
+    """Which team an interleaved impression's clicks favour: the team with more clicked results, `tie` when they
+    have as many, `none` without a click."""
+    teams = impression.team_of()
+    a = sum(1 for doc in impression.clicked if teams.get(doc) == "A")
+    b = sum(1 for doc in impression.clicked if teams.get(doc) == "B")
     if a == b == 0:
         return "none"
     return "A" if a > b else "B" if b > a else "tie"
@@ -205,10 +198,12 @@ def simulate_interleaving(
         for _ in range(impressions_per_query):
             merged = team_draft(a, b, rng, length)
             chances = np.array(
-                [examined[p] * attractiveness.get(judged.get(d, 0), 0.0) for p, d in enumerate(merged.docs)]
+                [examined[p] * attractiveness.get(judged.get(d, 0), 0.0) for p, d in enumerate(merged.shown)]
             )
-            clicked = {d for d, hit in zip(merged.docs, rng.random(len(chances)) < chances, strict=True) if hit}
-            counts[credit(merged, clicked)] += 1
+            clicked = frozenset(
+                d for d, hit in zip(merged.shown, rng.random(len(chances)) < chances, strict=True) if hit
+            )
+            counts[credit(replace(merged, clicked=clicked))] += 1
     total = max(sum(counts.values()), 1)
     p_win, p_loss = counts["B"] / total, counts["A"] / total
     return OnlineTestSize(

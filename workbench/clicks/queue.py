@@ -16,15 +16,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from workbench.clicks.online import InterleavingLog
 from workbench.config import Settings
 from workbench.errors import WorkbenchError
 from workbench.redact import redact_url
-from workbench.services.events import EXCHANGE
-from workbench.services.interleaving import InterleavingLog
+from workbench.vocab import EVENTS_EXCHANGE
 
 CLICK_QUEUE = "workbench.clicks"
 CLICK_ROUTING_KEY = "interleaving.click"
-log = logging.getLogger("workbench.services.click_queue")
+log = logging.getLogger("workbench.clicks.queue")
 
 
 class ClickConsumer:
@@ -52,9 +52,9 @@ class ClickConsumer:
                 parameters.connection_attempts = 1
                 connection = pika.BlockingConnection(parameters)
                 channel = connection.channel()
-                channel.exchange_declare(EXCHANGE, exchange_type="topic", durable=True)
+                channel.exchange_declare(EVENTS_EXCHANGE, exchange_type="topic", durable=True)
                 channel.queue_declare(CLICK_QUEUE, durable=True)
-                channel.queue_bind(CLICK_QUEUE, EXCHANGE, routing_key=CLICK_ROUTING_KEY)
+                channel.queue_bind(CLICK_QUEUE, EVENTS_EXCHANGE, routing_key=CLICK_ROUTING_KEY)
                 warned = False
                 for method, _, body in channel.consume(CLICK_QUEUE, inactivity_timeout=0.5):
                     if self._stop.is_set():

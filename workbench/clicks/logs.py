@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.clicks.impressions import Impression, json_records
+from workbench.clicks.models import MAX_POSITIONS
 from workbench.errors import InputError
-from workbench.evaluation.click_models import MAX_POSITIONS, Impression
 from workbench.inputs import csv_records, decode_text, read_user_file, validate_doc_id, visible_text
 from workbench.redact import plain_text
 from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS, MAX_QUERY_CHARS
@@ -88,13 +89,7 @@ def _records(raw: bytes, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, _object(record, f"{name}, item {number}")
         return
     if json_file:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except (ValueError, RecursionError):
-                    raise InputError(f"{name}, line {number}: not a JSON object.") from None
-                yield number, _object(record, f"{name}, line {number}")
+        yield from json_records(text, name)
         return
     columns, rows = csv_records(text, name)
     missing = [c for c in _PLAIN_COLUMNS if c not in columns]
@@ -149,6 +144,21 @@ def _is_click(action: Any) -> bool:
     return name == "click" or name.startswith("click") or name.endswith("_click")
 
 
+def _ubi_click(record: dict[str, Any], at: str, skipped: Counter[str]) -> tuple[str, list[str], str] | None:
+    """(query_id, the object clicked, session) of a UBI click event; None for another event, or a click that names
+    no query or object (counted)."""
+    if not _is_click(record.get("action_name")):
+        return None
+    query_id = str(record.get("query_id") or "")
+    attributes = record.get("event_attributes")
+    target = attributes.get("object") if isinstance(attributes, dict) else None
+    object_id = target.get("object_id") if isinstance(target, dict) else None
+    if not query_id or object_id in (None, ""):
+        skipped["click events without a query_id or object_id"] += 1
+        return None
+    return query_id, _ids([object_id], at), str(record.get("session_id") or "")
+
+
 def _ubi(records: list[tuple[int, dict[str, Any]]], where: str, skipped: Counter[str]) -> list[Impression]:
     """UBI 1.0: query records (query_id, user_query, query_response_hit_ids, client_id, timestamp) and event records
     (action_name, query_id, session_id, event_attributes.object.object_id); a click event credits its object."""
@@ -156,28 +166,20 @@ def _ubi(records: list[tuple[int, dict[str, Any]]], where: str, skipped: Counter
     clicks: dict[str, list[str]] = {}
     sessions: dict[str, str] = {}
     for number, record in records:
-        at = f"{where}, record {number}"
         if "action_name" in record:
-            query_id = str(record.get("query_id") or "")
-            if not _is_click(record.get("action_name")):
-                continue
-            attributes = record.get("event_attributes")
-            target = attributes.get("object") if isinstance(attributes, dict) else None
-            object_id = target.get("object_id") if isinstance(target, dict) else None
-            if not query_id or object_id in (None, ""):
-                skipped["click events without a query_id or object_id"] += 1
-                continue
-            clicks.setdefault(query_id, []).extend(_ids([object_id], at))
-            if record.get("session_id"):
-                sessions.setdefault(query_id, str(record["session_id"]))
+            click = _ubi_click(record, f"{where}, record {number}", skipped)
+            if click is not None:
+                query_id, objects, session = click
+                clicks.setdefault(query_id, []).extend(objects)
+                if session:
+                    sessions.setdefault(query_id, session)
+            continue
+        query_id = str(record.get("query_id") or "")
+        if not query_id:
+            skipped["query records without a query_id"] += 1
+        elif query_id in queries:
+            skipped["repeated query_ids (the first record of each kept)"] += 1
         else:
-            query_id = str(record.get("query_id") or "")
-            if not query_id:
-                skipped["query records without a query_id"] += 1
-                continue
-            if query_id in queries:
-                skipped["repeated query_ids (the first record of each kept)"] += 1
-                continue
             queries[query_id] = record
     if queries and not any("action_name" in r for _, r in records):
         raise InputError(

@@ -15,6 +15,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,15 @@ import numpy as np
 from cachetools import LRUCache
 from pydantic import BaseModel
 
+from workbench.clicks.impressions import Impression, json_records
+from workbench.clicks.interleaving import InterleavingAnalysis, Outcome, analyse, credit, team_draft
 from workbench.config import Settings
 from workbench.errors import ImpressionNotFoundError, InputError
-from workbench.evaluation.interleaving import Interleaved, InterleavingAnalysis, Outcome, analyse, credit, team_draft
 from workbench.fusion import first_stage_name
 from workbench.inputs import decode_text, read_user_file, validate_doc_id
 from workbench.redact import plain_text, public_name
 from workbench.types import SearchPlan, SearchResult
-from workbench.vocab import MAX_CLICK_LOG_BYTES, MAX_CLICK_LOG_ROWS
+from workbench.vocab import MAX_CLICK_LOG_BYTES
 
 MAX_REMEMBERED_IMPRESSIONS = 100_000
 _IMPRESSION_ID_CHARS = 64
@@ -66,17 +68,17 @@ def online_test_id(collection: str, a: str, b: str) -> str:
     return f"t-{digest}"
 
 
-class ServedImpression(BaseModel):
-    """An interleaved list as served: its id, its online test, the result ids in order and their teams."""
+@dataclass(frozen=True)
+class OnlineTest:
+    """One online test: a collection, ranking A (the control) against ranking B, each named as `plan_label` words it."""
 
-    impression_id: str
-    test: str
     collection: str
-    query: str
-    ids: list[str]
-    teams: list[str]
     a: str
     b: str
+
+    @property
+    def id(self) -> str:
+        return online_test_id(self.collection, self.a, self.b)
 
 
 class ClickReceipt(BaseModel):
@@ -94,7 +96,7 @@ class InterleavingLog:
     def __init__(self, settings: Settings) -> None:
         self.path = interleaving_log_path(settings)
         self._lock = threading.Lock()
-        self._served: LRUCache[str, ServedImpression] = LRUCache(MAX_REMEMBERED_IMPRESSIONS)
+        self._served: LRUCache[str, Impression] = LRUCache(MAX_REMEMBERED_IMPRESSIONS)
         self._clicks: dict[str, set[str]] = {}
         self._rng = np.random.default_rng()
 
@@ -105,20 +107,21 @@ class InterleavingLog:
 
     def serve(
         self, collection: str, query: str, a: tuple[str, list[str]], b: tuple[str, list[str]], length: int
-    ) -> tuple[ServedImpression, Interleaved]:
+    ) -> tuple[Impression, OnlineTest]:
         """Team-draft interleave ranking A and ranking B (each `(label, ids in order)`), cut at `length`, and log
-        the impression."""
+        the impression; it is returned with its online test."""
         with self._lock:
-            merged = team_draft(a[1], b[1], self._rng, length)
-        served = ServedImpression(
-            impression_id=f"imp-{uuid.uuid4().hex}", test=online_test_id(collection, a[0], b[0]), collection=collection,
-            query=query, ids=list(merged.docs),
-            teams=list(merged.teams), a=a[0], b=b[0],
-        )  # fmt: skip
+            merged = team_draft(a[1], b[1], self._rng, length, query=query)
+        served = replace(merged, id=f"imp-{uuid.uuid4().hex}", time=_now())
+        test = OnlineTest(collection, a[0], b[0])
         with self._lock:
-            self._served[served.impression_id] = served
-            self._append({"type": "impression", "time": _now(), **served.model_dump()})
-        return served, merged
+            self._served[served.id] = served
+            self._append({
+                "type": "impression", "time": served.time, "impression_id": served.id, "test": test.id,
+                "collection": collection, "query": query, "ids": list(served.shown), "teams": list(served.teams),
+                "a": test.a, "b": test.b,
+            })  # fmt: skip
+        return served, test
 
     def click(self, impression_id: str, result_id: str) -> ClickReceipt:
         """Log a click on a result of a served impression."""
@@ -133,7 +136,7 @@ class InterleavingLog:
                     f"No impression '{impression_id[:_IMPRESSION_ID_CHARS]}' was served by this server (or it is "
                     f"older than its last {MAX_REMEMBERED_IMPRESSIONS:,}): send the impression_id /search answered."
                 )
-            if result_id not in served.ids:
+            if result_id not in served.shown:
                 raise InputError(
                     f"The impression '{impression_id}' did not show '{plain_text(result_id)[:80]}': a click must name "
                     "the id of one of its results."
@@ -141,7 +144,7 @@ class InterleavingLog:
             clicked = self._clicks.setdefault(impression_id, set())
             clicked.add(result_id)
             self._append({"type": "click", "time": _now(), "impression_id": impression_id, "id": result_id})
-            team = served.teams[served.ids.index(result_id)]
+            team = served.team_of()[result_id]
         return ClickReceipt(impression_id=impression_id, id=result_id, team=team, clicks_on_impression=len(clicked))
 
 
@@ -152,31 +155,13 @@ def _now() -> str:
 def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     if not path.exists():
         raise InputError(f"No interleaving log at {path.name}: `workbench serve` writes it when /search interleaves.")
-    text = decode_text(read_user_file(path, "interleaving log", MAX_CLICK_LOG_BYTES), path.name)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if number > MAX_CLICK_LOG_ROWS * 4:
-            raise InputError(f"{path.name} has more than {MAX_CLICK_LOG_ROWS * 4:,} lines.")
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            raise InputError(f"{path.name}, line {number}: not a JSON object.") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{path.name}, line {number}: not a JSON object.")
-        yield number, record
+    yield from json_records(
+        decode_text(read_user_file(path, "interleaving log", MAX_CLICK_LOG_BYTES), path.name), path.name
+    )
 
 
-class _OnlineTest:
-    """The impressions of one online test found in a log, keyed by impression id."""
-
-    def __init__(self, collection: str, a: str, b: str) -> None:
-        self.collection, self.a, self.b = collection, a, b
-        self.served: dict[str, Interleaved] = {}
-
-
-def _impression(record: dict[str, Any], where: str) -> tuple[str, str, str, str, Interleaved]:
-    """(test id, collection, A's label, B's label, the list as served) of a logged impression."""
+def _impression(record: dict[str, Any], where: str) -> tuple[OnlineTest, str, Impression]:
+    """(its online test, the test's id as logged, the impression as served) of a logged impression."""
     ids, teams = record.get("ids"), record.get("teams")
     if not isinstance(ids, list) or not isinstance(teams, list) or len(ids) != len(teams):
         raise InputError(f"{where}: an impression needs ids and teams of one length.")
@@ -184,25 +169,35 @@ def _impression(record: dict[str, Any], where: str) -> tuple[str, str, str, str,
         raise InputError(f"{where}: a team is A or B.")
     collection, a, b = (plain_text(str(record.get(key, default))) for key, default in
                         (("collection", ""), ("a", "A"), ("b", "B")))  # fmt: skip
-    test = str(record.get("test") or online_test_id(collection, a, b))  # logs written before tests were named
-    return test, collection, a, b, Interleaved(tuple(map(str, ids)), tuple(teams))
+    test = OnlineTest(collection, a, b)
+    served = Impression(
+        query=plain_text(str(record.get("query", ""))), shown=tuple(map(str, ids)), teams=tuple(teams),
+        id=str(record.get("impression_id")), time=str(record.get("time", "")),
+    )  # fmt: skip
+    return test, str(record.get("test") or test.id), served  # logs written before tests were named have no id
 
 
-def _online_tests(path: Path, collection: str | None) -> tuple[dict[str, _OnlineTest], dict[str, set[str]]]:
-    tests: dict[str, _OnlineTest] = {}
+def _online_tests(path: Path, collection: str | None) -> tuple[dict[str, OnlineTest], dict[str, dict[str, Impression]]]:
+    """Each online test of a log (of `collection`, when named) by id, and its impressions by id, clicks in."""
+    tests: dict[str, OnlineTest] = {}
+    served: dict[str, dict[str, Impression]] = {}
     clicks: dict[str, set[str]] = {}
     for number, record in _records(path):
         kind = record.get("type")
         if kind == "impression":
-            test, where, a, b, merged = _impression(record, f"{path.name}, line {number}")
-            if collection is not None and where != collection:
+            test, test_id, impression = _impression(record, f"{path.name}, line {number}")
+            if collection is not None and test.collection != collection:
                 continue
-            tests.setdefault(test, _OnlineTest(where, a, b)).served[str(record.get("impression_id"))] = merged
+            tests.setdefault(test_id, test)
+            served.setdefault(test_id, {})[impression.id] = impression
         elif kind == "click":
             clicks.setdefault(str(record.get("impression_id")), set()).add(str(record.get("id")))
         else:
             raise InputError(f"{path.name}, line {number}: the type is impression or click.")
-    return tests, clicks
+    for impressions in served.values():
+        for key, impression in impressions.items():
+            impressions[key] = replace(impression, clicked=frozenset(clicks.get(key, ())))
+    return tests, served
 
 
 def analyse_interleaving_log(
@@ -212,23 +207,25 @@ def analyse_interleaving_log(
     B's preference, its interval and the verdict. Tests are never pooled: a log that holds several (of one
     collection, when named) needs `test`, and the refusal lists them."""
     path = Path(path)
-    tests, clicks = _online_tests(path, collection)
+    tests, served = _online_tests(path, collection)
     where = f" of '{plain_text(collection)[:80]}'" if collection else ""
     if not tests:
         raise InputError(f"{path.name} holds no interleaved impression{where}.")
     if test is not None and test not in tests:
-        raise InputError(f"{path.name} holds no online test '{plain_text(test)[:40]}'{where}: {_listed(tests)}.")
+        raise InputError(
+            f"{path.name} holds no online test '{plain_text(test)[:40]}'{where}: {_listed(tests, served)}."
+        )
     if test is None and len(tests) > 1:
         raise InputError(
             f"{path.name} holds {len(tests)} online tests{where}; they are never pooled: name one with --test "
-            f"({_listed(tests)})."
+            f"({_listed(tests, served)})."
         )
-    chosen = tests[test or next(iter(tests))]
-    outcomes: list[Outcome] = [credit(merged, clicks.get(i, set())) for i, merged in chosen.served.items()]
-    return analyse(outcomes, a=chosen.a, b=chosen.b)
+    chosen = test or next(iter(tests))
+    outcomes: list[Outcome] = [credit(impression) for impression in served[chosen].values()]
+    return analyse(outcomes, a=tests[chosen].a, b=tests[chosen].b)
 
 
-def _listed(tests: dict[str, _OnlineTest]) -> str:
+def _listed(tests: dict[str, OnlineTest], served: dict[str, dict[str, Impression]]) -> str:
     return "; ".join(
-        f"{test}: {t.collection}, {t.a} against {t.b}, {len(t.served):,} impressions" for test, t in tests.items()
+        f"{key}: {t.collection}, {t.a} against {t.b}, {len(served[key]):,} impressions" for key, t in tests.items()
     )

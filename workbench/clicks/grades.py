@@ -17,18 +17,12 @@ from pydantic import BaseModel
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
+from workbench.clicks.impressions import Impression, session_count
+from workbench.clicks.logs import ClickLog, read_click_log
+from workbench.clicks.models import CLICK_MODEL_TITLES, ClickFit, fit_click_model, grade_of
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.click_models import (
-    CLICK_MODEL_TITLES,
-    ClickFit,
-    Impression,
-    fit_click_model,
-    grade_of,
-    session_count,
-)
 from workbench.inputs import validate_collection_name
-from workbench.judgments.click_log import ClickLog, read_click_log
 from workbench.judgments.service import judged_queries, judgment_rows, normal_query, typed_query_id
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.vocab import CLICK_GRADE_CUTS, CLICK_MODELS, DEFAULT_MIN_IMPRESSIONS, MACHINE_SOURCES

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
+from workbench.clicks.grades import click_agreement, import_clicks
+from workbench.clicks.impressions import Impression
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation import Dataset
-from workbench.evaluation.click_models import Impression
 from workbench.evaluation.service import prepare_collection
 from workbench.experiments.log_sample import log_query_set, query_frequencies
 from workbench.judgments import attach_judgments, judgment_rows, load_judgments, typed_query_id
-from workbench.judgments.clicks import click_agreement, import_clicks
 
 DOCS = {
     f"d{i}": f"Document {i} about {topic}"
