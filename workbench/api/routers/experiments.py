@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from workbench.api.dependencies import Authorised, EngineDep, State, run_bounded
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset
 from workbench.experiments import (
     QuerySet,
     RunDiff,
@@ -61,53 +60,61 @@ class PlanRequest(PlanFields):  # type: ignore[misc,valid-type]
 Judgments = Literal["demo", "collection"]
 
 
-class EvaluationRequest(BaseModel):
-    """An evaluation to run now and keep: the configuration, whose judgments, which queries."""
+class JudgedRequest(BaseModel):
+    """Whose judged queries, and which of them: the API's side of `services.evaluations.EvaluationRequest`, which
+    `ready` turns into one and readies as every front end does."""
 
     model_config = ConfigDict(extra="forbid")
 
-    plan: PlanRequest = Field(default_factory=PlanRequest)
     judgments: Judgments | None = Field(
         None, description="'demo' (the demo's), or 'collection' (the judgments store's for the plan's collection); "
         "default: the demo's for the demo collection, else the collection's",
     )  # fmt: skip
     query_set: str | None = Field(None, description="a kept query set's name: only its queries")
     max_queries: int | None = Field(None, ge=1)
+
+    def ready(self, engine: Engine, plan: SearchPlan) -> evaluations.ReadyEvaluation:
+        """The evaluation request these fields make for `plan`, readied (`ready_evaluation`; the query set is left
+        to the experiment that records it). A collection without judgments is refused naming how to get some."""
+        collection = plan.collection or engine.settings.collection
+        demo = self.judgments == "demo" or (self.judgments is None and collection == DEMO_COLLECTION)
+        if not demo:
+            engine.collection_info(collection)  # an unknown collection is a 404 naming the ones there are
+            if load_judgments(engine.settings, collection) is None:
+                raise InputError(
+                    f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
+                    "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
+                )
+        request = evaluations.EvaluationRequest(
+            demo=demo, collection=collection, query_set=self.query_set, max_queries=self.max_queries
+        )
+        ready = evaluations.ready_evaluation(engine, request, query_set=False)
+        if demo:  # the demo's judgments on a collection that may not be there (checked above otherwise): a 404
+            engine.collection_info(ready.collection)
+        return ready
+
+    def kept_query_set(self, engine: Engine) -> QuerySet | None:
+        """The kept query set named, or None."""
+        return open_experiment_store(engine.settings).query_set(self.query_set) if self.query_set else None
+
+
+class EvaluationRequest(JudgedRequest):
+    """An evaluation to run now and keep: the configuration, whose judgments, which queries."""
+
+    plan: PlanRequest = Field(default_factory=PlanRequest)
     name: str = ""
     tags: list[str] = Field(default_factory=list)
     notes: str = ""
 
 
-class GateRequest(BaseModel):
+class GateRequest(JudgedRequest):
     """The candidate, the baseline (its own first stage by default, a kept experiment's id, or another
     configuration), the judgments and the budgets."""
 
-    model_config = ConfigDict(extra="forbid")
-
     candidate: PlanRequest = Field(default_factory=PlanRequest)
     baseline_experiment: str | None = Field(None, max_length=64, description="a kept experiment's id")
-    baseline: PlanRequest | None = Field(None, description="another configuration, run now")
-    judgments: Judgments | None = None
-    query_set: str | None = None
-    max_queries: int | None = Field(None, ge=1)
+    baseline: PlanRequest | None = Field(None, description="another configuration, run now (over the candidate's)")
     budgets: Budgets = Field(default_factory=Budgets)
-
-
-def _judged(engine: Engine, plan: SearchPlan, judgments: Judgments | None) -> Dataset:
-    """The judged queries a request names, readied as every front end readies them (`ready_evaluation`)."""
-    collection = plan.collection or engine.settings.collection
-    demo = judgments == "demo" or (judgments is None and collection == DEMO_COLLECTION)
-    if not demo:
-        engine.collection_info(collection)  # an unknown collection is a 404 naming the ones there are
-        if load_judgments(engine.settings, collection) is None:
-            raise InputError(
-                f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
-                "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
-            )
-    ready = evaluations.ready_evaluation(engine, evaluations.EvaluationRequest(demo=demo, collection=collection))
-    if demo:  # the demo's judgments on a collection that may not be there (checked above otherwise): a 404
-        engine.collection_info(ready.collection)
-    return ready.dataset
 
 
 @router.get("/experiments", response_model=list[ExperimentSummary])
@@ -159,11 +166,10 @@ async def delete(experiment_id: str, state: State) -> dict[str, Any]:
 def evaluated(body: EvaluationRequest, engine: Engine, progress: Progress | None = None) -> ExperimentSummary:
     """The evaluation a request asks for, run and kept: what POST /experiments answers and a job's result."""
     plan = body.plan.plan(engine)
-    dataset = _judged(engine, plan, body.judgments)
-    query_set = open_experiment_store(engine.settings).query_set(body.query_set) if body.query_set else None
+    dataset = body.ready(engine, plan).dataset
     return run_experiment(
-        engine, dataset, plan, source=dataset.name, query_set=query_set, name=body.name, tags=body.tags,
-        notes=body.notes, max_queries=body.max_queries, progress=progress,
+        engine, dataset, plan, source=dataset.name, query_set=body.kept_query_set(engine), name=body.name,
+        tags=body.tags, notes=body.notes, max_queries=body.max_queries, progress=progress,
     ).summary()  # fmt: skip
 
 
@@ -176,15 +182,13 @@ def check_gate(body: GateRequest) -> None:
 def gated(body: GateRequest, engine: Engine, progress: Progress | None = None) -> GateDecision:
     """The gate's decision a request asks for: what POST /gate answers and a job's result."""
     candidate = body.candidate.plan(engine)
-    dataset = _judged(engine, candidate, body.judgments)
-    store = open_experiment_store(engine.settings)
-    query_set = store.query_set(body.query_set) if body.query_set else None
+    dataset = body.ready(engine, candidate).dataset
     baseline: SearchPlan | str | None = body.baseline_experiment
     if body.baseline is not None:
-        baseline = candidate.with_(**body.baseline.model_dump(exclude_unset=True))
+        baseline = body.baseline.plan(engine, over=candidate)
     return run_gate(
         engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=body.budgets,
-        query_set=query_set, max_queries=body.max_queries, progress=progress,
+        query_set=body.kept_query_set(engine), max_queries=body.max_queries, progress=progress,
     )  # fmt: skip
 
 
