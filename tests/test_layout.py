@@ -430,3 +430,21 @@ def test_the_cli_and_the_api_ready_an_evaluation_through_the_request() -> None:
         if name in READIED_PIECES
     ]
     assert assembled == []
+
+
+SETTINGS_COPY_FOR_A_BACKEND = re.compile(
+    r"update\s*=\s*\{[^}]*[\"']reranker_backend[\"']|Settings\([^)]*\breranker_backend\s*=|"
+    r"environ\[[\"']RERANKER_BACKEND[\"']\]\s*="
+)
+
+
+def test_a_backend_travels_as_an_argument_never_as_a_settings_copy() -> None:
+    """Issue 55: a backend other than RERANKER_BACKEND is named in the reranker id (`model@onnx`) and reaches the
+    cross-encoder as its `backend` argument (as sentence-transformers' `backend=`), never as a copy of Settings."""
+    copies = [
+        f"{path.relative_to(REPO)}: {match.group(0)[:60]}"
+        for path in PACKAGE.rglob("*.py")
+        for match in SETTINGS_COPY_FOR_A_BACKEND.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert copies == []
+    assert SETTINGS_COPY_FOR_A_BACKEND.search('settings.model_copy(update={"reranker_backend": "onnx"})')
