@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
+import pytrec_eval
 
+from tests.conftest import tiny_env
+from workbench.cli import main
 from workbench.cli.plans import evaluation_from
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -85,3 +89,32 @@ def test_the_cli_adapter_and_what_a_request_refuses(tmp_path: Path) -> None:
 
 def _first_five(dataset: Dataset, but: str) -> str:
     return ", ".join([q for q in dataset.queries if q != but][:5])
+
+
+def test_eval_demo_on_a_run_of_its_own_ids_equals_the_runs_ndcg_before_reranking(
+    tiny_models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`workbench eval demo --candidates RUN` with a TREC run of the demo collection's own document ids: the texts are
+    read from the demo collection, and the figure before reranking is the run's own nDCG@10 (pytrec_eval)."""
+    for name, value in tiny_env(tmp_path / "data", tiny_models).items():
+        monkeypatch.setenv(name, value)
+    demo = demo_dataset("test")
+    pool = sorted({doc for docs in demo.qrels.values() for doc in docs})
+    run: dict[str, dict[str, float]] = {}
+    for qid in demo.queries:  # its judged ids and others, ten in an order of no model's: a hash of each pair
+        others = [doc for doc in pool if doc not in demo.qrels[qid]]
+        chosen = [*demo.qrels[qid], *others[: 10 - len(demo.qrels[qid])]][:10]
+        ranked = sorted(chosen, key=lambda doc, q=qid: hashlib.sha256(f"{q}|{doc}".encode()).hexdigest())
+        run[qid] = {doc: float(10 - rank) for rank, doc in enumerate(ranked)}
+    path = tmp_path / "prod.trec"
+    path.write_text(
+        "".join(f"{q} Q0 {d} {11 - int(s)} {s} prod\n" for q, docs in run.items() for d, s in docs.items()),
+        encoding="utf-8",
+    )
+    code = main(["eval", "demo", "--candidates", str(path), "-k", "10", "-n", "10", "--depth", "none", "--no-save",
+                 "--json"])  # fmt: skip
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["queries"] == len(demo.queries)
+    per_query = pytrec_eval.RelevanceEvaluator(demo.qrels, {"ndcg_cut.10"}).evaluate(run)
+    expected = sum(per_query[q]["ndcg_cut_10"] for q in demo.queries) / len(demo.queries)
+    assert 0 < expected < 1 and summary["before"]["ndcg@10"] == pytest.approx(expected, abs=1e-9)
