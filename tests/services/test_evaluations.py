@@ -87,6 +87,28 @@ def test_the_cli_adapter_and_what_a_request_refuses(tmp_path: Path) -> None:
         judged_queries_of(Settings(data_dir=tmp_path), files)
 
 
+def test_the_request_holds_the_depth_grid_the_rerankers_compared_and_whether_to_keep(tmp_path: Path) -> None:
+    """What `eval` runs, not only what it judges: --depth, several --reranker and --no-save become the request's."""
+    settings = Settings(data_dir=tmp_path, reranker_model="none", offline=True)
+    options = argparse.Namespace(dataset="demo", depth="20,5", reranker=["a-model", "b-model"], no_save=True)
+    request = evaluation_from(options, settings)
+    assert (request.depth, request.rerankers, request.keep) == (
+        (5, 20),
+        ("a-model", "b-model"),
+        False,
+    )  # sorted, as --depth reads it
+    assert request.depth_grid(50) == [5, 20]
+    assert evaluation_from(argparse.Namespace(dataset="demo", depth="none")).depth_grid(50) == []
+    assert EvaluationRequest(demo=True).depth_grid(50) == [10, 20, 50] and EvaluationRequest(demo=True).keep
+    one = argparse.Namespace(dataset="demo", reranker="a-model")  # tune's --reranker names the one it reranks with
+    assert evaluation_from(one).rerankers == ()
+    with pytest.raises(InputError, match="compared two or more at a time"):
+        EvaluationRequest(demo=True, rerankers=("a-model",))
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(InputError, match="A depth is a whole number"):
+            EvaluationRequest(demo=True, depth=(10, bad))  # type: ignore[arg-type]
+
+
 def _first_five(dataset: Dataset, but: str) -> str:
     return ", ".join([q for q in dataset.queries if q != but][:5])
 

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
-from workbench.cli.plans import evaluation_from, plan_from, rerankers_from, stopping_from
+from workbench.cli.plans import evaluation_from, plan_from, stopping_from
 from workbench.clicks.interleaving import online_test_size
-from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
-from workbench.evaluation import Dataset, check_plan, evaluate_dataset, read_trec_run
+from workbench.evaluation import check_plan, evaluate_dataset, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
 from workbench.evaluation.io import Run
@@ -23,13 +22,10 @@ from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines
 from workbench.evaluation.settling import settle_state
 from workbench.experiments import keep_report
-from workbench.inputs import parse_int_list, safe_file_stem, validate_collection_name, validate_retrieval
+from workbench.inputs import safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
-from workbench.services.evaluations import ready_evaluation
+from workbench.services.evaluations import ReadyEvaluation, ready_evaluation
 from workbench.types import SearchPlan
-from workbench.vocab import (
-    DEPTH_SWEEP,
-)
 
 
 def _writable_folder(path: str) -> Path:
@@ -53,35 +49,29 @@ def _modes(text: str | None) -> list[str | None]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    depth, modes, folder = _checked_arguments(args, settings)
+    modes, folder = _checked_arguments(args)
     if args.fusion and modes != [None] and "hybrid" not in modes:
         raise InputError(f"--fusion fuses hybrid retrieval's lists, and --retrieval {args.retrieval} has no hybrid.")
     if args.candidates and modes != [None] and modes != ["dense"]:
         raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
+    request = evaluation_from(args, settings)
+    k = settings.k_retrieve if args.k is None else args.k  # the depth the app searches at, unless told
+    check_plan(k, settings.k_return if args.n is None else args.n, request.max_queries, request.depth_grid(k))
     outside = read_trec_run(args.run) if args.run else None
     engine = Engine(settings)
-    ready = ready_evaluation(engine, evaluation_from(args), warn=warn)
-    dataset = ready.dataset
-    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
-    try:
-        state = "is empty" if engine.collection_info(args.collection).count == 0 else None
-    except WorkbenchError:
-        if args.collection not in settings.collections:
-            validate_collection_name(args.collection)  # before saying it will be made
-        state = "does not exist yet"
-    if state and dataset.corpus is not None:
-        warn(_ingest_notice(dataset, args, state))
-    if len(args.reranker or []) > 1:
-        return _compare(engine, dataset, args, modes)
+    ready = ready_evaluation(engine, request, warn=warn)
+    _notice_ingest(engine, ready, args)
+    if request.rerankers:
+        return _compare(engine, ready, args, modes)
     summaries = []
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
-        plan, report = _evaluate_mode(engine, dataset, args, mode, depth, outside)
+        plan, report = _evaluate_mode(engine, ready, args, mode, outside)
         target = folder / report.retrieval if folder is not None and len(modes) > 1 else folder
-        summary = _report_out(engine, report, dataset, args, target)
-        if not args.no_save:
+        summary = _report_out(engine, report, ready, args, target)
+        if request.keep:
             experiment = keep_report(
-                engine, report, plan, dataset, source=dataset.name, query_set=args.query_set, name=args.name or "",
-                tags=args.tag or (), notes=args.notes or "",
+                engine, report, plan, ready.dataset, source=ready.dataset.name, query_set=request.query_set,
+                name=args.name or "", tags=args.tag or (), notes=args.notes or "",
             )  # fmt: skip
             summary["experiment"] = experiment.id
             warn(f"kept as experiment {experiment.id} (`workbench experiments show {experiment.id}`)")
@@ -91,16 +81,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _notice_ingest(engine: Engine, ready: ReadyEvaluation, args: argparse.Namespace) -> None:
+    """Say so before an evaluation ingests its corpus first (the collection is empty or not there yet)."""
+    try:
+        state = "is empty" if engine.collection_info(ready.collection).count == 0 else None
+    except WorkbenchError:
+        if ready.collection not in engine.settings.collections:
+            validate_collection_name(ready.collection)  # before saying it will be made
+        state = "does not exist yet"
+    if state and ready.dataset.corpus is not None:
+        warn(_ingest_notice(ready, args, state))
+
+
 QUICK_LOOK_PASSAGES = 1000  # what the notice offers as --corpus-sample
 
 
-def _ingest_notice(dataset: Dataset, args: argparse.Namespace, state: str) -> str:
+def _ingest_notice(ready: ReadyEvaluation, args: argparse.Namespace, state: str) -> str:
     """What an evaluation must ingest before its first query, and the quicker way (the time follows from
     `Engine.ingest`, once the chunks to embed are counted)."""
-    passages = corpus_lines(dataset) or 0
-    source = dataset.corpus if args.corpus_sample is None else f"a sample of {args.dataset}"  # not its cache folder
-    notice = f"'{args.collection}' {state}: ingesting {source} ({passages:,} passages) first."
-    if args.corpus_sample is None and passages > QUICK_LOOK_PASSAGES:
+    sampled = ready.request.corpus_sample is not None
+    passages = corpus_lines(ready.dataset) or 0
+    source = ready.dataset.corpus if not sampled else f"a sample of {args.dataset}"  # not its cache folder
+    notice = f"'{ready.collection}' {state}: ingesting {source} ({passages:,} passages) first."
+    if not sampled and passages > QUICK_LOOK_PASSAGES:
         notice += (
             f" For a quick look, --corpus-sample {QUICK_LOOK_PASSAGES} ingests only the judged passages of the "
             f"queries evaluated and {QUICK_LOOK_PASSAGES:,} others (every figure then says it is a sample)."
@@ -108,44 +111,30 @@ def _ingest_notice(dataset: Dataset, args: argparse.Namespace, state: str) -> st
     return notice
 
 
-def _checked_arguments(args: argparse.Namespace, settings: Settings) -> tuple[list[int], list[str | None], Path | None]:
-    """Every argument checked before any query runs: the depth values, the first stages, the folder to save to.
-    k and n default to the settings' (RERANKER_K_RETRIEVE, RERANKER_K_RETURN): the depth the app searches at."""
-    args.k = settings.k_retrieve if args.k is None else args.k
-    args.n = settings.k_return if args.n is None else args.n
-    if args.depth is None:  # the default sweep, as deep as k goes
-        depth = [d for d in DEPTH_SWEEP if d <= args.k]
-    elif args.depth.strip().lower() == "none":
-        depth = []
-    else:
-        depth = parse_int_list(args.depth, "--depth")
-    check_plan(args.k, args.n, args.max_queries, depth)
+def _checked_arguments(args: argparse.Namespace) -> tuple[list[str | None], Path | None]:
+    """The options no request holds, checked before any query runs: the first stages, the calibration's, the
+    folder to save to."""
     if args.calibrate and (args.no_rerank or len(args.reranker or []) > 1):
         raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
     if not 0 < args.target_precision <= 1:
         raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
-    return depth, _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
+    return _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
 
 
 def _evaluate_mode(
-    engine: Engine,
-    dataset: Dataset,
-    args: argparse.Namespace,
-    mode: str | None,
-    depth: list[int],
-    outside: Run | None,
+    engine: Engine, ready: ReadyEvaluation, args: argparse.Namespace, mode: str | None, outside: Run | None
 ) -> tuple[SearchPlan, EvaluationReport]:
     """One first stage's plan and evaluation, with progress bars for the ingest and the queries."""
     label = f"queries ({mode})" if mode else "queries"
-    ingest_bar = ProgressBar(f"ingest {args.collection}")
+    ingest_bar = ProgressBar(f"ingest {ready.collection}")
     with ingest_bar, ProgressBar(label, unit="query") as bar:
-        plan = plan_from(args, engine, retrieval=mode)
+        plan = plan_from(args, engine, retrieval=mode, collection=ready.collection)
         return plan, evaluate_dataset(
             engine,
-            dataset,
+            ready.dataset,
             plan,
-            max_queries=args.max_queries,
-            depth=depth,
+            max_queries=ready.request.max_queries,
+            depth=ready.request.depth_grid(plan.k),
             outside_run=outside,
             outside_name=Path(args.run).name if args.run else "outside run",
             progress=bar,
@@ -158,15 +147,16 @@ def _evaluate_mode(
 
 
 def _report_out(
-    engine: Engine, report: EvaluationReport, dataset: Dataset, args: argparse.Namespace, target: Path | None
+    engine: Engine, report: EvaluationReport, ready: ReadyEvaluation, args: argparse.Namespace, target: Path | None
 ) -> dict[str, Any]:
     """One evaluation's summary, printed (and its calibration, kept), its warnings, and its files in `target`."""
     summary = report.summary()
-    calibration = calibrate(report, dataset.qrels, target_precision=args.target_precision) if args.calibrate else None
+    qrels = ready.dataset.qrels
+    calibration = calibrate(report, qrels, target_precision=args.target_precision) if args.calibrate else None
     if calibration is not None:
         summary["calibration"] = calibration.summary()
         kept = save_calibration(engine.settings, calibration.chosen)
-        warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{args.collection}' use it")
+        warn(f"calibration kept in {kept.name}: the app's cards for this reranker on '{ready.collection}' use it")
     online = online_test_size(report) if report.verdict is not None else None
     if online is not None:
         summary["online_test"] = online.model_dump()
@@ -193,21 +183,21 @@ def _report_out(
     return summary
 
 
-def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: list[str | None]) -> int:
+def _compare(engine: Engine, ready: ReadyEvaluation, args: argparse.Namespace, modes: list[str | None]) -> int:
     """`--reranker A --reranker B ...`: the rerankers side by side, one table per first stage."""
     prices = parse_prices(args.price)
     comparisons = []
     for mode in modes:
         label = f"rerankers ({mode})" if mode else "rerankers"
-        ingest_bar = ProgressBar(f"ingest {args.collection}")
+        ingest_bar = ProgressBar(f"ingest {ready.collection}")
         with ingest_bar, ProgressBar(label, unit="query") as bar:
-            plan = plan_from(args, engine, retrieval=mode, reranker=None)
+            plan = plan_from(args, engine, retrieval=mode, reranker=None, collection=ready.collection)
             comparison = compare_rerankers(
                 engine,
-                dataset,
+                ready.dataset,
                 plan,
-                [model for model in rerankers_from(args, engine.settings) if model],
-                max_queries=args.max_queries,
+                list(ready.request.rerankers),
+                max_queries=ready.request.max_queries,
                 prices=prices,
                 progress=bar,
                 ingest_progress=ingest_bar,
@@ -217,7 +207,7 @@ def _compare(engine: Engine, dataset: Dataset, args: argparse.Namespace, modes: 
         if not args.json:
             print(shown(comparison.to_markdown(args.latency_budget_ms)))
         if args.save_runs:
-            target = Path(args.save_runs) / f"{safe_file_stem(args.collection)}.{comparison.retrieval}.rerankers"
+            target = Path(args.save_runs) / f"{safe_file_stem(ready.collection)}.{comparison.retrieval}.rerankers"
             Path(f"{target}.md").write_text(comparison.to_markdown(args.latency_budget_ms), encoding="utf-8")
             Path(f"{target}.json").write_text(comparison.model_dump_json(indent=2), encoding="utf-8")
             warn(f"comparison written to {target}.md and .json")

@@ -27,8 +27,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     ready = ready_evaluation(engine, evaluation_from(args), warn=warn, query_set=False)  # the gate keeps the set
     dataset = ready.dataset
-    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
-    candidate = _candidate(engine, args)
+    candidate = _candidate(engine, args, ready.collection)
     baseline = _baseline(engine, args, candidate)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
     budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
@@ -54,19 +53,18 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return decision.exit_code
 
 
-def _candidate(engine: Engine, args: argparse.Namespace) -> SearchPlan:
-    """The candidate: the options' plan, or a kept experiment's (`workbench tune` keeps its recommended cell)."""
+def _candidate(engine: Engine, args: argparse.Namespace, collection: str) -> SearchPlan:
+    """The candidate on the readied `collection`: the options' plan, or a kept experiment's (`workbench tune` keeps
+    its recommended cell)."""
     if not args.candidate_experiment:
-        return plan_from(args, engine)
+        return plan_from(args, engine, collection=collection)
     named = [o for o in ("retrieval", "fusion", "k", "n", "reranker", "backend") if getattr(args, o, None)]
     if named or args.no_rerank or args.candidates:
         shown_options = ", ".join(f"--{o}" if len(o) > 1 else f"-{o}" for o in named) or "--no-rerank/--candidates"
         raise InputError(f"--candidate-experiment is the whole candidate: leave out {shown_options}.")
     plan = open_experiment_store(engine.settings).get(args.candidate_experiment).plan
-    if args.collection and plan.collection != args.collection:
-        raise InputError(
-            f"Experiment {args.candidate_experiment} ran on '{plan.collection}', not on '{args.collection}'."
-        )
+    if plan.collection != collection:
+        raise InputError(f"Experiment {args.candidate_experiment} ran on '{plan.collection}', not on '{collection}'.")
     return plan
 
 

@@ -8,10 +8,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from workbench.cli.common import settings_from
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.sequential import SequentialPlan
+from workbench.inputs import parse_int_list
 from workbench.rerankers.factory import on_backend
 from workbench.services.evaluations import EvaluationRequest
 from workbench.types import SearchPlan
@@ -93,17 +95,26 @@ def stopping_from(args: argparse.Namespace) -> SequentialPlan | None:
     return SequentialPlan(seed=args.seed, tolerance=args.tolerance, looks=args.looks)
 
 
-def evaluation_from(args: argparse.Namespace) -> EvaluationRequest:
+def evaluation_from(args: argparse.Namespace, settings: Settings | None = None) -> EvaluationRequest:
     """The evaluation a command's options ask for (`eval`, `gate`, `tune`, `long-documents`, `query-sets add`): the
     judged queries (DATASET, or --queries with --qrels, or --collection's stored judgments), the collection, and
-    --candidates, --corpus, --corpus-sample, --query-set and --max-queries where the command takes them."""
+    --candidates, --corpus, --corpus-sample, --query-set and --max-queries where the command takes them; for
+    `eval`, --depth, the --reranker values compared and --no-save."""
     named = getattr(args, "dataset", None)
     demo = named == "demo" and not Path("demo").exists()  # a folder of that name wins
+    depth_text = getattr(args, "depth", None)
+    depth = None
+    if depth_text is not None:
+        depth = () if depth_text.strip().lower() == "none" else tuple(parse_int_list(depth_text, "--depth"))
+    named_rerankers = getattr(args, "reranker", None)
+    several = isinstance(named_rerankers, list) and len(named_rerankers) > 1  # `eval`'s repeatable --reranker
+    compared = rerankers_from(args, settings or settings_from(args)) if several else []
     return EvaluationRequest(
         demo=demo, beir=None if demo else named, queries=getattr(args, "queries", None),
         qrels=getattr(args, "qrels", None), split=getattr(args, "split", None) or "test",
         shipped=getattr(args, "shipped_judgments", False), collection=getattr(args, "collection", None),
         candidates=getattr(args, "candidates", None), corpus=getattr(args, "corpus", None),
         corpus_sample=getattr(args, "corpus_sample", None), query_set=getattr(args, "query_set", None),
-        max_queries=getattr(args, "max_queries", None),
+        max_queries=getattr(args, "max_queries", None), depth=depth,
+        rerankers=tuple(model for model in compared if model), keep=not getattr(args, "no_save", False),
     )  # fmt: skip

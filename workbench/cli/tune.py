@@ -28,8 +28,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     ks = args.k or []
     request = evaluation_from(args)
-    dataset, args.collection = judged_queries_of(settings, request)
-    base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n)
+    _, collection = judged_queries_of(settings, request)
+    base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n, collection=collection)
     check_grid(args.first_stage or [], ks, base, args.chunking or ())  # every cell checked before the first query
     dataset = ready_evaluation(engine, request).dataset
     with ProgressBar("tuning", unit="query") as bar:
@@ -46,7 +46,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(run.model_dump_json(indent=2))
     else:
         print(run.to_markdown())
-    kept = None if args.no_save else keep_tuning(engine, run, dataset, source=dataset.name)
+    kept = keep_tuning(engine, run, dataset, source=dataset.name) if request.keep else None
     if kept is not None:
         warn(
             f"the recommended cell is kept as experiment {kept.id}; `workbench gate {args.dataset or ''} "
@@ -62,8 +62,7 @@ def cmd_long_documents(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     ready = ready_evaluation(engine, evaluation_from(args))
     dataset = ready.dataset
-    args.collection = ready.collection  # the options' plan (`plan_from`) searches the readied collection
-    plan = plan_from(args, engine)
+    plan = plan_from(args, engine, collection=ready.collection)
     with ProgressBar("strategies", unit="query") as bar:
         comparison = compare_long_documents(
             engine, dataset, plan, args.strategy or DEFAULT_STRATEGIES[1:], max_queries=args.max_queries,

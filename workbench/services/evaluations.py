@@ -13,8 +13,9 @@
    collection of its own;
 6. a kept query set (`query_set`): only its queries.
 
-What each front end does with the readied evaluation (the plan, the depth grid, the rerankers compared, whether
-to keep it) stays its own: `evaluate_dataset`, `run_gate`, `tune` and `compare_long_documents` take it from here.
+The request also says how the evaluation is run: its depth grid (`depth_grid`), the rerankers compared side by side
+(`rerankers`), and whether it is kept (`keep`). The plan is a `SearchPlan` of its own; `evaluate_dataset`,
+`compare_rerankers`, `run_gate`, `tune` and `compare_long_documents` take it from here.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from workbench.experiments import open_experiment_store
 from workbench.inputs import validate_collection_name, validate_max_queries
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
+from workbench.vocab import DEPTH_SWEEP
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,21 @@ class EvaluationRequest:
     max_queries: int | None = None
     judgments_of: str | None = None  # whose stored judgments to read, when not the collection evaluated's
     tag: str = ""  # sets one caller's candidates collections apart from another's (the app's sessions)
+    depth: tuple[int, ...] | None = None  # the depth curve's k values; None: DEPTH_SWEEP up to the plan's k
+    rerankers: tuple[str, ...] = ()  # two or more: compared side by side, each in a plan of its own
+    keep: bool = True  # kept as an experiment
 
     def __post_init__(self) -> None:
         validate_max_queries(self.max_queries)
+        for value in self.depth or ():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"A depth is a whole number of candidates, at least 1; got {value!r}.")
+        if len(self.rerankers) == 1:
+            raise InputError("Rerankers are compared two or more at a time: name one more, or evaluate the one alone.")
+
+    def depth_grid(self, k: int) -> list[int]:
+        """The depth curve's k values for a plan searching `k` deep: those named, else DEPTH_SWEEP's up to k."""
+        return list(self.depth) if self.depth is not None else [d for d in DEPTH_SWEEP if d <= k]
 
 
 @dataclass(frozen=True)
