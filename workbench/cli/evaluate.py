@@ -13,7 +13,7 @@ from workbench.cli.plans import evaluation_from, plan_from, stopping_from
 from workbench.clicks.interleaving import online_test_size
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
-from workbench.evaluation import check_plan, evaluate_dataset, read_trec_run
+from workbench.evaluation import check_plan, read_trec_run
 from workbench.evaluation.calibration import calibrate, save_calibration
 from workbench.evaluation.html_report import save_report
 from workbench.evaluation.io import Run
@@ -21,11 +21,9 @@ from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines
 from workbench.evaluation.settling import settle_state
-from workbench.experiments import keep_report
 from workbench.inputs import safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.pricing import parse_prices
-from workbench.services.evaluations import ReadyEvaluation, ready_evaluation
-from workbench.types import SearchPlan
+from workbench.services.evaluations import Evaluated, Keeping, ReadyEvaluation, ready_evaluation, run_evaluation_request
 
 
 def _writable_folder(path: str) -> Path:
@@ -64,17 +62,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if request.rerankers:
         return _compare(engine, ready, args, modes)
     summaries = []
+    keeping = Keeping(name=args.name or "", tags=tuple(args.tag or ()), notes=args.notes or "")
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
-        plan, report = _evaluate_mode(engine, ready, args, mode, outside)
+        evaluated = _evaluate_mode(engine, ready, args, mode, outside, keeping)
+        report = evaluated.report
         target = folder / report.retrieval if folder is not None and len(modes) > 1 else folder
         summary = _report_out(engine, report, ready, args, target)
-        if request.keep:
-            experiment = keep_report(
-                engine, report, plan, ready.dataset, source=ready.dataset.name, query_set=request.query_set,
-                name=args.name or "", tags=args.tag or (), notes=args.notes or "",
-            )  # fmt: skip
-            summary["experiment"] = experiment.id
-            warn(f"kept as experiment {experiment.id} (`workbench experiments show {experiment.id}`)")
+        if evaluated.experiment is not None:
+            kept = summary["experiment"] = evaluated.experiment.id
+            warn(f"kept as experiment {kept} (`workbench experiments show {kept}`)")
         summaries.append(summary)
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
@@ -122,28 +118,23 @@ def _checked_arguments(args: argparse.Namespace) -> tuple[list[str | None], Path
 
 
 def _evaluate_mode(
-    engine: Engine, ready: ReadyEvaluation, args: argparse.Namespace, mode: str | None, outside: Run | None
-) -> tuple[SearchPlan, EvaluationReport]:
-    """One first stage's plan and evaluation, with progress bars for the ingest and the queries."""
+    engine: Engine,
+    ready: ReadyEvaluation,
+    args: argparse.Namespace,
+    mode: str | None,
+    outside: Run | None,
+    keeping: Keeping,
+) -> Evaluated:
+    """One first stage's evaluation (kept unless --no-save), with progress bars for the ingest and the queries."""
     label = f"queries ({mode})" if mode else "queries"
     ingest_bar = ProgressBar(f"ingest {ready.collection}")
     with ingest_bar, ProgressBar(label, unit="query") as bar:
-        plan = plan_from(args, engine, retrieval=mode, collection=ready.collection)
-        return plan, evaluate_dataset(
-            engine,
-            ready.dataset,
-            plan,
-            max_queries=ready.request.max_queries,
-            depth=ready.request.depth_grid(plan.k),
-            outside_run=outside,
-            outside_name=Path(args.run).name if args.run else "outside run",
-            progress=bar,
-            ingest_progress=ingest_bar,
-            ingest_announce=warn,
-            latency_budget_ms=args.latency_budget_ms,
-            phase=lambda words: warn(f"queries done; now {words}…"),
+        return run_evaluation_request(
+            engine, ready, plan_from(args, engine, retrieval=mode, collection=ready.collection), keeping=keeping,
+            progress=bar, ingest_progress=ingest_bar, announce=warn, outside_run=outside,
+            outside_name=Path(args.run).name if args.run else "outside run", latency_budget_ms=args.latency_budget_ms,
             sequential=stopping_from(args),
-        )
+        )  # fmt: skip
 
 
 def _report_out(

@@ -27,12 +27,16 @@ from pathlib import Path
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset
+from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.sample import corpus_sample, sample_collection
-from workbench.experiments import open_experiment_store
+from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.service import Progress, evaluate_dataset
+from workbench.experiments import Experiment, keep_report, open_experiment_store
 from workbench.inputs import validate_collection_name, validate_max_queries
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
+from workbench.types import SearchPlan
 from workbench.vocab import DEPTH_SWEEP
 
 
@@ -151,3 +155,54 @@ def _folder_collection(folder: str) -> str:
         raise InputError(
             f"Name the collection to evaluate with --collection: the folder's name cannot be one. {exc}"
         ) from exc
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A readied evaluation run on one plan: its report, and the experiment it was kept as (None when the request
+    keeps nothing)."""
+
+    report: EvaluationReport
+    experiment: Experiment | None
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """How a kept evaluation is labelled: its name, tags and notes."""
+
+    name: str = ""
+    tags: tuple[str, ...] = ()
+    notes: str = ""
+
+
+def run_evaluation_request(
+    engine: Engine,
+    ready: ReadyEvaluation,
+    plan: SearchPlan,
+    *,
+    keeping: Keeping = Keeping(),
+    progress: Progress | None = None,
+    ingest_progress: Progress | None = None,
+    announce: Callable[[str], None] | None = None,
+    outside_run: Run | None = None,
+    outside_name: str = "outside run",
+    latency_budget_ms: float | None = None,
+    sequential: SequentialPlan | None = None,
+) -> Evaluated:
+    """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job): `plan` on the
+    readied judged queries, with the request's depth grid and query count, progress as it goes (`announce` hears
+    each step after the queries), kept as an experiment when the request keeps it."""
+    request = ready.request
+    report = evaluate_dataset(
+        engine, ready.dataset, plan, max_queries=request.max_queries, depth=request.depth_grid(plan.k),
+        outside_run=outside_run, outside_name=outside_name, progress=progress, ingest_progress=ingest_progress,
+        ingest_announce=announce, latency_budget_ms=latency_budget_ms, sequential=sequential,
+        phase=(lambda words: announce(f"queries done; now {words}…")) if announce is not None else None,
+    )  # fmt: skip
+    if not request.keep:
+        return Evaluated(report, None)
+    experiment = keep_report(
+        engine, report, plan, ready.dataset, source=ready.dataset.name, query_set=request.query_set,
+        name=keeping.name, tags=keeping.tags, notes=keeping.notes,
+    )  # fmt: skip
+    return Evaluated(report, experiment)

@@ -19,7 +19,6 @@ from workbench.experiments import (
     export_experiment,
     import_experiment,
     open_experiment_store,
-    run_experiment,
 )
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.experiments.record import ExperimentSummary, ExperimentView
@@ -73,9 +72,10 @@ class JudgedRequest(BaseModel):
     query_set: str | None = Field(None, description="a kept query set's name: only its queries")
     max_queries: int | None = Field(None, ge=1)
 
-    def ready(self, engine: Engine, plan: SearchPlan) -> evaluations.ReadyEvaluation:
-        """The evaluation request these fields make for `plan`, readied (`ready_evaluation`; the query set is left
-        to the experiment that records it). A collection without judgments is refused naming how to get some."""
+    def ready(self, engine: Engine, plan: SearchPlan, *, query_set: bool = True) -> evaluations.ReadyEvaluation:
+        """The evaluation request these fields make for `plan`, readied (`ready_evaluation`; without `query_set`,
+        the set is left to the gate, which records it). A collection without judgments is refused naming how to
+        get some."""
         collection = plan.collection or engine.settings.collection
         demo = self.judgments == "demo" or (self.judgments is None and collection == DEMO_COLLECTION)
         if not demo:
@@ -85,10 +85,10 @@ class JudgedRequest(BaseModel):
                     f"'{collection}' has no judgments yet: grade results (POST /judgments) or import qrels "
                     "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
                 )
-        request = evaluations.EvaluationRequest(
-            demo=demo, collection=collection, query_set=self.query_set, max_queries=self.max_queries
+        request = evaluations.EvaluationRequest(  # no depth curve: an API evaluation measures the plan as it is
+            demo=demo, collection=collection, query_set=self.query_set, max_queries=self.max_queries, depth=()
         )
-        ready = evaluations.ready_evaluation(engine, request, query_set=False)
+        ready = evaluations.ready_evaluation(engine, request, query_set=query_set)
         if demo:  # the demo's judgments on a collection that may not be there (checked above otherwise): a 404
             engine.collection_info(ready.collection)
         return ready
@@ -166,11 +166,13 @@ async def delete(experiment_id: str, state: State) -> dict[str, Any]:
 def evaluated(body: EvaluationRequest, engine: Engine, progress: Progress | None = None) -> ExperimentSummary:
     """The evaluation a request asks for, run and kept: what POST /experiments answers and a job's result."""
     plan = body.plan.plan(engine)
-    dataset = body.ready(engine, plan).dataset
-    return run_experiment(
-        engine, dataset, plan, source=dataset.name, query_set=body.kept_query_set(engine), name=body.name,
-        tags=body.tags, notes=body.notes, max_queries=body.max_queries, progress=progress,
-    ).summary()  # fmt: skip
+    keeping = evaluations.Keeping(name=body.name, tags=tuple(body.tags), notes=body.notes)
+    done = evaluations.run_evaluation_request(
+        engine, body.ready(engine, plan), plan, keeping=keeping, progress=progress
+    )
+    if done.experiment is None:  # an API evaluation is always kept (the request's `keep` is left as it is)
+        raise InputError("The evaluation ran but was not kept.")
+    return done.experiment.summary()
 
 
 def check_gate(body: GateRequest) -> None:
@@ -182,7 +184,7 @@ def check_gate(body: GateRequest) -> None:
 def gated(body: GateRequest, engine: Engine, progress: Progress | None = None) -> GateDecision:
     """The gate's decision a request asks for: what POST /gate answers and a job's result."""
     candidate = body.candidate.plan(engine)
-    dataset = body.ready(engine, candidate).dataset
+    dataset = body.ready(engine, candidate, query_set=False).dataset
     baseline: SearchPlan | str | None = body.baseline_experiment
     if body.baseline is not None:
         baseline = body.baseline.plan(engine, over=candidate)
