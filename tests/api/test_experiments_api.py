@@ -106,6 +106,21 @@ def test_an_evaluation_run_over_the_api_is_kept_and_diffed_against_the_clis(gene
     assert diff.name_a == "from the cli" and diff.name_b == "hybrid"
 
 
+def test_the_cli_and_the_api_give_the_same_figures_for_one_request(
+    generated: dict, kept: str, served_data: Settings
+) -> None:
+    """Issue 55: `workbench eval demo --max-queries 8` and POST /experiments with max_queries 8 are one request run
+    by one service (`run_evaluation_request`): every figure, the verdict and both runs, to the last digit."""
+    models = importlib.import_module("experiments_client.models")
+    made = _api("evaluate").sync(client=generated["client"], body=models.EvaluationRequest(max_queries=8))
+    store = open_experiment_store(served_data)
+    cli, api = store.get(kept), store.get(made.id)
+    assert api.plan == cli.plan and api.queries == cli.queries and api.qrels == cli.qrels
+    assert api.before_run == cli.before_run and api.after_run == cli.after_run
+    figures = ("before", "after", "p_value", "p_value_ttest", "wins", "ties", "losses", "queries", "verdict")
+    assert {f: api.report[f] for f in figures} == {f: cli.report[f] for f in figures}
+
+
 def test_the_gate_over_http_answers_as_the_command_exits(
     generated: dict, served_data: Settings, api: ApiServer
 ) -> None:
