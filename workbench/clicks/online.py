@@ -97,7 +97,6 @@ class InterleavingLog:
         self.path = interleaving_log_path(settings)
         self._lock = threading.Lock()
         self._served: LRUCache[str, Impression] = LRUCache(MAX_REMEMBERED_IMPRESSIONS)
-        self._clicks: dict[str, set[str]] = {}
         self._rng = np.random.default_rng()
 
     def _append(self, record: dict[str, Any]) -> None:
@@ -141,11 +140,13 @@ class InterleavingLog:
                     f"The impression '{impression_id}' did not show '{plain_text(result_id)[:80]}': a click must name "
                     "the id of one of its results."
                 )
-            clicked = self._clicks.setdefault(impression_id, set())
-            clicked.add(result_id)
+            served = replace(served, clicked=served.clicked | {result_id})
+            self._served[impression_id] = served  # its clicks live with it, forgotten with it
             self._append({"type": "click", "time": _now(), "impression_id": impression_id, "id": result_id})
-            team = served.team_of()[result_id]
-        return ClickReceipt(impression_id=impression_id, id=result_id, team=team, clicks_on_impression=len(clicked))
+        return ClickReceipt(
+            impression_id=impression_id, id=result_id, team=served.team_of()[result_id],
+            clicks_on_impression=len(served.clicked),
+        )  # fmt: skip
 
 
 def _now() -> str:
