@@ -448,3 +448,14 @@ def test_a_backend_travels_as_an_argument_never_as_a_settings_copy() -> None:
     ]
     assert copies == []
     assert SETTINGS_COPY_FOR_A_BACKEND.search('settings.model_copy(update={"reranker_backend": "onnx"})')
+
+
+def test_every_local_family_is_one_line_of_the_local_families_table() -> None:
+    """Issue 55: a local folder's family (`families.model_family`) is made by its line of `LOCAL_FAMILIES`; a family
+    named without a line would silently load as a cross-encoder."""
+    from typing import get_args
+
+    from workbench.rerankers.factory import LOCAL_FAMILIES
+    from workbench.rerankers.families import FamilyName
+
+    assert set(get_args(FamilyName)) == {"cross-encoder", "refused", *LOCAL_FAMILIES}

@@ -27,7 +27,7 @@ from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.causal_lm import CausalLMReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
-from workbench.rerankers.families import model_family, refusal
+from workbench.rerankers.families import ModelFamily, model_family, refusal
 from workbench.rerankers.late_interaction import ColbertReranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.rerankers.machine import BackendChoice, MachineFacts
@@ -76,28 +76,45 @@ def on_backend(model_id: str, backend: str) -> str:
     return f"{split_backend(model_id)[0]}{BACKEND_SEPARATOR}{backend}"
 
 
+@dataclass(frozen=True)
+class LocalFamily:
+    """A local model family other than the cross-encoder: how it is named in a refusal, and how it is made from its
+    folder (`families.model_family` tells which family a folder is). It runs on torch only."""
+
+    words: str
+    make: Callable[[str, str, ModelFamily, Settings, ScoreCache], Reranker]
+
+
+# A new local family is its reranker's file, its rule in `families.model_family`, and one line here.
+LOCAL_FAMILIES: dict[str, LocalFamily] = {
+    "causal-lm": LocalFamily("A causal-LM reranker", CausalLMReranker),
+    "late-interaction": LocalFamily(
+        "A ColBERT reranker",
+        lambda model_id, path, _family, settings, cache: ColbertReranker(model_id, path, settings, cache),
+    ),
+}
+
+
 def _local(
     model_id: str, settings: Settings, cache: ScoreCache, tokens: TokenCache, progress: Progress | None
 ) -> Reranker:
     """A local model folder (or hub id), by what its config says it is (`families.model_family`): a cross-encoder,
-    a causal-LM reranker of a known profile, or refused naming what it is. Nothing is loaded as what it is not."""
+    a family of `LOCAL_FAMILIES` (a causal-LM reranker of a known profile, a PyLate ColBERT), or refused naming
+    what it is. Nothing is loaded as what it is not."""
     folder, backend = split_backend(model_id)
     try:
         path = resolve_model(folder, settings, setting="RERANKER_MODEL")
     except ModelNotFoundError:  # the cross-encoder's own loading names every place looked in
         return _cross_encoder(model_id, settings, cache, tokens, progress)
     family = model_family(path)
-    if family.name == "causal-lm":
-        if backend not in (None, "torch", "auto"):
-            raise ConfigError(f"A causal-LM reranker runs on torch; '@{backend}' is a cross-encoder backend.")
-        return CausalLMReranker(model_id, path, family, settings, cache)
-    if family.name == "late-interaction":
-        if backend not in (None, "torch", "auto"):
-            raise ConfigError(f"A ColBERT reranker runs on torch; '@{backend}' is a cross-encoder backend.")
-        return ColbertReranker(model_id, path, settings, cache)
     if family.name == "refused":
         raise refusal(folder, family)
-    return _cross_encoder(model_id, settings, cache, tokens, progress)
+    local = LOCAL_FAMILIES.get(family.name)
+    if local is None:
+        return _cross_encoder(model_id, settings, cache, tokens, progress)
+    if backend not in (None, "torch", "auto"):
+        raise ConfigError(f"{local.words} runs on torch; '@{backend}' is a cross-encoder backend.")
+    return local.make(model_id, path, family, settings, cache)
 
 
 def _cross_encoder(
