@@ -23,7 +23,7 @@ from workbench.clicks.models import CLICK_MODEL_TITLES, ClickFit, fit_click_mode
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import validate_collection_name
-from workbench.judgments.service import judged_queries, judgment_rows, normal_query, typed_query_id
+from workbench.judgments.service import judgment_rows, normal_query, typed_query_id
 from workbench.judgments.store import JudgmentRow, current_grades, now, open_judgment_store
 from workbench.vocab import CLICK_GRADE_CUTS, CLICK_MODELS, DEFAULT_MIN_IMPRESSIONS, MACHINE_SOURCES
 
@@ -186,13 +186,13 @@ def _keep(
     cuts: tuple[float, ...],
     save: bool,
 ) -> ClickImport:
-    settings = engine.settings
-    judged = judged_queries(settings, collection)
+    rows = judgment_rows(engine.settings, collection)  # read first: it moves the collection's attached files in
+    store = open_judgment_store(engine.settings)
+    judged = store.queries(collection)
     ids = _query_ids({p.query for p in fit.pairs}, judged)
     kept = [p for p in fit.pairs if p.impressions >= min_impressions]
     estimates = {(ids[p.query], p.doc_id): p.estimate for p in kept}
     grades = {pair: grade_of(value, cuts) for pair, value in estimates.items()}
-    rows = judgment_rows(settings, collection)
     people = current_grades([r for r in rows if r.source not in MACHINE_SOURCES])
     agreement = click_agreement(estimates, grades, people)
     sessions = session_count(impressions)
@@ -214,7 +214,7 @@ def _keep(
             for (q, d), grade in grades.items()
         ]
         texts = {ids[p.query]: p.query for p in kept}
-        open_judgment_store(settings).add(new_rows, {q: t for q, t in texts.items() if q not in judged}, collection)
+        store.add(new_rows, {q: t for q, t in texts.items() if q not in judged}, collection)
     return ClickImport(
         collection=collection, source=read.source, format=read.format, model=fit.model, rater=rater,
         provenance=provenance, rows=read.rows, impressions=len(impressions), sessions=sessions,
