@@ -422,6 +422,8 @@ class _TomlSource(PydanticBaseSettingsSource):
             raise ConfigError(f"{path} cannot be read ({type(exc).__name__}).") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        except RecursionError as exc:
+            raise ConfigError(f"{path} nests its tables or arrays too deeply to be read.") from exc
         data = data.get("workbench", data)
         base = path.resolve().parent
         _resolve_paths(data, base)
@@ -429,7 +431,10 @@ class _TomlSource(PydanticBaseSettingsSource):
             if isinstance(table, dict):
                 _resolve_paths(table, base)
                 if isinstance(table.get("arguments"), dict):  # a LangChain or LlamaIndex class's own arguments
-                    _resolve_relative(table["arguments"], base)
+                    try:
+                        _resolve_relative(table["arguments"], base)
+                    except RecursionError as exc:
+                        raise ConfigError(f"{path}: a collection's arguments nest too deeply to be read.") from exc
         return data
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:

@@ -35,7 +35,7 @@ from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranke
 from workbench.rerankers.backends import measure_backends_in_background, measuring_now
 from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
-from workbench.rerankers.score_store import open_score_store
+from workbench.rerankers.score_store import usable_score_store
 from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
@@ -180,7 +180,7 @@ class Engine:
         self.settings = settings or get_settings()
         self.registry = registry or StoreRegistry(self.settings, embedder=self.embedder)
         self.score_cache = ScoreCache(
-            self.settings.cache_ttl, self.settings.cache_max_size, store=open_score_store(self.settings)
+            self.settings.cache_ttl, self.settings.cache_max_size, store=usable_score_store(self.settings)
         )
         self.token_cache = TokenCache(self.settings.cache_max_size * 5)
         self._embedder_override = embedder

@@ -11,9 +11,13 @@ Resolution order for an id such as `cross-encoder/ms-marco-MiniLM-L-6-v2`:
 
 from __future__ import annotations
 
+import ast
 import json
+import logging
+import re
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,6 +114,63 @@ def load_failure(path: str, setting: str, exc: Exception) -> ModelError:
         f"The model folder {path} cannot be loaded ({type(exc).__name__}: {reason}). It may be incomplete or "
         f"damaged: copy it again, or set {setting} to another model."
     )
+
+
+_FRESH_LIST = re.compile(r"newly initialized: (\[.*?\])", re.S)
+_FRESH_SHAPE = re.compile(r"^- ([^:\s]+): found shape", re.M)
+
+
+def _fresh_weights(message: str) -> list[str]:
+    """The weights transformers' loading message says it initialised afresh (missing, or of another shape)."""
+    named = [str(w) for w in _literal_list(_FRESH_LIST.search(message))]
+    return named + _FRESH_SHAPE.findall(message) if "newly initialized" in message else named
+
+
+def _literal_list(found: re.Match[str] | None) -> list[Any]:
+    if found is None:
+        return []
+    try:
+        value = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return ["(unreadable list)"]
+    return list(value) if isinstance(value, list) else []
+
+
+@contextmanager
+def refusing_fresh_weights(name: str, setting: str = "RERANKER_MODEL", unused: tuple[str, ...] = ()) -> Iterator[None]:
+    """A model loaded inside it that had any weight initialised afresh (one its checkpoint lacks, or holds in
+    another shape: a damaged config, a folder of another family, a head the model never had) is refused naming
+    the weights, since its scores would be noise. transformers names them in its log, which this reads; `unused`:
+    prefixes of weights the caller never runs (a ColBERT encoder's pooler)."""
+    from transformers.utils import logging as hf_logging
+
+    heard: list[str] = []
+
+    class Hear(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if "newly initialized" in message:
+                heard.append(message)
+
+    logger = hf_logging.get_logger("transformers.modeling_utils")
+    handler, level, propagate = Hear(logging.WARNING), logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False  # heard here, never printed: the refusal below says it in one line
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    fresh = [w for message in heard for w in _fresh_weights(message) if not w.startswith(unused)]
+    if fresh:
+        listed = ", ".join(fresh[:6]) + (f" and {len(fresh) - 6} more" if len(fresh) > 6 else "")
+        raise ModelError(
+            f"The model {name} would run with {len(fresh)} weight(s) its files do not hold, initialised at random "
+            f"({listed}): its scores would be noise. Its config names another architecture than its weights, or the "
+            f"folder is incomplete: copy it again, or set {setting} to another model."
+        )
 
 
 def quiet_transformers() -> None:

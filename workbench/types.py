@@ -15,7 +15,7 @@ from workbench.errors import InputError
 from workbench.fusion import first_stage_name, parse_fusion
 from workbench.inputs import parse_filters, validate_depths, validate_min_score, validate_retrieval
 from workbench.passages import parse_long_documents
-from workbench.redact import plain_text, public_name
+from workbench.redact import hide_paths, plain_text, public_name
 from workbench.vocab import (
     DEFAULT_K,
     DEFAULT_RERANKER_CHOICE,
@@ -450,6 +450,7 @@ class CollectionInfo(BaseModel):
     ingesting: IngestStatus | None = None  # an ingest under way (or interrupted) into it
     written_by: str | None = None  # who filled an attached collection ("LangChain", "LlamaIndex", a mapping)
     read_only: bool = False  # attached: the workbench reads it and never writes it
+    problem: str | None = None  # declared in workbench.toml but cannot be opened: why, in one line
 
     def public(self) -> CollectionInfo:
         """This information as a remote client (the API, an MCP client) sees it: the location and the embedder
@@ -464,9 +465,13 @@ class CollectionInfo(BaseModel):
                 "embedding_model": public_name(self.embedding_model) or "",
             }
             status = self.ingesting.model_copy(update=hidden)
+        problem = hide_paths(self.problem) if self.problem else None
         return self.model_copy(
-            update={"location": location, "embedding_model": public_name(self.embedding_model), "ingesting": status}
-        )
+            update={
+                "location": location, "embedding_model": public_name(self.embedding_model), "ingesting": status,
+                "problem": problem,
+            }
+        )  # fmt: skip
 
 
 class RetrievedChunk(BaseModel):

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from workbench.cli.common import settings_from, shown
-from workbench.errors import InputError
+from workbench.errors import InputError, WorkbenchError
 from workbench.rerankers.score_store import SCORE_STORE_FILE, open_score_store
+from workbench.stores.kept import kept_location
+from workbench.stores.postgres import is_postgres_url
 
 
 def _store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -34,7 +36,26 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
-    _, store = _store(args)
+    settings = settings_from(args)
+    try:
+        _, store = _store(args)
+    except WorkbenchError as exc:
+        target, _ = kept_location(settings, SCORE_STORE_FILE)
+        if is_postgres_url(target) or not Path(target).exists() or "locked by another process" in str(exc):
+            raise  # a store in use is never removed under its user
+        return _remove_damaged(Path(target), exc)
     removed = store.clear(args.reranker)
     print(shown(f"{removed:,} pair scores removed" + (f" of {args.reranker}" if args.reranker else "")))
+    return 0
+
+
+def _remove_damaged(path: Path, why: WorkbenchError) -> int:
+    """A score store that cannot be opened (damaged, not a database, another table) is removed whole, with its
+    journal files: it holds only scores, which are computed again."""
+    removed = 0
+    for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if part.is_file():
+            removed += part.stat().st_size
+            part.unlink()
+    print(shown(f"{why} Removed it ({removed / 1e6:.1f} MB): scores are computed again and kept in a new store."))
     return 0

@@ -10,6 +10,7 @@ import json
 from typing import get_args
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
+from workbench.cli.parsers.doctor import PARITY_K
 from workbench.cli.plans import plan_from
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -25,12 +26,36 @@ from workbench.rerankers.parity import audit_parity
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
+from workbench.vocab import PARITY_TOLERANCE
+
+
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """An option that only the audit (--parity) or the checks (--checks) read is refused without them, never
+    passed over in silence."""
+    given = {
+        "--dataset": args.dataset is not None, "-k": args.k is not None, "-n": args.n is not None,
+        "--max-queries": args.max_queries is not None,
+    }  # fmt: skip
+    parity_only = {
+        "--served": bool(args.served),
+        "--tolerance": args.tolerance != PARITY_TOLERANCE,
+        "--no-keep": args.no_keep,
+    }
+    if not args.parity and not args.checks:
+        named = [option for option, used in {**given, **parity_only}.items() if used]
+        if named:
+            raise InputError(f"{', '.join(named)} go(es) with --parity COLLECTION or --checks COLLECTION.")
+    if args.checks:
+        named = [option for option, used in parity_only.items() if used]
+        if named:
+            raise InputError(f"{', '.join(named)} go(es) with --parity, not --checks.")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     settings = settings_from(args, reranker_model=args.reranker)
     if args.parity and args.checks:
         raise InputError("Ask for one of --parity and --checks at a time.")
+    _refuse_unused(args)
     if args.parity:
         return _parity(args)
     if args.checks:
@@ -91,8 +116,9 @@ def _ceiling(model: str, settings: Settings, choice: BackendChoice) -> list[Ceil
 def _judged(args: argparse.Namespace, collection: str) -> tuple[Engine, Dataset, SearchPlan]:
     """The engine, the collection's judged queries and the plan `--parity` and `--checks` run."""
     settings = settings_from(args, reranker_model=args.reranker)
-    top_n = args.n if args.n is not None else min(10, args.k) if isinstance(args.k, int) and args.k > 0 else 10
-    check_plan(args.k, top_n, args.max_queries)
+    k = PARITY_K if args.k is None else args.k
+    top_n = args.n if args.n is not None else min(10, k) if isinstance(k, int) and k > 0 else 10
+    check_plan(k, top_n, args.max_queries)
     engine = Engine(settings)
     demo = collection == DEMO_COLLECTION and not args.dataset
     request = EvaluationRequest(demo=demo, beir=args.dataset, collection=collection)
@@ -100,7 +126,7 @@ def _judged(args: argparse.Namespace, collection: str) -> tuple[Engine, Dataset,
     return (
         engine,
         dataset,
-        plan_from(args, engine, collection=collection, top_n=top_n, reranker=settings.reranker_model),
+        plan_from(args, engine, collection=collection, k=k, top_n=top_n, reranker=settings.reranker_model),
     )
 
 

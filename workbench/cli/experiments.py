@@ -198,15 +198,18 @@ def cmd_set_add(args: argparse.Namespace) -> int:
              ("--from-session", args.from_session), ("a dataset", args.dataset)) if value]  # fmt: skip
     if len(given) > 1:
         raise InputError(f"A query set comes from one source; got {' and '.join(given)}: keep one.")
-    if args.events and not args.from_log:
-        raise InputError("--events goes with --from-log (UBI events of that log).")
+    log_only = [name for name, value in (("--events", args.events), ("--sample", args.sample), ("--size", args.size),
+                ("--seed", args.seed)) if value is not None]  # fmt: skip
+    if log_only and not args.from_log:
+        raise InputError(f"{', '.join(log_only)} go(es) with --from-log (a click log's queries).")
     if args.file:
         query_set = read_query_set(args.name, args.file)
     elif args.from_log:
         log = read_click_log(args.from_log, args.events)
         judged = judged_texts(settings, args.collection) if args.collection else {}
         query_set = log_query_set(
-            args.name, log.impressions, sample=args.sample, size=args.size, seed=args.seed, judged=judged,
+            args.name, log.impressions, sample=args.sample or "top", size=50 if args.size is None else args.size,
+            seed=args.seed or 0, judged=judged,
             source=log.source,
         )  # fmt: skip
     elif args.from_session:

@@ -29,7 +29,9 @@ def cmd_collections(args: argparse.Namespace) -> int:
         embedder = i.embedding_model or ("not recorded: declare it (embedding_model)" if i.read_only else "—")
         count = str(i.count) if i.count >= 0 else "?"  # a search service does not say
         print(shown(f"{i.name:<24} {i.store:<9} {count:>8}  {i.dimension or '—':>5}  {embedder}"))
-        if i.read_only:
+        if i.problem:
+            print(shown(f"{'':<24} cannot be opened: {i.problem}"))
+        elif i.read_only:
             print(shown(f"{'':<24} attached read-only: written by {i.written_by}"))
         if i.ingesting is not None:
             print(shown(f"{'':<24} {i.ingesting.words()}"))

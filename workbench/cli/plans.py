@@ -91,6 +91,8 @@ def plan_from_spec(engine: Engine, text: str, option: str, collection: str | Non
 def stopping_from(args: argparse.Namespace) -> SequentialPlan | None:
     """The stopping rule `--stop-when-settled`, `--tolerance`, `--seed` and `--looks` name (None without the flag)."""
     if not args.stop_when_settled:
+        if getattr(args, "looks", None) is not None:
+            raise InputError("--looks goes with --stop-when-settled (how often the stopping rule looks).")
         return None
     return SequentialPlan(seed=args.seed, tolerance=args.tolerance, looks=args.looks)
 

@@ -34,7 +34,7 @@ from typing import Any
 from workbench.config import get_settings
 from workbench.errors import ModelError, WorkbenchError
 from workbench.extras import require_extra
-from workbench.models import LOADED, load_failure, pick_device, quiet_transformers
+from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, refusing_fresh_weights
 from workbench.redact import plain_text
 from workbench.rerankers.machine import (
     BackendChoice,
@@ -56,7 +56,7 @@ FP32_FILE = "onnx/model.onnx"
 OPENVINO_FILE = "openvino/openvino_model.xml"
 OPENVINO_INT8_FILE = "openvino/openvino_model_int8.xml"
 CALIBRATION_MAX_LENGTH = 512  # the int8 calibration pairs are read whole (they are shorter)
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json", "vocab.txt")
+_NOT_READ_BY_LOADERS = (".md",)  # a model card; every other file a loader may read is part of the fingerprint
 _export_lock = threading.Lock()
 _fingerprints: dict[tuple[Any, ...], str] = {}
 _fingerprint_lock = threading.Lock()
@@ -96,12 +96,26 @@ def _read_into(digest: Any, path: Path) -> None:
             digest.update(block)
 
 
+def model_files(folder: Path) -> list[str]:
+    """Every file a loader may read in a model folder, as paths relative to it, in a fixed order: the weights
+    (every shard), every config and tokenizer file, and the sub-modules' folders (a ColBERT's `1_Dense/`); hidden
+    files and model cards are left out."""
+    found = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts) or path.suffix in _NOT_READ_BY_LOADERS:
+            continue
+        if path.is_file():
+            found.append(relative.as_posix())
+    return sorted(found)
+
+
 def fingerprint(folder: str | Path) -> str:
-    """A hash of a model folder's weights, config and tokenizer files (names, sizes and contents). Kept per
-    process while the files' sizes and modification times stay the same: a load asks for it more than once, and
-    hashing a model's weights takes a noticeable fraction of a second."""
+    """A hash of every file of a model folder a loader may read (`model_files`: names, sizes and contents). Kept
+    per process while the files' sizes and modification times stay the same: a load asks for it more than once,
+    and hashing a model's weights takes a noticeable fraction of a second."""
     folder = Path(folder)
-    present = [(name, (folder / name).stat()) for name in _WEIGHT_FILES if (folder / name).is_file()]
+    present = [(name, (folder / name).stat()) for name in model_files(folder)] if folder.is_dir() else []
     key = (str(folder.resolve()), tuple((name, st.st_size, st.st_mtime_ns) for name, st in present))
     with _fingerprint_lock:
         known = _fingerprints.get(key)
@@ -114,6 +128,11 @@ def fingerprint(folder: str | Path) -> str:
     with _fingerprint_lock:
         _fingerprints[key] = digest.hexdigest()
     return digest.hexdigest()
+
+
+def _export_files(folder: Path) -> dict[str, str]:
+    """Every file of an export folder a load may read, by its path in the folder, with a hash of its contents."""
+    return {name: _file_hash(folder / name) for name in model_files(folder) if name != "manifest.json"}
 
 
 def _file_hash(path: Path) -> str:
@@ -154,18 +173,17 @@ class ExportCache:
 
     def valid(self, folder: Path, model_print: str, file_name: str, recipe: str = "") -> bool:
         """The export is complete, made from these exact model files by this recipe (the int8 quantization's), and
-        its model file (and an OpenVINO model's weights) are intact."""
+        every file a load reads from it (the model, its weights, the tokenizer and config files) is as it was
+        written: a file changed, added or removed since makes the export be made again."""
         manifest = folder / "manifest.json"
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
-            target = folder / file_name
-            weights = target.with_suffix(".bin")  # an OpenVINO model's weights (an export before they were recorded
-            # is taken as it is)
             return (
-                data.get("fingerprint") == model_print
+                isinstance(data, dict)
+                and data.get("fingerprint") == model_print
                 and data.get("recipe", "") == recipe
-                and data.get(file_name) == _file_hash(target)
-                and (weights.name not in data or data[weights.name] == _file_hash(weights))
+                and (folder / file_name).is_file()
+                and data.get("files") == _export_files(folder)
             )
         except (OSError, ValueError):
             return False
@@ -197,7 +215,8 @@ class ExportCache:
 
                 with _quiet_export():
                     runtime = "openvino" if backend in OPENVINO_BACKENDS else "onnx"
-                    model = CrossEncoder(model_path, backend=runtime, device="cpu")
+                    with refusing_fresh_weights(Path(model_path).name):
+                        model = CrossEncoder(model_path, backend=runtime, device="cpu")
                     model.save_pretrained(str(staging))
                     if backend == "onnx-int8":
                         suffix = Path(file_name).stem.removeprefix("model_")
@@ -207,10 +226,7 @@ class ExportCache:
                         quantize_static_int8(
                             staging / OPENVINO_FILE, staging / file_name, model.tokenizer, CALIBRATION_MAX_LENGTH
                         )
-                manifest = {"fingerprint": model_print, "recipe": recipe, file_name: _file_hash(staging / file_name)}
-                weights = (staging / file_name).with_suffix(".bin")
-                if weights.exists():
-                    manifest[weights.name] = _file_hash(weights)
+                manifest = {"fingerprint": model_print, "recipe": recipe, "files": _export_files(staging)}
                 (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
                 staging.rename(folder)
             except Exception as exc:
@@ -322,7 +338,10 @@ def _torch_cross_encoder(model_path: str, device: str, max_length: int, identity
     if device.startswith("cuda"):
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     kwargs = {"torch_dtype": dtype} if dtype is not None else {}
-    model = CrossEncoder(model_path, device=device, max_length=max_length, activation_fn=identity, model_kwargs=kwargs)
+    with refusing_fresh_weights(Path(model_path).name):
+        model = CrossEncoder(
+            model_path, device=device, max_length=max_length, activation_fn=identity, model_kwargs=kwargs
+        )
     precision = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")  # type: ignore[call-overload]
     return model, f"torch-{precision}:{device}" if precision != "fp32" else f"torch:{device}"
 

@@ -88,17 +88,24 @@ class ScoreCache:
                 persist, {(text_hash(keys[i][1]), keys[i][2]): s for i, s in zip(at, scores, strict=True)}
             )
         except Exception as exc:  # the scores are computed and returned all the same
-            _store_trouble(exc)
+            self._give_up_store(exc)
 
     def _stored(self, persist: str | None, keys: Sequence[ScoreKey], todo: list[int]) -> dict[int, float]:
         """The kept scores of the pairs at `todo` (none without a store or a fingerprint)."""
         if self.store is None or not persist or not todo:
             return {}
+        unusable = getattr(self.store, "unusable", 0)
         try:
             kept = self.store.get_many(persist, [(text_hash(keys[i][1]), keys[i][2]) for i in todo])
         except Exception as exc:  # a store that cannot be read: the pairs are scored instead
-            _store_trouble(exc)
+            self._give_up_store(exc)
             return {}
+        if getattr(self.store, "unusable", 0) > unusable:
+            _say_once(
+                "unusable",
+                f"{self.store.unusable - unusable} kept pair scores in the score store at {self.store.location} "
+                "are not finite numbers (written there by something else): those pairs are scored again.",
+            )
         found = {i: float(score) for i, score in zip(todo, kept, strict=True) if score is not None}
         with self._lock:
             self.stored_hits += len(found)
@@ -168,14 +175,25 @@ class ScoreCache:
         with self._lock:
             return len(self._cache) if self._cache is not None else 0
 
+    def _give_up_store(self, exc: Exception) -> None:
+        """A store that failed once (locked, damaged, gone) is not asked again by this cache: every later search
+        would wait on it. Said once in the log."""
+        self.store = None
+        _say_once(
+            "trouble",
+            f"The score store cannot be used ({' '.join(str(exc).split())[:300]}): scores are computed and kept in "
+            "memory only from now on; `workbench cache clear` empties or removes it.",
+        )
 
-_warned: list[bool] = []
+
+_said: set[str] = set()
 
 
-def _store_trouble(exc: Exception) -> None:
-    if not _warned:
-        _warned.append(True)
-        log.warning("the score store cannot be used (%s): scores are computed and kept in memory only", exc)
+def _say_once(topic: str, words: str) -> None:
+    """A warning about the score store, said once per process and topic."""
+    if topic not in _said:
+        _said.add(topic)
+        log.warning(words)
 
 
 def cached_scores(

@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
-from workbench.models import pick_device
+from workbench.models import pick_device, refusing_fresh_weights
+from workbench.redact import public_name
 from workbench.rerankers.backends import fingerprint
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
@@ -181,7 +182,9 @@ class CausalLMReranker(BaseReranker):
         self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
         if self.tokenizer.pad_token is None:
             raise ConfigError(f"The causal-LM reranker at '{model_id}' has no pad token in its tokenizer.")
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        with refusing_fresh_weights(public_name(model_id) or "", "RERANKER_MODEL"):
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        self.model = model.to(self.device).eval()
         self.yes_id = self._answer_id(self.profile.yes)
         self.no_id = self._answer_id(self.profile.no) if self.profile.no else None
         tokenizer = self.tokenizer

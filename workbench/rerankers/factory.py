@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, InputError, ModelNotFoundError
-from workbench.models import resolve_model, short_model_name
+from workbench.errors import ConfigError, InputError, ModelNotFoundError, WorkbenchError
+from workbench.models import load_failure, resolve_model, short_model_name
 from workbench.redact import plain_text
 from workbench.rerankers.backends import backend_choice, backend_measured, background_measurement
 from workbench.rerankers.base import Reranker
@@ -114,7 +114,12 @@ def _local(
         return _cross_encoder(model_id, settings, cache, tokens, progress)
     if backend not in (None, "torch", "auto"):
         raise ConfigError(f"{local.words} runs on torch; '@{backend}' is a cross-encoder backend.")
-    return local.make(model_id, path, family, settings, cache)
+    try:
+        return local.make(model_id, path, family, settings, cache)
+    except WorkbenchError:
+        raise
+    except Exception as exc:  # a damaged folder: one line, as the cross-encoder's loader says it
+        raise load_failure(str(path), "RERANKER_MODEL", exc) from exc
 
 
 def _cross_encoder(

@@ -23,8 +23,8 @@ from typing import Any
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
-from workbench.models import pick_device
-from workbench.redact import public_name
+from workbench.models import pick_device, refusing_fresh_weights
+from workbench.redact import plain_text, public_name
 from workbench.rerankers.backends import fingerprint
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
@@ -57,6 +57,21 @@ def is_pylate_checkpoint(folder: str | Path) -> bool:
     return isinstance(modules, list) and any(isinstance(m, dict) and m.get("type") == PYLATE_DENSE for m in modules)
 
 
+def _length(config: dict[str, Any], key: str, default: int, limit: int, model_id: str) -> int:
+    """A token length from the model's config_sentence_transformers.json: a whole number from 1 to what its encoder
+    holds (`max_position_embeddings`), else one line naming it (a length past the encoder is never tokenized)."""
+    value = config.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        said = plain_text(str(value))[:30]
+        raise ConfigError(
+            f"The ColBERT model '{public_name(model_id)}' has {key} {said} in config_sentence_transformers.json: it "
+            f"must be a whole number from 1 to {limit} (what its encoder holds)."
+        )
+    return value
+
+
 class ColbertReranker(BaseReranker):
     """A PyLate ColBERT checkpoint on torch (CPU or CUDA): MaxSim over normalised token vectors (see the module)."""
 
@@ -77,13 +92,16 @@ class ColbertReranker(BaseReranker):
                 "does not reproduce (it runs PyLate's plain linear projection)."
             )
         self.score_scale: ScoreScale = "raw"
-        self.query_length = int(config.get("query_length") or 32)
-        self.document_length = int(config.get("document_length") or 180)
+        positions = _table(folder / "config.json").get("max_position_embeddings")
+        limit = positions if isinstance(positions, int) and not isinstance(positions, bool) and positions > 0 else 512
+        self.query_length = _length(config, "query_length", 32, limit, model_id)
+        self.document_length = _length(config, "document_length", 180, limit, model_id)
         self.expansion = bool(config.get("do_query_expansion", True))
         self.attend_to_expansion = bool(config.get("attend_to_expansion_tokens", False))
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-            model = AutoModel.from_pretrained(str(folder), dtype=torch.float32)
+            with refusing_fresh_weights(public_name(model_id) or "", unused=("pooler.",)):  # MaxSim reads no pooler
+                model = AutoModel.from_pretrained(str(folder), dtype=torch.float32)
             weights = load_file(str(dense_dir / "model.safetensors"))
             projection = weights["linear.weight"]
         except (OSError, KeyError, ValueError) as exc:

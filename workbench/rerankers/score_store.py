@@ -11,29 +11,64 @@ share it (WAL, a busy timeout): two runs at once each add what they scored.
 
 from __future__ import annotations
 
+import logging
+import math
+import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from workbench.config import Settings
+from workbench.errors import WorkbenchError
 from workbench.stores.kept import OnePerLocation, PostgresTables, SqliteFile, kept_location
 from workbench.stores.postgres import is_postgres_url
 
 SCORE_STORE_FILE = "scores.sqlite3"
 _BATCH = 500  # keys in one SELECT (SQLite's variable limit is far above)
+_BUSY_SECONDS = 2.0  # a score store locked longer than this is passed over (a search never waits on it)
+_COLUMNS = ("reranker", "query", "text", "score", "at")
+log = logging.getLogger("workbench.rerankers")
 
 PairKey = tuple[str, str]  # (hash of the query, hash of the text)
 
 
-class PairScoreStore(SqliteFile):
+def usable_score(value: Any) -> float | None:
+    """A kept value as a score: a finite number, else None (a NaN, an infinity, a text or a blob written into the
+    store by anything but the workbench is never lent as a score: the pair is scored again)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+class _Lending:
+    """What the two stores share: the scores found, with values that are not finite numbers counted and passed
+    over (`unusable`: how many so far in this process)."""
+
+    unusable = 0
+
+    def _usable(self, rows: Sequence[tuple[str, str, Any]]) -> dict[PairKey, float]:
+        found: dict[PairKey, float] = {}
+        for query, text, value in rows:
+            score = usable_score(value)
+            if score is None:
+                self.unusable += 1
+                continue
+            found[(query, text)] = score
+        return found
+
+
+class PairScoreStore(_Lending, SqliteFile):
     """Scores by (reranker fingerprint, query hash, text hash) in a SQLite file; safe across threads and
-    processes."""
+    processes. A file that is not this store (not a database, damaged, another table of the same name) is refused
+    when opened, naming the file."""
 
     store_name = "the score store"
+    busy_seconds = _BUSY_SECONDS
 
     def __init__(self, path: str | Path, max_rows: int) -> None:
         self.max_rows = max_rows
-        with self._errors("create its table"):
+        with self._errors("open"):
             self._open_file(path)
             with self._connection() as db:
                 db.execute(
@@ -41,6 +76,10 @@ class PairScoreStore(SqliteFile):
                     "text TEXT NOT NULL, score REAL NOT NULL, at REAL NOT NULL, PRIMARY KEY (reranker, query, text))"
                 )
                 db.execute("CREATE INDEX IF NOT EXISTS pair_scores_by_age ON pair_scores (at)")
+                columns = tuple(row[1] for row in db.execute("PRAGMA table_info(pair_scores)"))
+                if columns != _COLUMNS:
+                    raise sqlite3.DatabaseError(f"its pair_scores table has the columns {', '.join(columns)}")
+                db.execute("SELECT reranker, query, text, score, at FROM pair_scores ORDER BY at DESC LIMIT 1")
 
     def get_many(self, reranker: str, keys: Sequence[PairKey]) -> list[float | None]:
         """The kept score of each (query hash, text hash) pair of `reranker`, None where there is none."""
@@ -53,7 +92,7 @@ class PairScoreStore(SqliteFile):
                     f"SELECT query, text, score FROM pair_scores WHERE reranker = ? AND ({clause})",
                     [reranker, *(part for key in batch for part in key)],
                 )
-                found.update({(q, t): s for q, t, s in rows})
+                found.update(self._usable(rows.fetchall()))
         return [found.get(key) for key in keys]
 
     def put_many(self, reranker: str, scores: dict[PairKey, float]) -> None:
@@ -92,7 +131,7 @@ class PairScoreStore(SqliteFile):
             return int(db.execute("DELETE FROM pair_scores WHERE reranker = ?", (reranker,)).rowcount)
 
 
-class PostgresScoreStore(PostgresTables):
+class PostgresScoreStore(_Lending, PostgresTables):
     """The same scores in a PostgreSQL table (`pair_scores` in WORKBENCH_PG_SCHEMA): one store for every process
     and machine that names the database."""
 
@@ -118,7 +157,7 @@ class PostgresScoreStore(PostgresTables):
                     f"(SELECT * FROM unnest(%s::text[], %s::text[]))",
                     (reranker, [q for q, _ in batch], [t for _, t in batch]),
                 )
-                found.update({(q, t): float(score) for q, t, score in cur.fetchall()})
+                found.update(self._usable(cur.fetchall()))
         return [found.get(key) for key in keys]
 
     def put_many(self, reranker: str, scores: dict[PairKey, float]) -> None:
@@ -155,6 +194,17 @@ class PostgresScoreStore(PostgresTables):
 
 ScoreStore = PairScoreStore | PostgresScoreStore
 _stores: OnePerLocation[ScoreStore] = OnePerLocation()
+
+
+def usable_score_store(settings: Settings) -> ScoreStore | None:
+    """The score store as a search uses it: `open_score_store`, or None with one line in the log when it cannot be
+    opened (a damaged or foreign file, a database that does not answer): scores are then computed and kept in
+    memory only, and `workbench cache clear` removes the file."""
+    try:
+        return open_score_store(settings)
+    except WorkbenchError as exc:
+        log.warning("%s Scores are computed and kept in memory only; `workbench cache clear` removes it.", exc)
+        return None
 
 
 def open_score_store(settings: Settings) -> ScoreStore | None:

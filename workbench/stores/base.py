@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,6 +61,11 @@ def translate_store_error(
     """A client exception as the workbench error a user can act on (the URL is already redacted)."""
     if isinstance(exc, StoreError):
         return exc
+    if isinstance(exc, sqlite3.Error):  # a file of ours on this machine: never "a server"
+        if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            wait = f"; waited {timeout:g} s" if timeout else ""
+            return StoreError(f"{store} at {location} is locked by another process ({action}{wait}).")
+        return StoreError(f"{store} at {location} cannot be used ({action}): {_reason(exc)}.")
     if is_connection_problem(exc):
         wait = f" after {timeout:g} s" if timeout and "time" in _reason(exc).lower() else ""
         return StoreConnectionError(

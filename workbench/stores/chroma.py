@@ -286,7 +286,7 @@ def read_only_copy(folder: Path, snapshots: Path) -> Path:
     return target
 
 
-def _persistent_client(path: Path) -> Any:
+def persistent_client(path: Path) -> Any:
     """A PersistentClient on `path`, sharing the settings of any client this process already has there."""
     import chromadb
     from chromadb.api.shared_system_client import SharedSystemClient
@@ -351,7 +351,7 @@ class ChromaBackend(StoreBackend):
                         if key in _clients:
                             return _clients[key]
                 folder.mkdir(parents=True, exist_ok=True)
-                client = _persistent_client(folder)
+                client = persistent_client(folder)
         except InputError:
             raise
         except Exception as exc:

@@ -64,12 +64,16 @@ class KeptStore:
 
 
 class SqliteFile(KeptStore):
-    """One SQLite file (WAL, busy timeout), one connection per thread."""
+    """One SQLite file (WAL, busy timeout), one connection per thread. `busy_seconds`: how long a statement waits
+    for another process's lock before it fails (the timeout its errors name)."""
+
+    busy_seconds: ClassVar[float] = 30.0
 
     def _open_file(self, path: str | Path) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.timeout = self.busy_seconds
         self._local = threading.local()
         with self._connection() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -78,8 +82,8 @@ class SqliteFile(KeptStore):
     def _connection(self) -> Iterator[sqlite3.Connection]:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA busy_timeout=30000")
+            db = sqlite3.connect(self.path, timeout=self.busy_seconds, isolation_level=None)
+            db.execute(f"PRAGMA busy_timeout={int(self.busy_seconds * 1000)}")
             self._local.db = db
         yield db
 

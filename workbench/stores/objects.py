@@ -22,13 +22,15 @@ import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from workbench.errors import ConfigError, StoreError
+from workbench.errors import CollectionNotFoundError, ConfigError, StoreError
 from workbench.redact import plain_text, shown
 from workbench.stores.base import CONTENT_HASH_KEY, Collection
+from workbench.stores.chroma import persistent_client, read_only_copy
 from workbench.stores.langchain import LangChainCollection
 from workbench.types import Chunk, CollectionInfo, Hit, Metadata
 from workbench.vocab import LANGCHAIN_STORE, LLAMAINDEX_STORE
@@ -37,7 +39,54 @@ OBJECT_STORE_KINDS = (LANGCHAIN_STORE, LLAMAINDEX_STORE)
 EmbedderFor = Callable[[str], Any]  # a model id -> the workbench's embedder for it (the engine's `embedder`)
 _PACKAGES = {LANGCHAIN_STORE: ("langchain",), LLAMAINDEX_STORE: ("llama_index",)}
 _CLASS_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_CLASS_PATH_MAX = 200  # characters: the longest import path of a vector store class in these packages is ~70
+_ARGUMENTS_DEPTH = 8  # tables inside tables in `arguments` (connection_args = { ... } is two)
 _KEYS = {"store", "class", "arguments", "embedding_model", "embedding_argument"}
+# Constructor arguments with which a store class drops, empties or recreates what it opens: an attached store is
+# read, so each is refused by name (unless it is set to a value that writes nothing). The values that write.
+_WRITING_ARGUMENTS: dict[str, str] = {
+    "drop_old": "drops the collection before opening it (langchain-milvus)",
+    "pre_delete_collection": "deletes the collection before opening it (PGVector)",
+    "force_recreate": "recreates the collection (Qdrant)",
+    "recreate_collection": "recreates the collection",
+    "overwrite": "overwrites the table",
+    "delete_existing": "deletes what is stored",
+    "reset": "empties the store",
+}
+_WRITING_MODES = {"overwrite", "create", "recreate"}  # LanceDB's `mode`
+# LangChain's Chroma classes create the collection they are asked for, and Chroma's client writes to the folder it
+# opens: these are opened on a read-only copy of the folder, and only for a collection the folder holds.
+CHROMA_CLASSES = {
+    "langchain_chroma.Chroma", "langchain_chroma.vectorstores.Chroma",
+    "langchain_community.vectorstores.Chroma", "langchain_community.vectorstores.chroma.Chroma",
+}  # fmt: skip
+LANGCHAIN_CHROMA_DEFAULT = "langchain"  # the collection LangChain's Chroma opens when none is named
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply tables and arrays nest in `value`, counted up to `limit + 1` (never recursing past it)."""
+    stack, deepest = [(value, 0)], 0
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def _writing_arguments(arguments: dict[str, Any]) -> list[str]:
+    """The arguments among `arguments` with which a store class would write to what it opens."""
+    named = []
+    for key, value in arguments.items():
+        if key in _WRITING_ARGUMENTS and value not in (False, None, 0, ""):
+            named.append(f"{key} = {plain_text(str(value))[:20]} ({_WRITING_ARGUMENTS[key]})")
+        elif key == "mode" and str(value).lower() in _WRITING_MODES:
+            named.append(f'mode = "{value}" (writes the table anew)')
+    return named
 
 
 @dataclass(frozen=True)
@@ -62,6 +111,8 @@ class ObjectStoreSpec:
             takes = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{where} has keys a {kind} store does not take: {said} (it takes {takes}).")
         class_path = table.get("class")
+        if isinstance(class_path, str) and len(class_path) > _CLASS_PATH_MAX:
+            raise ConfigError(f"{where} class is {len(class_path):,} characters long: no store class is.")
         if not isinstance(class_path, str) or not _CLASS_PATH.match(class_path):
             raise ConfigError(f'{where} needs class = "package.module.Class": the {kind} store\'s import path.')
         if not class_path.split(".")[0].startswith(_PACKAGES[kind]):
@@ -72,6 +123,14 @@ class ObjectStoreSpec:
         arguments = table.get("arguments", {})
         if not isinstance(arguments, dict):
             raise ConfigError(f"{where} arguments must be a table of the class's keyword arguments.")
+        if _depth(arguments, _ARGUMENTS_DEPTH) > _ARGUMENTS_DEPTH:
+            raise ConfigError(f"{where} arguments nest tables more than {_ARGUMENTS_DEPTH} deep: no store takes that.")
+        writing = _writing_arguments(arguments)
+        if writing:
+            raise ConfigError(
+                f"{where} is attached read-only, but its arguments would write to the store: {'; '.join(writing)}. "
+                "Remove them: the workbench reads an attached store and never changes it."
+            )
         model = table.get("embedding_model")
         if model is not None and (not isinstance(model, str) or not model.strip()):
             raise ConfigError(f"{where} embedding_model must name a model (an id, a folder or a server's URL).")
@@ -81,6 +140,23 @@ class ObjectStoreSpec:
         if not isinstance(argument, str) or not argument.isidentifier():
             raise ConfigError(f"{where} embedding_argument must be the keyword the class takes its embeddings in.")
         return cls(name, kind, class_path, dict(arguments), model, argument)
+
+    def info(self) -> CollectionInfo:
+        """What the listing shows of this store without constructing it (a store is made when a search needs it):
+        its class is checked importable and a vector store of its family, and a LangChain Chroma's folder to hold a
+        Chroma database; a problem raises, as opening it would."""
+        self.store_class()
+        class_name = self.class_path.rpartition(".")[2]
+        if self.class_path in CHROMA_CLASSES:
+            folder = Path(str(self.arguments.get("persist_directory") or ""))
+            if not (folder / "chroma.sqlite3").is_file():
+                where = f"[collections.{plain_text(self.name)[:60]}]"
+                raise StoreError(f"{where} persist_directory {folder} holds no Chroma database: nothing to read there.")
+        family = "LangChain" if self.kind == LANGCHAIN_STORE else "LlamaIndex"
+        return CollectionInfo(
+            name=self.name, store=self.kind, location=class_name, count=-1, embedding_model=self.embedding_model,
+            written_by=f"{family} ({class_name})", read_only=True,
+        )  # fmt: skip
 
     def store_class(self) -> type:
         """The class, imported and checked to be a vector store of its family."""
@@ -113,12 +189,17 @@ def _vector_store_base(kind: str) -> type:
     return BasePydanticVectorStore
 
 
-def open_object_store(spec: ObjectStoreSpec, embedder_for: EmbedderFor | None = None) -> Collection:
+def open_object_store(
+    spec: ObjectStoreSpec, embedder_for: EmbedderFor | None = None, *, snapshot_dir: str | Path | None = None
+) -> Collection:
     """The store the table names, made with its arguments (a LangChain store also gets the embedding model as its
     embeddings, `embedder_for(model_id)` asked on first use: the engine's own embedders), as a read-only
-    collection."""
+    collection. A LangChain Chroma is opened on a copy of its folder kept under `snapshot_dir`, and only for a
+    collection the folder holds (`chroma_client`)."""
     store_class = spec.store_class()
     arguments = dict(spec.arguments)
+    if spec.class_path in CHROMA_CLASSES:
+        arguments = chroma_arguments(spec, snapshot_dir)
     if spec.kind == LANGCHAIN_STORE:
         if spec.embedding_model is None:
             where = f"[collections.{plain_text(spec.name)[:60]}]"
@@ -134,6 +215,37 @@ def open_object_store(spec: ObjectStoreSpec, embedder_for: EmbedderFor | None = 
     if spec.kind == LANGCHAIN_STORE:
         return ReadOnlyLangChainCollection(store, name=spec.name, embedding_model=spec.embedding_model)
     return LlamaIndexCollection(store, spec.name, spec.embedding_model or "")
+
+
+def chroma_arguments(spec: ObjectStoreSpec, snapshot_dir: str | Path | None) -> dict[str, Any]:
+    """A LangChain Chroma's arguments with its folder replaced by a client on a read-only copy of it: the folder
+    must hold a Chroma database, and the collection must be one it holds (LangChain's Chroma creates any other)."""
+    where = f"[collections.{plain_text(spec.name)[:60]}]"
+    arguments = dict(spec.arguments)
+    folder = arguments.pop("persist_directory", None)
+    if not isinstance(folder, str) or not folder.strip() or {"client", "client_settings", "host"} & arguments.keys():
+        raise ConfigError(
+            f"{where} needs persist_directory: the folder LangChain's Chroma wrote (a Chroma server is attached "
+            'with store = "chroma" and url = "http://...").'
+        )
+    name = arguments.get("collection_name", LANGCHAIN_CHROMA_DEFAULT)
+    path = Path(folder)
+    if not (path / "chroma.sqlite3").is_file():
+        why = "does not exist" if not path.exists() else "holds no Chroma database (no chroma.sqlite3)"
+        raise StoreError(f"{where} persist_directory {path} {why}: nothing to read there.")
+    if snapshot_dir is None:
+        raise ConfigError(f"{where} is a Chroma folder: it is opened through an Engine (a copy, never in place).")
+    client = persistent_client(read_only_copy(path, Path(snapshot_dir)))
+    held = sorted(c.name for c in client.list_collections())
+    if not isinstance(name, str) or name not in held:
+        shown_name = plain_text(str(name))[:60] + ("…" if len(str(name)) > 60 else "")
+        raise CollectionNotFoundError(
+            shown_name, f"chroma at {path}", held,
+            advice=f"It holds: {', '.join(held) or 'no collection'}. Set collection_name in {where[:-1]}.arguments] "
+            "to one of them (the workbench never creates one in an attached folder).",
+        )  # fmt: skip
+    arguments["client"] = client
+    return arguments
 
 
 def langchain_embeddings(model_id: str, embedder_for: EmbedderFor | None) -> Any:

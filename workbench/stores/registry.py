@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
-from workbench.errors import CollectionNotFoundError, ConfigError
+from workbench.errors import CollectionNotFoundError, ConfigError, error_message
 from workbench.ingest_status import ingest_statuses
 from workbench.redact import plain_text, redact_url
 from workbench.stores.base import Collection, StoreBackend
@@ -209,15 +209,39 @@ class StoreRegistry:
                 return self._collections[name]
             config = self.config(name)
         if "spec" in config.options:  # named in workbench.toml by its class
-            collection: Collection = open_object_store(config.options["spec"], self._embedder)
+            snapshots = self.settings.store_options("chroma")["snapshot_dir"]
+            collection: Collection = open_object_store(config.options["spec"], self._embedder, snapshot_dir=snapshots)
         elif config.kind == LANGCHAIN_STORE:
             collection = LangChainCollection(config.vector_store, name=name)
         elif config.missing_folder:
-            raise CollectionNotFoundError(name, f"{config.kind} at {Path(config.persist_dir or '').resolve()}")
+            folder = Path(config.persist_dir or "").resolve()
+            raise CollectionNotFoundError(name, f"{config.kind} at {folder}", advice=self._declared_advice(name, []))
         else:
-            collection = backend_for(config).get(config.collection)
+            try:
+                collection = backend_for(config).get(config.collection)
+            except CollectionNotFoundError as exc:
+                advice = self._declared_advice(name, exc.available, config.collection)
+                if not advice:
+                    raise
+                raise CollectionNotFoundError(config.collection, exc.store, exc.available, advice=advice) from exc
         with self._lock:
             return self._collections.setdefault(name, collection)
+
+    def _declared_advice(self, name: str, available: list[str], collection: str | None = None) -> str:
+        """What to do when a collection declared in workbench.toml is not where its table says (never "ingest":
+        an attached store is its writer's); empty for a collection that is not declared."""
+        if name not in self.settings.collections:
+            return ""
+        table = f"[collections.{plain_text(name)[:60]}]"
+        if collection is None:
+            return f"Its folder does not exist or holds no database yet: check persist_dir in {table}."
+        held = ", ".join(plain_text(a)[:60] for a in sorted(available)[:20])
+        if not held:
+            return f"The store holds no collection: check persist_dir or url in {table}."
+        return (
+            f'The store holds: {held}. {table} reads the collection its key names unless collection = "..." '
+            f'names another: add collection = "{plain_text(sorted(available)[0])[:60]}" (or the one you mean).'
+        )
 
     def create(self, name: str, *, embedding_model: str, dimension: int) -> Collection:
         """Create (or open) `name` in its store, recording the embedding model and dimension."""
@@ -251,11 +275,25 @@ class StoreRegistry:
             registered = {name: self.config(name) for name in self.settings.collections} | dict(self._configs)
         for name, config in registered.items():
             if self._is_object(config) or name not in infos:
-                try:
-                    infos[name] = self.get(name).info().model_copy(update={"name": name})
-                except Exception:  # a registered store that is unreachable is listed by the others
-                    continue
+                infos[name] = self._listed(name, config)
         return sorted(self._with_ingests(infos, default).values(), key=lambda c: c.name)
+
+    def _listed(self, name: str, config: StoreConfig) -> CollectionInfo:
+        """A registered collection as the listing shows it: a store class named in workbench.toml from its table
+        (constructed only when a search needs it), any other opened; one that cannot be opened (not found, a
+        server down, a class missing) is listed with its problem in one line, never left out."""
+        spec = config.options.get("spec")
+        try:
+            with self._lock:
+                opened = self._collections.get(name)
+            if spec is not None and opened is None:
+                return spec.info()
+            return (opened or self.get(name)).info().model_copy(update={"name": name})
+        except Exception as exc:
+            return CollectionInfo(
+                name=name, store=config.kind, location=config.where, count=-1,
+                read_only=spec is not None, problem=error_message(exc),
+            )  # fmt: skip
 
     def _with_ingests(self, infos: dict[str, CollectionInfo], default: StoreConfig) -> dict[str, CollectionInfo]:
         """The listing with the ingests under way into its collections (another process's included), and the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli.parsers.common import checked
+from workbench.inputs import validate_tolerance
 from workbench.vocab import PARITY_TOLERANCE
 
 PARITY_K = 20  # the audit's default depth: 50 queries x 20 candidates = 1,000 pairs a backend
@@ -35,13 +37,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         help="with --parity: a server of the same model to audit too (http://host:port for Infinity or `workbench "
         "serve`, tei+http://... for TEI, vllm+http://...#qwen3 for a causal LM on vLLM); repeat for more",
     )  # fmt: skip
-    doctor.add_argument(
-        "-k", type=int, default=PARITY_K, help=f"with --parity or --checks: candidates per query ({PARITY_K})"
-    )
+    doctor.add_argument("-k", type=int, help=f"with --parity or --checks: candidates per query ({PARITY_K})")
     doctor.add_argument("-n", type=int, help="with --parity or --checks: the top n (10, or k when k is smaller)")
     doctor.add_argument("--max-queries", type=int, help="with --parity or --checks: only the first N judged queries")
     doctor.add_argument(
-        "--tolerance", type=float, default=PARITY_TOLERANCE,
+        "--tolerance", type=checked(validate_tolerance), default=PARITY_TOLERANCE,
         help=f"with --parity: how far the nDCG@10 change's interval may reach (±{PARITY_TOLERANCE})",
     )  # fmt: skip
     doctor.add_argument(

@@ -96,13 +96,11 @@ def _query_set_commands(commands: argparse._SubParsersAction) -> None:  # type: 
     add.add_argument("--from-log", metavar="LOG", help="queries of a click log (UBI 1.0, or CSV/JSON lines)")
     add.add_argument("--events", help="with --from-log: UBI events in a file of their own")
     add.add_argument(
-        "--sample", choices=LOG_SAMPLES, default="top",
+        "--sample", choices=LOG_SAMPLES,
         help="with --from-log: the most frequent, at random, or by frequency (pps) (default top)",
     )  # fmt: skip
-    add.add_argument("--size", type=int, default=50, help="with --from-log: how many queries (default 50)")
-    add.add_argument(
-        "--seed", type=checked(validate_seed), default=0, help="with --from-log: the random draw's seed (default 0)"
-    )
+    add.add_argument("--size", type=int, help="with --from-log: how many queries (default 50)")
+    add.add_argument("--seed", type=checked(validate_seed), help="with --from-log: the random draw's seed (default 0)")
     dataset_options(add)
     add.set_defaults(handler="workbench.cli.experiments:cmd_set_add")
     listed = verbs.add_parser("list", help="the kept query sets")
