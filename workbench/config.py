@@ -59,7 +59,7 @@ def _alias(*names: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Every setting of the workbench. Environment names are given in each field's aliases."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False)
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False, allow_inf_nan=False)
 
     # Reranker (RERANKER_MODEL and the other names the first scripts read, kept: tests/test_seed_contracts.py)
     reranker_model: str = Field(DEFAULT_RERANKER_MODEL, validation_alias=_alias("reranker_model", "RERANKER_MODEL"))

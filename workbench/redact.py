@@ -47,12 +47,27 @@ _TEXT_SECRET_NAMES = (
     "signature",
 )
 _PARAM = re.compile(
-    r"(?P<name>(?<![A-Za-z0-9_])(?:"
+    r"(?P<name>(?<![A-Za-z0-9_/.\-])(?:"
     + "|".join(re.escape(p) for p in _TEXT_SECRET_NAMES)
     + r"))(?P<sep>\s*[=:]\s*)(?P<quote>['\"]?)(?P<value>[^\s&'\"#,;)}]+)",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=\-]{6,}", re.IGNORECASE)
+_BEARER = re.compile(r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
+
+
+def _credential_like(value: str) -> bool:
+    """A value after "token: " or "Bearer " that could be a credential: with a digit or a symbol, or long. A plain
+    word ("token expired", "passwd: no such file") is prose and stays."""
+    return len(value) >= 20 or not value.isalpha()
+
+
+def _masked_param(found: re.Match[str]) -> str:
+    prose = found["name"].lower() == "token" and ":" in found["sep"] and found["sep"].strip() != found["sep"]
+    if prose and not _credential_like(found["value"]):
+        return found[0]  # "token: expired" is a sentence; a password is masked whatever it looks like
+    return f"{found['name']}{found['sep']}{found['quote']}{MASK}"
+
+
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 # C0 and C1 control characters other than tab and newline: terminal escapes, NULs, bells; and lone surrogates,
 # which no encoder writes (a message echoing one could not be sent).
@@ -142,6 +157,6 @@ def redact_text(text: str) -> str:
     for secret in _known_secrets:
         text = text.replace(secret, MASK)
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    text = _PARAM.sub(lambda m: f"{m['name']}{m['sep']}{m['quote']}{MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m['scheme']}{MASK}", text)
+    text = _PARAM.sub(_masked_param, text)
+    text = _BEARER.sub(lambda m: f"{m['scheme']}{MASK}" if _credential_like(m["value"]) else m[0], text)
     return _OPENAI_KEY.sub(f"sk-{MASK}", text)

@@ -304,3 +304,69 @@ def _bare_encoder(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
     return folder
+
+
+def _relabelled(source: Path, folder: Path, **config: object) -> Path:
+    """A copy of a model folder whose config.json says something else (`None` removes a key)."""
+    import shutil
+
+    shutil.copytree(source, folder)
+    data = json.loads((folder / "config.json").read_text())
+    data.update(config)
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    return folder
+
+
+def test_a_load_that_initialises_any_weight_afresh_is_refused_naming_the_weights(
+    tiny_qwen3: Path, tiny_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 68, item 5: a damaged or relabelled config never has a reranker scored by fresh weights. transformers
+    lists the weights it initialised; the loaders read that list and refuse, naming them."""
+    from workbench.errors import ModelError
+
+    settings = Settings(data_dir=tmp_path / "data", offline=True, reranker_backend="torch")
+    for folder, named in [
+        (_relabelled(tiny_qwen3, tmp_path / "no-architectures", architectures=None), "score.weight"),
+        (_relabelled(tiny_qwen3, tmp_path / "as-classifier", architectures=["Qwen3ForSequenceClassification"]),
+         "score.weight"),
+        (_relabelled(tiny_models["reranker"], tmp_path / "minilm-as-qwen3", architectures=["Qwen3ForCausalLM"],
+                     model_type="qwen3"), "lm_head.weight"),
+    ]:  # fmt: skip
+        with pytest.raises(ModelError, match="initialised at random") as caught:
+            create_reranker(str(folder), settings).score("vacation days", ["Employees get 25 days."], use_cache=False)
+        assert named in str(caught.value) and "\n" not in str(caught.value)
+    for intact in (tiny_qwen3, tiny_models["reranker"]):  # the folders as written load and score
+        scores, _ = create_reranker(str(intact), settings).score("vacation days", ["25 days a year"], use_cache=False)
+        assert len(scores) == 1
+
+
+def test_the_fingerprint_keys_every_file_a_loader_reads(tmp_path: Path) -> None:
+    """Issue 68, item 4: two sharded checkpoints of one config, a ColBERT whose projection changed, a tokenizer
+    config that flips lower-casing: each is another fingerprint, so no model is lent another's kept scores."""
+    from workbench.rerankers.backends import fingerprint
+
+    base = tmp_path / "base"
+    (base / "1_Dense").mkdir(parents=True)
+    files = {"config.json": "{}", "model-00001-of-00002.safetensors": "shard one",
+             "model-00002-of-00002.safetensors": "shard two", "model.safetensors.index.json": "{}",
+             "tokenizer_config.json": '{"do_lower_case": true}', "1_Dense/model.safetensors": "projection",
+             "README.md": "a model card"}  # fmt: skip
+    for name, text in files.items():
+        (base / name).write_text(text)
+    prints = {"base": fingerprint(base)}
+    changes = [
+        ("model-00002-of-00002.safetensors", "another shard two"),
+        ("tokenizer_config.json", '{"do_lower_case": false}'),
+        ("1_Dense/model.safetensors", "another projection"),
+        ("README.md", "another card"),
+    ]
+    for changed, text in changes:
+        import shutil
+
+        other = tmp_path / changed.replace("/", "_")
+        shutil.copytree(base, other)
+        (other / changed).write_text(text)
+        prints[changed] = fingerprint(other)
+    assert prints["README.md"] == prints["base"]  # a model card is read by no loader
+    rest = [value for key, value in prints.items() if key != "README.md"]
+    assert len(set(rest)) == len(rest)

@@ -7,13 +7,14 @@ must agree to 1e-5."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from workbench.config import Settings
-from workbench.errors import InputError
+from workbench.errors import ConfigError, InputError
 from workbench.rerankers import create_reranker, reranker_kind
 from workbench.rerankers.families import model_family
 from workbench.rerankers.late_interaction import ColbertReranker
@@ -84,3 +85,32 @@ def test_a_colbert_reranker_has_no_zero_one_reading(colbert_dir: Path) -> None:
         to_probability(12.0, "raw")
     with pytest.raises(Exception, match="runs on torch"):
         create_reranker(f"{colbert_dir}@onnx", Settings())
+
+
+@pytest.mark.parametrize("length", [10**12, "abc", -5, 1e300, 0])
+def test_a_colbert_length_its_encoder_cannot_hold_is_one_line(
+    colbert_dir: Path, tmp_path: Path, length: object
+) -> None:
+    """Issue 68, item 7: a query_length of 10^12 aborted the process (a Rust allocation in the tokenizer); every
+    length outside 1 to the encoder's positions is refused in one line before anything is tokenized."""
+    folder = tmp_path / "colbert"
+    shutil.copytree(colbert_dir, folder)
+    path = folder / "config_sentence_transformers.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "query_length": length}))
+    with pytest.raises(ConfigError, match="query_length") as caught:
+        create_reranker(str(folder), Settings())
+    assert "whole number from 1 to 512" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_damaged_colbert_folder_is_one_line(colbert_dir: Path, tmp_path: Path) -> None:
+    """Issue 68, item 7: damage the family loader does not foresee is one line naming the folder, as the
+    cross-encoder's loader says it, never "Unexpected error"."""
+    from workbench.errors import ModelError
+
+    folder = tmp_path / "colbert"
+    shutil.copytree(colbert_dir, folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated
+    with pytest.raises((ConfigError, ModelError)) as caught:
+        create_reranker(str(folder), Settings())
+    assert "cannot be loaded" in str(caught.value) and "\n" not in str(caught.value)

@@ -3,8 +3,10 @@ cache rebuilt when damaged, the token and score caches, single-flight and micro-
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -95,6 +97,38 @@ def test_a_damaged_export_is_rebuilt_never_used(
     assert not cache.valid(folder, fingerprint(tiny_models["reranker"]), name)
     folder, name = cache.ensure(str(tiny_models["reranker"]), "onnx", messages.append)
     assert len(messages) == 2 and cache.valid(folder, fingerprint(tiny_models["reranker"]), name)
+
+
+def _swap_two_ids(path: Path) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    vocab["the"], vocab["of"] = vocab["of"], vocab["the"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _flip_lower_case(path: Path) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["do_lower_case"] = not data.get("do_lower_case", True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("tampered", "edit"), [("tokenizer.json", _swap_two_ids),
+                                                ("tokenizer_config.json", _flip_lower_case)])  # fmt: skip
+def test_an_exports_tokenizer_changed_since_it_was_made_is_never_used(
+    tmp_path: Path, tiny_models: dict[str, Path], tampered: str, edit: Callable[[Path], None]
+) -> None:
+    """Issue 68, item 6: every file a load reads from an export is in its manifest; a tokenizer edited in the
+    export folder makes the export be made again, so the backend scores as fp32 torch does."""
+    settings = _settings(tmp_path, tiny_models, reranker_backend="onnx")
+    model = str(tiny_models["reranker"])
+    query = "The rivers of the sea"
+    torch_scores = CrossEncoderReranker(model, _settings(tmp_path, tiny_models)).predict(query, TEXTS)
+    folder, name = ExportCache(settings.exports_dir).ensure(model, "onnx")
+    edit(folder / tampered)
+    assert not ExportCache(settings.exports_dir).valid(folder, fingerprint(model), name)
+    scores = CrossEncoderReranker(model, settings).predict(query, TEXTS)
+    assert scores == pytest.approx(torch_scores, abs=1e-3)
+    assert ExportCache(settings.exports_dir).valid(folder, fingerprint(model), name)  # made again, intact
 
 
 def test_auto_picks_torch_until_a_backend_is_audited_and_half_precision_on_cuda() -> None:

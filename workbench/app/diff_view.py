@@ -91,14 +91,19 @@ def figures(diff: RunDiff, key: str = "diff") -> None:
 def disagreements(diff: RunDiff, plan: SearchPlan, key: str) -> None:
     """The queries where A and B disagree most, each one click from Explore (with B's plan)."""
     st.markdown("#### Where they disagree most")
+    differing = diff.disagreeing()
+    if not differing:
+        st.success(f"They agree on every one of the {diff.agreement.queries} queries: the same top "
+                   f"{diff.agreement.top_n} in the same order.")  # fmt: skip
+        return
     rows = [
         {"query_id": r.query_id, "query": r.query, "RBO": r.rbo, f"overlap@{diff.agreement.top_n}": r.overlap_at_n,
          "top 1 changed": r.top1_changed, "A": r.a, "B": r.b, "B − A": r.delta}
-        for r in diff.per_query
+        for r in differing
     ]  # fmt: skip
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"{key}-table")
 
-    for r in diff.per_query[:DISAGREEMENTS_SHOWN]:
+    for r in differing[:DISAGREEMENTS_SHOWN]:
         left, right = st.columns([5, 1])
         left.markdown(f"`{text_md(r.query_id)}` {text_md(r.query[:120])} · RBO {r.rbo:.3f}")
         if right.button("Explore", key=f"{key}-explore-{r.query_id}", on_click=explore_with, args=(r.query, plan)):

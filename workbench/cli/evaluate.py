@@ -114,6 +114,7 @@ def _checked_arguments(args: argparse.Namespace) -> tuple[list[str | None], Path
         raise InputError("--calibrate calibrates one reranker's scores: leave out --no-rerank and name one --reranker.")
     if not 0 < args.target_precision <= 1:
         raise InputError(f"--target-precision must be above 0 and at most 1; got {args.target_precision}.")
+    stopping_from(args)  # its options are checked before anything is ingested or scored
     return _modes(args.retrieval), _writable_folder(args.save_runs) if args.save_runs else None
 
 

@@ -131,8 +131,12 @@ def _print_diff(diff: RunDiff, args: argparse.Namespace) -> int:
     )
     for warning in diff.warnings:
         warn(f"warning: {warning}")
+    differing = diff.disagreeing()
+    if not differing:
+        print(f"They agree on every one of the {a.queries} queries: the same top {a.top_n} in the same order.")
+        return 0
     print("Where they disagree most:")
-    for row in diff.per_query[: args.show]:
+    for row in differing[: args.show]:
         delta = "" if row.delta is None else f" · {PRIMARY_METRIC} {row.a:.3f} → {row.b:.3f}"
         print(shown(f"  {row.query_id}  RBO {row.rbo:.3f}{delta}  {row.query[:80]}"))
     return 0

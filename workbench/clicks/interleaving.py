@@ -152,6 +152,9 @@ def analyse(outcomes: Sequence[Outcome], a: str = "A", b: str = "B") -> Interlea
     )  # fmt: skip
 
 
+IMPRACTICAL_IMPRESSIONS = 100_000_000  # past this, an online test is named impractical rather than sized
+
+
 class OnlineTestSize(BaseModel):
     """What a simulated team-draft test of the first-stage list (A) against the reranked one (B) says: the chances
     of a win, a loss and a tie per impression, and the impressions needed for 80 % power."""
@@ -163,8 +166,21 @@ class OnlineTestSize(BaseModel):
     p_tie: float
     impressions_needed: int | None
     click_model: str
+    same_lists: int = 0  # queries whose two top n lists are the same list: interleaving them compares nothing
 
     def words(self) -> str:
+        if self.queries and self.same_lists == self.queries:
+            return (
+                f"No online test can see a difference: the reranked top n is the first stage's, in the same order, "
+                f"on all {self.queries} queries (interleaving would show the same list twice)."
+            )
+        if self.impressions_needed is not None and self.impressions_needed > IMPRACTICAL_IMPRESSIONS:
+            return (
+                f"No practical online test can see this difference: it would need more than "
+                f"{IMPRACTICAL_IMPRESSIONS:,} interleaved impressions for 80 % power (in "
+                f"{self.simulated_impressions:,} simulated ones the reranked list won {self.p_win:.2%} and lost "
+                f"{self.p_loss:.2%}; {self.same_lists} of {self.queries} queries show the same top n either way)."
+            )
         if self.impressions_needed is None:
             return (
                 f"An online test would see no preference: in {self.simulated_impressions:,} simulated interleaved "
@@ -226,6 +242,7 @@ def online_test_size(
         rankings[outcome.query_id] = ([d for d, _ in before], [d for d, _ in after])
     grades = {q: {d: max(0, min(g, 3)) for d, g in docs.items()} for q, docs in report.qrels.items()}
     per_query = max(20, impressions // max(len(rankings), 1))
-    return simulate_interleaving(
+    size = simulate_interleaving(
         rankings, grades, examination(report.top_n), CLICK_ATTRACTIVENESS, per_query, report.top_n, seed
     )
+    return size.model_copy(update={"same_lists": sum(list(a) == list(b) for a, b in rankings.values())})

@@ -35,6 +35,7 @@ from workbench.evaluation.skip_policy import SkipFigures, skip_advice, skip_sear
 from workbench.evaluation.tuning_grid import check_grid, chunked_collection
 from workbench.fusion import first_stage_name
 from workbench.inputs import parse_chunking
+from workbench.redact import plain_text
 from workbench.types import SearchPlan
 from workbench.vocab import (
     DEFAULT_FIRST_STAGES,
@@ -303,6 +304,7 @@ def tune(
         plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
         for plan, answered in zip(plans, results, strict=True)
     }
+    _refuse_unjudged(dataset, collection, list(reports.values()))
     chunking = {name: f"{size}/{overlap}" for name, (size, overlap) in sizes.items()}
     cells = [
         _cell(plan, reports[plan.key], stage_times, rerank_times, chunking.get(plan.collection or "")) for plan in plans
@@ -324,6 +326,19 @@ def tune(
         figures = _skip_policies(reports[plans[chosen].key], items, results[chosen])
         run = run.model_copy(update={"skip": figures, "skip_advice": skip_advice(figures)})
     return run
+
+
+def _refuse_unjudged(dataset: Dataset, collection: str, reports: Sequence[EvaluationReport]) -> None:
+    """No recommendation on nothing: when no cell put a single judged document in any query's top n, every nDCG
+    is 0 and the judgments do not name the collection's documents."""
+    looked = sum(r.judged_looked_at for r in reports)
+    if looked and all(r.unjudged_before == r.unjudged_after == r.judged_looked_at for r in reports):
+        raise InputError(
+            f"No cell put a document judged in {plain_text(dataset.name)[:80]} in any query's top n ({looked:,} "
+            f"documents looked at): the judgments do not name the documents of '{plain_text(collection)[:60]}' (their "
+            "ids differ), so every nDCG@10 is 0 and no cell can be recommended. Check --collection, or the ids in the "
+            "judgments."
+        )
 
 
 def _skip_policies(

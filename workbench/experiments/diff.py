@@ -83,6 +83,11 @@ class RunDiff(BaseModel):
     per_query: list[QueryDifference]  # the queries where the two disagree most first
     warnings: list[str] = []
 
+    def disagreeing(self) -> list[QueryDifference]:
+        """The queries whose top n differ (in documents or order) or whose figure does, most first: none when the
+        two runs agree everywhere (never a list of identical rows)."""
+        return [r for r in self.per_query if r.rbo < 1 - 1e-9 or r.top1_changed or (r.delta or 0) != 0]
+
     def words(self) -> str:
         """The comparison in a sentence or two."""
         if self.change is None or self.direction is None:

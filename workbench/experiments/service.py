@@ -224,6 +224,11 @@ def compare_configurations(
         results = search_all(engine, plan, [item.text for item in query_set.queries], advanced)
         for item, result in zip(query_set.queries, results, strict=True):
             runs[side][item.id] = document_runs(result.candidates)[1]
+    if not any(run.get(item.id) for run in runs for item in query_set.queries):
+        raise InputError(
+            f"Both configurations found nothing for every one of the {count} queries: there is no ranking to "
+            "compare (is the collection, or the candidates file, the one the queries are about?)."
+        )
     return compare_run_pair(
         runs[0], runs[1], query_set.texts, top_n=min(first.top_n, second.top_n), k=min(first.k, second.k),
         qrels=qrels, names=(first.key, second.key), weights=query_set.weights,

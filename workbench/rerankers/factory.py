@@ -136,7 +136,17 @@ def _cross_encoder(
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
+_KIND_PREFIX = re.compile(r"^(?:listwise|vllm|tei)\+", re.IGNORECASE)  # a served kind's prefix: a URL follows it
+
+
 def _unsupported_url(model_id: str, *_: object) -> Reranker:
+    if "://" not in model_id:  # "listwise+#m": the kind named, its server's URL missing
+        prefix = plain_text(model_id.split("+", 1)[0])[:20]
+        rest = {"listwise": "/v1#MODEL", "vllm": "#qwen3"}.get(prefix.lower(), "")
+        raise ConfigError(
+            f"The reranker '{plain_text(model_id)[:60]}' names the {prefix}+ kind without its server's URL: write "
+            f"{prefix}+http(s)://HOST:PORT{rest} (nothing is looked up on a hub for it)."
+        )
     scheme = plain_text(model_id.split("://", 1)[0])[:20]
     raise ConfigError(
         f"A reranker URL starting '{scheme}://' names no kind of reranker: use http(s):// (a Cohere-style /rerank "
@@ -161,7 +171,11 @@ KINDS: tuple[RerankerKind, ...] = (
         )
         for hosted in (CohereReranker, JinaReranker, VoyageReranker)
     ),
-    RerankerKind(UNSUPPORTED_URL_KIND, lambda model_id: _URL.match(model_id) is not None, _unsupported_url),
+    RerankerKind(
+        UNSUPPORTED_URL_KIND,
+        lambda model_id: _URL.match(model_id) is not None or _KIND_PREFIX.match(model_id) is not None,
+        _unsupported_url,
+    ),
     RerankerKind(CROSS_ENCODER_KIND, lambda model_id: True, _local, local=True),  # a folder: its family from its config
 )
 

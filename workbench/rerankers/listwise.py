@@ -94,11 +94,16 @@ class Permutation(BaseModel):
         return bool(self.repeats or self.out_of_range or self.missing or self.prose)
 
 
+_ASCII_DIGITS = frozenset("0123456789")
+_MAX_ID_DIGITS = 6  # a window holds far fewer passages; a longer number names none (and is never converted)
+
+
 def parse_permutation(answer: str, count: int) -> Permutation:
     """A window's order from the model's answer, RankGPT's way (`receive_permutation`): the digits in order,
     repeats and numbers out of range dropped, passages left out appended in their previous order; each repair
     counted."""
-    numbers = [int(part) - 1 for part in "".join(c if c.isdigit() else " " for c in answer).split()]
+    digits = "".join(c if c in _ASCII_DIGITS else " " for c in answer).split()  # "²" and "٣" are not identifiers
+    numbers = [int(part) - 1 if len(part) <= _MAX_ID_DIGITS else -1 for part in digits]  # 5,000 digits: no passage
     seen: dict[int, None] = {}
     repeats = 0
     for number in numbers:
@@ -108,7 +113,7 @@ def parse_permutation(answer: str, count: int) -> Permutation:
     kept = [n for n in seen if 0 <= n < count]
     out_of_range = len(seen) - len(kept)
     missing = [i for i in range(count) if i not in set(kept)]
-    stripped = "".join(c for c in answer if not (c.isdigit() or c.isspace() or c in "[]>,"))
+    stripped = "".join(c for c in answer if not (c in _ASCII_DIGITS or c.isspace() or c in "[]>,"))
     return Permutation(
         order=kept + missing, repeats=repeats, out_of_range=out_of_range, missing=len(missing), prose=bool(stripped)
     )

@@ -262,21 +262,28 @@ class RerankService(RemoteReranker):
             service_address(given.removeprefix(self.prefix), self.route, prefix=self.prefix)
             for given in replica_urls(model_id)
         ]
-        address = addresses[0]
         key = _secret(settings.rerank_api_key)
         public = REPLICA_SEPARATOR.join(a.public_id for a in addresses)
         keys = [a.token or key for a in addresses]  # each replica its own token, the setting's where it has none
         super().__init__(public, settings, cache, url=[str(a.url) for a in addresses], keys=keys)
-        self.models_url = address.url.copy_with(path=address.url.path.removesuffix(self.route) + "/models")
+        self.models_urls = [a.url.copy_with(path=a.url.path.removesuffix(self.route) + "/models") for a in addresses]
+        self.models_url = self.models_urls[0]
         self.served_model = self._served_model()
 
     def _served_model(self) -> str | None:
-        try:
-            listed = self.service.client.get(self.models_url, headers=self.service.headers())
-        except (httpx.TimeoutException, httpx.ConnectError) as exc:  # down or hung: say so now, once
-            raise self.service.unreachable(exc) from exc
-        except httpx.HTTPError:
-            return None
+        """The model the service lists, asked of each replica in turn until one answers (one replica down is not
+        the service down); when none answers, the first one's failure is said, once."""
+        failures: list[Exception] = []
+        for url in self.models_urls:
+            try:
+                listed = self.service.client.get(url, headers=self.service.headers())
+                break
+            except (httpx.TimeoutException, httpx.ConnectError) as exc:  # down or hung: the next replica
+                failures.append(exc)
+            except httpx.HTTPError:
+                return None
+        else:
+            raise self.service.unreachable(failures[0]) from failures[0]
         try:
             models = [m.get("id") for m in listed.json().get("data", [])] if listed.status_code == 200 else []
         except (ValueError, AttributeError):

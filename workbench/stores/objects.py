@@ -83,9 +83,9 @@ def _writing_arguments(arguments: dict[str, Any]) -> list[str]:
     named = []
     for key, value in arguments.items():
         if key in _WRITING_ARGUMENTS and value not in (False, None, 0, ""):
-            named.append(f"{key} = {plain_text(str(value))[:20]} ({_WRITING_ARGUMENTS[key]})")
+            named.append(f"{key} = {plain_text(str(value))[:20]}: {_WRITING_ARGUMENTS[key]}")
         elif key == "mode" and str(value).lower() in _WRITING_MODES:
-            named.append(f'mode = "{value}" (writes the table anew)')
+            named.append(f'mode = "{plain_text(str(value))}": writes the table anew (LanceDB)')
     return named
 
 
@@ -212,9 +212,29 @@ def open_object_store(
             f"{spec.class_path.rpartition('.')[2]} for collection '{plain_text(spec.name)[:60]}' did not open: "
             f"{type(exc).__name__}: {_one_line(exc, 160)}"
         ) from exc
+    held = _held_collections(store)
+    if held is not None:  # a store whose client can say it: the collection asked for is not there
+        where = f"[collections.{plain_text(spec.name)[:60]}]"
+        raise CollectionNotFoundError(
+            plain_text(str(getattr(store, "collection_name", "")))[:60], f"{type(store).__name__} ({spec.name})", held,
+            advice=f"It holds: {', '.join(held) or 'no collection'}. Set collection_name in {where[:-1]}.arguments].",
+        )  # fmt: skip
     if spec.kind == LANGCHAIN_STORE:
         return ReadOnlyLangChainCollection(store, name=spec.name, embedding_model=spec.embedding_model)
     return LlamaIndexCollection(store, spec.name, spec.embedding_model or "")
+
+
+def _held_collections(store: Any) -> list[str] | None:
+    """The collections a store's client holds when the one the store was opened on is not among them (Milvus's
+    client says so; searching it would answer "No index params provided"); None when it is there, or when the
+    client cannot say."""
+    client, name = getattr(store, "client", None), getattr(store, "collection_name", None)
+    if not isinstance(name, str) or not callable(getattr(client, "has_collection", None)):
+        return None
+    if client.has_collection(name):
+        return None
+    listed = getattr(client, "list_collections", None)
+    return sorted(plain_text(str(c))[:60] for c in listed()) if callable(listed) else []
 
 
 def chroma_arguments(spec: ObjectStoreSpec, snapshot_dir: str | Path | None) -> dict[str, Any]:

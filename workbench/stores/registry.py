@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config import Settings
-from workbench.errors import CollectionNotFoundError, ConfigError, error_message
+from workbench.errors import CollectionNotFoundError, ConfigError, InputError, error_message
 from workbench.ingest_status import ingest_statuses
+from workbench.inputs import validate_collection_name
 from workbench.redact import plain_text, redact_url
 from workbench.stores.base import Collection, StoreBackend
 from workbench.stores.chroma import ChromaBackend
@@ -96,6 +97,10 @@ class StoreConfig:
     def from_mapping(cls, name: str, values: dict[str, Any], settings: Settings) -> StoreConfig:
         """A [collections.<name>] table of workbench.toml: store, url, persist_dir, collection, and the
         store's own options (pgvector: schema, table, id_column, text_column, embedding_column, ...)."""
+        try:
+            validate_collection_name(name)
+        except InputError as exc:  # the judgments, experiments and files of a collection are kept by its name
+            raise ConfigError(f"[collections.{plain_text(name)[:60]}] in workbench.toml: {exc}") from None
         values = dict(values)
         kind = str(values.pop("store", settings.store))
         if kind in OBJECT_STORE_KINDS:  # a LangChain or LlamaIndex class and its arguments
@@ -272,11 +277,27 @@ class StoreRegistry:
         default = StoreConfig.from_settings(self.settings)
         infos = {} if default.missing_folder else {c.name: c for c in backend_for(default).list_collections()}
         with self._lock:
-            registered = {name: self.config(name) for name in self.settings.collections} | dict(self._configs)
+            registered = dict(self._configs)
+        for name in self.settings.collections:
+            if name not in registered:
+                try:
+                    registered[name] = self.config(name)
+                except Exception as exc:  # a table that does not validate is listed with why
+                    infos[name] = self._problem(name, str(self.settings.collections[name].get("store", "?")), exc)
         for name, config in registered.items():
             if self._is_object(config) or name not in infos:
                 infos[name] = self._listed(name, config)
         return sorted(self._with_ingests(infos, default).values(), key=lambda c: c.name)
+
+    @staticmethod
+    def _problem(
+        name: str, kind: str, exc: BaseException, location: str = "", read_only: bool = True
+    ) -> CollectionInfo:
+        """A declared collection that cannot be opened, as the listing shows it: its problem in one line."""
+        return CollectionInfo(
+            name=name, store=plain_text(kind)[:40], location=location, count=-1, read_only=read_only,
+            problem=error_message(exc),
+        )  # fmt: skip
 
     def _listed(self, name: str, config: StoreConfig) -> CollectionInfo:
         """A registered collection as the listing shows it: a store class named in workbench.toml from its table
@@ -290,10 +311,7 @@ class StoreRegistry:
                 return spec.info()
             return (opened or self.get(name)).info().model_copy(update={"name": name})
         except Exception as exc:
-            return CollectionInfo(
-                name=name, store=config.kind, location=config.where, count=-1,
-                read_only=spec is not None, problem=error_message(exc),
-            )  # fmt: skip
+            return self._problem(name, config.kind, exc, config.where, read_only=spec is not None)
 
     def _with_ingests(self, infos: dict[str, CollectionInfo], default: StoreConfig) -> dict[str, CollectionInfo]:
         """The listing with the ingests under way into its collections (another process's included), and the
