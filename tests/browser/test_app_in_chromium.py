@@ -8,6 +8,7 @@ runs these tests with WORKBENCH_SCREENSHOTS_DIR=docs/screenshots to refresh the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -84,6 +85,27 @@ _WATCH_FEWEST_CONTROLS = """() => {
 }"""
 
 
+_NUMBER = re.compile(r"[−-]?\d+(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace("−", "-")) for n in _NUMBER.findall(text)]
+
+
+def _tile(page, label: str) -> str:
+    """The text of the metric tile with this label (its label, value and delta)."""
+    return page.locator("[data-testid='stMetric']").filter(has_text=label).first.inner_text()
+
+
+def _record(name: str, figures: dict[str, object]) -> None:
+    """The figures a screenshot shows, read from the page, kept beside it (docs/screenshots/figures.json when
+    scripts/screenshots.sh refreshes the pictures): tests/test_docs_screenshots.py holds them to the demo as it is."""
+    path = Path(RUN["shots"]) / "figures.json"  # type: ignore[arg-type]
+    kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    kept[name] = figures
+    path.write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def _screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its own container, so the viewport is made tall enough."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight ?? 1000")
@@ -107,6 +129,9 @@ def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     shown(page, "dropped from the top n")  # the slopegraph's legend
     no_exception(page)
     _screenshot(page, "explore.png")
+    after, change, before = _numbers(_tile(page, "nDCG@10 after reranking").split("reranking", 1)[1])[:3]
+    _record("explore.png", {"query": QUERY, "k": 50, "top_n": 10, "ndcg@10 after": after, "ndcg@10 before": before,
+                            "change": change})  # fmt: skip
 
     set_slider(page, "top n — kept after reranking", 5)
     shown(page, "Reranked · top 5")
@@ -285,6 +310,10 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     shown(page, "Cutting the reranked list at a score")
     no_exception(page)
     _screenshot(page, "evaluate.png")
+    after, change = _numbers(_tile(page, "nDCG@10 after").split("after", 1)[1])[:2]
+    unjudged, looked = _numbers(_tile(page, "unjudged in top 10").split("top 10", 1)[1])[:2]
+    _record("evaluate.png", {"queries": 50, "k": 20, "top_n": 10, "ndcg@10 after": after, "change": change,
+                             "unjudged after": unjudged, "of": looked})  # fmt: skip
 
 
 def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:

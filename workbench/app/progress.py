@@ -4,14 +4,28 @@ thread, and only the page's script thread may draw, so the search runs beside th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
+
+import streamlit as st
 
 from workbench.types import SearchResult, spoken_duration
 
 Progress = Callable[[int, int], None]
 _POLL_SECONDS = 0.05
+
+
+@contextmanager
+def transient_progress(text: str = "") -> Iterator[Any]:
+    """A progress bar for the work inside, removed when the work ends, however it ends: no full bar stays under a
+    finished table."""
+    bar = st.progress(0.0, text=text)
+    try:
+        yield bar
+    finally:
+        bar.empty()
 
 
 def bar_with_time_left(bar: Any, unit: str) -> Progress:

@@ -30,7 +30,7 @@ from workbench.experiments.record import (
     judgments_used,
     query_set_used,
 )
-from workbench.experiments.store import open_experiment_store
+from workbench.experiments.store import ExperimentStore, open_experiment_store
 from workbench.inputs import json_depth, validate_collection_name, validate_model_id
 from workbench.redact import is_local_path, public_name
 from workbench.rerankers.factory import on_backend
@@ -89,7 +89,27 @@ def keep_report(
         before_run=report.before_run,
         after_run=report.after_run,
     )
-    return open_experiment_store(engine.settings).save(experiment) if save else experiment
+    if not save:
+        return experiment
+    store = open_experiment_store(engine.settings)
+    return kept_before(store, experiment) or store.save(experiment)
+
+
+def kept_before(store: ExperimentStore, experiment: Experiment) -> Experiment | None:
+    """The experiment kept before that `experiment` repeats exactly (the same plan, name, queries, judgments,
+    reranker files and backend, and the same runs), so an unchanged evaluation run again keeps nothing new; None
+    when it is new."""
+    for earlier in store.list(configuration=experiment.plan.key, limit=20):
+        if (
+            earlier.plan == experiment.plan and earlier.name == experiment.name
+            and earlier.query_set.checksum == experiment.query_set.checksum
+            and earlier.judgments.checksum == experiment.judgments.checksum
+            and earlier.manifest.reranker_fingerprint == experiment.manifest.reranker_fingerprint
+            and earlier.manifest.reranker_backend == experiment.manifest.reranker_backend
+            and earlier.before_run == experiment.before_run and earlier.after_run == experiment.after_run
+        ):  # fmt: skip
+            return earlier
+    return None
 
 
 def keep_tuning(

@@ -12,7 +12,7 @@ import streamlit as st
 from workbench.app import diff_view
 from workbench.app.history import remember
 from workbench.app.judging import Judging, grade_control
-from workbench.app.progress import search_with_progress
+from workbench.app.progress import search_with_progress, transient_progress
 from workbench.app.state import (
     STATE,
     CompareSide,
@@ -223,11 +223,11 @@ def _over_a_query_set(engine: Engine, c: Controls, a: CompareSide, b: CompareSid
             judged = load_judgments(engine.settings, plan_b.collection or engine.settings.collection)
             if candidates is not None:  # your search's first stage, reranked by each side's reranker
                 plan_a, plan_b = _on_candidates(engine, candidates, query_set, plan_a, plan_b)
-            bar = st.progress(0.0, text="searching")
-            STATE.set_comparison = compare_configurations(
-                engine, query_set, plan_a, plan_b, qrels=judged.qrels if judged else None,
-                progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} searches"),
-            )  # fmt: skip
+            with transient_progress("searching") as bar:
+                STATE.set_comparison = compare_configurations(
+                    engine, query_set, plan_a, plan_b, qrels=judged.qrels if judged else None,
+                    progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} searches"),
+                )  # fmt: skip
             STATE.set_comparison_plan = plan_b
         if STATE.set_comparison is not None:
             diff_view.figures(STATE.set_comparison, "set")
@@ -368,8 +368,7 @@ def _across_stores(engine: Engine, c: Controls, names: list[str], query: str) ->
             icon=":material/content_copy:",
         )
         if st.button(f"Copy '{collection}' into {', '.join(offer['kinds'])} and compare", key="stores-copy"):
-            bar = st.progress(0.0, text="copying")
-            with shown_errors():
+            with transient_progress("copying") as bar, shown_errors():
                 copy_into(
                     engine,
                     collection,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
     no earlier report stays on screen."""
     STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
     STATE.eval_qrels = STATE.eval_experiment = None
+    working: list[Any] = []  # the progress elements, removed when the work ends however it ends
     try:
         with tempfile.TemporaryDirectory() as tmp:
             ready = ready_evaluation(engine, _request(engine, c, presets, asked, Path(tmp)), warn=st.warning)
@@ -245,6 +247,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             st.info(f"Depth values above k ({asked.k}) were left out: {left_out}.")
         ingest_estimate, ingest_bar = st.empty(), st.empty()
         bar = st.progress(0.0, text="running queries")
+        working.extend([ingest_estimate, ingest_bar, bar])
         # the sidebar's first stage and reranker over the whole judged set: no metadata filters (with a candidates
         # file, its hits are the first stage, served in the file's order)
         plan = c.plan(engine).with_(collection=ready.collection, k=asked.k, top_n=asked.top_n, filters={})
@@ -268,6 +271,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         _keep(engine, plan, dataset, asked)
         if len(asked.compared) > 1:
             side = st.progress(0.0, text="rerankers side by side")
+            working.append(side)
             STATE.reranker_comparison = compare_rerankers(
                 engine,
                 dataset,
@@ -281,12 +285,16 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             st.info("Pick two or more rerankers to see them side by side.")
     except Exception as exc:  # shown, never raised: the page keeps working
         STATE.eval_error = error_text(exc)
+    finally:
+        for element in working:  # no bar or "now the depth curve…" stays above a finished verdict
+            element.empty()
 
 
 def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm) -> None:
     """Run the tuning grid the form asked for on its judgments and collection, with the sidebar's reranker; keep
     the recommended cell. A failure is kept to be shown."""
     STATE.tuning_run, STATE.tuning_error, STATE.tuning_experiment = None, None, None
+    working: list[Any] = []
     try:
         if asked.candidates_file is not None:
             raise InputError("A tuning grid compares first stages; a candidates file is one first stage. Remove it.")
@@ -297,6 +305,7 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
         deepest = max(ks) if ks else asked.k
         base = c.plan(engine).with_(collection=ready.collection, k=deepest, top_n=min(asked.top_n, deepest), filters={})
         bar = st.progress(0.0, text="tuning grid")
+        working.append(bar)
         STATE.tuning_run = run = tune(
             engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, chunkings=asked.grid.chunkings,
             max_queries=asked.max_queries or None,
@@ -306,10 +315,14 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
         STATE.tuning_experiment = kept.id if kept else None
     except Exception as exc:  # shown, never raised: the page keeps working
         STATE.tuning_error = error_text(exc)
+    finally:
+        for element in working:
+            element.empty()
 
 
 def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) -> None:
     """The evaluation kept as an experiment; a store that cannot keep it leaves the report on screen, with why."""
+    started = datetime.now(UTC) - timedelta(seconds=STATE.eval_report.seconds + 5)
     try:
         kept = keep_report(
             engine, STATE.eval_report, plan, dataset, source=asked.source, query_set=asked.query_set,
@@ -319,6 +332,11 @@ def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) 
         st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
         return
     STATE.eval_experiment = kept.id
+    if kept.created_at < started:  # an unchanged evaluation run again: linked, never kept twice
+        st.info(
+            f"The same evaluation, with the same figures, was kept on {kept.created_at:%Y-%m-%d %H:%M} UTC as "
+            f"experiment `{kept.id}`: nothing new was kept."
+        )
 
 
 def _forget_result() -> None:

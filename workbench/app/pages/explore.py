@@ -243,7 +243,7 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
         return {}
     query_id, grades = match
     figures = query_figures(result, query_id, grades)
-    j = st.columns([1, 1, 1, 1, 1.3])
+    j = st.columns([1.6, 1, 1.1, 1.1, 1.3])  # the first tile holds "−0.017 vs first stage 0.917" whole at 1400 px
 
     def _rank(value: int | None) -> str:
         return f"#{value}" if value else f"none in the top {len(result.candidates)}"

@@ -8,6 +8,7 @@ import streamlit as st
 
 from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.markdown import text_md
+from workbench.app.progress import transient_progress
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
 from workbench.app.widgets import SIDEBAR_CONTROLS, counted, file_picker, sidebar_note
 from workbench.engine import Engine
@@ -118,8 +119,7 @@ def _load_run(engine: Engine, c: Controls, queries: list[str]) -> None:
     concurrency = c2.number_input("Concurrency (threads)", 1, 16, value=2, key="load-concurrency")
 
     if st.button("Start load run", type="primary", disabled=not queries or c.collection is None):
-        bar = st.progress(0.0, text="starting")
-        with shown_errors():
+        with transient_progress("starting") as bar, shown_errors():
             if c.filter_error:
                 raise InputError(c.filter_error)
             STATE.load_run = load_run(
@@ -155,9 +155,8 @@ def _rerank_time(engine: Engine, c: Controls, queries: list[str]) -> None:
     ks_text = st.text_input("k values", "10, 25, 50, 100", key="depth-ks")
     depth_queries = st.number_input("Queries per k", 1, 20, value=3, key="depth-queries")
     if st.button("Measure", disabled=c.collection is None):
-        with shown_errors():
+        with shown_errors(), transient_progress("measuring") as bar:
             ks = parse_int_list(ks_text, "k values")
-            bar = st.progress(0.0)
             STATE.depth_points = rerank_time_by_k(
                 engine,
                 (queries or [q.text for q in sample_queries()])[: int(depth_queries)],
