@@ -19,9 +19,8 @@ import sys
 
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.evaluation.runs import fold_documents, scored_chunks
-from workbench.services.demo import DEMO_COLLECTION, DEMO_POOLED_FIRST_STAGES, demo_dataset, ensure_demo_collection
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEPTH_SWEEP
+from workbench.services.demo import demo_dataset, demo_pool_runs, ensure_demo_collection
+from workbench.vocab import DEFAULT_RERANKER_CHOICE
 
 
 def top_ten_with_ties(run: dict[str, float]) -> set[str]:
@@ -39,17 +38,11 @@ def _pool(engine: Engine, text: str, rerankers: list[str]) -> tuple[set[str], di
     pool: set[str] = set()
     passages: dict[str, str] = {}
     for model in rerankers or [DEFAULT_RERANKER_CHOICE]:
-        for mode, fusion in DEMO_POOLED_FIRST_STAGES:
-            plan = engine.plan(
-                collection=DEMO_COLLECTION, retrieval=mode, fusion=fusion, k=max(DEPTH_SWEEP), top_n=10, reranker=model
-            )
-            result = engine.search(text, plan)
-            for c in result.candidates:
+        for _, _, candidates, before, after in demo_pool_runs(engine, text, model):
+            for c in candidates:
                 passages.setdefault(str(c.metadata.get("document_id", c.id)), c.text)
-            rows = scored_chunks(result.candidates)
-            for k in DEPTH_SWEEP:
-                for run in fold_documents(rows[:k]):  # before and after, as the evaluation ranks them
-                    pool |= top_ten_with_ties(run)
+            for run in (before, after):  # as the evaluation ranks them
+                pool |= top_ten_with_ties(run)
     return pool, passages
 
 

@@ -14,8 +14,7 @@ from ir_measures import Judged
 
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.evaluation.runs import fold_documents, scored_chunks
-from workbench.services.demo import DEMO_COLLECTION, DEMO_POOLED_FIRST_STAGES, demo_dataset
+from workbench.services.demo import DEMO_POOLED_FIRST_STAGES, demo_dataset, demo_pool_runs
 from workbench.vocab import DEPTH_SWEEP
 
 RERANKERS = ("minilm-l6-qa-reranker", "minilm-l6-scifact-reranker")
@@ -36,14 +35,9 @@ def test_judged_at_10_is_exactly_one_at_every_depth(pool_engine: Engine, model: 
     dataset = demo_dataset()
     runs: dict[tuple[str, int, str], dict[str, dict[str, float]]] = {}
     for qid, text in dataset.queries.items():
-        for mode, fusion in DEMO_POOLED_FIRST_STAGES:
-            plan = pool_engine.plan(collection=DEMO_COLLECTION, retrieval=mode, fusion=fusion, k=max(DEPTH_SWEEP),
-                                    top_n=10, reranker=model)  # fmt: skip
-            rows = scored_chunks(pool_engine.search(text, plan).candidates)
-            for k in DEPTH_SWEEP:
-                before, after = fold_documents(rows[:k])
-                runs.setdefault((plan.key, k, "before"), {})[qid] = before
-                runs.setdefault((plan.key, k, "after"), {})[qid] = after
+        for stage, k, _, before, after in demo_pool_runs(pool_engine, text, model):
+            runs.setdefault((stage, k, "before"), {})[qid] = before
+            runs.setdefault((stage, k, "after"), {})[qid] = after
     qrels = dataset.qrels
     judged = {where: ir_measures.calc_aggregate([Judged @ 10], qrels, run)[Judged @ 10] for where, run in runs.items()}
     # issue 52: hybrid by a named fusion at k = 20 read judged@10 0.992 (the pool predated the named fusions)

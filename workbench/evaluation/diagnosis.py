@@ -154,9 +154,9 @@ class Diagnosis(BaseModel):
     def words(self) -> str:
         return (
             f"Over {self.queries} queries: the first stage found no relevant document for "
-            f"{self.not_found_by_first_stage}; phantom hits in the top n of {self.with_phantoms}; passages cut at the "
-            "model's max length in "
-            f"{self.with_cut_passages}; near-duplicates in {self.with_duplicates}."
+            f"{self.not_found_by_first_stage}; {self.with_phantoms} had phantom hits in the top n; "
+            f"{self.with_cut_passages} had passages cut at the model's max length; {self.with_duplicates} had "
+            "near-duplicates."
         )
 
 

@@ -57,15 +57,26 @@ class SettleState(BaseModel):
         remaining = _count(self.remaining, "unjudged pair")
         span = f"{self.delta_low:+.4f} to {self.delta_high:+.4f}"
         if self.settled:
+            if self.remaining == 0:
+                return (
+                    f"Settled: every document in the top 10s is judged, so no grade can change the verdict "
+                    f"({self._said()}: the change is {self.delta_low:+.4f})."
+                )
             return (
-                f"Settled: no grade of the remaining {remaining} in the top 10s can change the verdict: "
-                f"{self.direction} whatever they are (the change lies in {span})."
+                f"Settled: no grade of the remaining {remaining} in the top 10s can change the verdict "
+                f"({self._said()} whatever they are: the change lies in {span})."
             )
         grades = self.grades_to_settle or 0
         return (
             f"About {_count(grades, 'grade')} {'settles' if grades == 1 else 'settle'} this (of {remaining} in the "
             f"top 10s): graded the other way, they could make the verdict {self._other()} (the change could lie "
             f"anywhere in {span})."
+        )
+
+    def _said(self) -> str:
+        """The verdict in words ("none" is no measurable difference, never the word "none")."""
+        return {"helps": "it helps", "hurts": "it hurts", "none": "no measurable difference"}.get(
+            self.direction, self.direction
         )
 
     def _other(self) -> str:

@@ -65,7 +65,8 @@ def skip_search(gaps: Sequence[float], always: Sequence[float], first_stage: Seq
     if len(finite) < 2:
         return []
     figures = []
-    for gap in sorted({round(float(np.percentile(finite, q)), 6) for q in SKIP_QUANTILES}):
+    # each gap to 3 significant figures: what the advice prints is the gap it measured, and what --skip-gap takes
+    for gap in sorted({float(f"{np.percentile(finite, q):.3g}") for q in SKIP_QUANTILES}):
         mixed, reranked = mixed_policy(gaps, always, first_stage, gap)
         figure = SkipFigures(
             gap=gap, queries=len(gaps), reranked=reranked, ndcg_policy=float(np.mean(mixed)),

@@ -199,10 +199,18 @@ class TuningRun(BaseModel):
                 "s / 1,000 queries": None
                 if c.compute_seconds_per_1000 is None
                 else round(c.compute_seconds_per_1000, 1),
-                "": "recommended" if c.label == self.recommended else ("best" if c.label == self.best else ""),
+                "": self._mark(c.label),
             }
             for c in self.cells
         ]
+
+    def _mark(self, label: str) -> str:
+        """A cell's mark in the table, worded as the sentence above it: "recommended" only when reranking is advised
+        (where it is not, the cheapest cell as good as the best is what to run if reranking anyway)."""
+        if label == self.recommended:
+            advised = self.cell(label).reranking_verdict in (None, "helps")
+            return "recommended" if advised else "cheapest as good as the best"
+        return "best" if label == self.best else ""
 
     def to_markdown(self) -> str:
         """The run as Markdown: the sentence, the table, the findings."""
@@ -221,11 +229,20 @@ class TuningRun(BaseModel):
             "",
             "| " + " | ".join(head) + " |",
             "| " + " | ".join("---" for _ in head) + " |",
-            *("| " + " | ".join("" if r[h] is None else str(r[h]) for h in head) + " |" for r in rows),
+            *("| " + " | ".join(_cell_text(h, r[h]) for h in head) + " |" for r in rows),
         ]
         if self.findings:
             lines += ["", "## Where recall and reranked quality part ways", "", *(f"- {f}" for f in self.findings)]
         return "\n".join(lines) + "\n"
+
+
+def _cell_text(column: str, value: Any) -> str:
+    """A table value as Markdown shows it: figures to 4 places (0.8370 beside 0.8416), times to one."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.1f}" if column in {"p95 ms", "s / 1,000 queries"} else f"{value:.4f}"
+    return str(value)
 
 
 def _first_stage_times(engine: Engine, plans: Sequence[SearchPlan], sample: list[str]) -> dict[str, list[float]]:
@@ -441,7 +458,7 @@ def decide(run: TuningRun) -> TuningRun:
     budget = run.latency_budget_ms
     over = [c.label for c in cells if budget is not None and c.total_ms_p95 is not None and c.total_ms_p95 > budget]
     allowed = [c for c in cells if c.label not in over and not c.measurably_below_best]
-    chosen = min(allowed, key=lambda c: (c.compute_seconds_per_1000 or 0.0, c.k), default=None)
+    chosen = _cheapest_as_good(allowed)
     sufficient = smallest_sufficient_top_n(chosen.top_n) if chosen is not None else None
     top_n = sufficient[0].n if sufficient else None
     return run.model_copy(
@@ -450,6 +467,21 @@ def decide(run: TuningRun) -> TuningRun:
             "recommended_top_n": top_n, "over_budget": over, "findings": findings(cells, scores),
         }
     )  # fmt: skip
+
+
+COST_NOISE = 0.10  # costs this close (a share of the cheapest's) are one cost: timings on a busy machine move that much
+
+
+def _cheapest_as_good(allowed: Sequence[TuneCell]) -> TuneCell | None:
+    """The cell to ship among those not measurably below the best: the cheapest, where costs within COST_NOISE of
+    the cheapest count as the same cost and the highest nDCG@10 among them wins (then the smaller k), so two
+    first stages at one cost never recommend the weaker (the rule Evaluate's depth recommendation follows: the
+    best quality at the least cost it can tell apart)."""
+    if not allowed:
+        return None
+    cheapest = min(c.compute_seconds_per_1000 or 0.0 for c in allowed)
+    near = [c for c in allowed if (c.compute_seconds_per_1000 or 0.0) <= cheapest * (1 + COST_NOISE)]
+    return max(near, key=lambda c: (c.ndcg_after, -c.k, -(c.compute_seconds_per_1000 or 0.0)))
 
 
 def findings(cells: list[TuneCell], scores: dict[str, list[float]]) -> list[str]:

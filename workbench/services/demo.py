@@ -6,6 +6,7 @@ at once, exact keywords, far phrasings). What a reranker does to either group is
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel
 
@@ -13,12 +14,13 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, IngestError
 from workbench.evaluation.io import Dataset
+from workbench.evaluation.runs import fold_documents, scored_chunks
 from workbench.fusion import DEFAULT_LINEAR_WEIGHT
 from workbench.ingest import ProgressCallback
 from workbench.judgments import attach_judgments, judgment_rows, load_judgments, whose
 from workbench.paths import demo_dir
-from workbench.types import CollectionInfo
-from workbench.vocab import DEMO_COLLECTION, LINEAR_FUSIONS, RETRIEVAL_MODES
+from workbench.types import Candidate, CollectionInfo
+from workbench.vocab import DEMO_COLLECTION, DEPTH_SWEEP, LINEAR_FUSIONS, RETRIEVAL_MODES
 
 # The first stages whose top 10 the demo's judgments cover at every offered depth (judged@10 = 1.0, checked by
 # tests/evaluation/test_demo_pool.py; `scripts/demo_pool.py` lists what a change leaves ungraded): dense, BM25,
@@ -28,6 +30,26 @@ DEMO_POOLED_FIRST_STAGES: tuple[tuple[str, str | None], ...] = (
     *(("hybrid", f"{method} {DEFAULT_LINEAR_WEIGHT}") for method in LINEAR_FUSIONS),
 )
 
+PooledRuns = tuple[str, int, Sequence[Candidate], dict[str, float], dict[str, float]]
+
+
+def demo_pool_runs(engine: Engine, text: str, reranker: str | None) -> Iterator[PooledRuns]:
+    """The runs an evaluation of the demo builds for one query, for each pooled first stage at each offered depth:
+    (the plan's key, k, the candidates, the document run before and after reranking). A fused first stage is
+    searched at each k, as `eval -k K` searches it (the fusion of each list's top k changes with k); dense and BM25
+    once at the deepest k, whose first k candidates are what a search at k finds."""
+    deepest = max(DEPTH_SWEEP)
+    for mode, fusion in DEMO_POOLED_FIRST_STAGES:
+        found: Sequence[Candidate] = ()
+        for k in DEPTH_SWEEP:
+            if mode == "hybrid" or not found:
+                plan = engine.plan(collection=DEMO_COLLECTION, retrieval=mode, fusion=fusion,
+                                   k=k if mode == "hybrid" else deepest, top_n=10, reranker=reranker)  # fmt: skip
+                found = engine.search(text, plan).candidates
+            before, after = fold_documents(scored_chunks(found[:k]))
+            yield f"{mode} {fusion or ''}".strip(), k, found[:k], before, after
+
+
 __all__ = [
     "DEMO_COLLECTION",
     "GROUPS",
@@ -35,6 +57,7 @@ __all__ = [
     "demo_dataset",
     "demo_dir",
     "demo_needs_building",
+    "demo_pool_runs",
     "ensure_demo_collection",
     "others_graded_demo",
     "prepare_demo",

@@ -55,10 +55,12 @@ def run() -> None:
         "First-stage retrieval beside cross-encoder reranking. Change top n freely: the result is reranked once and "
         "re-sliced, no model runs."
     )
+    # the query box first: on a first visit the sample queries below it never push it out of view
+    query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
     if c.collection == DEMO_COLLECTION:
         _sample_queries()
     history = st.container()  # drawn last, so that it counts the search this run makes
-    query = st.text_input("Query", placeholder="Ask the collection something…", **bind("query"))
+    status = st.empty()  # above the lists: says when they are another setting's while a new search runs
     # Two places, in this order on every run (so each keeps its place between runs): the first-stage preview of a
     # new query, and the result. A new query empties the result's place at once (no earlier query's lists stay
     # below the preview), and the preview's place is emptied before the result is drawn: the result never reuses
@@ -67,7 +69,7 @@ def run() -> None:
     # a control being clicked does not vanish under the pointer.
     area = st.container()
     preview = area.empty()
-    result, box = _search(engine, c, query, history, area, preview)
+    result, box = _search(engine, c, query, history, area, preview, status)
     with box:
         _headline(engine, result)
         _lists(engine, c, result)
@@ -101,7 +103,9 @@ def _sample_queries() -> None:
             )
 
 
-def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any, preview: Any) -> tuple[SearchResult, Any]:
+def _search(
+    engine: Engine, c: Controls, query: str, history: Any, area: Any, preview: Any, status: Any
+) -> tuple[SearchResult, Any]:
     """The search the sidebar's plan makes for the query, and the container in `area` its result goes in; a new
     query's first-stage list is shown in `preview` while the reranker works, and `preview` is emptied once the
     search ends. The page stops here when there is nothing to search, or the search failed."""
@@ -120,6 +124,12 @@ def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any, pr
     asked = (query, plan.with_(top_n=plan.k).key)  # a new top n re-slices: no preview, no search
     bar = None
     new_query = STATE.explore_asked != asked
+    shown = STATE.explore_asked
+    if new_query and shown is not None and shown[0] == query:  # the same query under new settings (a k slider held)
+        status.info(
+            f"Searching with k = {plan.k}{reranking}… Until it ends, any list below is the previous setting's.",
+            icon=":material/hourglass_top:",
+        )
     box = area.empty() if new_query else area.container()
     if plan.reranks and new_query:
         bar = _first_stage_preview(preview, engine, query, plan)
@@ -129,6 +139,7 @@ def _search(engine: Engine, c: Controls, query: str, history: Any, area: Any, pr
             lambda progress: engine.search(query, plan, progress=progress), bar, first_use=engine.first_use(plan)
         )
     preview.empty()  # before the result is drawn, and above an error
+    status.empty()
     if result is None:
         _stop(engine, history)
     remember(engine, result)
@@ -274,7 +285,7 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
         mini_slopegraph(result, relevant), width="stretch", key="mini-slopegraph", config={"displayModeBar": False}
     )
     st.caption(
-        f"Judged query `{query_id.replace('`', '')}`: {figures.relevant_judged} relevant documents judged; badges mark "
+        f"Judged query `{query_id.replace('`', '')}`: {counted(figures.relevant_judged, 'relevant document', 'relevant documents')} judged; badges mark "
         "each document's grade in both lists, and grey ones are unjudged (counted as not relevant). Grade any card "
         "with its 0-3 buttons."
     )
