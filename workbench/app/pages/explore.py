@@ -284,8 +284,9 @@ def _judged_figures(engine: Engine, result: SearchResult) -> dict[str, int]:
     j[4].plotly_chart(
         mini_slopegraph(result, relevant), width="stretch", key="mini-slopegraph", config={"displayModeBar": False}
     )
+    relevant_judged = counted(figures.relevant_judged, "relevant document", "relevant documents")
     st.caption(
-        f"Judged query `{query_id.replace('`', '')}`: {counted(figures.relevant_judged, 'relevant document', 'relevant documents')} judged; badges mark "
+        f"Judged query `{query_id.replace('`', '')}`: {relevant_judged} judged; badges mark "
         "each document's grade in both lists, and grey ones are unjudged (counted as not relevant). Grade any card "
         "with its 0-3 buttons."
     )
