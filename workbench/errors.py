@@ -46,6 +46,7 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
         self.name = name
         self.store = store
         self.available = available or []
+        self.advice = advice
         if advice:
             super().__init__(f"Collection '{name}' not found in {store}. {advice}")
             return

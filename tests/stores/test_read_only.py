@@ -118,7 +118,10 @@ def test_no_command_writes_a_byte_of_an_attached_store(
     args = [a.replace("{scifact}", str(scifact_dir)) for a in COMMANDS[command]]
     code = main(args)
     out = capsys.readouterr()
-    assert code == 0, out.err
+    # the first 1,200 passages hold none of the first two queries' judged documents: tune searches every cell,
+    # then refuses to recommend on nothing judged (issue 68); what it read is what this test is about
+    refused = command == "tune" and "No cell put a document judged" in out.err
+    assert code == 0 or refused, out.err
     if command == "listing":
         listed = {c["name"]: c for c in json.loads(out.out)}
         assert listed["lc_big"]["read_only"] and listed["lc_big"]["count"] == PASSAGES

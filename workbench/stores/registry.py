@@ -226,7 +226,7 @@ class StoreRegistry:
                 collection = backend_for(config).get(config.collection)
             except CollectionNotFoundError as exc:
                 advice = self._declared_advice(name, exc.available, config.collection)
-                if not advice:
+                if not advice or exc.advice:  # the store's own advice (a layout's names) says more
                     raise
                 raise CollectionNotFoundError(config.collection, exc.store, exc.available, advice=advice) from exc
         with self._lock:
