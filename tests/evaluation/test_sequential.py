@@ -5,6 +5,7 @@ of the queries it took, in the seeded order."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -12,12 +13,18 @@ import statistics
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from workbench.cli import main
 from workbench.engine import Engine
 from workbench.evaluation import Dataset, run_evaluation
-from workbench.evaluation.sequential import SequentialPlan, look, run_until_settled, seeded_order
+from workbench.evaluation.sequential import (
+    MIN_QUERIES,
+    SequentialPlan,
+    confidence_sequence,
+    run_until_settled,
+    seeded_order,
+    settles,
+)
 from workbench.experiments.store import open_experiment_store
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset
 
@@ -33,57 +40,85 @@ def _settle(deltas: list[float], plan: SequentialPlan):  # type: ignore[no-untyp
 
 
 def test_under_no_effect_a_false_verdict_is_rare_and_under_an_effect_it_stops_early() -> None:
+    """Issue 70, item 2: looking after every query, 2,000 query sets whose mean change is exactly 0 (each change
+    drawn with its negative) give a wrong "helps" or "hurts" in at most 5 %; a plain effect settles early."""
     rng = np.random.default_rng(7)
     plan = SequentialPlan()
-    null = [_settle(_draws(rng, 300, -0.5, 0.5), plan) for _ in range(1000)]
-    wrong = sum(stop.settled in ("helps", "hurts") for stop in null)
-    assert wrong / 1000 <= plan.alpha  # valid under every one of the 30 looks, not only the last
+    wrong = 0
+    for _ in range(2000):
+        half = np.asarray(_draws(rng, 50, 0.0, 0.5))
+        population = list(rng.permutation(np.concatenate([half, -half])))
+        wrong += _settle(population, plan).settled in ("helps", "hurts")
+    assert wrong / 2000 <= plan.alpha  # valid at every one of the 100 looks, not only the last
     effect = [_settle(_draws(rng, 300, -0.3, 0.7), plan) for _ in range(200)]
     assert sum(stop.settled == "helps" for stop in effect) >= 190
     assert statistics.median(stop.queries_used for stop in effect) < 150  # stops early where the effect is plain
-    assert all(stop.queries_used % plan.block == 0 or stop.queries_used == 300 for stop in effect)
+    assert all(stop.looks_planned == 300 - MIN_QUERIES + 1 for stop in effect)  # a look after every query
 
 
-def test_on_sparse_judgments_a_look_settles_only_where_the_judged_only_changes_agree() -> None:
-    """SciFact's case: the changes treating unjudged passages as not relevant say "helps" early, while the
-    judged-only changes (what a verdict on sparse judgments rests on) show nothing: the run may not stop on "helps"
-    there, since the whole set's verdict could not say it."""
-    rng = np.random.default_rng(3)
-    plan = SequentialPlan()
-    raw = _draws(rng, 200, -0.1, 0.6)  # plainly positive
-    flat = _draws(rng, 200, -0.5, 0.5)  # nothing to tell
-    dense = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: None)
-    assert dense.settled == "helps" and dense.queries_used < 100 and not dense.sparse
-    sparse = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: flat[:n])
-    assert sparse.settled is None and sparse.queries_used == 200  # never settled: the two never agreed
-    agreeing = run_until_settled(lambda n: raw[:n], 200, plan, judged_only_of_first=lambda n: raw[:n])
-    assert agreeing.settled == "helps" and agreeing.sparse and "judged-only" in agreeing.words()
+def test_the_sequence_covers_the_sets_mean_at_every_query_and_closes_on_it() -> None:
+    rng = np.random.default_rng(5)
+    missed = 0
+    for _ in range(500):
+        population = np.clip(rng.normal(0.05, 0.3, 120), -1, 1)
+        order = list(rng.permutation(population))
+        sequence = confidence_sequence(order, len(order), 0.05)
+        missed += any(not low - 1e-12 <= population.mean() <= high + 1e-12 for low, high in sequence)
+        widths = [high - low for low, high in sequence]
+        assert all(a >= b - 1e-12 for a, b in itertools.pairwise(widths))  # never wider than before
+        assert widths[-1] < 1e-6  # the whole set taken: the mean is known
+    assert missed / 500 <= 0.05
 
 
-def test_fewer_looks_at_equal_parts_of_the_set() -> None:
-    plan = SequentialPlan(looks=4)
-    assert plan.over(1109).block == 278 and plan.over(50).block == 20  # never under MIN_QUERIES
-    assert SequentialPlan().over(1109).block == 10  # without looks, a look every 10 queries
+def test_one_interval_against_a_hand_computation() -> None:
+    """The sequence's intervals, written out from the formula (module docstring) by hand, on a set of 40 where
+    25 changes close to 0.3 are drawn: the bets' bound, not only what the draws alone bound, decides it."""
+    deltas, population, alpha = [0.3, 0.25, 0.35, 0.3, 0.28] * 5, 40, 0.05
+    z = [(d + 1) / 2 for d in deltas]
+    bounds = []
+    sums = {"bet_w": 0.0, "lower": 0.0, "upper": 0.0, "spread": 0.0}
+    for t, value in enumerate(z, start=1):
+        before = sum(z[: t - 1])
+        mean_before = (0.5 + before) / t
+        means_after = [(0.5 + sum(z[:i])) / (i + 1) for i in range(1, t)]
+        variance = (0.25 + sum((z[i - 1] - means_after[i - 1]) ** 2 for i in range(1, t))) / t
+        bet = min(math.sqrt(2 * math.log(2 / alpha) / (variance * t * math.log(1 + t))), 0.75)
+        remaining = population - t + 1
+        sums["bet_w"] += bet * population / remaining
+        sums["lower"] += bet * (value + before / remaining)
+        sums["upper"] += bet * ((1 - value) + (t - 1 - before) / remaining)
+        sums["spread"] += (value - mean_before) ** 2 * (-math.log(1 - bet) - bet)
+        width = math.log(2 / alpha) + sums["spread"]
+        drawn = sum(z[:t])
+        low = max(0.0, (sums["lower"] - width) / sums["bet_w"], drawn / population)
+        high = min(1.0, 1 - (sums["upper"] - width) / sums["bet_w"], (drawn + population - t) / population)
+        bounds.append((2 * low - 1, 2 * high - 1))
+    for t in range(1, len(bounds)):  # the running intersection
+        bounds[t] = (max(bounds[t - 1][0], bounds[t][0]), min(bounds[t - 1][1], bounds[t][1]))
+    flat = [bound for pair in confidence_sequence(deltas, population, alpha) for bound in pair]
+    assert flat == pytest.approx([bound for pair in bounds for bound in pair], abs=1e-12)
+    drawn_only = (2 * sum((d + 1) / 2 for d in deltas) / population - 1, 1.0)
+    assert bounds[-1][0] > drawn_only[0] + 0.01 and bounds[-1][0] > 0  # the bets' bound is the one that binds
+
+
+def test_looks_keep_their_meaning_exactly() -> None:
+    """`--looks 4` on 50 queries said "up to 3 looks" under the old rule: N looks are N looks, at equal parts."""
+    assert SequentialPlan(looks=4).positions(50) == [13, 25, 38, 50]
+    assert SequentialPlan(looks=4).positions(1109) == [278, 555, 832, 1109]
+    assert SequentialPlan().positions(30) == list(range(MIN_QUERIES, 31))
     rng = np.random.default_rng(11)
     deltas = _draws(rng, 400, -0.3, 0.7)
-    stop = run_until_settled(lambda n: deltas[:n], 400, plan)
+    stop = run_until_settled(lambda n: deltas[:n], 400, SequentialPlan(looks=4))
     assert stop.looks_planned == 4 and stop.queries_used in (100, 200, 300, 400)
-    assert "a look every 100 queries" in stop.rule and "up to 4 looks" in stop.rule
+    assert "4 times, at equal parts" in stop.rule and "Waudby-Smith" in stop.rule
 
 
-def test_one_look_against_a_hand_computation() -> None:
-    deltas = [0.1, 0.0, 0.25, -0.05, 0.0, 0.3, 0.15, 0.0, 0.2, 0.05] * 2 + [0.1] * 5
-    plan = SequentialPlan(block=5)
-    planned = 10  # a run of 50 queries looked at every 5
-    settled, (low, high) = look(deltas, planned, plan)
-    n = len(deltas)
-    mean = sum(deltas) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / (n - 1))
-    half = stats.t.ppf(1 - 0.05 / planned / 2, n - 1) * sd / math.sqrt(n)
-    assert (low, high) == pytest.approx((mean - half, mean + half), abs=1e-12)
-    assert settled == "helps" and low > 0
-    assert look(deltas[:15], planned, plan)[0] is None  # under MIN_QUERIES: no stop, whatever the interval
-    assert look([0.001, -0.001] * 15, planned, plan)[0] == "within tolerance"
+def test_a_settled_interval_needs_min_queries() -> None:
+    plan = SequentialPlan()
+    assert settles((0.1, 0.3), MIN_QUERIES - 1, plan) is None
+    assert settles((0.1, 0.3), MIN_QUERIES, plan) == "helps"
+    assert settles((-0.3, -0.01), MIN_QUERIES, plan) == "hurts"
+    assert settles((-0.001, 0.001), MIN_QUERIES, plan) == "within tolerance"
 
 
 def test_the_seeded_order_is_fixed_by_its_seed() -> None:
@@ -102,7 +137,7 @@ def test_eval_stop_when_settled_on_the_demo(demo_cli: Engine, capsys: pytest.Cap
     stop = summary["sequential"]
     # a change inside ±0.2 settles early on the demo's 50 queries
     assert stop["settled"] == "within tolerance" and stop["queries_used"] < stop["queries_available"] == 50
-    assert "Bonferroni alpha spending" in stop["rule"] and stop["words"].startswith("Stopped after")
+    assert "Waudby-Smith" in stop["rule"] and stop["words"].startswith("Stopped after")
     # the figures are a plain evaluation's of the queries it took, in the seeded order
     dataset = demo_dataset()
     taken = seeded_order(list(dataset.queries.items()), 5)[: stop["queries_used"]]
@@ -125,7 +160,7 @@ def test_the_gate_stops_when_settled_and_weighs_the_baseline_on_the_same_queries
     code = main(argv)
     decision = json.loads(capsys.readouterr().out)
     assert code == decision["exit_code"]
-    assert decision["stopping"].startswith("Stopped after") and "Bonferroni alpha spending" in decision["stopping"]
+    assert decision["stopping"].startswith("Stopped after") and "Waudby-Smith" in decision["stopping"]
     kept = open_experiment_store(demo_cli.settings)
     candidate = kept.get(decision["candidate_experiment"])
     baseline = kept.get(decision["baseline_experiment"])

@@ -110,7 +110,8 @@ def _until_settled(
         return "; ".join(check.words for check in checks)
 
     stop = run_until_settled(deltas_of_first, len(ordered), sequential, fault, judged_only_of_first)
-    report = report_of(dataset, plan, ordered[: stop.queries_used], results, time.perf_counter() - started)
+    used = stop.queries_used  # a block may have searched a few queries past the look that settled it
+    report = report_of(dataset, plan, ordered[:used], results[:used], time.perf_counter() - started)
     report.sequential = stop
     return report
 

@@ -1,12 +1,20 @@
-"""Evaluate to the decision: judged queries in a seeded random order, a block at a time, stopping once the verdict
-is settled, with an interval that stays valid however often it is looked at.
+"""Evaluate to the decision: judged queries in a seeded random order, stopping once the verdict is settled, with an
+interval that stays valid however often it is looked at, down to after every query.
 
-The rule (Bonferroni alpha spending over the planned looks): with N queries in blocks of B there are at most
-L = ceil(N / B) looks; at each look the paired change in nDCG@10 gets a Student-t interval at level 1 - alpha / L,
-so the chance that any look wrongly excludes the true change is at most alpha. The run stops at the first look (from
-`MIN_QUERIES` on) whose interval lies above 0 ("helps"), below 0 ("hurts"), or inside ±tolerance ("no change larger
-than the tolerance"); otherwise it runs to the set's end. Conservative, simple to check by hand, and named in every
-report that used it.
+The rule: a confidence sequence for the mean paired change in nDCG@10 over the query set, which the run samples
+without replacement (Waudby-Smith & Ramdas, "Confidence sequences for sampling without replacement", NeurIPS 2020),
+in its empirical-Bernstein form with predictable plug-in bets (Waudby-Smith & Ramdas, "Estimating means of bounded
+random variables by betting", 2023). Each change lies in [-1, 1] and is mapped to z = (change + 1) / 2 in [0, 1]. With
+N queries, S the sum of the first t - 1 z's and N / (N - t + 1) the without-replacement weight w_t,
+
+    lower_t = (sum lambda_i (z_i + S_i / (N - i + 1)) - log(2 / alpha) - sum v_i psi(lambda_i)) / sum lambda_i w_i
+
+where v_i = 4 (z_i - mean_{i-1})^2, psi(l) = (-log(1 - l) - l) / 4 and lambda_i is chosen from the queries before it;
+the upper bound is the same on 1 - z. Its chance of ever excluding the true mean change, at any query, is at most
+alpha (a nonnegative supermartingale and Ville's inequality), and it closes on the exact mean as the last queries of
+the set are taken. The run stops at the first query (from `MIN_QUERIES` on) whose interval lies above 0 ("helps"),
+below 0 ("hurts") or inside the tolerance; `looks` N looks only N times, at equal parts of the set. The report names
+the rule.
 """
 
 from __future__ import annotations
@@ -18,22 +26,20 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 from workbench.vocab import STOPPING_TOLERANCE
 
-SEQUENTIAL_BLOCK = 10  # queries per look
-MIN_QUERIES = 20  # no stop before this many queries: a t interval on fewer is not worth trusting
+SEQUENTIAL_BLOCK = 5  # queries searched at once between looks (each query within is looked at)
+MIN_QUERIES = 10  # no stop before this many queries: the run checks need a few queries to say anything
 ALPHA = 0.05
+MAX_BET = 0.75  # the largest bet lambda: the bound stays finite and the sequence tight (Waudby-Smith & Ramdas)
 
 Settled = Literal["helps", "hurts", "within tolerance", "not as intended"]
 
 
 class SequentialPlan(BaseModel):
-    """How an evaluation stops early: the seed of the query order, the block (or, with `looks`, the block that gives
-    that many looks over the set), the tolerance and alpha. Fewer looks spend alpha in larger parts: each look's
-    interval is narrower, so a plain effect settles at the first quarter of a large set with 4 looks where a look
-    every 10 queries needs about a third (docs/evaluation.md)."""
+    """How an evaluation stops early: the seed of the query order, the queries searched at once (`block`), how many
+    looks (None: after every query; N: at N equal parts of the set), the tolerance and alpha."""
 
     seed: int = 0
     block: int = SEQUENTIAL_BLOCK
@@ -41,12 +47,48 @@ class SequentialPlan(BaseModel):
     alpha: float = ALPHA
     looks: int | None = None
 
-    def over(self, available: int) -> SequentialPlan:
-        """The plan for a set of `available` queries: with `looks`, its block is the set cut into that many parts
-        (never under MIN_QUERIES)."""
+    def positions(self, available: int) -> list[int]:
+        """After how many queries the run looks: every query, or `looks` times at equal parts of the set (the last
+        one at its end), never before MIN_QUERIES except at the end of a smaller set."""
         if self.looks is None:
-            return self
-        return self.model_copy(update={"block": max(MIN_QUERIES, math.ceil(available / self.looks)), "looks": None})
+            wanted = range(1, available + 1)
+        else:
+            wanted = range(1, self.looks + 1)
+            wanted = [math.ceil(part * available / self.looks) for part in wanted]  # type: ignore[assignment]
+        return sorted({p for p in wanted if p >= min(MIN_QUERIES, available)} | {available})
+
+
+def confidence_sequence(deltas: Sequence[float], population: int, alpha: float) -> list[tuple[float, float]]:
+    """The without-replacement empirical-Bernstein confidence sequence for the mean of `population` changes in
+    [-1, 1], after each of the first len(deltas) drawn (in the order drawn): the running intersection of each
+    query's interval, in the changes' own units. Valid at every query at once with probability 1 - alpha."""
+    z = (np.clip(np.asarray(deltas, dtype=float), -1.0, 1.0) + 1.0) / 2.0
+    n = len(z)
+    if n == 0:
+        return []
+    if n > population:
+        raise ValueError(f"{n} changes drawn from a set of {population}")
+    t = np.arange(1, n + 1, dtype=float)
+    before = np.concatenate([[0.0], np.cumsum(z)[:-1]])  # S_{t-1}
+    mean_before = (0.5 + before) / t  # the predictable mean estimate, (1/2 + S_{t-1}) / t
+    # the predictable variance estimate, (1/4 + sum_{i<t} (z_i - mean_i)^2) / t, with mean_i the estimate after z_i
+    mean_after = (0.5 + np.cumsum(z)) / (t + 1)
+    squares = np.concatenate([[0.0], np.cumsum((z - mean_after) ** 2)[:-1]])
+    variance = (0.25 + squares) / t
+    bet = np.minimum(np.sqrt(2 * math.log(2 / alpha) / (variance * t * np.log1p(t))), MAX_BET)
+    remaining = population - t + 1  # N - t + 1
+    weight = population / remaining
+    spread = 4 * (z - mean_before) ** 2 * (-np.log1p(-bet) - bet) / 4
+    width = math.log(2 / alpha) + np.cumsum(spread)
+    scale = np.cumsum(bet * weight)
+    lower = (np.cumsum(bet * (z + before / remaining)) - width) / scale
+    upper = 1 - (np.cumsum(bet * ((1 - z) + ((t - 1) - before) / remaining)) - width) / scale
+    # what the draws alone bound, whatever the rest are (0 or 1 each): exact once the whole set is taken
+    drawn = np.cumsum(z)
+    lower = np.maximum(lower, drawn / population)
+    upper = np.minimum(upper, (drawn + (population - t)) / population)
+    lower, upper = np.maximum.accumulate(np.clip(lower, 0, 1)), np.minimum.accumulate(np.clip(upper, 0, 1))
+    return [(2 * lo - 1, 2 * hi - 1) for lo, hi in zip(lower, upper, strict=True)]
 
 
 class SequentialStop(BaseModel):
@@ -65,10 +107,13 @@ class SequentialStop(BaseModel):
     @property
     def rule(self) -> str:
         """The procedure, named."""
-        level = 1 - self.plan.alpha / self.looks_planned
+        when = (
+            "after every query" if self.plan.looks is None else f"{self.looks_planned} times, at equal parts of the set"
+        )
         return (
-            f"Bonferroni alpha spending: a look every {self.plan.block} queries in a seeded random order (seed "
-            f"{self.plan.seed}), up to {self.looks_planned} looks, each a paired t interval at {level:.2%}"
+            f"a confidence sequence for sampling without replacement (Waudby-Smith & Ramdas; empirical Bernstein), "
+            f"looking {when} in a seeded random order (seed {self.plan.seed}), valid at every look at "
+            f"{1 - self.plan.alpha:.0%}"
         )
 
     def words(self) -> str:
@@ -100,29 +145,18 @@ def seeded_order(items: Sequence[tuple[str, str]], seed: int) -> list[tuple[str,
     return shuffled
 
 
-def looks_planned(available: int, block: int) -> int:
-    """How many looks a run over `available` queries may take (at least 1)."""
-    return max(1, math.ceil(available / block))
-
-
-def look(deltas: Sequence[float], planned: int, plan: SequentialPlan) -> tuple[Settled | None, tuple[float, float]]:
-    """One look at the paired changes so far: what it settles (or None) and its interval at 1 - alpha / planned."""
-    values = np.asarray(deltas, dtype=float)
-    n = len(values)
-    if n < 2:
-        return None, (-math.inf, math.inf)
-    mean, spread = float(values.mean()), float(values.std(ddof=1))
-    half = float(stats.t.ppf(1 - plan.alpha / planned / 2, n - 1)) * spread / math.sqrt(n)
-    interval = (mean - half, mean + half)
-    if n < MIN_QUERIES:
-        return None, interval
-    if interval[0] > 0:
-        return "helps", interval
-    if interval[1] < 0:
-        return "hurts", interval
-    if -plan.tolerance <= interval[0] and interval[1] <= plan.tolerance:
-        return "within tolerance", interval
-    return None, interval
+def settles(interval: tuple[float, float], used: int, plan: SequentialPlan) -> Settled | None:
+    """What an interval of the sequence settles after `used` queries: helps, hurts, within the tolerance, or None."""
+    low, high = interval
+    if used < MIN_QUERIES:
+        return None
+    if low > 0:
+        return "helps"
+    if high < 0:
+        return "hurts"
+    if -plan.tolerance <= low and high <= plan.tolerance:
+        return "within tolerance"
+    return None
 
 
 def run_until_settled(
@@ -133,29 +167,35 @@ def run_until_settled(
     judged_only_of_first: Callable[[int], Sequence[float] | None] | None = None,
 ) -> SequentialStop:
     """The stopping rule over `available` queries: `deltas_of_first(n)` gives the paired changes of the first n
-    queries in the seeded order (a run searches them then; a simulation slices its draws). `fault()`, asked at each
-    look from MIN_QUERIES on, names what says the reranker did not run as intended on the queries so far (the run
-    checks), or ""; then the run stops there, and no look calls it helping or hurting. `judged_only_of_first(n)`
-    gives the judged-only changes when the first n queries' judgments are sparse (None when they are not): the
-    verdict then rests on them too, so a look settles only where both series settle alike. Where it stops, as
-    `SequentialStop`."""
-    plan = plan.over(available)
-    planned = looks_planned(available, plan.block)
+    queries in the seeded order (a run searches them then, `plan.block` at a time; a simulation slices its draws).
+    Each query searched is looked at (or only `plan.looks` times). `fault()`, asked once a block from MIN_QUERIES
+    on, names what says the reranker did not run as intended on the queries so far (the run checks), or ""; then
+    the run stops there, and no look calls it helping or hurting. `judged_only_of_first(n)` gives the judged-only
+    changes when the first n queries' judgments are sparse (None when they are not): the verdict then rests on them
+    too, so a look settles only where both sequences settle alike. Where it stops, as `SequentialStop`."""
+    looks = plan.positions(available)
     settled: Settled | None = None
-    interval, used, taken, why, sparse = (-math.inf, math.inf), available, 0, "", False
-    for end in range(plan.block, available + plan.block, plan.block):
-        used, taken = min(end, available), taken + 1
-        settled, interval = look(deltas_of_first(used), planned, plan)
-        condensed = judged_only_of_first(used) if judged_only_of_first is not None else None
+    interval, used, taken, why, sparse = (-1.0, 1.0), available, 0, "", False
+    searched = 0
+    while searched < available and settled is None:
+        searched = min(searched + max(plan.block, 1), available)
+        deltas = list(deltas_of_first(searched))
+        sequence = confidence_sequence(deltas, available, plan.alpha)
+        condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
         sparse = condensed is not None
-        if settled is not None and condensed is not None and look(condensed, planned, plan)[0] != settled:
-            settled = None  # the judged-only changes do not agree yet: the verdict could not say it
-        why = fault() if fault is not None and used >= MIN_QUERIES else ""
-        if why:
-            settled = "not as intended"
-        if settled is not None:
-            break
+        judged_only = confidence_sequence(list(condensed), available, plan.alpha) if condensed is not None else None
+        for position in (p for p in looks if searched - max(plan.block, 1) < p <= searched):
+            used, taken, interval = position, taken + 1, sequence[position - 1]
+            settled = settles(interval, position, plan)
+            disagree = judged_only is not None and settles(judged_only[position - 1], position, plan) != settled
+            if settled is not None and disagree:
+                settled = None  # the judged-only changes do not agree yet: the verdict could not say it
+            if settled is not None:
+                break
+        why = fault() if fault is not None and searched >= MIN_QUERIES else ""
+        if why:  # never called helping or hurting while a run check fires
+            settled, used = "not as intended", used if settled is not None else searched
     return SequentialStop(
-        queries_used=used, queries_available=available, looks_planned=planned, looks_taken=taken,
+        queries_used=used, queries_available=available, looks_planned=len(looks), looks_taken=taken,
         settled=settled, interval=interval, plan=plan, fault=why, sparse=sparse,
     )  # fmt: skip

@@ -76,8 +76,8 @@ def stopping_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--looks", type=checked(validate_looks), metavar="N",
-        help="with --stop-when-settled: look N times, at equal parts of the set (default: every 10 queries); fewer "
-        "looks settle a plain effect sooner on a large set",
+        help="with --stop-when-settled: look N times, at equal parts of the set (default: after every query, "
+        "which the rule allows at no cost to its validity)",
     )  # fmt: skip
 
 
