@@ -129,7 +129,7 @@ def judged_queries(settings: Settings, collection: str) -> dict[str, str]:
 
 def whose(rows: Iterable[JudgmentRow], first: str | None = None) -> str:
     """Whose grades these are, in words, `first` (the shipped judgments' rater) first, then by count:
-    "demo handbook's 1,753 grades + 3 by ann, 1 by bea". Every figure resting on judgments says it."""
+    "demo handbook's 1,774 grades + 3 by ann, 1 by bea". Every figure resting on judgments says it."""
     counts = Counter(row.rater for row in rows)
     if not counts:
         return "no grades"
