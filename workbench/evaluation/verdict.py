@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from workbench.evaluation.corrected import CorrectedChange, corrected_change, per_query_changes
 from workbench.evaluation.io import GradeSources, Qrels, Run
 from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
 from workbench.evaluation.metrics import evaluate, ndcg_bounds
@@ -69,6 +70,9 @@ class Verdict(BaseModel):
     # Where some counted grades are an LLM judge's: its lineage beside the candidate's, its decision agreement with
     # people and its resolution floor (evaluation/judge_limits.py); when they bar the verdict, direction "unknown".
     judge: JudgeLimits | None = None
+    # Where people graded some queries and an LLM judge the rest: the change corrected by PPI++ (evaluation/
+    # corrected.py); when its interval is narrower than people's alone, its figures are the verdict's.
+    corrected: CorrectedChange | None = None
 
     @property
     def colour(self) -> str:
@@ -100,6 +104,10 @@ class Verdict(BaseModel):
     def words(self) -> str:
         """The verdict in a few sentences, and the LLM judge behind its grades where there is one."""
         said = self._words()
+        if self.corrected is not None:
+            said = f"{said} {self.corrected.words()}"
+            if self.corrected.narrower:  # the corrected interval decided, and people's grades make it valid
+                return said + (f" {self.judge.words()}" if self.judge is not None else "")
         if self.judge is None:
             return said
         if not self.judge.holds:
@@ -240,6 +248,31 @@ def with_judge_limits(
         sources, qrels, before_run, after_run, k, direction=said.direction, delta=said.delta, candidate=candidate,
         direction_without_judge=lambda other: measured_verdict(other, before_run, after_run, k).verdict.direction,
     )  # fmt: skip
-    if limits is None:
+    if limits is not None:
+        said = said.model_copy(update={"judge": limits, **({} if limits.holds else {"direction": "unknown"})})
+    return with_corrected(said, sources, qrels, before_run, after_run, k)
+
+
+def with_corrected(
+    said: Verdict, sources: GradeSources, qrels: Qrels, before_run: Run, after_run: Run, k: int
+) -> Verdict:
+    """The verdict with the change corrected by PPI++ beside it: people's grades on the queries they graded, the
+    LLM judge's on every evaluated query. Where its interval is narrower than people's alone, its estimate,
+    interval and p are the verdict's, and its direction too (unbiased by the judge's errors: people's grades
+    correct them), unless a run check fired."""
+    people = {q: sources.people[q] for q in qrels if sources.people.get(q)}
+    human = {q: v for q, v in per_query_changes(people, before_run, after_run, k).items()
+             if any(g > 0 for g in people[q].values())}  # fmt: skip
+    cheap = per_query_changes({q: sources.judge.get(q, {}) for q in qrels}, before_run, after_run, k)
+    models = ", ".join(sources.judge_models) or "an LLM judge"
+    corrected = corrected_change(human, cheap, f"the LLM judge ({models})")
+    if corrected is None:
         return said
-    return said.model_copy(update={"judge": limits, **({} if limits.holds else {"direction": "unknown"})})
+    update: dict[str, object] = {"corrected": corrected}
+    if corrected.narrower and not said.not_as_intended:
+        low, high = corrected.ci
+        measurable = corrected.p_value < VERDICT_ALPHA
+        direction = ("helps" if low > 0 else "hurts" if high < 0 else "none") if measurable else "none"
+        update |= {"direction": direction, "delta": corrected.estimate, "ci_low": low, "ci_high": high,
+                   "p_value": corrected.p_value}  # fmt: skip
+    return said.model_copy(update=update)
