@@ -54,9 +54,12 @@ def keep_report(
     tags: Sequence[str] = (),
     notes: str = "",
     save: bool = True,
+    link_identical: bool = False,
 ) -> Experiment:
     """An evaluation's report kept as an experiment: the plan as it ran (its reranker named by the model that
-    ran), the queries and judgments it used as they were, the runs, and this machine's manifest."""
+    ran), the queries and judgments it used as they were, the runs, and this machine's manifest. With
+    `link_identical`, an experiment kept before that this one repeats exactly is returned instead of a copy (a
+    button clicked again); `experiments rerun` keeps each run, to compare with the first."""
     queries = {o.query_id: o.query for o in report.per_query} or dict(dataset.queries)
     queries = {qid: dataset.queries.get(qid, text) for qid, text in queries.items()}
     collection = plan.collection or engine.settings.collection
@@ -92,7 +95,7 @@ def keep_report(
     if not save:
         return experiment
     store = open_experiment_store(engine.settings)
-    return kept_before(store, experiment) or store.save(experiment)
+    return (kept_before(store, experiment) if link_identical else None) or store.save(experiment)
 
 
 def kept_before(store: ExperimentStore, experiment: Experiment) -> Experiment | None:

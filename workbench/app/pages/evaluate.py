@@ -326,7 +326,7 @@ def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) 
     try:
         kept = keep_report(
             engine, STATE.eval_report, plan, dataset, source=asked.source, query_set=asked.query_set,
-            name=asked.name, tags=["app"],
+            name=asked.name, tags=["app"], link_identical=True,
         )  # fmt: skip
     except WorkbenchError as exc:
         st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
