@@ -66,6 +66,11 @@ def test_evaluate_keeps_its_run_and_two_runs_diff_as_the_service_does(
     store = open_experiment_store(Settings())
     newest = store.list()[0]
     assert newest.name == "from evaluate" and newest.tags == ["app"] and f"`{newest.id}`" in kept[0]
+    # issue 69: the same evaluation clicked again links the one kept, and keeps no copy
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    assert [e.name for e in store.list()].count("from evaluate") == 1
+    assert any("nothing new was kept" in i.value and newest.id in i.value for i in at.info), [i.value for i in at.info]
 
     other = _cli_experiment(capsys, "--retrieval", "bm25")
     page = _page()

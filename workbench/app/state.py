@@ -150,6 +150,7 @@ class AppState:
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)
     eval_experiment: _Field[str | None] = _Field(None)
+    eval_linked: _Field[str | None] = _Field(None)  # "the same evaluation was kept on ..." when one was linked
     tuning_run: _Field[Any] = _Field(None)  # Evaluate's last tuning grid
     tuning_error: _Field[str | None] = _Field(None)
     tuning_experiment: _Field[str | None] = _Field(None)  # where its recommended cell was kept

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,8 @@ def run() -> None:
     report = _report_or_stop()
     report_view.headline(report)
     if STATE.eval_experiment:
+        if STATE.eval_linked:
+            st.info(STATE.eval_linked, icon=":material/link:")
         report_view.kept_as(STATE.eval_experiment)
     with st.expander("Judging queue: grade what the metrics cannot see", expanded=report.unjudged_after > 0):
         pool = [r for r in STATE.eval_pool if r.collection == report.collection and r.dataset == report.dataset]
@@ -322,7 +324,7 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
 
 def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) -> None:
     """The evaluation kept as an experiment; a store that cannot keep it leaves the report on screen, with why."""
-    started = datetime.now(UTC) - timedelta(seconds=STATE.eval_report.seconds + 5)
+    started = datetime.now(UTC)  # an experiment kept before this moment was not kept by this click
     try:
         kept = keep_report(
             engine, STATE.eval_report, plan, dataset, source=asked.source, query_set=asked.query_set,
@@ -332,11 +334,12 @@ def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) 
         st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
         return
     STATE.eval_experiment = kept.id
-    if kept.created_at < started:  # an unchanged evaluation run again: linked, never kept twice
-        st.info(
-            f"The same evaluation, with the same figures, was kept on {kept.created_at:%Y-%m-%d %H:%M} UTC as "
-            f"experiment `{kept.id}`: nothing new was kept."
-        )
+    STATE.eval_linked = (
+        f"The same evaluation, with the same figures, was kept on {kept.created_at:%Y-%m-%d %H:%M} UTC as "
+        f"experiment `{kept.id}`: nothing new was kept."
+        if kept.created_at < started  # an unchanged evaluation run again: linked, never kept twice
+        else None
+    )
 
 
 def _forget_result() -> None:
