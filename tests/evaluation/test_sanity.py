@@ -201,3 +201,24 @@ def test_doctor_names_the_run_check_that_fires_and_exits_3(
     )
     assert main([*argv, "--parity", "demo"]) == 2
     assert "one of --parity and --checks" in capsys.readouterr().err
+
+
+def test_scores_that_carry_no_relevance_are_said_beside_the_verdict(
+    tiny_models: dict[str, Path], tmp_path: Path, demo_engine: Engine
+) -> None:
+    """Issue 68, item 5: a reranker whose scores are noise (a random tiny cross-encoder, as a served model answering
+    seeded random scores would be) gets a verdict with a line saying its scores do not separate the judged relevant
+    documents from the others; the real QA cross-encoder's do, and gets no such line."""
+    from workbench.config import Settings
+    from workbench.evaluation.service import evaluate_dataset
+    from workbench.services.demo import demo_dataset, ensure_demo_collection
+
+    noise = Engine(Settings(data_dir=tmp_path, embedding_model=str(tiny_models["embedder"]), offline=True,
+                            reranker_model=str(tiny_models["reranker"]), reranker_backend="torch"))  # fmt: skip
+    ensure_demo_collection(noise)
+    dataset = demo_dataset("test")
+    report = evaluate_dataset(noise, dataset, noise.plan(collection="demo", retrieval="bm25", k=20), depth=())
+    said = [w for w in report.warnings if "do not measurably separate" in w]
+    assert len(said) == 1 and "AUC 0." in said[0], report.warnings
+    real = evaluate_dataset(demo_engine, dataset, demo_engine.plan(collection="demo", retrieval="bm25", k=20), depth=())
+    assert not [w for w in real.warnings if "do not measurably separate" in w]

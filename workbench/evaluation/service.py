@@ -8,8 +8,11 @@ judgments that do not belong to the collection are refused (none of their docume
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from sklearn.metrics import roc_auc_score
 
 from workbench.engine import Engine
 from workbench.errors import CollectionNotFoundError, InputError
@@ -29,7 +32,7 @@ from workbench.inputs import validate_depths, validate_max_queries, whole_number
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.rerankers.parity import served_verdict
 from workbench.types import IngestStatus, SearchPlan, SearchResult
-from workbench.vocab import PRIMARY_METRIC
+from workbench.vocab import ORDER_SCALE, PRIMARY_METRIC
 
 Progress = Callable[[int, int], None]
 _SAMPLE = 500
@@ -171,6 +174,39 @@ def search_checks(engine: Engine, result: SearchResult) -> list[RunCheck]:
     return checks + ([served] if served is not None else [])
 
 
+MIN_PAIRS_FOR_AUC = 20  # judged documents of each kind before the scores' separation is worth a word
+
+
+def scores_without_relevance(report: EvaluationReport) -> str | None:
+    """A warning when the reranker's scores do not measurably separate the judged relevant documents it scored
+    from the judged others (AUC's 95 % interval, Hanley & McNeil, includes 0.5): a verdict then rests on scores that
+    carry no relevance these judgments see (a served model answering noise, a wrong model behind an id). None when
+    they do, or when too few judged documents of either kind were scored, or the reranker gives an order only."""
+    if not report.reranker_model or report.score_scale == ORDER_SCALE:
+        return None
+    relevant, other = [], []
+    for query, scored in report.after_run.items():
+        grades = report.qrels.get(query, {})
+        for document, score in scored.items():
+            if document in grades:
+                (relevant if grades[document] > 0 else other).append(score)
+    if len(relevant) < MIN_PAIRS_FOR_AUC or len(other) < MIN_PAIRS_FOR_AUC:
+        return None
+    auc = float(roc_auc_score([1] * len(relevant) + [0] * len(other), relevant + other))
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    n1, n2 = len(relevant), len(other)
+    error = math.sqrt(max(auc * (1 - auc) + (n1 - 1) * (q1 - auc**2) + (n2 - 1) * (q2 - auc**2), 0.0) / (n1 * n2))
+    low, high = auc - 1.96 * error, auc + 1.96 * error
+    if low > 0.5:
+        return None
+    return (
+        f"The reranker's scores do not measurably separate the {n1} judged relevant documents it scored from the "
+        f"{n2} other judged ones (AUC {auc:.2f}, 95 % CI {low:.2f} to {high:.2f}): a verdict that it helps or hurts "
+        "rests on scores that carry no relevance these judgments can see (a served model answering noise, another "
+        "model behind the id?)."
+    )
+
+
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
@@ -219,7 +255,8 @@ def evaluate_dataset(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "
             "nothing about this collection."
         )
-    report.warnings = warnings
+    blind = scores_without_relevance(report)
+    report.warnings = warnings + ([blind] if blind else [])
     if report.verdict is not None and (report.unjudged_before or report.unjudged_after):
         say("what grading the unjudged documents could still change")
         state = settle_state(report)
