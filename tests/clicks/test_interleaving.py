@@ -139,3 +139,17 @@ def test_team_draft_keeps_each_rankings_order_within_its_team() -> None:
         for team, ranking in (("A", a), ("B", b)):
             mine = [d for d, t in zip(merged.shown, merged.teams, strict=True) if t == team]
             assert [ranking.index(d) for d in mine] == sorted(ranking.index(d) for d in mine)
+
+
+def test_an_online_test_of_the_same_list_twice_or_a_vanishing_preference_is_not_sized() -> None:
+    """Issue 68, item 9: "about 433,254,072 impressions" was offered for a reranker that moved nothing."""
+    from workbench.clicks.interleaving import IMPRACTICAL_IMPRESSIONS, OnlineTestSize
+
+    same = OnlineTestSize(queries=50, simulated_impressions=10_000, p_win=0.0, p_loss=0.0, p_tie=0.1,
+                          impressions_needed=None, click_model="pbm", same_lists=50)  # fmt: skip
+    assert same.words().startswith("No online test can see a difference") and "all 50 queries" in same.words()
+    tiny = same.model_copy(update={"same_lists": 48, "p_win": 0.0011, "p_loss": 0.001,
+                                   "impressions_needed": 433_254_072})  # fmt: skip
+    assert tiny.words().startswith("No practical online test") and f"{IMPRACTICAL_IMPRESSIONS:,}" in tiny.words()
+    plain = tiny.model_copy(update={"impressions_needed": 4_000, "p_win": 0.2, "p_loss": 0.1})
+    assert plain.words().startswith("An interleaved online test needs about 4,000 impressions")
