@@ -195,7 +195,7 @@ def open_object_store(
     """The store the table names, made with its arguments (a LangChain store also gets the embedding model as its
     embeddings, `embedder_for(model_id)` asked on first use: the engine's own embedders), as a read-only
     collection. A LangChain Chroma is opened on a copy of its folder kept under `snapshot_dir`, and only for a
-    collection the folder holds (`chroma_client`)."""
+    collection the folder holds (`chroma_arguments`)."""
     store_class = spec.store_class()
     arguments = dict(spec.arguments)
     if spec.class_path in CHROMA_CLASSES:

@@ -283,7 +283,9 @@ class StoreRegistry:
                 try:
                     registered[name] = self.config(name)
                 except Exception as exc:  # a table that does not validate is listed with why
-                    infos[name] = self._problem(name, str(self.settings.collections[name].get("store", "?")), exc)
+                    table = self.settings.collections[name]
+                    kind = str(table.get("store", "?")) if isinstance(table, dict) else "?"
+                    infos[name] = self._problem(name, kind, exc)
         for name, config in registered.items():
             if self._is_object(config) or name not in infos:
                 infos[name] = self._listed(name, config)
