@@ -426,6 +426,7 @@ class Engine:
             duplicates_removed=duplicates,
             skip_gap=plan.skip_gap if rerank_model else None,
             rerank_skipped=skipped,
+            notes=rerank_model.notes(query, [h.text for h in hits]) if rerank_model and not skipped else [],
         )
         if use_cache:
             with self._lock:

@@ -301,6 +301,10 @@ class SearchResult(BaseModel):
     cache: CacheStats = Field(default_factory=CacheStats)
     duplicates_removed: int = 0
     skip_gap: float | None = Field(None, description="the plan's skip policy (SearchPlan.skip_gap)")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="what the reranker said of this list beyond its scores: a listwise answer that needed a repair",
+    )
     rerank_skipped: bool = Field(
         False, description="the plan's skip policy kept the first stage's order: the first stage was sure enough"
     )

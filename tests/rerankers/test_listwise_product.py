@@ -173,3 +173,18 @@ def test_the_gate_weighs_a_listwise_candidate(demo_cli: Engine, endpoint: Rerank
     code = main([*base, "--reranker", _id(endpoint, "empty")])
     decision = json.loads(capsys.readouterr().out)
     assert code == decision["exit_code"] == 3 and "did not run as intended" in json.dumps(decision)
+
+
+def test_a_single_query_whose_answer_needed_a_repair_says_so(demo_cli: Engine, endpoint: RerankApis, capsys) -> None:
+    """Issue 68, item 9: `workbench query` on an answer read as nothing showed the first-stage order without a word
+    (eval warned); the result now carries the note, the CLI prints it, a good answer has none."""
+    from workbench.cli import main
+
+    question = ["query", "can I carry over unused vacation days?", "--collection", "demo", "-k", "10"]
+    assert main([*question, "--reranker", _id(endpoint, "empty")]) == 0
+    out = capsys.readouterr().out
+    assert "Note: 1 of 1 listwise answers needed a repair (10 passages left out)" in out
+    assert main([*question, "--reranker", _id(endpoint, "empty"), "--json"]) == 0  # kept: said again from the cache
+    assert json.loads(capsys.readouterr().out)["notes"] != []
+    assert main([*question, "--reranker", _id(endpoint, "good"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []

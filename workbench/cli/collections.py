@@ -105,6 +105,7 @@ def format_result(result: SearchResult, width: int | None = None) -> str:
     ]
     if result.reranker_model:
         lines.append(scale_words(result.score_scale))
+    lines += [shown(f"Note: {note}") for note in result.notes]
     return "\n".join(lines)
 
 

@@ -55,6 +55,11 @@ class Reranker(Protocol):
         the kind allows: one for a local model, one request per distinct query for a service."""
         ...
 
+    def notes(self, query: str, texts: list[str]) -> list[str]:
+        """What the reranker has to say of its answer for this list beyond its scores (a listwise answer that needed
+        a repair); empty for most kinds."""
+        ...
+
     def score_many(self, pairs: list[tuple[str, str]]) -> tuple[list[float], int]:
         """Scores for (query, text) pairs whose queries differ, from the score cache where kept; the rest scored
         together (`score_pairs`: one model call for a local model, its pairs sorted by length across queries) and
@@ -110,6 +115,10 @@ class BaseReranker(ABC):
         return cached_scores(
             self.cache, self.cache_key, query, texts, self.predict, use_cache, deadline, self.store_key
         )
+
+    def notes(self, query: str, texts: list[str]) -> list[str]:
+        """Nothing beyond the scores (a listwise reranker says when its answer needed a repair)."""
+        return []
 
     def score_pairs(self, pairs: list[tuple[str, str]], deadline: float | None = None) -> list[float]:
         """Scores for (query, text) pairs whose queries differ, one `predict` per distinct query; no cache."""

@@ -161,6 +161,15 @@ class ListwiseStats(BaseModel):
         """Mean Kendall tau between shuffled and unshuffled rankings (None without shuffles)."""
         return self.tau_sum / self.taus if self.taus else None
 
+    def count(self, permutation: Permutation) -> None:
+        """One window's answer counted: its repairs, by kind."""
+        self.windows += 1
+        self.malformed += permutation.malformed
+        self.repeats += permutation.repeats
+        self.out_of_range += permutation.out_of_range
+        self.missing += permutation.missing
+        self.prose += permutation.prose
+
     def since(self, before: ListwiseStats) -> ListwiseStats:
         """What was counted after `before` (a copy taken earlier)."""
         return ListwiseStats(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
@@ -235,6 +244,8 @@ class ListwiseReranker(BaseReranker):
         self.backend = f"{LISTWISE_KIND} {self.shown_url} ({self.procedure})"  # every figure names its procedure
         self._stats = ListwiseStats()
         self._orders: OrderedDict[str, list[float]] = OrderedDict()
+        self._notes: dict[str, str] = {}  # a list's key -> what its answer needed, where it needed a repair
+        self._call = threading.local()  # this thread's list being ranked: its windows' repairs, counted
         self._lock = threading.Lock()
 
     def _served_model(self, chat_url: httpx.URL) -> str:
@@ -281,16 +292,13 @@ class ListwiseReranker(BaseReranker):
         prompt = int(reported_count(usage.get("prompt_tokens")))
         completion = int(reported_count(usage.get("completion_tokens")))
         total = int(reported_count(usage.get("total_tokens"))) or prompt + completion
+        mine = getattr(self._call, "repairs", None)  # this list's own count, when a list is being ranked
+        if mine is not None:
+            mine.count(permutation)
         with self._lock:
-            stats = self._stats
-            stats.windows += 1
-            stats.malformed += permutation.malformed
-            stats.repeats += permutation.repeats
-            stats.out_of_range += permutation.out_of_range
-            stats.missing += permutation.missing
-            stats.prose += permutation.prose
-            stats.prompt_tokens += prompt
-            stats.completion_tokens += completion
+            self._stats.count(permutation)
+            self._stats.prompt_tokens += prompt
+            self._stats.completion_tokens += completion
         self.counted(documents=len(passages), tokens=total)
         return permutation
 
@@ -360,12 +368,27 @@ class ListwiseReranker(BaseReranker):
                 if kept is not None:
                     self._orders.move_to_end(key)
                     return list(kept), len(texts)
-        scores = self.predict(query, texts, deadline)
+        self._call.repairs = ListwiseStats()
+        try:
+            scores = self.predict(query, texts, deadline)
+            repaired = self._call.repairs
+        finally:
+            del self._call.repairs
         with self._lock:
             self._orders[key] = list(scores)
+            if repaired.malformed:  # said again whenever this list is asked for, from what was kept too
+                self._notes[key] = repaired.repair_warning() or ""
             while len(self._orders) > ORDERS_KEPT:
-                self._orders.popitem(last=False)
+                dropped, _ = self._orders.popitem(last=False)
+                self._notes.pop(dropped, None)
         return scores, 0
+
+    def notes(self, query: str, texts: list[str]) -> list[str]:
+        """What its answer for this exact list needed (a repair: ids repeated, out of range, left out, words), so
+        the list it gave is shown with that said; empty when the answer was read as given."""
+        with self._lock:
+            note = self._notes.get(self._list_key(query, texts))
+        return [note] if note else []
 
     def score_many(self, pairs: list[tuple[str, str]]) -> tuple[list[float], int]:
         """Each query's texts ranked together as one list (in the order given), as `score` does."""
