@@ -364,13 +364,131 @@ TUNE_OPTIONS: dict[str, list[str]] = {
 }
 
 
+# Round three (issue 68): stores attached by class, the score store, options taken and misused, misleading words.
+LANGCHAIN_CHROMA_WRITER = """
+import sys
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from workbench import Engine
+from workbench.embeddings import EmbedderAsLangChain
+embeddings = EmbedderAsLangChain(Engine().embedder("sentence-transformers/all-MiniLM-L6-v2"))
+docs = [Document(page_content=t) for t in ("Herons wade and spear fish.", "Glaciers carve valleys.", "Bees dance.")]
+Chroma.from_documents(docs, embeddings, persist_directory=sys.argv[1], collection_name="lc_docs")
+"""
+
+
+def _folder_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def object_store_tables(chroma: Path) -> dict[str, str]:
+    """workbench.toml tables attaching a store by its class, each read by `collections` and `query`."""
+    head = '[collections.lcx]\nstore = "langchain"\nembedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
+    chroma_class = head + 'class = "langchain_chroma.Chroma"\nembedding_argument = "embedding_function"\n'
+
+    def arguments(**values: str) -> str:
+        return "[collections.lcx.arguments]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
+
+    return {
+        "chroma-by-class": chroma_class + arguments(persist_directory=f'"{chroma}"', collection_name='"lc_docs"'),
+        "chroma-nosuch-collection": chroma_class
+        + arguments(persist_directory=f'"{chroma}"', collection_name='"nosuch"'),
+        "chroma-huge-name": chroma_class
+        + arguments(persist_directory=f'"{chroma}"', collection_name='"' + "n" * 1_000_000 + '"'),
+        "chroma-typo-folder": chroma_class + arguments(persist_directory=f'"{chroma}-typo"'),
+        "milvus-drop-old": head + 'class = "langchain_milvus.Milvus"\n' + arguments(drop_old="true"),
+        "pgvector-pre-delete": head
+        + 'class = "langchain_postgres.PGVector"\n'
+        + arguments(pre_delete_collection="true"),
+        "lancedb-overwrite": head.replace('"langchain"', '"llamaindex"') + 'class = "llama_index.vector_stores.lancedb'
+        '.LanceDBVectorStore"\n' + arguments(uri='"./l"', mode='"overwrite"'),
+        "class-5000-parts": head + 'class = "' + ".".join(["a"] * 5000) + '"\n',
+        "arguments-5000-deep": head
+        + 'class = "langchain_milvus.Milvus"\n[collections.lcx.arguments]\nx = '
+        + "{ a = " * 5000
+        + "1"
+        + " }" * 5000
+        + "\n",
+        "short-name": '[collections.x]\nstore = "chroma"\n' + f'persist_dir = "{chroma}"\n',
+    }
+
+
+SCORE_DAMAGE = {
+    "score-nan": "UPDATE pair_scores SET score = 'nan'",
+    "score-infinite": "UPDATE pair_scores SET score = 9e999",
+    "score-text": "UPDATE pair_scores SET score = 'abc'",
+    "score-wrong-schema": "DROP TABLE pair_scores; CREATE TABLE pair_scores (id INTEGER, value TEXT)",
+    "score-random-bytes": "",
+}
+
+OPTIONS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "doctor-tolerance-negative": (["doctor", "--parity", "demo", "--tolerance", "-1"], {}),
+    "doctor-tolerance-nan": (["doctor", "--parity", "demo", "--tolerance", "nan"], {}),
+    "doctor-served-without-parity": (["doctor", "--checks", "demo", "--served", "http://127.0.0.1:9"], {}),
+    "doctor-dataset-alone": (["doctor", "--dataset", "demo"], {}),
+    "eval-looks-alone": (["eval", "demo", "--looks", "3"], {}),
+    "query-sets-sample-alone": (["query-sets", "add", "x1x", "demo", "--sample", "random"], {}),
+    "listwise-without-url": (["query", "leave", "--collection", "demo"], {"RERANKER_MODEL": "listwise+#m"}),
+    "rerank-timeout-nan": (["query", "leave", "--collection", "demo"], {"WORKBENCH_RERANK_TIMEOUT": "nan"}),
+}
+
+
+def round_three(root: Path, data: Path, env: dict[str, str], results: list) -> None:
+    """Issue 68's inputs: a LangChain-written Chroma (its files hashed before and after every command), tables
+    naming store classes with writing arguments, a tampered score store (an evaluation's figures against a clean
+    run's: "silent wrong" when they differ without a word), options refused where unused."""
+    chroma = root / "lc-chroma"
+    subprocess.run([sys.executable, "-c", LANGCHAIN_CHROMA_WRITER, str(chroma)], env=env, check=True,
+                   capture_output=True, timeout=600)  # fmt: skip
+    before = _folder_digest(chroma)
+    for name, table in object_store_tables(chroma).items():
+        path = root / f"{name}.toml"
+        path.write_text(table, encoding="utf-8")
+        own = {**env, "WORKBENCH_CONFIG": str(path)}
+        collection = "x" if name == "short-name" else "lcx"
+        query = ["query", "herons", "--collection", collection, "-k", "3", "--reranker", "none"]
+        for door, args in (("collections", ["collections"]), ("query", query)):
+            rc, out, err, seconds = _run(args, own)
+            outcome = "data loss" if _folder_digest(chroma) != before else _classify(rc, out, err, data)
+            if door == "collections" and rc == 0 and "lcx" not in out and "x " not in out:
+                outcome = "unclear"  # a declared collection left out of the listing without a word
+            _record(results, f"{door} · {name}", rc, out, err, seconds, outcome)
+    evaluate = ["eval", "demo", "--max-queries", "4", "-k", "10", "--depth", "none", "--no-save", "--json"]
+    scored = {**env, "WORKBENCH_SCORE_STORE": "1"}
+    rc, out, err, _ = _run(evaluate, scored)
+    clean = json.loads(out)["after"]["ndcg@10"] if rc == 0 else None
+    store = data / "scores.sqlite3"
+    for name, statement in SCORE_DAMAGE.items():
+        _run(evaluate, scored)  # the store holds the pairs again
+        if statement:
+            import sqlite3
+
+            with sqlite3.connect(store) as db:
+                db.executescript(statement)
+        else:
+            store.write_bytes(random.Random(3).randbytes(40_000))
+        rc, out, err, seconds = _run(evaluate, scored)
+        outcome = _classify(rc, out, err, data)
+        if rc == 0 and json.loads(out)["after"]["ndcg@10"] != clean:
+            outcome = "silent wrong"
+        _record(results, f"eval over a tampered score store · {name}", rc, out, err, seconds, outcome)
+        rc, out, err, seconds = _run(["cache", "clear"], scored)
+        _record(results, f"cache clear · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
+    for name, (args, extra) in OPTIONS.items():
+        rc, out, err, seconds = _run(args, {**env, **extra})
+        _record(results, f"options · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
+
+
 def _record(results: list, where: str, rc: int | None, out: str, err: str, seconds: float, outcome: str) -> None:
     line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
     results.append((where, outcome, line, seconds))
     print(f"{outcome:10} {where}: {line}", flush=True)
 
 
-DOORS = ("clicks", "candidates", "interleaving", "services", "chroma", "tune")
+DOORS = ("clicks", "candidates", "interleaving", "services", "chroma", "tune", "round3")
 
 
 def main(argv: list[str]) -> int:
@@ -439,6 +557,8 @@ def main(argv: list[str]) -> int:
         for name, options in TUNE_OPTIONS.items() if "tune" in doors else []:
             rc, out, err, seconds = _run(["tune", "demo", "--max-queries", "3", *options], {**env, "PWD": str(root)})
             _record(results, f"tune · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
+        if "round3" in doors:
+            round_three(root, data, env, results)
     counts = Counter(outcome for _, outcome, _, _ in results)
     print(f"\n{len(results)} inputs: " + ", ".join(f"{n} {c}" for c, n in counts.most_common()))
     return 0

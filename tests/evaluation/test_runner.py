@@ -159,3 +159,25 @@ def test_eval_command(
 def test_eval_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["eval", str(tmp_path), "--collection", "x1x"]) == 2
     assert "not a BEIR folder" in capsys.readouterr().err
+
+
+def test_an_identical_evaluation_in_a_new_process_reuses_the_depth_timings_and_says_so(
+    cran_engine: Engine, cranfield_dir: Path
+) -> None:
+    """Issue 69, item 11: run again with every pair cached, an evaluation re-timed the reranker for its depth
+    curve (14-64 s); a new engine on the same data folder now takes the kept timings, and the report says so."""
+    dataset = Dataset.from_beir(cranfield_dir)
+    plan = cran_engine.plan(collection="cran", k=20, top_n=10)
+    first = run_evaluation(cran_engine, dataset, plan, max_queries=6)
+    measured = depth_curve(cran_engine, first, dataset, plan, (5, 10, 20), timing_queries=2)
+    assert not first.depth_timings_reused
+    fresh = Engine(cran_engine.settings)  # what another process of the same user sees
+    again = run_evaluation(fresh, dataset, plan, max_queries=6)
+    calls = fresh.reranker().model_calls
+    reused = depth_curve(fresh, again, dataset, plan, (5, 10, 20), timing_queries=2)
+    assert again.depth_timings_reused and fresh.reranker().model_calls == calls  # no model ran to time it
+    assert [p.rerank_ms_p50 for p in reused] == [p.rerank_ms_p50 for p in measured]
+    again.depth = reused
+    assert "measured by an earlier run" in again.to_markdown()
+    other = depth_curve(fresh, again, dataset, plan, (5, 10), timing_queries=2)  # other depths: measured
+    assert len(other) == 2
