@@ -8,6 +8,7 @@ other stores only chunks with the same ids are found (and replaced).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -72,7 +73,9 @@ class LangChainCollection(Collection):
             raise InputError(f"LangChain store '{self.name}' embeds its own queries: pass text=.")
         kwargs = {"filter": self._filter(filters)} if filters else {}
         try:
-            pairs = self.vector_store.similarity_search_with_relevance_scores(text, k=k, **kwargs)
+            with warnings.catch_warnings():  # "Relevance scores must be between 0 and 1": the scores are the library's
+                warnings.simplefilter("ignore", UserWarning)  # own, kept as it gives them (its warning names code)
+                pairs = self.vector_store.similarity_search_with_relevance_scores(text, k=k, **kwargs)
         except NotImplementedError:
             # Stores without a relevance function (InMemoryVectorStore) return cosine similarity here.
             pairs = self.vector_store.similarity_search_with_score(text, k=k, **kwargs)
