@@ -766,9 +766,9 @@ def test_a_filter_on_an_unknown_key_or_of_the_wrong_kind_names_the_keys(app_env:
     ("page_file", "says"),
     [
         ("explore", "From the sidebar: collection, reranker, first stage, k, top n, filters."),
-        ("compare", "The sidebar's collection, reranker, first stage, k, top n do not apply here."),
+        ("compare", "The sidebar's collection, reranker, first stage, k, top n do not apply here (greyed)."),
         ("latency", "From the sidebar: collection, reranker, first stage, k, top n, filters."),
-        ("evaluate", "The sidebar's collection, k, top n, filters do not apply here."),
+        ("evaluate", "The sidebar's collection, k, top n, filters do not apply here (greyed)."),
         ("collections", "This page uses none of the sidebar's controls."),
     ],
 )
@@ -776,6 +776,9 @@ def test_every_page_says_which_sidebar_controls_it_uses(app_env: dict, page_file
     at = new_app()
     at.switch_page(f"app/pages/{page_file}.py").run()
     assert any(says in c.value for c in at.caption), [c.value for c in at.caption][:4]
+    # issue 69, item 7: the sidebar shows which of its controls the page uses: the others are greyed
+    k = next(s for s in at.sidebar.slider if s.label.startswith("k"))
+    assert k.proto.disabled == (page_file in {"compare", "evaluate", "collections"}), page_file
 
 
 def test_a_service_reranker_with_credentials_never_shows_them(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:

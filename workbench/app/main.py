@@ -25,6 +25,7 @@ from workbench.app.state import (
     set_value,
     shown_errors,
 )
+from workbench.app.widgets import PAGE_CONTROLS, SIDEBAR_CONTROLS
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import WorkbenchError
@@ -85,18 +86,21 @@ def _collection_caption(info: CollectionInfo) -> str:
     return said
 
 
-def sidebar(engine: Engine) -> Controls:
-    """The controls every page shares: collection, reranker, retrieval, k, top n, filters."""
+def sidebar(engine: Engine, used: tuple[str, ...] = SIDEBAR_CONTROLS) -> Controls:
+    """The controls every page shares: collection, reranker, retrieval, k, top n, filters; those the page does
+    not use (`used`) are drawn greyed, keeping their values for the pages that do."""
     with st.sidebar:
-        collection = _collection_picker(engine)
-        rerank, model = _reranker_picker(engine.settings)
+        if len(used) < len(SIDEBAR_CONTROLS):
+            st.caption("Greyed controls do not apply on this page; they keep their values for the pages that use them.")
+        collection = _collection_picker(engine, disabled="collection" not in used)
+        rerank, model = _reranker_picker(engine.settings, disabled="reranker" not in used)
         for name in engine.backends_measuring():
             st.caption(
                 f"Measuring which backend runs {name} fastest on this machine, in the background (once per "
                 "machine): searches run on torch meanwhile and switch when it is done."
             )
-        retrieval, k, fusion = _candidate_controls(engine.settings)
-        filters, filter_error = _filters()
+        retrieval, k, fusion = _candidate_controls(engine.settings, used)
+        filters, filter_error = _filters(disabled="filters" not in used)
         st.markdown("### Judging")
         rater = rater_input(engine)
     return Controls(
@@ -113,7 +117,7 @@ def sidebar(engine: Engine) -> Controls:
     )
 
 
-def _collection_picker(engine: Engine) -> str | None:
+def _collection_picker(engine: Engine, disabled: bool = False) -> str | None:
     """The collection, with its store, size and embedder (None when there is none yet)."""
     infos: list[CollectionInfo] = []
     with shown_errors(st.sidebar):
@@ -125,14 +129,16 @@ def _collection_picker(engine: Engine) -> str | None:
         return None
     if STATE.collection not in names:
         set_value("collection", engine.settings.collection if engine.settings.collection in names else names[0])
-    collection = st.selectbox("Collection", names, label_visibility="collapsed", **bind("collection"))
+    collection = st.selectbox(
+        "Collection", names, label_visibility="collapsed", disabled=disabled, **bind("collection")
+    )
     info = next(i for i in infos if i.name == collection)
     where = f"{info.store} at {info.location}\n\nembedder: {info.embedding_model}"
     st.caption(_collection_caption(info), help=where)
     return collection
 
 
-def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
+def _reranker_picker(settings: Settings, disabled: bool = False) -> tuple[bool, str | None]:
     """Whether to rerank, and with which of the cross-encoders found on this machine."""
     st.markdown("### Reranker")
     choices = discover_rerankers(settings)
@@ -146,7 +152,7 @@ def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
         set_value("reranker_model", ids[0] if ids else None)
     rerank = st.toggle(
         "Rerank with a cross-encoder",
-        disabled=not ids,
+        disabled=not ids or disabled,
         **bind("rerank"),
         help="Off: the first-stage order is kept." if ids else "No cross-encoder was found: set RERANKER_MODEL.",
     )
@@ -156,7 +162,7 @@ def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
     model = st.selectbox(
         "Model",
         ids,
-        disabled=not rerank,
+        disabled=not rerank or disabled,
         format_func=lambda i: by_id[i].short_name,
         help="Cross-encoders found on this machine:\n\n"
         + "\n\n".join(f"- {c.short_name}: {c.shown_id} ({c.source}; {c.path})" for c in choices),
@@ -166,20 +172,22 @@ def _reranker_picker(settings: Settings) -> tuple[bool, str | None]:
     return bool(rerank), model
 
 
-def _fusion_control(settings: Settings) -> str | None:
+def _fusion_control(settings: Settings, disabled: bool = False) -> str | None:
     """Hybrid's fusion: the settings' RRF, RRF with k = 60 and equal weights, or a weighted sum of normalised
     scores with the dense list's weight."""
     labels = {"settings": f"RRF (k = {settings.rrf_k}, the settings')", "minmax": "min-max, weighted",
               "zscore": "z-score, weighted", "l2": "L2, weighted"}  # fmt: skip
-    method = st.selectbox("Fusion", list(labels), format_func=labels.get, **bind("fusion_method"))
+    method = st.selectbox("Fusion", list(labels), format_func=labels.get, disabled=disabled, **bind("fusion_method"))
     if method == "settings":
         return None
-    weight = st.slider("dense weight (BM25 weighs the rest)", 0.0, 1.0, step=0.05, **bind("fusion_weight"))
+    weight = st.slider(
+        "dense weight (BM25 weighs the rest)", 0.0, 1.0, step=0.05, disabled=disabled, **bind("fusion_weight")
+    )
     return linear(method, weight).spec
 
 
-def _candidate_controls(settings: Settings) -> tuple[str, int, str | None]:
-    """The first stage (and hybrid's fusion), k, and top n (at most k)."""
+def _candidate_controls(settings: Settings, used: tuple[str, ...]) -> tuple[str, int, str | None]:
+    """The first stage (and hybrid's fusion), k, and top n (at most k), greyed where the page does not use them."""
     st.markdown("### Candidates")
     retrieval = st.radio(
         "First stage",
@@ -187,24 +195,26 @@ def _candidate_controls(settings: Settings) -> tuple[str, int, str | None]:
         horizontal=True,
         format_func=lambda mode: RETRIEVAL[mode].label,
         help=" · ".join(f"{m.label}: {m.description}" for m in RETRIEVAL.values()) + f" (k = {settings.rrf_k})",
+        disabled="first stage" not in used,
         **bind("retrieval"),
     )
-    fusion = _fusion_control(settings) if retrieval == "hybrid" else None
-    k = st.slider("k — candidates to rerank", 1, MAX_K, **bind("k"))
+    fusion = _fusion_control(settings, disabled="first stage" not in used) if retrieval == "hybrid" else None
+    k = st.slider("k — candidates to rerank", 1, MAX_K, disabled="k" not in used, **bind("k"))
     if k > 1:
-        capped_slider("top n — kept after reranking", "top_n_wanted", k)
+        capped_slider("top n — kept after reranking", "top_n_wanted", k, disabled="top n" not in used)
     else:
         st.caption("top n = 1 (k is 1)")
     return retrieval, k, fusion
 
 
-def _filters() -> tuple[dict, str | None]:
+def _filters(disabled: bool = False) -> tuple[dict, str | None]:
     """The metadata filters typed, and what is wrong with them (shown here, and stopping the search)."""
     st.markdown("### Filters")
     raw = st.text_area(
         "Metadata equalities, one key=value per line",
         placeholder="title=Leave and Time Off Policy\npage=2",
         height=80,
+        disabled=disabled,
         **bind("filters_text"),
     )
     try:
@@ -239,7 +249,8 @@ def run() -> None:
     }
     publish_pages(pages)
     navigation = st.navigation(list(pages.values()))
-    publish_controls(sidebar(engine))
+    current = next((name for name, p in pages.items() if p.url_path == navigation.url_path), "explore")
+    publish_controls(sidebar(engine, PAGE_CONTROLS.get(current, SIDEBAR_CONTROLS)))
     if STATE.problem:
         st.error(STATE.problem, icon=":material/error:")
         STATE.problem = None

@@ -32,16 +32,28 @@ GRADE_LABELS = {
 
 
 SIDEBAR_CONTROLS = ("collection", "reranker", "first stage", "k", "top n", "filters")
+# The sidebar's controls each page uses (the others are drawn greyed on it): one table for the sidebar and the notes.
+PAGE_CONTROLS: dict[str, tuple[str, ...]] = {
+    "explore": SIDEBAR_CONTROLS,
+    "compare": ("filters",),
+    "latency": SIDEBAR_CONTROLS,
+    "evaluate": ("reranker", "first stage"),
+    "grade": SIDEBAR_CONTROLS,
+    "experiments": (),
+    "collections": (),
+}
 
 
-def sidebar_note(used: tuple[str, ...], own: str = "") -> None:
-    """Say which of the sidebar's controls this page uses, what it sets itself, and what it ignores."""
+def sidebar_note(page: str, own: str = "") -> None:
+    """Say which of the sidebar's controls this page uses (PAGE_CONTROLS), what it sets itself, and what it
+    ignores (greyed in the sidebar)."""
+    used = PAGE_CONTROLS[page]
     unused = [c for c in SIDEBAR_CONTROLS if c not in used]
     parts = [f"From the sidebar: {', '.join(used)}." if used else "This page uses none of the sidebar's controls."]
     if own:
         parts.append(f"Set on this page: {own}.")
     if used and unused:
-        parts.append(f"The sidebar's {', '.join(unused)} do not apply here.")
+        parts.append(f"The sidebar's {', '.join(unused)} do not apply here (greyed).")
     st.caption(" ".join(parts), help="The sidebar's controls are shared by every page; each page says which it uses.")
 
 

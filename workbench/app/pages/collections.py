@@ -28,7 +28,7 @@ def run() -> None:
     """The Collections page, drawn under the sidebar that `main.run` draws: an outline of its sections."""
     engine = engine_resource()
     st.title("Collections")
-    sidebar_note(())
+    sidebar_note("collections")
     _last_ingest()
     infos = _collections_table(engine)
     names = [i.name for i in infos]

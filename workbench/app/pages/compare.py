@@ -81,7 +81,7 @@ def run() -> None:
     c = controls()
     st.title("Compare")
     sidebar_note(
-        ("filters",),
+        "compare",
         own="each configuration's collection, k, first stage and reranker, and the top n compared (the presets "
         "start from the sidebar's collection and k)",
     )

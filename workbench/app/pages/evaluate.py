@@ -48,7 +48,7 @@ def run() -> None:
     c = controls()
     st.title("Evaluate")
     sidebar_note(
-        ("reranker", "first stage"),
+        "evaluate",
         own="the judgments, the collection, k, top n and max queries (judged queries run without filters)",
     )
     st.caption(

@@ -23,7 +23,6 @@ from workbench.app.state import (
     widget_key,
 )
 from workbench.app.widgets import (
-    SIDEBAR_CONTROLS,
     calibration_caption,
     compact_toggle,
     counted,
@@ -50,7 +49,7 @@ def run() -> None:
     engine = engine_resource()
     c = controls()
     st.title("Explore")
-    sidebar_note(SIDEBAR_CONTROLS)
+    sidebar_note("explore")
     st.caption(
         "First-stage retrieval beside cross-encoder reranking. Change top n freely: the result is reranked once and "
         "re-sliced, no model runs."

@@ -58,7 +58,7 @@ def run() -> None:
     engine = engine_resource()
     c = controls()
     st.title("Grade")
-    sidebar_note(("collection", "reranker", "first stage", "k", "top n", "filters"), own="what to walk")
+    sidebar_note("grade", own="what to walk")
     st.caption(
         "Grade a whole query set as fast as you read: each document with its query, title and passage; press 0, 1, "
         "2 or 3 to grade it and go on, ← to go back, → to skip. Grades are kept under your name, as on every card."

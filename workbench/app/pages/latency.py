@@ -10,7 +10,7 @@ from workbench.app.charts import depth_chart, stage_distribution
 from workbench.app.markdown import text_md
 from workbench.app.progress import transient_progress
 from workbench.app.state import STATE, Controls, controls, engine_resource, shown_errors
-from workbench.app.widgets import SIDEBAR_CONTROLS, counted, file_picker, sidebar_note
+from workbench.app.widgets import counted, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
@@ -32,7 +32,7 @@ def run() -> None:
     c = controls()
     st.title("Latency")
     sidebar_note(
-        SIDEBAR_CONTROLS,
+        "latency",
         own="the queries and concurrency of a load run; the k values of the rerank-time measurement (which runs "
         "without filters)",
     )
