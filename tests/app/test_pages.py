@@ -544,6 +544,26 @@ def test_history_counts_one_search_in_the_singular(app_env: dict) -> None:
     assert [e.label for e in at.expander if e.label.startswith("History")] == ["History (2 searches)"]
 
 
+def test_a_k_slider_held_down_is_one_search_in_the_history(app_env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 69, item 3: holding the k slider's arrow key searched each value on the way; the history counted each.
+    A search that only moves k, soon after the last, replaces it in the history (kept in the session store too)."""
+    from workbench.app import history
+
+    monkeypatch.setattr(history, "HISTORY_SETTLE_S", 120.0)  # every step of this test is "soon after"
+    at = search(new_app(), "who approves travel over budget")
+    k = next(s for s in at.sidebar.slider if s.label.startswith("k"))
+    for value in (49, 48, 47):
+        k.set_value(value).run()
+        assert not at.exception, at.exception
+    assert [e.label for e in at.expander if e.label.startswith("History")] == ["History (1 search)"]
+    again = same_browser(user_of(at))  # what the session store kept: the last step only
+    kept = [b.label for b in again.button if b.label.startswith("who approves travel over budget")]
+    assert len(kept) == 1 and "k\\=47" in kept[0]  # (the label is Markdown-escaped)
+    monkeypatch.setattr(history, "HISTORY_SETTLE_S", 0.0)  # later, a new k is a search of its own
+    k.set_value(46).run()
+    assert [e.label for e in at.expander if e.label.startswith("History")] == ["History (2 searches)"]
+
+
 def test_history_survives_a_reload_and_reopens_a_search(app_env: dict) -> None:
     at = search(new_app(), "how long is paid leave for new fathers")
     reloaded = same_browser(user_of(at))  # the same browser: its cookie names the user

@@ -5,6 +5,7 @@ browser (never in the page's URL, which is shared)."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 import streamlit as st
@@ -75,11 +76,29 @@ def remember(engine: Engine, result: SearchResult) -> None:
         or bool(result.reranker_model and result.candidates and result.cache.score_misses == 0),
         timings=result.timings,
     )
-    STATE.history.append(entry)
+    pending = STATE.history_pending
+    now = time.monotonic()
+    store = open_session_store(engine.settings)
+    turn_id = uuid.uuid4().hex
     try:
-        open_session_store(engine.settings).add_turn(user_session_id(), "query", result.query, entry.model_dump())
+        if pending is not None and now - pending[0] < HISTORY_SETTLE_S and _a_step_of(pending[1], entry):
+            # the k slider held down: its in-between values are not searches of yours, the last one stands
+            store.forget_turn(user_session_id(), pending[2])
+            STATE.history[-1:] = [entry]
+        else:
+            STATE.history.append(entry)
+        store.add_turn(user_session_id(), "query", result.query, entry.model_dump(), turn_id=turn_id)
     except WorkbenchError as exc:  # history is a convenience: a search never fails because of it
         log.warning("could not save the query history: %s", exc)
+    STATE.history_pending = (now, entry, turn_id)
+
+
+HISTORY_SETTLE_S = 3.0  # a search followed this soon by the same query at another k was a step of a held slider
+
+
+def _a_step_of(earlier: HistoryEntry, later: HistoryEntry) -> bool:
+    """Whether `later` is `earlier` with only k (and the top n it caps) moved: a slider's next step."""
+    return earlier.query == later.query and earlier.plan.with_(k=later.plan.k, top_n=later.plan.top_n) == later.plan
 
 
 def _reopen(entry: HistoryEntry) -> None:

@@ -131,6 +131,8 @@ class AppState:
     query = _Field("")
     sample_pick: _Field[str | None] = _Field(None)
     last_signature: _Field[tuple | None] = _Field(None)
+    # the newest search, kept here until it is known not to be a step of a slider held down (HISTORY_SETTLE_S)
+    history_pending: _Field[tuple[float, HistoryEntry, str] | None] = _Field(None)  # (when, entry, its turn id)
     history: _Field[list[HistoryEntry]] = _Field(factory=list)
     history_user: _Field[str | None] = _Field(None)
     cookie_written: _Field[str | None] = _Field(None)  # the user id this session wrote into the browser's cookie

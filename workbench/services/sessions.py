@@ -165,6 +165,14 @@ class SessionStore(KeptStore, ABC):
             self._upsert_summary(session_id, summary, _now())
         return self.get(session_id)
 
+    def forget_turn(self, session_id: str, turn_id: str) -> int:
+        """Remove one turn by its id (a search the app recorded that turned out to be a step of a slider held
+        down); how many went (0 or 1)."""
+        session_id = check_session_id(session_id)
+        turn_id = check_turn_id(turn_id) or ""
+        with self._errors("forget a turn"):
+            return self._forget(session_id, turn_id)
+
     def delete(self, session_id: str) -> int:
         """Remove every turn and the summary; how many turns there were."""
         session_id = check_session_id(session_id)
@@ -184,6 +192,9 @@ class SessionStore(KeptStore, ABC):
 
     @abstractmethod
     def _delete(self, session_id: str) -> int: ...
+
+    @abstractmethod
+    def _forget(self, session_id: str, turn_id: str) -> int: ...
 
     @abstractmethod
     def _expire(self) -> None: ...
@@ -258,6 +269,12 @@ class SqliteSessionStore(SqliteFile, SessionStore):
             removed = db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,)).rowcount
             db.execute("DELETE FROM summaries WHERE session_id = ?", (session_id,))
         return int(removed)
+
+    def _forget(self, session_id: str, turn_id: str) -> int:
+        with self._connection() as db:
+            return int(
+                db.execute("DELETE FROM turns WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)).rowcount
+            )
 
     def _expire(self) -> None:
         cutoff = self._cutoff()
@@ -345,6 +362,14 @@ class PostgresSessionStore(PostgresTables, SessionStore):
             removed = cur.rowcount
             cur.execute(f"DELETE FROM {self._schema}.session_summaries WHERE session_id = %s", [session_id])
         return int(removed)
+
+    def _forget(self, session_id: str, turn_id: str) -> int:
+        with self._cursor() as cur:
+            cur.execute(
+                f"DELETE FROM {self._schema}.session_turns WHERE session_id = %s AND turn_id = %s",
+                [session_id, turn_id],
+            )
+            return int(cur.rowcount)
 
     def _expire(self) -> None:
         cutoff = self._cutoff()
