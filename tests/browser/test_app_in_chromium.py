@@ -120,6 +120,9 @@ def _screenshot(page, name: str) -> None:
 def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
+    page.set_viewport_size({"width": 1400, "height": 900})  # issue 69: the query box in view on first load
+    place = box.bounding_box()
+    assert place is not None and place["y"] + place["height"] <= 900, place
     box.fill(QUERY)
     box.press("Enter")
     shown(page, "Reranked · top 10")
@@ -132,6 +135,14 @@ def test_explore_query_lists_judgments_slopegraph_and_top_n(page) -> None:
     after, change, before = _numbers(_tile(page, "nDCG@10 after reranking").split("reranking", 1)[1])[:3]
     _record("explore.png", {"query": QUERY, "k": 50, "top_n": 10, "ndcg@10 after": after, "ndcg@10 before": before,
                             "change": change})  # fmt: skip
+    page.set_viewport_size({"width": 1400, "height": 900})  # issue 69: the tile's delta whole at 1400 px
+    page.wait_for_timeout(500)
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll("[data-testid='stMetricDelta']")]
+            .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
+    )
+    assert cut == [], cut
+    page.set_viewport_size({"width": 1500, "height": 1000})
 
     set_slider(page, "top n — kept after reranking", 5)
     shown(page, "Reranked · top 5")
@@ -279,6 +290,7 @@ def test_latency_load_run(page) -> None:
     shown(page, "queries/s")
     shown(page, "Load run: per-stage ms")
     no_exception(page)
+    assert page.locator("[data-testid='stProgress']").count() == 0  # issue 69: no full bar under the result
     _screenshot(page, "latency.png")
 
 
@@ -309,6 +321,8 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     shown(page, "Reliability on held-out queries")
     shown(page, "Cutting the reranked list at a score")
     no_exception(page)
+    assert page.locator("[data-testid='stProgress']").count() == 0  # issue 69: no bar above the verdict
+    assert page.get_by_text("now the depth curve").count() == 0
     _screenshot(page, "evaluate.png")
     after, change = _numbers(_tile(page, "nDCG@10 after").split("after", 1)[1])[:2]
     unjudged, looked = _numbers(_tile(page, "unjudged in top 10").split("top 10", 1)[1])[:2]
