@@ -185,3 +185,16 @@ def test_a_collections_judgments_say_whose_grades_they_hold(tmp_path: Path) -> N
     judged = load_judgments(settings, "birds")
     assert judged is not None and judged.provenance == "ann's 2 grades + 1 by bea"
     assert judged.dataset().name == "birds (judgments store: ann's 2 grades + 1 by bea)"
+
+
+def test_the_judged_queries_are_counted_by_the_rater_who_brought_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 69, item 9: Grade offered "51 queries" where Evaluate ran the demo's 50, with no word why."""
+    from workbench.config import Settings
+    from workbench.judgments import judgment_rows, queries_by_rater, rate
+
+    settings = Settings(data_dir=tmp_path)
+    for i in range(3):
+        rate(settings, "demo-like", "d1", 2, query=f"shipped question {i}", rater="demo handbook")
+    rate(settings, "demo-like", "d2", 1, query="shipped question 0", rater="ann")
+    rate(settings, "demo-like", "d1", 3, query="a question ann asked herself", rater="ann")
+    assert queries_by_rater(judgment_rows(settings, "demo-like")) == "3 by demo handbook, 1 more by ann"

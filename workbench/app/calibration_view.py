@@ -34,6 +34,7 @@ def score_histograms(stage: ScoreSeparation) -> go.Figure:
         xaxis_title="score",
         yaxis_title="documents",
         yaxis_type="log",
+        yaxis_dtick=1,  # a label at each power of ten only (the minor ones read "5, 2, 100, 5, 2, 10")
         height=320,
         margin={"t": 50, "b": 40},
     )
@@ -85,7 +86,13 @@ def cutoff_curve(report: CalibrationReport) -> go.Figure:
         title="Cutting the reranked list at a score",
         xaxis_title="min_score",
         yaxis={"title": "precision / recall / F1", "range": [0, 1]},
-        yaxis2={"title": "kept per query", "overlaying": "y", "side": "right"},
+        yaxis2={
+            "title": "kept per query",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "nonnegative",
+            "showgrid": False,
+        },  # never a tick at "-0.33 kept per query"
         height=360,
         margin={"t": 50, "b": 40},
     )

@@ -165,6 +165,8 @@ def stage_bar(timings: StageTimings, cached: bool = False) -> go.Figure:
     fig = go.Figure()
     for stage in ("embed", "search", "rerank"):
         value = getattr(timings, f"{stage}_ms")
+        if stage == "rerank" and round(value) == 0:
+            continue  # no reranker ran (none chosen, or the skip policy): no "rerank 0 ms" segment in the legend
         fig.add_trace(
             go.Bar(
                 y=["first run" if cached else "this query"],

@@ -127,6 +127,27 @@ def judged_queries(settings: Settings, collection: str) -> dict[str, str]:
     return open_judgment_store(settings).queries(validate_collection_name(collection))
 
 
+def queries_by_rater(rows: Iterable[JudgmentRow]) -> str:
+    """How many judged queries each rater's grades hold, the first rater's (the imported or shipped judgments')
+    first, then the queries only others graded: "50 by demo handbook, 1 more by ann" (why a collection's judged
+    queries can outnumber the set an evaluation of its shipped judgments runs)."""
+    ordered = sorted(rows, key=lambda row: row.created_at)
+    if not ordered:
+        return "no judged queries"
+    first = ordered[0].rater
+    theirs = {row.query_id for row in ordered if row.rater == first}
+    others: Counter[str] = Counter()
+    seen: set[str] = set(theirs)
+    for row in ordered:
+        if row.query_id not in seen:
+            seen.add(row.query_id)
+            others[row.rater] += 1
+    words = f"{len(theirs):,} by {plain_text(first)}"
+    if others:
+        words += ", " + ", ".join(f"{n:,} more by {plain_text(r)}" for r, n in others.most_common())
+    return words
+
+
 def whose(rows: Iterable[JudgmentRow], first: str | None = None) -> str:
     """Whose grades these are, in words, `first` (the shipped judgments' rater) first, then by count:
     "demo handbook's 1,774 grades + 3 by ann, 1 by bea". Every figure resting on judgments says it."""

@@ -23,6 +23,7 @@ from workbench.judgments import (
     judging_queue,
     judgment_rows,
     load_judgments,
+    queries_by_rater,
     queue_walk,
     rater_progress,
 )
@@ -76,6 +77,9 @@ def _start(engine: Engine, c: Controls) -> None:
     sidebar's plan, or Evaluate's judging queue."""
     judged = judged_queries(engine.settings, c.collection) if c.collection else {}
     own = f"The judged queries of '{c.collection}' ({counted(len(judged), 'query', 'queries')})" if judged else None
+    if judged:  # why there may be more than an evaluation of the shipped judgments runs
+        by_rater = queries_by_rater(judgment_rows(engine.settings, c.collection))
+        st.caption(text_md(f"Judged queries of '{c.collection}': {by_rater}."))
     sources = ([own] if own else []) + [QUERY_SET] + ([QUEUE] if STATE.eval_report is not None else [])
     source = st.radio("Walk through", sources, key="walk-source", horizontal=True)
     with shown_errors():
