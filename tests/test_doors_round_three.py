@@ -86,6 +86,7 @@ def test_a_served_kind_without_its_url_is_never_looked_up_on_a_hub(model: str) -
     assert "hub" in str(caught.value) and "not found" not in str(caught.value)
 
 
+@pytest.mark.live_server
 def test_one_replica_down_does_not_refuse_the_service() -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
