@@ -178,13 +178,13 @@ def run_until_settled(
     interval, used, taken, why, sparse = (-1.0, 1.0), available, 0, "", False
     searched = 0
     while searched < available and settled is None:
-        searched = min(searched + max(plan.block, 1), available)
+        looked_to, searched = searched, min(searched + max(plan.block, 1), available)
         deltas = list(deltas_of_first(searched))
         sequence = confidence_sequence(deltas, available, plan.alpha)
         condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
         sparse = condensed is not None
         judged_only = confidence_sequence(list(condensed), available, plan.alpha) if condensed is not None else None
-        for position in (p for p in looks if searched - max(plan.block, 1) < p <= searched):
+        for position in (p for p in looks if looked_to < p <= searched):
             used, taken, interval = position, taken + 1, sequence[position - 1]
             settled = settles(interval, position, plan)
             disagree = judged_only is not None and settles(judged_only[position - 1], position, plan) != settled
