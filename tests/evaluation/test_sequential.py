@@ -119,6 +119,7 @@ def test_a_settled_interval_needs_min_queries() -> None:
     assert settles((0.1, 0.3), MIN_QUERIES, plan) == "helps"
     assert settles((-0.3, -0.01), MIN_QUERIES, plan) == "hurts"
     assert settles((-0.001, 0.001), MIN_QUERIES, plan) == "within tolerance"
+    assert settles((0.0001, 0.0001), MIN_QUERIES, plan) == "within tolerance"  # the exact mean, too small to matter
 
 
 def test_the_seeded_order_is_fixed_by_its_seed() -> None:

@@ -150,12 +150,12 @@ def settles(interval: tuple[float, float], used: int, plan: SequentialPlan) -> S
     low, high = interval
     if used < MIN_QUERIES:
         return None
+    if -plan.tolerance <= low and high <= plan.tolerance:  # too small to matter, even where it excludes 0 (the
+        return "within tolerance"  # whole set taken, its exact mean of +0.0001 is no "helps")
     if low > 0:
         return "helps"
     if high < 0:
         return "hurts"
-    if -plan.tolerance <= low and high <= plan.tolerance:
-        return "within tolerance"
     return None
 
 
@@ -178,7 +178,10 @@ def run_until_settled(
     interval, used, taken, why, sparse = (-1.0, 1.0), available, 0, "", False
     searched = 0
     while searched < available and settled is None:
-        looked_to, searched = searched, min(searched + max(plan.block, 1), available)
+        step = max(plan.block, 1)
+        if plan.looks is not None:  # searched up to the next look at once: nothing is looked at in between
+            step = max(step, next(p for p in looks if p > searched) - searched)
+        looked_to, searched = searched, min(searched + step, available)
         deltas = list(deltas_of_first(searched))
         sequence = confidence_sequence(deltas, available, plan.alpha)
         condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
