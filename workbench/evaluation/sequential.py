@@ -13,8 +13,9 @@ where v_i = 4 (z_i - mean_{i-1})^2, psi(l) = (-log(1 - l) - l) / 4 and lambda_i 
 the upper bound is the same on 1 - z. Its chance of ever excluding the true mean change, at any query, is at most
 alpha (a nonnegative supermartingale and Ville's inequality), and it closes on the exact mean as the last queries of
 the set are taken. The run stops at the first query (from `MIN_QUERIES` on) whose interval lies above 0 ("helps"),
-below 0 ("hurts") or inside the tolerance; `looks` N looks only N times, at equal parts of the set. The report names
-the rule.
+below 0 ("hurts") or inside the tolerance. With `looks` N, the run looks only N times, at equal parts of the set, and
+each look reads a paired t interval at 1 - alpha / N (Bonferroni over the planned looks: valid at those looks, and
+narrower there than a sequence valid at every query). The report names the rule.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
+from scipy import stats
 
 from workbench.vocab import STOPPING_TOLERANCE
 
@@ -107,12 +109,15 @@ class SequentialStop(BaseModel):
     @property
     def rule(self) -> str:
         """The procedure, named."""
-        when = (
-            "after every query" if self.plan.looks is None else f"{self.looks_planned} times, at equal parts of the set"
-        )
+        if self.plan.looks is not None:
+            level = 1 - self.plan.alpha / self.looks_planned
+            return (
+                f"Bonferroni alpha spending over {self.looks_planned} looks at equal parts of the set, in a seeded "
+                f"random order (seed {self.plan.seed}), each a paired t interval at {level:.2%}"
+            )
         return (
             f"a confidence sequence for sampling without replacement (Waudby-Smith & Ramdas; empirical Bernstein), "
-            f"looking {when} in a seeded random order (seed {self.plan.seed}), valid at every look at "
+            f"looking after every query in a seeded random order (seed {self.plan.seed}), valid at every look at "
             f"{1 - self.plan.alpha:.0%}"
         )
 
@@ -143,6 +148,25 @@ def seeded_order(items: Sequence[tuple[str, str]], seed: int) -> list[tuple[str,
     shuffled = list(items)
     random.Random(seed).shuffle(shuffled)
     return shuffled
+
+
+def planned_interval(deltas: Sequence[float], looks: int, alpha: float) -> tuple[float, float]:
+    """With N planned looks (`--looks N`): the paired t interval of the mean change at level 1 - alpha / N
+    (Bonferroni over the N looks, valid at those looks only, as a run with `--looks` looks only then)."""
+    values = np.asarray(deltas, dtype=float)
+    if len(values) < 2:
+        return (-1.0, 1.0)
+    half = float(stats.t.ppf(1 - alpha / looks / 2, len(values) - 1)) * float(values.std(ddof=1))
+    half /= math.sqrt(len(values))
+    return (float(values.mean()) - half, float(values.mean()) + half)
+
+
+def _interval(deltas: Sequence[float], available: int, plan: SequentialPlan) -> tuple[float, float]:
+    """The interval a look reads: the confidence sequence's (valid at every query), or with `looks`, the
+    Bonferroni t interval of the planned looks."""
+    if plan.looks is not None:
+        return planned_interval(deltas, len(plan.positions(available)), plan.alpha)
+    return confidence_sequence(deltas, available, plan.alpha)[-1] if deltas else (-1.0, 1.0)
 
 
 def settles(interval: tuple[float, float], used: int, plan: SequentialPlan) -> Settled | None:
@@ -183,14 +207,14 @@ def run_until_settled(
             step = max(step, next(p for p in looks if p > searched) - searched)
         looked_to, searched = searched, min(searched + step, available)
         deltas = list(deltas_of_first(searched))
-        sequence = confidence_sequence(deltas, available, plan.alpha)
         condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
         sparse = condensed is not None
-        judged_only = confidence_sequence(list(condensed), available, plan.alpha) if condensed is not None else None
         for position in (p for p in looks if looked_to < p <= searched):
-            used, taken, interval = position, taken + 1, sequence[position - 1]
+            used, taken = position, taken + 1
+            interval = _interval(deltas[:position], available, plan)
             settled = settles(interval, position, plan)
-            disagree = judged_only is not None and settles(judged_only[position - 1], position, plan) != settled
+            other = _interval(list(condensed)[:position], available, plan) if condensed is not None else None
+            disagree = other is not None and settles(other, position, plan) != settled
             if settled is not None and disagree:
                 settled = None  # the judged-only changes do not agree yet: the verdict could not say it
             if settled is not None:
