@@ -111,9 +111,11 @@ def test_looks_keep_their_meaning_exactly() -> None:
     stop = run_until_settled(lambda n: deltas[:n], 400, SequentialPlan(looks=4))
     assert stop.looks_planned == 4 and stop.queries_used in (100, 200, 300, 400)
     assert "Bonferroni alpha spending over 4 looks" in stop.rule  # valid at its 4 looks, narrower there
-    null = [run_until_settled(lambda n, d=_draws(rng, 400, -0.5, 0.5): d[:n], 400, SequentialPlan(looks=4))
-            for _ in range(1000)]  # fmt: skip
-    assert sum(s.settled in ("helps", "hurts") for s in null) / 1000 <= 0.05
+    wrong = 0
+    for _ in range(1000):
+        draws = _draws(rng, 400, -0.5, 0.5)
+        wrong += _settle(draws, SequentialPlan(looks=4)).settled in ("helps", "hurts")
+    assert wrong / 1000 <= 0.05
 
 
 def test_a_settled_interval_needs_min_queries() -> None:
