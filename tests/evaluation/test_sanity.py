@@ -17,7 +17,7 @@ import torch
 from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
 from workbench.evaluation.sanity import CUT_FIRES, run_checks
-from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.sequential import MIN_QUERIES, SequentialPlan
 from workbench.evaluation.service import evaluate_dataset
 from workbench.experiments.gate import RAN_AS_INTENDED, run_gate
 from workbench.rerankers import factory
@@ -139,11 +139,11 @@ def test_the_gate_is_inconclusive_with_the_reason_while_a_check_fires(planted_en
 
 def test_stopping_when_settled_stops_at_the_first_look_that_finds_a_fault(planted_engine: Engine) -> None:
     """The stopping rule never says an interval settled "helps" or "hurts" while the run checks fire: it stops
-    at the first look from 20 queries, naming the fault, and the report's verdict says the same."""
+    at the first look from MIN_QUERIES (10), naming the fault, and the report's verdict says the same."""
     plan = SearchPlan(collection="demo", retrieval="dense", k=20, top_n=10, reranker="planted:first-stage-order")
     report = run_evaluation(planted_engine, demo_dataset("test"), plan, sequential=SequentialPlan(seed=3))
     stop = report.sequential
-    assert stop is not None and stop.settled == "not as intended" and stop.queries_used == report.queries == 20
+    assert stop is not None and stop.settled == "not as intended" and stop.queries_used == report.queries == MIN_QUERIES
     assert "moved nothing" in stop.fault and "did not run as intended" in stop.words()
     assert "helps" not in stop.words() and "hurts" not in stop.words()
     assert report.verdict is not None and report.verdict.direction == "unknown"
