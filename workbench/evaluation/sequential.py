@@ -161,12 +161,14 @@ def planned_interval(deltas: Sequence[float], looks: int, alpha: float) -> tuple
     return (float(values.mean()) - half, float(values.mean()) + half)
 
 
-def _interval(deltas: Sequence[float], available: int, plan: SequentialPlan) -> tuple[float, float]:
-    """The interval a look reads: the confidence sequence's (valid at every query), or with `looks`, the
-    Bonferroni t interval of the planned looks."""
+def _intervals(deltas: Sequence[float], available: int, plan: SequentialPlan) -> Callable[[int], tuple[float, float]]:
+    """The interval a look after `position` queries reads: the confidence sequence's (valid at every query, computed
+    once for the queries searched), or with `looks`, the Bonferroni t interval of the planned looks."""
     if plan.looks is not None:
-        return planned_interval(deltas, len(plan.positions(available)), plan.alpha)
-    return confidence_sequence(deltas, available, plan.alpha)[-1] if deltas else (-1.0, 1.0)
+        planned = len(plan.positions(available))
+        return lambda position: planned_interval(deltas[:position], planned, plan.alpha)
+    sequence = confidence_sequence(deltas, available, plan.alpha)
+    return lambda position: sequence[position - 1]
 
 
 def settles(interval: tuple[float, float], used: int, plan: SequentialPlan) -> Settled | None:
@@ -209,11 +211,13 @@ def run_until_settled(
         deltas = list(deltas_of_first(searched))
         condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
         sparse = condensed is not None
+        interval_at = _intervals(deltas, available, plan)
+        judged_only_at = _intervals(list(condensed), available, plan) if condensed is not None else None
         for position in (p for p in looks if looked_to < p <= searched):
             used, taken = position, taken + 1
-            interval = _interval(deltas[:position], available, plan)
+            interval = interval_at(position)
             settled = settles(interval, position, plan)
-            other = _interval(list(condensed)[:position], available, plan) if condensed is not None else None
+            other = judged_only_at(position) if judged_only_at is not None else None
             disagree = other is not None and settles(other, position, plan) != settled
             if settled is not None and disagree:
                 settled = None  # the judged-only changes do not agree yet: the verdict could not say it
