@@ -5,6 +5,7 @@ re-ingest and the resume, the BM25 index holds exactly the store's texts."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -124,31 +125,42 @@ def test_kill_9_during_a_replace_then_resume_leaves_bm25_equal_to_the_store(
     assert _bm25_texts(Engine(settings), "files") == stored
 
 
-def _file_whose_key_reads_as_a_number(folder: Path) -> Path:
-    """A file in `folder` whose source key (16 hex digits of its path's hash) reads as a number, such as
-    "8888706419968592" or "26261257600600e1": about one file in 750 has one."""
+NUMERIC_KEYS = {
+    "digits": lambda key, number: isinstance(number, int) and "e" not in key,  # "8888706419968592"
+    "whole": lambda key, number: isinstance(number, int) and "e" in key,  # "26261257600600e1"
+    "float": lambda key, number: isinstance(number, float) and math.isfinite(number),  # "1234e300": not exact
+}
+
+
+def _file_whose_key_reads_as_a_number(folder: Path, kind: str) -> Path:
+    """A file in `folder` whose source key (16 hex digits of its path's hash) reads as a number of the given kind:
+    about one file in 750 has a key of digits, one in 1,150 a key with one 'e'. The folder's path decides which
+    names these are, so each kind is looked for."""
     from workbench.ingest import source_key
     from workbench.inputs import normalise_value
 
-    for i in range(100_000):
+    for i in range(400_000):
         path = folder / f"note-{i}.txt"
         key = source_key(path)
-        if normalise_value(key) != key:
+        number = normalise_value(key)
+        if number != key and NUMERIC_KEYS[kind](key, number):
             return path
-    raise AssertionError("no such file name in 100,000")
+    raise AssertionError(f"no file name with a {kind} key in 400,000")
 
 
+@pytest.mark.parametrize("kind", sorted(NUMERIC_KEYS))
 def test_a_file_whose_source_key_reads_as_a_number_is_the_same_file_on_every_ingest(
-    tmp_path: Path, tiny_models: dict[str, Path]
+    tmp_path: Path, tiny_models: dict[str, Path], kind: str
 ) -> None:
     """Ingesting the same folder again changes nothing, whatever its files' source keys look like: a key of digits
-    is kept as text. A collection written while such keys were kept as numbers is matched too: no second copy."""
+    is kept as text. A collection written while such keys were kept as numbers is matched too (a float as precisely
+    as the store keeps it): no second copy."""
     from workbench.ingest import source_key
     from workbench.inputs import normalise_value
 
     folder = tmp_path / "notes"
     folder.mkdir()
-    numeric = _file_whose_key_reads_as_a_number(folder)
+    numeric = _file_whose_key_reads_as_a_number(folder, kind)
     numeric.write_text("The river holds trout and perch.")
     (folder / "plain.txt").write_text("The lake holds pike.")
     engine = Engine(_settings(tmp_path, tiny_models))

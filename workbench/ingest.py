@@ -11,6 +11,7 @@ part-way (even with kill -9) resumes where it stopped and ends with exactly the 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -274,8 +275,17 @@ def source_key(path: Path) -> str:
 
 def _kept_as(key: str, stored: set[object]) -> bool:
     """Whether a file's source key is among the stored ones. Collections written before source keys were kept as
-    text hold a key of digits (with at most one 'e') as the number it reads as: that number matches too."""
-    return key in stored or normalise_value(key) in stored
+    text hold a key of digits (with at most one 'e') as the number it reads as: that number matches too, to the
+    precision a store keeps a float in (Chroma returns 1.234e+300 as 1.2340000000000001e+300)."""
+    if key in stored:
+        return True
+    number = normalise_value(key)
+    if isinstance(number, str):
+        return False
+    return any(
+        isinstance(kept, int | float) and not isinstance(kept, bool) and math.isclose(kept, number, rel_tol=1e-12)
+        for kept in stored
+    )
 
 
 def _renamed(document: Document, old: str, new: str) -> Document:
@@ -310,7 +320,7 @@ def _keep_different_files_apart(
     origins = collection.stored_chunks(sorted(keys), key=ORIGIN_KEY)
     stored_keys: dict[str, set[object]] = {}
     for chunk_id, key in stored.items():
-        if key and origins.get(chunk_id):
+        if key not in (None, "") and origins.get(chunk_id):  # a key kept as the number 0 is a key
             stored_keys.setdefault(str(origins[chunk_id]), set()).add(key)
     clashes = {o for o, k in keys.items() if o in stored_keys and not _kept_as(k, stored_keys[o])}
     passages = {o for o in clashes if o.startswith(BEIR_ORIGIN)}
@@ -332,7 +342,7 @@ def _keep_different_files_apart(
     folder = (base.parent if base.is_file() else base).name or "other"
     renames = {origin: f"{folder}/{origin}" for origin in clashes}
     before = collection.stored_chunks(sorted(renames.values()), key=SOURCE_KEY)
-    seen: set[object] = {key for key in before.values() if key}
+    seen: set[object] = {key for key in before.values() if key not in (None, "")}
     for origin, new in sorted(renames.items()):
         if _kept_as(keys[origin], seen):
             continue  # kept beside it before: said then
