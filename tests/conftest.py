@@ -300,17 +300,39 @@ def _scope(nodeid: str) -> str:
     return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
 
 
+DURATIONS_FILE = Path(__file__).resolve().parent.parent / "build" / "test-durations.json"
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Under xdist, each worker's seconds of tests (the suite's and the reference-truth tests'), so the two can be
-    evened out by moving tests into or out of BESIDE_THE_TRUTH."""
-    if not getattr(terminalreporter.config.option, "numprocesses", None):
-        return
-    seconds: dict[str, float] = {}
+    """Each test's seconds (setup, call and teardown together) kept in build/test-durations.json, slowest first, and
+    the files that took longest printed, so a test that grew is seen the day it grows; under xdist, each worker's
+    seconds too (the suite's and the reference-truth tests'), so the two can be evened out by moving tests into or
+    out of BESIDE_THE_TRUTH."""
+    import json
+
+    per_test: dict[str, float] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
-            if hasattr(report, "duration") and hasattr(report, "nodeid"):
-                seconds[_scope(report.nodeid)] = seconds.get(_scope(report.nodeid), 0.0) + report.duration
-    if seconds:
+            if hasattr(report, "duration") and hasattr(report, "nodeid") and report.nodeid:
+                per_test[report.nodeid] = per_test.get(report.nodeid, 0.0) + report.duration
+    if not per_test:
+        return
+    slowest = dict(sorted(((n, round(s, 2)) for n, s in per_test.items()), key=lambda item: -item[1]))
+    with contextlib.suppress(OSError):
+        DURATIONS_FILE.parent.mkdir(exist_ok=True)
+        DURATIONS_FILE.write_text(json.dumps(slowest, indent=1) + "\n")
+    per_file: dict[str, float] = {}
+    for nodeid, seconds in per_test.items():
+        per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + seconds
+    terminalreporter.write_line(
+        f"seconds of tests: {sum(per_test.values()):.0f} in all, {len(per_test)} tests; the slowest files: "
+        + ", ".join(f"{name} {total:.0f} s" for name, total in sorted(per_file.items(), key=lambda i: -i[1])[:12])
+        + f" (every test's in {DURATIONS_FILE.relative_to(DURATIONS_FILE.parent.parent)})"
+    )
+    if getattr(terminalreporter.config.option, "numprocesses", None):
+        seconds: dict[str, float] = {}
+        for nodeid, total in per_test.items():
+            seconds[_scope(nodeid)] = seconds.get(_scope(nodeid), 0.0) + total
         terminalreporter.write_line(
             "seconds of tests per worker: " + ", ".join(f"{name} {total:.0f} s" for name, total in seconds.items())
         )
