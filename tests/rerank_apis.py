@@ -121,6 +121,9 @@ class Behaviour:
     delay: float = 0.0  # seconds each /service/rerank answer takes (a model busy elsewhere)
     in_flight: int = 0
     most_in_flight: int = 0  # the most /service/rerank requests answered at once
+    hang_on: str | None = None  # /service/rerank hangs for `hang_seconds` on a query with this word
+    hang_seconds: float = 4.0
+    fail_on: str | None = None  # /service/rerank answers a query with this word with no scores (a lying server)
 
 
 def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
@@ -179,10 +182,13 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
     async def service(request: Request) -> Any:
         body = await request.json()
         refused = gate(request, body, keyed=False)
+        words = str(body.get("query", "")).split()
+        if behaviour.fail_on in words:
+            return {"results": "the model crashed"}
         behaviour.in_flight += 1
         behaviour.most_in_flight = max(behaviour.most_in_flight, behaviour.in_flight)
         try:
-            await asyncio.sleep(behaviour.delay)
+            await asyncio.sleep(behaviour.hang_seconds if behaviour.hang_on in words else behaviour.delay)
         finally:
             behaviour.in_flight -= 1
         return refused or {"results": ranked(body["query"], body["documents"], "relevance_score")}

@@ -43,6 +43,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.ingest",
         "workbench.ingest_status",
         "workbench.loaders",
+        "workbench.serving",
     ),
     "engine": ("workbench.engine",),
     # The services floor, in its own order: measuring, then judgments, then saved experiments, then the services

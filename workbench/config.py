@@ -32,6 +32,7 @@ from workbench.vocab import (
     DEMO_COLLECTION,
     EVENT_SINK_PREFIXES,
     MAX_K,
+    MAX_RERANK_BUDGET_MS,
     NO_RERANKER,
     RRF_K,
     STORES,
@@ -228,6 +229,18 @@ class Settings(BaseSettings):
     query_timeout: float = Field(
         30.0, gt=0, le=3600, validation_alias=_alias("query_timeout", "WORKBENCH_QUERY_TIMEOUT")
     )
+    # Fail open (workbench.serving): the serving paths' rerank budget in ms (none: the reranker is waited for, and its
+    # failure is the search's), and the circuit that skips a reranker failing again and again.
+    rerank_budget_ms: float | None = Field(
+        None, ge=1, le=MAX_RERANK_BUDGET_MS, validation_alias=_alias("rerank_budget_ms", "WORKBENCH_RERANK_BUDGET_MS")
+    )
+    rerank_circuit_failures: int = Field(
+        5, ge=1, le=1000, validation_alias=_alias("rerank_circuit_failures", "WORKBENCH_RERANK_CIRCUIT_FAILURES")
+    )
+    rerank_circuit_cooldown_s: float = Field(
+        30.0, gt=0, le=86_400,
+        validation_alias=_alias("rerank_circuit_cooldown_s", "WORKBENCH_RERANK_CIRCUIT_COOLDOWN_S"),
+    )  # fmt: skip
     # An evaluation or gate run through the API (POST /experiments, POST /gate) may take minutes.
     evaluation_timeout: float = Field(
         1800.0, gt=0, le=86_400, validation_alias=_alias("evaluation_timeout", "WORKBENCH_EVALUATION_TIMEOUT")

@@ -28,6 +28,7 @@ from workbench.inputs import (
     validate_collection_name,
     validate_page,
     validate_query,
+    validate_rerank_budget_ms,
 )
 from workbench.passages import LongDocuments, parse_long_documents
 from workbench.redact import public_name
@@ -39,6 +40,7 @@ from workbench.rerankers.score_store import usable_score_store
 from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
+from workbench.serving import CIRCUIT_OPEN, RerankGuard
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
     CacheStats,
@@ -124,6 +126,10 @@ def _rerank(
     return list(scores), hit_count, len(hits)
 
 
+def _sooner(deadline: float, other: float | None) -> float:
+    return deadline if other is None else min(deadline, other)
+
+
 def first_stage_is_sure(scores: Sequence[float], skip_gap: float | None) -> bool:
     """A skip policy's test: the first stage's top two scores differ by at least `skip_gap` (never without a
     policy, or with fewer than two candidates)."""
@@ -179,6 +185,9 @@ class Engine:
     ) -> None:
         self.settings = settings or get_settings()
         self.registry = registry or StoreRegistry(self.settings, embedder=self.embedder)
+        self.guard = RerankGuard(
+            failures=self.settings.rerank_circuit_failures, cooldown_s=self.settings.rerank_circuit_cooldown_s
+        )  # searches served under a rerank budget (workbench.serving)
         self.score_cache = ScoreCache(
             self.settings.cache_ttl, self.settings.cache_max_size, store=usable_score_store(self.settings)
         )
@@ -284,6 +293,25 @@ class Engine:
         """The reranker a plan names ('default': the configured one; None: none)."""
         return self.reranker(plan.reranker)
 
+    def _reranker_to_serve(self, plan: SearchPlan) -> tuple[Reranker | None, str | None]:
+        """The plan's reranker for a search served fail-open, and None with the reason when it is skipped: its
+        circuit open, or making it failed (a served reranker that cannot be reached is asked at start)."""
+        name = self.reranker_id(plan.reranker) or DEFAULT_RERANKER_CHOICE
+        if self.guard.skipping(name):
+            return None, CIRCUIT_OPEN
+        try:
+            return self.reranker_of(plan), None
+        except InputError:
+            raise
+        except Exception as exc:
+            return None, self.guard.failed(name, exc)
+
+    def reranks_by_default(self) -> bool:
+        """Whether a plan's 'default' reranker is one (without making it: a served one is not asked)."""
+        if not isinstance(self._default_reranker, str):
+            return self._default_reranker is not None
+        return self.reranker_id(DEFAULT_RERANKER_CHOICE) is not None
+
     def _collection_embedder(self, name: str, info: CollectionInfo) -> Embedder:
         embedder = self.embedder(None if self._embedder_override else info.embedding_model)
         recorded = info.embedding_model
@@ -335,6 +363,7 @@ class Engine:
         use_cache: bool = True,
         deadline: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        rerank_budget_ms: float | None = None,
     ) -> SearchResult:
         """The query answered as `plan` says (`Engine.plan(...)` makes one with the settings' defaults; the
         package's `workbench.search(query, k=..., ...)` is the keyword convenience).
@@ -347,12 +376,19 @@ class Engine:
         rerank advance after each model batch (a local cross-encoder's; not for cached scores). Raises InputError
         for bad inputs (a plan that is not a SearchPlan among them), CollectionNotFoundError (checked before any
         model loads), ModelError, StoreError.
+
+        `rerank_budget_ms` serves the search fail-open (workbench.serving): the reranker gets that long; past it, when
+        it fails, or while its circuit is open, the answer is the first stage's order with `rerank_fallback` saying
+        why (never an error from the reranker, never part-reranked). The serving paths pass the request's budget or
+        WORKBENCH_RERANK_BUDGET_MS (`serving_budget`); evaluation passes none unless asked to measure as served.
         """
         if not isinstance(plan, SearchPlan):
             raise InputError(
                 f"Engine.search takes a SearchPlan (Engine.plan(k=..., top_n=..., ...)), not {type(plan).__name__}."
             )
-        return self._answer(query, plan, max_query_chars, use_cache, deadline, progress)
+        if rerank_budget_ms is not None:
+            rerank_budget_ms = validate_rerank_budget_ms(rerank_budget_ms)
+        return self._answer(query, plan, max_query_chars, use_cache, deadline, progress, rerank_budget_ms)
 
     def _answer(
         self,
@@ -362,13 +398,18 @@ class Engine:
         use_cache: bool,
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
+        rerank_budget_ms: float | None = None,
     ) -> SearchResult:
         """validate → cache → first stage → rerank → assemble."""
         query = validate_query(query, max_query_chars)
         name = plan.collection or self.settings.collection
         store = self.registry.get(name)
         info = self._info(name)
-        rerank_model = self.reranker_of(plan)
+        fallback = None
+        if rerank_budget_ms is None:
+            rerank_model = self.reranker_of(plan)
+        else:
+            rerank_model, fallback = self._reranker_to_serve(plan)
         if rerank_model is not None and plan.min_score is not None:
             needs_scores(rerank_model.score_scale, "--min-score")
         key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
@@ -401,9 +442,21 @@ class Engine:
             clock = [now - embed_s - search_s, now - search_s, now]
         strategy = parse_long_documents(plan.long_documents) if plan.long_documents else None
         skipped = rerank_model is not None and first_stage_is_sure([h.score for h in hits[:2]], plan.skip_gap)
-        scores, hit_count, asked = _rerank(
-            None if skipped else rerank_model, query, hits, use_cache, deadline, progress, strategy
-        )
+        if rerank_budget_ms is not None and rerank_model is not None and not skipped and hits:
+            model = rerank_model
+            served = self.guard.run(
+                self.reranker_id(plan.reranker) or DEFAULT_RERANKER_CHOICE,
+                lambda until: _rerank(model, query, hits, use_cache, _sooner(until, deadline), progress, strategy),
+                rerank_budget_ms,
+            )
+            fallback = served.fallback
+            scores, hit_count, asked = served.value or ([None] * len(hits), 0, 0)
+            if fallback is not None:
+                rerank_model = None  # the first stage's order, as it is: nothing reranked it
+        else:
+            scores, hit_count, asked = _rerank(
+                None if skipped else rerank_model, query, hits, use_cache, deadline, progress, strategy
+            )
         clock.append(time.perf_counter())
         result = SearchResult(
             query=query,
@@ -427,8 +480,9 @@ class Engine:
             skip_gap=plan.skip_gap if rerank_model else None,
             rerank_skipped=skipped,
             notes=rerank_model.notes(query, [h.text for h in hits]) if rerank_model and not skipped else [],
+            rerank_fallback=fallback,
         )
-        if use_cache:
+        if use_cache and fallback is None:  # a fallback is this moment's answer: the next search tries the reranker
             with self._lock:
                 self._results[key] = result
         return result if plan.min_score is None else result.with_min_score(plan.min_score)

@@ -37,6 +37,7 @@ from workbench.vocab import (
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_RATER_CHARS,
+    MAX_RERANK_BUDGET_MS,
     MAX_TOP_K,
     MAX_UPLOAD_NAME_CHARS,
     RATER_POLICY_PREFIX,
@@ -585,6 +586,18 @@ def _number(value: Any, words: str, fits: Callable[[float], bool]) -> float:
 def validate_budget_ms(value: Any) -> float:
     """A latency budget in milliseconds: a finite number above 0 (`nan`, `inf` and 0 would silently budget nothing)."""
     return _number(value, "A latency budget is a number of milliseconds above 0", lambda n: math.isfinite(n) and n > 0)
+
+
+def validate_rerank_budget_ms(value: Any) -> float:
+    """A rerank budget in milliseconds: a number from 1 to MAX_RERANK_BUDGET_MS (ten minutes); 0, negative, NaN,
+    infinite, huge and text budgets are refused (each would silently serve every search unreranked, or never)."""
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return _number(
+        value,
+        f"A rerank budget is a number of milliseconds from 1 to {MAX_RERANK_BUDGET_MS:,}",
+        lambda n: 1 <= n <= MAX_RERANK_BUDGET_MS,
+    )
 
 
 def validate_tolerance(value: Any) -> float:

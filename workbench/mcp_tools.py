@@ -28,6 +28,7 @@ from workbench.vocab import (
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_RATER_CHARS,
+    MAX_RERANK_BUDGET_MS,
     MAX_TOP_K,
 )
 
@@ -47,6 +48,17 @@ Filters = Annotated[
 MinScore = Annotated[
     float | None,
     Field(allow_inf_nan=False, description="drop passages scoring below this (the reranker's score; a logit locally)"),
+]
+RerankBudget = Annotated[
+    float | None,
+    Field(
+        ge=1,
+        le=MAX_RERANK_BUDGET_MS,
+        allow_inf_nan=False,
+        description="milliseconds the reranker may take; past it, or if it fails, the first stage's order comes back "
+        "(reranked false, rerank_fallback says why) instead of an error (default: the server's "
+        "WORKBENCH_RERANK_BUDGET_MS, else none)",
+    ),
 ]
 DocumentId = Annotated[
     str, Field(min_length=1, max_length=MAX_DOC_ID_CHARS, description="the document_id a search returned")
@@ -126,12 +138,19 @@ def _search_tools(server: Any, engine: Engine, sink: EventSink) -> None:
             "Returns 'No relevant documents found.' when nothing matches, or a line starting 'Error retrieving from "
             "collection:' that says what went wrong (an unknown collection lists the existing ones). "
             "collection_name: a name from list_collections. query: 1-512 characters. k: candidates to rerank (1-200, "
-            "default 10). top_n: passages returned (1 to k, default 3)."
+            "default 10). top_n: passages returned (1 to k, default 3). rerank_budget_ms: how long the reranker may "
+            "take; past it, or if it fails, the passages come in the vector order instead of an error."
         ),
         annotations=_read_only(),
     )
-    def retrieve_from_chroma(collection_name: CollectionName, query: Query, k: Candidates = 10, top_n: Kept = 3) -> str:
-        return retrieve_text(engine, collection_name, query, k, top_n, remote=True)
+    def retrieve_from_chroma(
+        collection_name: CollectionName,
+        query: Query,
+        k: Candidates = 10,
+        top_n: Kept = 3,
+        rerank_budget_ms: RerankBudget = None,
+    ) -> str:
+        return retrieve_text(engine, collection_name, query, k, top_n, remote=True, rerank_budget_ms=rerank_budget_ms)
 
     @server.tool(
         description=(
@@ -141,7 +160,8 @@ def _search_tools(server: Any, engine: Engine, sink: EventSink) -> None:
             "list_collections (default: the workbench's default collection). top_k: results (1-20, default 5). "
             'filters: metadata equalities such as {"page": 2} or {"title": "Leave and Time Off Policy"}. '
             "min_score: drop passages whose score is below it (the reranker's score, a logit for the local "
-            "cross-encoder); below_min_score counts them. "
+            "cross-encoder); below_min_score counts them. rerank_budget_ms: how long the reranker may take; past it, "
+            "or if it fails, the first stage's order comes back with reranked false and rerank_fallback saying why. "
             "Errors come back as a message naming the problem."
         ),
         structured_output=True,
@@ -153,10 +173,11 @@ def _search_tools(server: Any, engine: Engine, sink: EventSink) -> None:
         top_k: TopK = DEFAULT_TOP_K,
         filters: Filters = None,
         min_score: MinScore = None,
+        rerank_budget_ms: RerankBudget = None,
     ) -> SearchResponse:
         with _as_tool_error():
             plan = seed_plan(engine, top_k, collection=collection, filters=filters, min_score=min_score)
-            return search_documents(engine, query, plan, events=sink)
+            return search_documents(engine, query, plan, events=sink, rerank_budget_ms=rerank_budget_ms)
 
     @server.tool(
         description=(

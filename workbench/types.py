@@ -308,6 +308,12 @@ class SearchResult(BaseModel):
     rerank_skipped: bool = Field(
         False, description="the plan's skip policy kept the first stage's order: the first stage was sure enough"
     )
+    rerank_fallback: str | None = Field(
+        None,
+        description="served under a rerank budget, the first stage's order was served instead of the reranked one, "
+        "and why: 'budget' (the reranker took longer), 'circuit open' (it failed again and again: skipped for now) "
+        "or 'error: ...'; null when reranked as planned",
+    )
     min_score: float | None = Field(
         None,
         description="results of the top n scoring below this (the reranker's score, else the first stage's) "

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from pathlib import Path
@@ -34,10 +35,13 @@ from workbench.errors import ConfigError, InputError, WorkbenchError, error_mess
 from workbench.inputs import validate_depths, validate_top_k
 from workbench.redact import public_name, redact_text, shown
 from workbench.services.events import EventSink, RetrievalCompleted
+from workbench.serving import serving_budget
 from workbench.stores.base import Collection
 from workbench.stores.registry import StoreConfig, StoreRegistry
 from workbench.types import Candidate, RankedHit, RetrievedChunk, SearchPlan, SearchResult, StageTimings
 from workbench.vocab import DEFAULT_RERANKER_CHOICE, DEFAULT_TOP_K, DISPLAY_CHARS, MAX_K, MAX_QUERY_CHARS, MAX_TOP_K
+
+log = logging.getLogger("workbench.search")
 
 NO_DOCUMENTS = "No relevant documents found."
 ERROR_PREFIX = "Error retrieving from collection:"
@@ -93,12 +97,16 @@ def retrieve_text(
     *,
     remote: bool = False,
     deadline: float | None = None,
+    rerank_budget_ms: float | None = None,
 ) -> str:
     """Seed 000's behaviour over any engine: the reranked top_n texts joined by newlines, NO_DOCUMENTS when
     nothing matches, "Error retrieving from collection: ..." on any failure. Never raises. For a `remote` caller
-    (HTTP, MCP) the message hides the server's paths."""
+    (HTTP, MCP) the message hides the server's paths. Under a rerank budget (the one given, else
+    WORKBENCH_RERANK_BUDGET_MS) a slow or failing reranker serves the first stage's order instead."""
     try:
-        result = engine.search(query, engine.plan(collection=collection_name, k=k, top_n=top_n), deadline=deadline)
+        budget = serving_budget(rerank_budget_ms, engine.settings.rerank_budget_ms)
+        plan = engine.plan(collection=collection_name, k=k, top_n=top_n)
+        result = engine.search(query, plan, deadline=deadline, rerank_budget_ms=budget)
         if not result.candidates:
             return NO_DOCUMENTS
         return "\n".join(hit.text for hit in result.reranked)
@@ -152,6 +160,14 @@ class SearchResponse(BaseModel):
     rerank_skipped: bool = Field(
         False, description="with skip_gap: the first stage was sure, so its order was kept and no reranker was called"
     )
+    reranked: bool = Field(
+        False, description="whether a reranker ordered these results (false: the first stage's order, as it is)"
+    )
+    rerank_fallback: str | None = Field(
+        None,
+        description="under a rerank budget (rerank_budget_ms, X-Rerank-Budget-Ms or WORKBENCH_RERANK_BUDGET_MS): why "
+        "the first stage's order was served instead of the reranked one: 'budget', 'circuit open' or 'error: ...'",
+    )
 
 
 def seed_plan(
@@ -173,7 +189,7 @@ def seed_plan(
     top_k = validate_top_k(top_k)
     reranker = DEFAULT_RERANKER_CHOICE if rerank else None
     if k is None:
-        k = max(top_k, engine.settings.k_retrieve) if rerank and engine.reranker() is not None else top_k
+        k = max(top_k, engine.settings.k_retrieve) if rerank and engine.reranks_by_default() else top_k
     if isinstance(k, int) and not isinstance(k, bool) and k < top_k:
         raise InputError(f"k ({k}) must be at least top_k ({top_k}).")
     return engine.plan(
@@ -193,6 +209,7 @@ def search_documents(
     interleave: bool = False,
     interleaving: InterleavingLog | None = None,
     against: SearchPlan | None = None,
+    rerank_budget_ms: float | None = None,
 ) -> SearchResponse:
     """Seed 002's search of `plan` (made by `seed_plan`): its top n results, duplicates removed, text trimmed to 800
     characters, each with document_id, chunk_index, title, page, url and score; results scoring below the plan's
@@ -201,7 +218,11 @@ def search_documents(
     With `interleave`, the top n are a team-draft interleaving of the first stage's order (team A) and the
     reranked order (team B), or, with `against` (another plan of the same collection: another reranker, first
     stage, fusion or k), of this plan's order (A) and that plan's (B); each result labelled with its team and id,
-    logged to `interleaving` under the response's impression_id (see workbench.clicks.online)."""
+    logged to `interleaving` under the response's impression_id (see workbench.clicks.online).
+
+    Under a rerank budget (`rerank_budget_ms`, else WORKBENCH_RERANK_BUDGET_MS) the search is served fail-open: a
+    reranker past its budget, failing, or skipped by its open circuit gives the first stage's order, with
+    `reranked` false and `rerank_fallback` saying why (workbench.serving)."""
     if against is not None and not interleave:
         raise InputError("against names the plan to interleave with: give it with interleave.")
     if interleave and (
@@ -212,7 +233,8 @@ def search_documents(
             "against): it needs rerank on (or against), no min_score, and a server that keeps an interleaving log "
             "(workbench serve)."
         )
-    result = engine.search(query, plan, deadline=deadline)
+    budget = serving_budget(rerank_budget_ms, engine.settings.rerank_budget_ms)
+    result = engine.search(query, plan, deadline=deadline, rerank_budget_ms=budget)
     trace = trace_id or f"trace-{uuid.uuid4().hex[:16]}"
     hits = []
     served = None
@@ -240,7 +262,11 @@ def search_documents(
         impression_id=served.id if served else None,
         teams={"A": test.a, "B": test.b} if served else None,
         rerank_skipped=result.rerank_skipped,
+        reranked=result.reranker_model is not None and not result.rerank_skipped,
+        rerank_fallback=result.rerank_fallback,
     )
+    if result.rerank_fallback is not None:
+        log.warning("Search %s served the first stage's order (%s).", trace, result.rerank_fallback)
     if events is not None:
         events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))
     return response
@@ -313,7 +339,8 @@ def retrieve_chunks(
     a ConnectionError, when the server is unreachable) on backend errors.
     """
     engine = engine or get_engine()
-    result = engine.search(query, seed_plan(engine, top_k, collection=collection, filters=filters))
+    plan = seed_plan(engine, top_k, collection=collection, filters=filters)
+    result = engine.search(query, plan, rerank_budget_ms=engine.settings.rerank_budget_ms)
     return [_as_retrieved_chunk(hit) for hit in result.reranked]
 
 
@@ -321,10 +348,19 @@ class RetrievalService:
     """Generic retrieval over any vector store, injected: a LangChain `VectorStore` or a workbench Collection.
 
     It knows nothing of domains. With `reranker` (a model id, or "default" for RERANKER_MODEL) it reranks
-    `candidates` vector hits and keeps k; without, it returns the vector order.
+    `candidates` vector hits and keeps k; without, it returns the vector order. Under `rerank_budget_ms` (else
+    WORKBENCH_RERANK_BUDGET_MS) a slow or failing reranker serves the vector order instead, never an error;
+    `last_fallback` says why.
     """
 
-    def __init__(self, vector_store: Any, *, reranker: str | None = None, candidates: int | None = None) -> None:
+    def __init__(
+        self,
+        vector_store: Any,
+        *,
+        reranker: str | None = None,
+        candidates: int | None = None,
+        rerank_budget_ms: float | None = None,
+    ) -> None:
         if vector_store is None or not (
             isinstance(vector_store, Collection) or hasattr(vector_store, "similarity_search_with_score")
         ):
@@ -341,12 +377,15 @@ class RetrievalService:
         self._engine = Engine(get_settings(), registry=registry)
         self._reranker = reranker
         self._candidates = candidates
+        self._budget = serving_budget(rerank_budget_ms, self._engine.settings.rerank_budget_ms)
+        self.last_fallback: str | None = None  # why the last retrieval served the first stage's order, if it did
 
     def _hits(self, query: str, k: int) -> list[RankedHit]:
         validate_depths(k, k)
         depth = max(k, self._candidates or self._engine.settings.k_retrieve) if self._reranker is not None else k
         plan = self._engine.plan(collection="service", k=min(depth, MAX_K), top_n=k, reranker=self._reranker)
-        result = self._engine.search(query, plan)
+        result = self._engine.search(query, plan, rerank_budget_ms=self._budget)
+        self.last_fallback = result.rerank_fallback
         return result.reranked
 
     def retrieve_with_scores(self, query: str, k: int = 4) -> list[dict[str, Any]]:

@@ -12,12 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from workbench.api.dependencies import Authorised, ServiceState, State, deadline, run_bounded
 from workbench.api.routers.experiments import PlanRequest
 from workbench.clicks.online import ClickReceipt
-from workbench.inputs import parse_filters, validate_query
+from workbench.inputs import parse_filters, validate_query, validate_rerank_budget_ms
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.vocab import DEFAULT_TOP_K, MAX_DOC_ID_CHARS, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)
 _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+def header_budget(header: str) -> float | None:
+    """The X-Rerank-Budget-Ms header's budget (None when absent); a bad one is refused in one line (400)."""
+    return validate_rerank_budget_ms(header.strip()[:40]) if header.strip() else None
 
 
 class SearchRequest(BaseModel):
@@ -51,6 +56,12 @@ class SearchRequest(BaseModel):
         "the reranked order (team B), each result with its team and id; send clicks to POST /clicks with the "
         "response's impression_id",
     )
+    rerank_budget_ms: float | None = Field(
+        None,
+        description="milliseconds the reranker may take (1-600000); past it, or when the reranker fails, the first "
+        "stage's order is served with reranked false and rerank_fallback saying why, never an error (default: the "
+        "X-Rerank-Budget-Ms header, else WORKBENCH_RERANK_BUDGET_MS, else none)",
+    )
     against: PlanRequest | None = Field(
         None,
         description="with interleave: another plan (its reranker, first stage, fusion or k; the rest as this "
@@ -67,6 +78,11 @@ class SearchRequest(BaseModel):
     def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return parse_filters(value) if value is not None else None
 
+    @field_validator("rerank_budget_ms", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> float | None:
+        return validate_rerank_budget_ms(value) if value is not None else None
+
 
 class RetrieveRequest(BaseModel):
     """Seed 000's arguments (the store and embeddings are the service's own)."""
@@ -77,9 +93,19 @@ class RetrieveRequest(BaseModel):
     query: str
     k: int = 10
     top_n: int = 3
+    rerank_budget_ms: float | None = Field(
+        None, description="as /search's: past it, or when the reranker fails, the vector order is served"
+    )
+
+    @field_validator("rerank_budget_ms", mode="before")
+    @classmethod
+    def _budget(cls, value: Any) -> float | None:
+        return validate_rerank_budget_ms(value) if value is not None else None
 
 
-def _search(state: ServiceState, body: SearchRequest, trace: str | None, until: float | None) -> SearchResponse:
+def _search(
+    state: ServiceState, body: SearchRequest, trace: str | None, until: float | None, budget: float | None
+) -> SearchResponse:
     """The request's plan, and `against`'s over it (the same adapter as every plan a request sends), searched."""
     plan = seed_plan(
         state.engine, body.top_k, k=body.k, rerank=body.rerank, collection=body.collection, retrieval=body.retrieval,
@@ -88,15 +114,21 @@ def _search(state: ServiceState, body: SearchRequest, trace: str | None, until: 
     against = body.against.plan(state.engine, over=plan) if body.against is not None else None
     return search_documents(
         state.engine, body.query, plan, trace_id=trace, events=state.events, deadline=until,
-        interleave=body.interleave, interleaving=state.interleaving, against=against,
+        interleave=body.interleave, interleaving=state.interleaving, against=against, rerank_budget_ms=budget,
     )  # fmt: skip
 
 
 @router.post("/search", response_model=SearchResponse)
-async def search(body: SearchRequest, state: State, x_trace_id: Annotated[str, Header()] = "") -> SearchResponse:
+async def search(
+    body: SearchRequest,
+    state: State,
+    x_trace_id: Annotated[str, Header()] = "",
+    x_rerank_budget_ms: Annotated[str, Header()] = "",
+) -> SearchResponse:
     trace = x_trace_id if _TRACE.match(x_trace_id) else None
     until = deadline(state)
-    return await run_bounded(state, lambda: _search(state, body, trace, until))
+    budget = body.rerank_budget_ms if body.rerank_budget_ms is not None else header_budget(x_rerank_budget_ms)
+    return await run_bounded(state, lambda: _search(state, body, trace, until, budget))
 
 
 class ClickRequest(BaseModel):
@@ -115,12 +147,16 @@ async def clicks(body: ClickRequest, state: State) -> ClickReceipt:
 
 
 @router.post("/retrieve")
-async def retrieve(body: RetrieveRequest, state: State) -> dict[str, str]:
+async def retrieve(
+    body: RetrieveRequest, state: State, x_rerank_budget_ms: Annotated[str, Header()] = ""
+) -> dict[str, str]:
     until = deadline(state)
+    budget = body.rerank_budget_ms if body.rerank_budget_ms is not None else header_budget(x_rerank_budget_ms)
     text = await run_bounded(
         state,
         lambda: retrieve_text(
-            state.engine, body.collection_name, body.query, body.k, body.top_n, remote=True, deadline=until
+            state.engine, body.collection_name, body.query, body.k, body.top_n, remote=True, deadline=until,
+            rerank_budget_ms=budget,
         ),
-    )
+    )  # fmt: skip
     return {"result": text}
