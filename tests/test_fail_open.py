@@ -247,3 +247,34 @@ def test_the_engine_serves_the_first_stage_order_and_never_caches_a_fallback(
             engine.search("pension", plan, rerank_budget_ms=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         Settings(rerank_budget_ms=0)
+
+
+def test_explore_shows_a_search_served_unreranked_as_such(
+    served_data: Settings, reranker_server: RerankApis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app under WORKBENCH_RERANK_BUDGET_MS shows what an app would be served: a banner with the reason, and
+    the lists in the first stage's order (never as reranked)."""
+    from streamlit.testing.v1 import AppTest
+
+    from workbench.app import ENTRY_SCRIPT
+    from workbench.app.state import engine_resource
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(served_data.data_dir))
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_MODEL", served_data.embedding_model)
+    monkeypatch.setenv("RERANKER_MODEL", f"{reranker_server.base}/service")
+    monkeypatch.setenv("WORKBENCH_RERANK_BUDGET_MS", str(BUDGET_MS))
+    monkeypatch.setenv("WORKBENCH_CONFIG", "")
+    engine_resource.clear()
+    try:
+        at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+        at.run()
+        at.text_input(key="w.query").input(f"vacation days {HANG}").run()
+        assert not at.exception, at.exception
+        banners = [w.value for w in at.warning if "Served without reranking" in w.value]
+        assert banners == ["Served without reranking: the reranker took longer than the rerank budget "
+                           "(WORKBENCH_RERANK_BUDGET_MS). Both lists are the first stage's order, as an app would "
+                           "get it now."]  # fmt: skip
+        at.text_input(key="w.query").input("vacation days").run()
+        assert not [w for w in at.warning if "Served without reranking" in w.value]
+    finally:
+        engine_resource.clear()

@@ -446,7 +446,8 @@ class Engine:
             model = rerank_model
             served = self.guard.run(
                 self.reranker_id(plan.reranker) or DEFAULT_RERANKER_CHOICE,
-                lambda until: _rerank(model, query, hits, use_cache, _sooner(until, deadline), progress, strategy),
+                # no progress from the rerank's own thread: a caller's progress callback may only run on its thread
+                lambda until: _rerank(model, query, hits, use_cache, _sooner(until, deadline), None, strategy),
                 rerank_budget_ms,
             )
             fallback = served.fallback

@@ -67,6 +67,16 @@ def score_note(result: SearchResult) -> str:
     return scale_words(result.score_scale)
 
 
+def fallback_note(result: SearchResult) -> str | None:
+    """A search served unreranked under the rerank budget, in words (None when it was reranked as planned)."""
+    if result.rerank_fallback is None:
+        return None
+    why = {"budget": "the reranker took longer than the rerank budget (WORKBENCH_RERANK_BUDGET_MS)",
+           "circuit open": "the reranker failed again and again, so it is skipped for a while"}.get(
+        result.rerank_fallback, text_md(result.rerank_fallback.removeprefix("error: ")))  # fmt: skip
+    return f"Served without reranking: {why}. Both lists are the first stage's order, as an app would get it now."
+
+
 def score_md(rerank_score: float | None, scale: str | None = "logit") -> str:
     if rerank_score is None:
         return "no reranker"

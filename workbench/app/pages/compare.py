@@ -28,6 +28,7 @@ from workbench.app.uploads import save_upload
 from workbench.app.widgets import (
     compact_toggle,
     downloads,
+    fallback_note,
     file_picker,
     reranked_row,
     score_note,
@@ -248,13 +249,17 @@ def _search_both(
                 plan = plan.with_(reranker=on_backend(model, backend))
             bar = st.empty() if plan.reranks else None
             results[name] = search_with_progress(
-                lambda progress, plan=plan: engine.search(query, plan, progress=progress),
+                lambda progress, plan=plan: engine.search(
+                    query, plan, progress=progress, rerank_budget_ms=engine.settings.rerank_budget_ms
+                ),
                 bar,
                 f"Configuration {name}, reranking",
                 first_use=engine.first_use(plan),
             )
             if bar is not None:
                 bar.empty()
+            if results[name] is not None and fallback_note(results[name]):
+                st.warning(f"Configuration {name}: {fallback_note(results[name])}", icon=":material/speed:")
             remember(engine, results[name])
     if len(results) < 2:
         st.stop()

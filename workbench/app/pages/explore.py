@@ -27,6 +27,7 @@ from workbench.app.widgets import (
     compact_toggle,
     counted,
     downloads,
+    fallback_note,
     reranked_row,
     score_note,
     sidebar_note,
@@ -135,7 +136,11 @@ def _search(
     STATE.explore_asked = asked
     with shown_errors(), st.spinner(f"Searching{reranking}: {text_md(query.strip()[:60])}…", show_time=True):
         result = search_with_progress(
-            lambda progress: engine.search(query, plan, progress=progress), bar, first_use=engine.first_use(plan)
+            lambda progress: engine.search(
+                query, plan, progress=progress, rerank_budget_ms=engine.settings.rerank_budget_ms
+            ),
+            bar,
+            first_use=engine.first_use(plan),
         )
     preview.empty()  # before the result is drawn, and above an error
     status.empty()
@@ -166,6 +171,8 @@ def _headline(engine: Engine, result: SearchResult) -> None:
         cols[4].metric("total ms", f"{result.timings.total_ms:.0f}")
         if result.cache.score_hits:
             st.info(f"{result.cache.score_hits} of {len(result.candidates)} scores came from the score cache.")
+    if fallback_note(result):
+        st.warning(fallback_note(result), icon=":material/speed:")
     if result.duplicates_removed:
         st.caption(f"{result.duplicates_removed} duplicate passages removed from the candidates.")
     if not result.candidates:
