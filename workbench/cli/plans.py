@@ -119,4 +119,5 @@ def evaluation_from(args: argparse.Namespace, settings: Settings | None = None) 
         corpus_sample=getattr(args, "corpus_sample", None), query_set=getattr(args, "query_set", None),
         max_queries=getattr(args, "max_queries", None), depth=depth,
         rerankers=tuple(model for model in compared if model), keep=not getattr(args, "no_save", False),
+        rerank_budget_ms=getattr(args, "rerank_budget_ms", None),
     )  # fmt: skip

@@ -36,6 +36,8 @@ class QueryOutcome(BaseModel):
     query: str
     before: dict[str, float]
     after: dict[str, float]
+    first_stage_ms: float | None = None  # embedding and first stage, as this search ran (None: a cached result)
+    rerank_ms: float | None = None  # reranking, as this search ran (None: a cached result)
 
     @property
     def delta(self) -> float:
@@ -50,6 +52,40 @@ class RunComparison(Paired):
     a: dict[str, float]
     b: dict[str, float]
     queries: int
+
+
+class ServedFigures(BaseModel):
+    """The verdict as an app is served under a rerank budget: each query whose reranking took longer than
+    `budget_ms` scored at its first-stage order (what a fail-open service answers), the rest reranked; nDCG@10 as
+    served against the first stage and against always reranking (mean differences with their paired bootstrap 95 %
+    intervals), the share served reranked, and end-to-end milliseconds as served (first stage plus the rerank, or
+    plus the budget where it ran out)."""
+
+    budget_ms: float
+    queries: int
+    served_reranked: int
+    share_reranked: float
+    first_stage: float  # nDCG@10
+    always_reranked: float
+    as_served: float
+    vs_first_stage: Difference
+    vs_always_reranked: Difference
+    p50_ms: float
+    p95_ms: float
+    over_budget: list[str] = Field(default_factory=list, description="the queries served at their first-stage order")
+
+    def lines(self) -> list[str]:
+        """The figures in words, as `eval` prints them and the report's Markdown shows them."""
+        first, always = self.vs_first_stage, self.vs_always_reranked
+        return [
+            f"As served under a rerank budget of {self.budget_ms:g} ms: nDCG@10 {self.as_served:.4f} "
+            f"({self.served_reranked} of {self.queries} queries served reranked, {self.share_reranked:.0%}); "
+            f"p50 {self.p50_ms:.0f} ms, p95 {self.p95_ms:.0f} ms end to end.",
+            f"Against the first stage ({self.first_stage:.4f}): {first.delta:+.4f} "
+            f"[{first.ci_low:+.4f}, {first.ci_high:+.4f}], p = {first.p_value:.3g}; against always reranked "
+            f"({self.always_reranked:.4f}): {always.delta:+.4f} [{always.ci_low:+.4f}, {always.ci_high:+.4f}], "
+            f"p = {always.p_value:.3g}.",
+        ]
 
 
 class GroupFigures(Paired):
@@ -106,6 +142,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
     reranked_queries: int | None = None  # with a skip policy: the queries the reranker was called for
     skip: SkipFigures | None = None  # with a skip policy: its figures against always reranking
     sequential: SequentialStop | None = None  # stopped when settled: how many queries decided it, by which rule
+    served: ServedFigures | None = None  # with a rerank budget: the verdict as an app is served (evaluation/served.py)
     verdict: Verdict | None = None
     latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
     latency_p95: dict[str, float] = Field(default_factory=dict)
@@ -181,6 +218,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
         if self.skip is not None:
             data["skip_policy"] = {**self.skip.model_dump(), "saved_share": self.skip.saved_share,
                                    "words": self.skip.words()}  # fmt: skip
+        if self.served is not None:
+            data["as_served"] = {**self.served.model_dump(), "words": " ".join(self.served.lines())}
         return data
 
     def ranked_outcomes(self) -> list[QueryOutcome]:
@@ -319,6 +358,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             lines += ["", f"**Recommendation**: {self.recommendation.words}"]
         if self.skip is not None:
             lines += ["", f"**Skip policy**: {self.skip.words()}"]
+        if self.served is not None:
+            lines += ["", f"**As served**: {' '.join(self.served.lines())}"]
         if self.diagnosis is not None:
             lines += ["", f"**Signs**: {self.diagnosis.words()}"]
         lines += [

@@ -167,7 +167,14 @@ def report_of(
         seconds=seconds,
         score_cache_hits=answers.cache_hits,
         per_query=[
-            QueryOutcome(query_id=q, query=dataset.queries[q], before=per_before[q], after=per_after[q]) for q in ids
+            QueryOutcome(
+                query_id=q,
+                query=dataset.queries[q],
+                before=per_before[q],
+                after=per_after[q],
+                **answers.measured.get(q, {}),
+            )
+            for q in ids
         ],
         groups=groups,
         verdict=judgement if answers.reranker_model else None,
@@ -195,6 +202,7 @@ class _Answers:
     labels: dict[str, DocumentLabel] = field(default_factory=dict)  # each document's title and first words
     cache_hits: int = 0
     timings: list[StageTimings] = field(default_factory=list)
+    measured: dict[str, dict[str, float]] = field(default_factory=dict)  # per query: first_stage_ms, rerank_ms
     embedding_model: str = ""
     reranker_model: str | None = None
     reranker_backend: str | None = None
@@ -213,6 +221,8 @@ def _answers(items: list[tuple[str, str]], results: list[SearchResult]) -> _Answ
         answers.cache_hits += result.cache.score_hits + (len(result.candidates) if result.cache.result_cached else 0)
         if not result.cache.result_cached:
             answers.timings.append(result.timings)
+            spent = result.timings
+            answers.measured[qid] = {"first_stage_ms": spent.embed_ms + spent.search_ms, "rerank_ms": spent.rerank_ms}
         answers.embedding_model = result.embedding_model or ""
         answers.reranker_model, answers.score_scale = result.reranker_model, result.score_scale
         answers.reranker_backend = result.reranker_backend or answers.reranker_backend

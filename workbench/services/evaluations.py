@@ -31,9 +31,10 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.sample import corpus_sample, sample_collection
 from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.served import served_figures
 from workbench.evaluation.service import Progress, evaluate_dataset
 from workbench.experiments import Experiment, keep_report, open_experiment_store
-from workbench.inputs import validate_collection_name, validate_max_queries
+from workbench.inputs import validate_collection_name, validate_max_queries, validate_rerank_budget_ms
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
 from workbench.types import SearchPlan
@@ -63,9 +64,13 @@ class EvaluationRequest:
     depth: tuple[int, ...] | None = None  # the depth curve's k values; None: DEPTH_SWEEP up to the plan's k
     rerankers: tuple[str, ...] = ()  # two or more: compared side by side, each in a plan of its own
     keep: bool = True  # kept as an experiment
+    # the verdict as served under this rerank budget too (evaluation/served.py): every search timed, none cached
+    rerank_budget_ms: float | None = None
 
     def __post_init__(self) -> None:
         validate_max_queries(self.max_queries)
+        if self.rerank_budget_ms is not None:
+            validate_rerank_budget_ms(self.rerank_budget_ms)
         for value in self.depth or ():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"A depth is a whole number of candidates, at least 1; got {value!r}.")
@@ -198,7 +203,10 @@ def run_evaluation_request(
         outside_run=outside_run, outside_name=outside_name, progress=progress, ingest_progress=ingest_progress,
         ingest_announce=announce, latency_budget_ms=latency_budget_ms, sequential=sequential,
         phase=(lambda words: announce(f"queries done; now {words}…")) if announce is not None else None,
+        use_cache=request.rerank_budget_ms is None,
     )  # fmt: skip
+    if request.rerank_budget_ms is not None and report.reranker_model:
+        report.served = served_figures(report, request.rerank_budget_ms)
     if not request.keep:
         return Evaluated(report, None)
     experiment = keep_report(

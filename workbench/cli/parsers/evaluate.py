@@ -16,7 +16,7 @@ from workbench.cli.parsers.common import (
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
-from workbench.inputs import validate_budget_ms
+from workbench.inputs import validate_budget_ms, validate_rerank_budget_ms
 from workbench.vocab import (
     BACKEND_CHOICES,
     DEFAULT_FIRST_STAGES,
@@ -131,6 +131,13 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         "--latency-budget-ms",
         type=checked(validate_budget_ms),
         help="recommend only a k whose p95 rerank time fits this budget",
+    )
+    evaluate.add_argument(
+        "--rerank-budget-ms",
+        type=checked(validate_rerank_budget_ms),
+        help="the verdict as a fail-open service serves it under this rerank budget too: every search timed (no "
+        "cache), a query whose rerank took longer scored at its first-stage order; nDCG@10 as served against the "
+        "first stage and always reranked, the share served reranked, p50/p95",
     )
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(evaluate)
