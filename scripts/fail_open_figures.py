@@ -1,0 +1,240 @@
+"""Fail open's figures (issue 72): what a rerank budget costs in quality, and whether the service holds it under load.
+
+1. The verdict as served: the demo (50 queries) and SciFact (the first 200 judged queries), dense k = 50 and the QA
+   cross-encoder on fp32 torch, every search timed (no cache); then, for budgets from 1 ms to past the slowest
+   query's rerank, nDCG@10 as served (a query whose rerank took longer scored at its first-stage order) beside the
+   first stage and always reranked, the share served reranked and p95 end to end (`evaluation/served.py`).
+2. `/search` under a budget of 250 ms at 1, 4 and 8 concurrent clients, `workbench serve` on the demo, its reranker a
+   local service that hangs (10 s) on a seeded 20 % of its requests: the share answered with the rerank stage within
+   the budget + 50 ms, p50/p99 end to end, fallbacks by reason, and searches lost (not answered 200).
+
+    .venv/bin/python scripts/fail_open_figures.py                   # measure (about 15 minutes on 2 cores)
+    .venv/bin/python scripts/fail_open_figures.py --data-dir DIR    # reuse a folder where SciFact is ingested
+    .venv/bin/python scripts/fail_open_figures.py --write           # write the blocks again from the kept record
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures_blocks import FIGURES, data_dir_option, made_by, qa_settings, script_main, stamp, table
+
+RECORD = FIGURES / "fail_open.json"
+PREFIX = "fail-open-"
+COLLECTIONS = {"demo": None, "scifact": 200}  # queries (None: all)
+SERVE_BUDGET_MS, SLACK_MS, HANG_SHARE, HANG_S = 250, 50, 0.2, 10.0
+CONCURRENCY, REQUESTS = (1, 4, 8), 80
+
+add_options = data_dir_option  # --data-dir
+
+
+def _served_curve(engine: Any, shared: Path) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    from workbench.evaluation import Dataset
+    from workbench.evaluation.served import served_figures
+    from workbench.evaluation.service import evaluate_dataset
+    from workbench.services.demo import DEMO_COLLECTION, demo_dataset
+
+    curves: dict[str, list[dict[str, Any]]] = {}
+    backend = ""
+    for name, queries in COLLECTIONS.items():
+        dataset = demo_dataset() if name == DEMO_COLLECTION else Dataset.from_beir(shared / "data" / name)
+        plan = engine.plan(collection=name, retrieval="dense", k=50, top_n=10)
+        report = evaluate_dataset(engine, dataset, plan, max_queries=queries, depth=(), use_cache=False)
+        backend = report.reranker_backend or backend
+        times = sorted(o.rerank_ms for o in report.per_query if o.rerank_ms is not None)
+        budgets = sorted({1.0, *(round(float(np.percentile(times, q)), 1) for q in (10, 25, 50, 75, 90)),
+                          float(np.ceil(times[-1] + 1))})  # fmt: skip
+        curves[name] = []
+        for budget in budgets:
+            served = served_figures(report, budget)
+            curves[name].append(
+                {
+                    "budget_ms": budget,
+                    "queries": served.queries,
+                    "share_reranked": served.share_reranked,
+                    "as_served": served.as_served,
+                    "first_stage": served.first_stage,
+                    "always": served.always_reranked,
+                    "vs_first_stage": served.vs_first_stage.model_dump(),
+                    "vs_always": served.vs_always_reranked.model_dump(),
+                    "p95_ms": served.p95_ms,
+                }
+            )
+            print(name, curves[name][-1]["budget_ms"], curves[name][-1]["as_served"], flush=True)
+    return curves, backend
+
+
+def _hanging_reranker(port: int) -> Any:
+    """A rerank service on 127.0.0.1:`port` (the Cohere-style `/service/rerank`, word overlap as the score) that
+    hangs HANG_S seconds on a seeded HANG_SHARE of its requests."""
+    import uvicorn
+    from fastapi import FastAPI, Request
+
+    app = FastAPI()
+    draw = random.Random(72)
+
+    @app.post("/service/rerank")
+    async def rerank(request: Request) -> Any:
+        body = await request.json()
+        if draw.random() < HANG_SHARE:
+            await asyncio.sleep(HANG_S)
+        words = set(body["query"].lower().split())
+        scored = [{"index": i, "relevance_score": len(words & set(d.lower().split())) / max(len(words), 1)}
+                  for i, d in enumerate(body["documents"])]  # fmt: skip
+        return {"results": sorted(scored, key=lambda r: -r["relevance_score"])}
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return server
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serving_under_load(data_dir: Path) -> list[dict[str, Any]]:
+    import httpx
+
+    from workbench.services.demo import demo_dataset
+
+    reranker_port, api_port = _free_port(), _free_port()
+    hanging = _hanging_reranker(reranker_port)
+    env = {**os.environ, "WORKBENCH_CONFIG": "", "WORKBENCH_DATA_DIR": str(data_dir), "WORKBENCH_OFFLINE": "1",
+           "RERANKER_MODEL": f"http://127.0.0.1:{reranker_port}/service", "WORKBENCH_RERANK_TIMEOUT": "30"}  # fmt: skip
+    serve = subprocess.Popen(
+        [str(Path(sys.executable).parent / "workbench"), "serve", "--port", str(api_port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{api_port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/health", timeout=2).json()["status"] == "ready":
+                    break
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            time.sleep(0.5)
+        queries = list(demo_dataset().queries.values())
+        rows = []
+        for clients in CONCURRENCY:
+
+            def ask(i: int) -> tuple[int, float, dict[str, Any] | None]:
+                body = {"query": queries[i % len(queries)], "top_k": 10, "k": 50, "rerank_budget_ms": SERVE_BUDGET_MS}
+                started = time.perf_counter()
+                try:
+                    answer = httpx.post(f"{url}/search", json=body, timeout=60)
+                except httpx.HTTPError:
+                    return 0, (time.perf_counter() - started) * 1000, None
+                wall = (time.perf_counter() - started) * 1000
+                return answer.status_code, wall, answer.json() if answer.status_code == 200 else None
+
+            with ThreadPoolExecutor(clients) as pool:
+                answers = list(pool.map(ask, range(REQUESTS)))
+            ok = [a for status, _, a in answers if status == 200 and a is not None]
+            walls = [wall for status, wall, _ in answers if status == 200]
+            reasons: dict[str, int] = {}
+            for answer in ok:
+                reason = (answer["rerank_fallback"] or "reranked").split(":")[0]
+                reasons[reason] = reasons.get(reason, 0) + 1
+            within = sum(a["timings"]["rerank_ms"] <= SERVE_BUDGET_MS + SLACK_MS for a in ok)
+            rows.append(
+                {
+                    "clients": clients,
+                    "requests": REQUESTS,
+                    "answered": len(ok),
+                    "lost": REQUESTS - len(ok),
+                    "within": within / REQUESTS,
+                    "p50_ms": float(np.percentile(walls, 50)) if walls else None,
+                    "p99_ms": float(np.percentile(walls, 99)) if walls else None,
+                    "reasons": reasons,
+                }
+            )
+            print(rows[-1], flush=True)
+        return rows
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+        hanging.should_exit = True
+
+
+def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
+    """The served curves, then the service under load."""
+    from workbench.engine import Engine
+    from workbench.services.demo import ensure_demo_collection
+
+    settings = qa_settings(shared, data_dir, "fail-open-figures")
+    engine = Engine(settings)
+    ensure_demo_collection(engine)
+    curves, backend = _served_curve(engine, shared)
+    load = _serving_under_load(Path(settings.data_dir))
+    return stamp({"curves": curves, "load": load, "backend": backend, "serve_budget_ms": SERVE_BUDGET_MS,
+                  "slack_ms": SLACK_MS, "hang_share": HANG_SHARE, "hang_s": HANG_S})  # fmt: skip
+
+
+def _interval(d: dict[str, float]) -> str:
+    return f"{d['delta']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+
+
+def render(name: str, kept: dict[str, Any]) -> str:
+    """`fail-open-curve`: nDCG@10 as served against the budget; `fail-open-load`: /search under load."""
+    if name == "fail-open-load":
+        cells = [
+            [str(r["clients"]), str(r["requests"]), f"{r['within']:.0%}", f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}",
+             ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items())), str(r["lost"])]
+            for r in kept["load"]
+        ]  # fmt: skip
+        return table(
+            ["clients", "searches", f"rerank stage within {kept['serve_budget_ms']} + {kept['slack_ms']} ms",
+             "p50 ms", "p99 ms", "served as", "lost"],
+            "|---:|---:|---:|---:|---:|---|---:|",
+            cells,
+            f"`/search` with `rerank_budget_ms: {kept['serve_budget_ms']}` on the demo (k = 50, top 10), its "
+            f"reranker a local service hanging {kept['hang_s']:g} s on a seeded {kept['hang_share']:.0%} of its "
+            "requests; end-to-end times as the clients saw them. " + made_by(kept, "fail_open_figures.py"),
+        )  # fmt: skip
+    cells = [
+        [collection, f"{row['budget_ms']:g}", f"{row['share_reranked']:.0%}", f"{row['as_served']:.4f}",
+         _interval(row["vs_first_stage"]), _interval(row["vs_always"]), f"{row['p95_ms']:.0f}"]
+        for collection, rows in kept["curves"].items()
+        for row in rows
+    ]  # fmt: skip
+    firsts = "; ".join(
+        f"{c}: first stage {rows[0]['first_stage']:.4f}, always reranked {rows[0]['always']:.4f} "
+        f"({rows[0]['queries']} queries)"
+        for c, rows in kept["curves"].items()
+    )
+    return table(
+        ["collection", "budget ms", "served reranked", "nDCG@10 as served", "− first stage [95 % CI]",
+         "− always reranked [95 % CI]", "p95 ms"],
+        "|---|---:|---:|---:|---|---|---:|",
+        cells,
+        f"Dense k = 50, top 10, each search timed one at a time with no cache; budgets at the 10th to 90th "
+        f"percentiles of the queries' rerank times, and past the slowest. {firsts}. "
+        + made_by(kept, "fail_open_figures.py"),
+    )  # fmt: skip
+
+
+def footer(kept: dict[str, Any]) -> str:
+    return f"fail open: {sum(len(r) for r in kept['curves'].values())} budgets, {len(kept['load'])} loads"
+
+
+if __name__ == "__main__":
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))
