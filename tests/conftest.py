@@ -129,7 +129,11 @@ def demo_engine(tmp_path_factory: pytest.TempPathFactory, real_reranker_dir: Pat
     """The demo handbook in a fresh data folder, with the real embedder and the shared QA cross-encoder."""
     from workbench.services.demo import ensure_demo_collection
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True)
+    # The score store on: every test of the real models on the demo (the gate's runs, the pool's check, the CLI's
+    # processes) reads the pairs an earlier one scored, as a user's runs do, instead of scoring them again.
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("demo"), reranker_model=str(real_reranker_dir), offline=True, score_store=True
+    )
     engine = Engine(settings)
     ensure_demo_collection(engine)
     return engine
@@ -142,6 +146,7 @@ def demo_cli(demo_engine: Engine, shared_dir: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(shared_dir / "models"))
     monkeypatch.setenv("RERANKER_MODEL", "minilm-l6-qa-reranker")
     monkeypatch.setenv("WORKBENCH_OFFLINE", "1")
+    monkeypatch.setenv("WORKBENCH_SCORE_STORE", "1")  # the demo engine's score store (see demo_engine)
     return demo_engine
 
 

@@ -109,6 +109,7 @@ def test_the_cli_explains_as_text_and_json(demo_engine: Engine) -> None:
         "WORKBENCH_DATA_DIR": str(demo_engine.settings.data_dir),
         "RERANKER_MODEL": demo_engine.settings.reranker_model,
         "HF_HUB_OFFLINE": "1",
+        "WORKBENCH_SCORE_STORE": "1",  # the demo engine's score store: the second run reads the first's scores
     }
     done = subprocess.run(
         [*command, "--doc", "leave-policy.md#4", "--json", *env_args],

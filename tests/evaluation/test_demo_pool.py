@@ -25,7 +25,7 @@ def pool_engine(demo_engine: Engine, shared_dir: Path) -> Engine:
     """The demo collection of the session's demo engine, with both shipped rerankers on their reference backend."""
     settings = Settings(
         data_dir=demo_engine.settings.data_dir, models_dir=str(shared_dir / "models"), reranker_backend="torch",
-        offline=True,
+        offline=True, score_store=True,
     )  # fmt: skip
     return Engine(settings)
 
