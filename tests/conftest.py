@@ -298,6 +298,15 @@ BESIDE_THE_TRUTH = (
     "/test_sanity.py::test_the_shared_rerankers_run_as_they_should_raise_no_alarm",
     "/test_openvino_pairs.py::",
     "/test_object_stores.py::",
+    # minutes of CPU that wait on nothing either, moved here once the demo's pairs were scored once (issue 73)
+    "/test_reranker_servers.py::test_infinity_gives_",
+    "/test_llm_judge.py::test_the_judge_grades_to_the_decision_",
+    "/test_parity.py::test_doctor_parity_from_the_command_line",
+    "/test_recommend.py::",
+    "/test_executors.py::",
+    "/test_packaging.py::",
+    "/test_corrected.py::",
+    "/test_tuning.py::",
 )
 
 

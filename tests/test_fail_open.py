@@ -26,6 +26,8 @@ from workbench.errors import InputError
 from workbench.serving import BUDGET, CIRCUIT_OPEN, RerankGuard
 from workbench.vocab import DEMO_COLLECTION
 
+pytestmark = pytest.mark.live_server
+
 BUDGET_MS = 400
 SLACK_MS = 50  # what the budget's wait may overrun by: waking the waiting thread and marking the answer
 HANG, FAIL = "slowly", "broken"
