@@ -310,6 +310,23 @@ BESIDE_THE_TRUTH = (
 )
 
 
+# What makes a test slow (pyproject's `slow` marker: it loads the real models or runs a whole query set): the
+# fixtures that hold the real models, and the files whose every test does.
+REAL_MODEL_FIXTURES = {"demo_engine", "demo_cli", "real_reranker_dir", "pool_engine", "served_real"}
+SLOW_FILES = ("/test_truth.py", "/test_openvino_pairs.py", "/test_backend_choice.py", "/test_ingest_status.py",
+              "/test_score_store.py", "/test_parity.py", "/test_judge_limits.py", "/test_sequential.py",
+              "/test_candidates_file.py", "/test_calibration.py", "/test_colbert.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` each test that loads the real models (by its fixtures or its file), so the quick lane
+    (`-m "not slow and not browser and not live_server"`, docs/development.md) leaves them to the whole suite."""
+    for item in items:
+        real = REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if real or item.nodeid.split("::")[0].endswith(SLOW_FILES):
+            item.add_marker(pytest.mark.slow)
+
+
 def _scope(nodeid: str) -> str:
     return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
 
@@ -355,7 +372,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under `-n 2` (pyproject's addopts): the tests in BESIDE_THE_TRUTH, minutes of CPU each, run on a worker of
     their own while the rest of the suite runs in order on the other (a scope per worker)."""
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScheduling, LoadScopeScheduling
+
+    if config.getoption("markexpr", ""):  # a lane of the suite (the quick one): its tests spread over both workers
+        return LoadScheduling(config, log)
 
     class TruthApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
