@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fastapi import Request  # at module level: the handler's annotation is resolved in this module's names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures_blocks import FIGURES, data_dir_option, made_by, qa_settings, script_main, stamp, table
@@ -37,7 +38,11 @@ COLLECTIONS = {"demo": None, "scifact": 200}  # queries (None: all)
 SERVE_BUDGET_MS, SLACK_MS, HANG_SHARE, HANG_S = 250, 50, 0.2, 10.0
 CONCURRENCY, REQUESTS = (1, 4, 8), 80
 
-add_options = data_dir_option  # --data-dir
+
+def add_options(parser: Any) -> None:
+    """--data-dir, and --load-only: measure the service under load again, keeping the record's served curves."""
+    data_dir_option(parser)
+    parser.add_argument("--load-only", action="store_true", help="measure only /search under load again")
 
 
 def _served_curve(engine: Any, shared: Path) -> tuple[dict[str, list[dict[str, Any]]], str]:
@@ -80,7 +85,7 @@ def _hanging_reranker(port: int) -> Any:
     """A rerank service on 127.0.0.1:`port` (the Cohere-style `/service/rerank`, word overlap as the score) that
     hangs HANG_S seconds on a seeded HANG_SHARE of its requests."""
     import uvicorn
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI
 
     app = FastAPI()
     draw = random.Random(72)
@@ -110,80 +115,103 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serving_under_load(data_dir: Path) -> list[dict[str, Any]]:
+CIRCUITS = {"circuit on (5 failures, 30 s)": "5", "circuit off": "1000"}
+
+
+def _ready(url: str) -> None:
     import httpx
 
+    for _ in range(600):
+        try:
+            if httpx.get(f"{url}/health", timeout=2).json()["status"] == "ready":
+                return
+        except (httpx.HTTPError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("workbench serve did not become ready")
+
+
+def _one_load(url: str, clients: int, queries: list[str]) -> dict[str, Any]:
+    import httpx
+
+    def ask(i: int) -> tuple[int, float, dict[str, Any] | None]:
+        body = {"query": queries[i % len(queries)], "top_k": 10, "k": 50, "rerank_budget_ms": SERVE_BUDGET_MS}
+        started = time.perf_counter()
+        try:
+            answer = httpx.post(f"{url}/search", json=body, timeout=60)
+        except httpx.HTTPError:
+            return 0, (time.perf_counter() - started) * 1000, None
+        wall = (time.perf_counter() - started) * 1000
+        return answer.status_code, wall, answer.json() if answer.status_code == 200 else None
+
+    with ThreadPoolExecutor(clients) as pool:
+        answers = list(pool.map(ask, range(REQUESTS)))
+    ok = [a for status, _, a in answers if status == 200 and a is not None]
+    walls = [wall for status, wall, _ in answers if status == 200]
+    reasons: dict[str, int] = {}
+    for answer in ok:
+        reason = (answer["rerank_fallback"] or "reranked").split(":")[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    within = sum(a["timings"]["rerank_ms"] <= SERVE_BUDGET_MS + SLACK_MS for a in ok)
+    return {
+        "clients": clients,
+        "requests": REQUESTS,
+        "answered": len(ok),
+        "lost": REQUESTS - len(ok),
+        "within": within / REQUESTS,
+        "p50_ms": float(np.percentile(walls, 50)) if walls else None,
+        "p99_ms": float(np.percentile(walls, 99)) if walls else None,
+        "reasons": reasons,
+    }
+
+
+def _serving_under_load(data_dir: Path) -> list[dict[str, Any]]:
+    """Each circuit setting at each concurrency on a `workbench serve` of its own (no circuit carried over)."""
     from workbench.services.demo import demo_dataset
 
-    reranker_port, api_port = _free_port(), _free_port()
+    queries = list(demo_dataset().queries.values())
+    reranker_port = _free_port()
     hanging = _hanging_reranker(reranker_port)
-    env = {**os.environ, "WORKBENCH_CONFIG": "", "WORKBENCH_DATA_DIR": str(data_dir), "WORKBENCH_OFFLINE": "1",
-           "RERANKER_MODEL": f"http://127.0.0.1:{reranker_port}/service", "WORKBENCH_RERANK_TIMEOUT": "30"}  # fmt: skip
-    serve = subprocess.Popen(
-        [str(Path(sys.executable).parent / "workbench"), "serve", "--port", str(api_port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{api_port}"
+    rows = []
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/health", timeout=2).json()["status"] == "ready":
-                    break
-            except (httpx.HTTPError, ValueError, KeyError):
-                pass
-            time.sleep(0.5)
-        queries = list(demo_dataset().queries.values())
-        rows = []
-        for clients in CONCURRENCY:
-
-            def ask(i: int) -> tuple[int, float, dict[str, Any] | None]:
-                body = {"query": queries[i % len(queries)], "top_k": 10, "k": 50, "rerank_budget_ms": SERVE_BUDGET_MS}
-                started = time.perf_counter()
+        for circuit, failures in CIRCUITS.items():
+            for clients in CONCURRENCY:
+                api_port = _free_port()
+                env = {**os.environ, "WORKBENCH_CONFIG": "", "WORKBENCH_DATA_DIR": str(data_dir),
+                       "WORKBENCH_OFFLINE": "1", "RERANKER_MODEL": f"http://127.0.0.1:{reranker_port}/service",
+                       "WORKBENCH_RERANK_TIMEOUT": "30", "WORKBENCH_RERANK_CIRCUIT_FAILURES": failures}  # fmt: skip
+                serve = subprocess.Popen(
+                    [str(Path(sys.executable).parent / "workbench"), "serve", "--port", str(api_port)],
+                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
                 try:
-                    answer = httpx.post(f"{url}/search", json=body, timeout=60)
-                except httpx.HTTPError:
-                    return 0, (time.perf_counter() - started) * 1000, None
-                wall = (time.perf_counter() - started) * 1000
-                return answer.status_code, wall, answer.json() if answer.status_code == 200 else None
-
-            with ThreadPoolExecutor(clients) as pool:
-                answers = list(pool.map(ask, range(REQUESTS)))
-            ok = [a for status, _, a in answers if status == 200 and a is not None]
-            walls = [wall for status, wall, _ in answers if status == 200]
-            reasons: dict[str, int] = {}
-            for answer in ok:
-                reason = (answer["rerank_fallback"] or "reranked").split(":")[0]
-                reasons[reason] = reasons.get(reason, 0) + 1
-            within = sum(a["timings"]["rerank_ms"] <= SERVE_BUDGET_MS + SLACK_MS for a in ok)
-            rows.append(
-                {
-                    "clients": clients,
-                    "requests": REQUESTS,
-                    "answered": len(ok),
-                    "lost": REQUESTS - len(ok),
-                    "within": within / REQUESTS,
-                    "p50_ms": float(np.percentile(walls, 50)) if walls else None,
-                    "p99_ms": float(np.percentile(walls, 99)) if walls else None,
-                    "reasons": reasons,
-                }
-            )
-            print(rows[-1], flush=True)
+                    url = f"http://127.0.0.1:{api_port}"
+                    _ready(url)
+                    rows.append({"circuit": circuit, **_one_load(url, clients, queries)})
+                    print(rows[-1], flush=True)
+                finally:
+                    serve.terminate()
+                    serve.wait(timeout=30)
         return rows
     finally:
-        serve.terminate()
-        serve.wait(timeout=30)
         hanging.should_exit = True
 
 
-def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
-    """The served curves, then the service under load."""
+def measure(shared: Path, data_dir: str | None = None, load_only: bool = False) -> dict[str, Any]:
+    """The served curves (or, `load_only`, the record's), then the service under load."""
+    import json
+
     from workbench.engine import Engine
     from workbench.services.demo import ensure_demo_collection
 
     settings = qa_settings(shared, data_dir, "fail-open-figures")
     engine = Engine(settings)
     ensure_demo_collection(engine)
-    curves, backend = _served_curve(engine, shared)
+    if load_only:
+        kept = json.loads(RECORD.read_text(encoding="utf-8"))
+        curves, backend = kept["curves"], kept["backend"]
+    else:
+        curves, backend = _served_curve(engine, shared)
     load = _serving_under_load(Path(settings.data_dir))
     return stamp({"curves": curves, "load": load, "backend": backend, "serve_budget_ms": SERVE_BUDGET_MS,
                   "slack_ms": SLACK_MS, "hang_share": HANG_SHARE, "hang_s": HANG_S})  # fmt: skip
@@ -197,18 +225,20 @@ def render(name: str, kept: dict[str, Any]) -> str:
     """`fail-open-curve`: nDCG@10 as served against the budget; `fail-open-load`: /search under load."""
     if name == "fail-open-load":
         cells = [
-            [str(r["clients"]), str(r["requests"]), f"{r['within']:.0%}", f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}",
+            [r["circuit"], str(r["clients"]), str(r["requests"]), f"{r['within']:.0%}", f"{r['p50_ms']:.0f}",
+             f"{r['p99_ms']:.0f}",
              ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items())), str(r["lost"])]
             for r in kept["load"]
         ]  # fmt: skip
         return table(
-            ["clients", "searches", f"rerank stage within {kept['serve_budget_ms']} + {kept['slack_ms']} ms",
+            ["circuit", "clients", "searches", f"rerank stage within {kept['serve_budget_ms']} + {kept['slack_ms']} ms",
              "p50 ms", "p99 ms", "served as", "lost"],
-            "|---:|---:|---:|---:|---:|---|---:|",
+            "|---|---:|---:|---:|---:|---:|---|---:|",
             cells,
             f"`/search` with `rerank_budget_ms: {kept['serve_budget_ms']}` on the demo (k = 50, top 10), its "
             f"reranker a local service hanging {kept['hang_s']:g} s on a seeded {kept['hang_share']:.0%} of its "
-            "requests; end-to-end times as the clients saw them. " + made_by(kept, "fail_open_figures.py"),
+            "requests; each row a fresh `workbench serve`; end-to-end times as the clients saw them. "
+            + made_by(kept, "fail_open_figures.py"),
         )  # fmt: skip
     cells = [
         [collection, f"{row['budget_ms']:g}", f"{row['share_reranked']:.0%}", f"{row['as_served']:.4f}",

@@ -25,6 +25,7 @@ SCRIPTS = (
     "skip_policy_figures",
     "family_figures",
     "settling_figures",
+    "fail_open_figures",
 )
 
 
