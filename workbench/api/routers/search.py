@@ -21,7 +21,7 @@ _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
 def header_budget(header: str) -> float | None:
-    """The X-Rerank-Budget-Ms header's budget (None when absent); a bad one is refused in one line (400)."""
+    """The X-Rerank-Budget-Ms header's budget (None when absent); a bad one is refused in one line (422)."""
     return validate_rerank_budget_ms(header.strip()[:40]) if header.strip() else None
 
 
