@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from workbench.api.dependencies import Authorised, ServiceState, State, deadline, run_bounded
 from workbench.api.routers.experiments import PlanRequest
@@ -18,6 +18,12 @@ from workbench.vocab import DEFAULT_TOP_K, MAX_DOC_ID_CHARS, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)
 _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+# A request's rerank budget, checked where the limits live (one line naming the problem)
+RerankBudget = Annotated[
+    float | None, BeforeValidator(lambda value: validate_rerank_budget_ms(value) if value is not None else None)
+]
 
 
 def header_budget(header: str) -> float | None:
@@ -56,7 +62,7 @@ class SearchRequest(BaseModel):
         "the reranked order (team B), each result with its team and id; send clicks to POST /clicks with the "
         "response's impression_id",
     )
-    rerank_budget_ms: float | None = Field(
+    rerank_budget_ms: RerankBudget = Field(
         None,
         description="milliseconds the reranker may take (1-600000); past it, or when the reranker fails, the first "
         "stage's order is served with reranked false and rerank_fallback saying why, never an error (default: the "
@@ -78,11 +84,6 @@ class SearchRequest(BaseModel):
     def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return parse_filters(value) if value is not None else None
 
-    @field_validator("rerank_budget_ms", mode="before")
-    @classmethod
-    def _budget(cls, value: Any) -> float | None:
-        return validate_rerank_budget_ms(value) if value is not None else None
-
 
 class RetrieveRequest(BaseModel):
     """Seed 000's arguments (the store and embeddings are the service's own)."""
@@ -93,14 +94,9 @@ class RetrieveRequest(BaseModel):
     query: str
     k: int = 10
     top_n: int = 3
-    rerank_budget_ms: float | None = Field(
+    rerank_budget_ms: RerankBudget = Field(
         None, description="as /search's: past it, or when the reranker fails, the vector order is served"
     )
-
-    @field_validator("rerank_budget_ms", mode="before")
-    @classmethod
-    def _budget(cls, value: Any) -> float | None:
-        return validate_rerank_budget_ms(value) if value is not None else None
 
 
 def _search(
