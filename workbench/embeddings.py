@@ -23,8 +23,7 @@ from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connect
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
 from workbench.redact import plain_text, redact_text, redact_url
-from workbench.rerankers.remote import service_address
-from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
+from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number, service_address
 from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX, SERVED_MODEL_SEPARATOR, SERVICE_SCHEMES
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from workbench.errors import ModelError, is_connection_problem
+from workbench.errors import ConfigError, ModelError, is_connection_problem
 from workbench.redact import plain_text, redact_text, redact_url, register_secret
 
 _BACKOFF = 0.5  # seconds before the first retry; doubled each time
@@ -222,3 +222,37 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(float(response.headers.get("retry-after", "")), 0.0)
     except ValueError:
         return None
+
+
+@dataclass(frozen=True)
+class ServiceAddress:
+    """A service URL taken apart: the URL to call, the token its user info carried, and the id it goes by (the URL
+    as given, without user info, secret parameters masked)."""
+
+    url: httpx.URL
+    token: str | None
+    public_id: str
+
+
+def service_address(given: str, route: str, setting: str = "RERANKER_MODEL", prefix: str = "") -> ServiceAddress:
+    """A service's URL to call (with `route` added to its path unless it ends with it, before any query string)
+    and the token its user info carries (`http://user:TOKEN@host`, or `http://TOKEN@host`), taken out of it;
+    `prefix` (`tei+`) goes before the public id. A URL without a host, with a port out of range or another scheme
+    is a ConfigError naming `setting`."""
+    shown = redact_url(plain_text(given))[:200]
+    try:
+        url = httpx.URL(given)
+        port = url.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"{setting} '{shown}' is not a URL ({exc}).") from exc
+    if url.scheme not in {"http", "https"}:
+        raise ConfigError(f"{setting} '{shown}': a reranker service is reached over http:// or https://.")
+    if not url.host:
+        raise ConfigError(f"{setting} '{shown}' names no host: write it as http://HOST:PORT.")
+    if port is not None and not 0 < port < 65536:
+        raise ConfigError(f"{setting} '{shown}' names port {port}: a port is 1 to 65535.")
+    bare = url.copy_with(username=None, password=None)
+    path = url.path.rstrip("/")
+    called = bare.copy_with(path=path if path.endswith(route) else path + route)
+    public = prefix + redact_url(str(bare.copy_with(path=path or "/"))).rstrip("/")
+    return ServiceAddress(called, url.password or url.username or None, public)

@@ -40,8 +40,8 @@ from workbench.errors import ConfigError, ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker, by_query
 from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count, service_address
-from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords
+from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count
+from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, service_address
 from workbench.vocab import LISTWISE_KIND, LISTWISE_MODEL_SEPARATOR, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
 
 ORDERS_KEPT = 1024  # whole candidate lists whose order is kept in memory

@@ -22,7 +22,6 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -32,7 +31,7 @@ from workbench.errors import ConfigError, ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text, redact_url
 from workbench.rerankers.base import BaseReranker, RerankerUsage
 from workbench.rerankers.cache import ScoreCache
-from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number
+from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number, service_address
 from workbench.vocab import HOSTED_KEYS, REPLICA_SEPARATOR, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
 SETTING = "RERANKER_MODEL"
@@ -211,40 +210,6 @@ def replica_urls(model_id: str) -> list[str]:
         shown = redact_url(plain_text(model_id))[:200]
         raise ConfigError(f"{SETTING} '{shown}': replicas are full URLs separated by commas, each with its scheme.")
     return parts
-
-
-@dataclass(frozen=True)
-class ServiceAddress:
-    """A service URL taken apart: the URL to call, the token its user info carried, and the id it goes by (the URL
-    as given, without user info, secret parameters masked)."""
-
-    url: httpx.URL
-    token: str | None
-    public_id: str
-
-
-def service_address(given: str, route: str, setting: str = SETTING, prefix: str = "") -> ServiceAddress:
-    """A service's URL to call (with `route` added to its path unless it ends with it, before any query string)
-    and the token its user info carries (`http://user:TOKEN@host`, or `http://TOKEN@host`), taken out of it;
-    `prefix` (`tei+`) goes before the public id. A URL without a host, with a port out of range or another scheme
-    is a ConfigError naming `setting`."""
-    shown = redact_url(plain_text(given))[:200]
-    try:
-        url = httpx.URL(given)
-        port = url.port
-    except (httpx.InvalidURL, ValueError) as exc:
-        raise ConfigError(f"{setting} '{shown}' is not a URL ({exc}).") from exc
-    if url.scheme not in {"http", "https"}:
-        raise ConfigError(f"{setting} '{shown}': a reranker service is reached over http:// or https://.")
-    if not url.host:
-        raise ConfigError(f"{setting} '{shown}' names no host: write it as http://HOST:PORT.")
-    if port is not None and not 0 < port < 65536:
-        raise ConfigError(f"{setting} '{shown}' names port {port}: a port is 1 to 65535.")
-    bare = url.copy_with(username=None, password=None)
-    path = url.path.rstrip("/")
-    called = bare.copy_with(path=path if path.endswith(route) else path + route)
-    public = prefix + redact_url(str(bare.copy_with(path=path or "/"))).rstrip("/")
-    return ServiceAddress(called, url.password or url.username or None, public)
 
 
 class RerankService(RemoteReranker):
