@@ -31,7 +31,7 @@ def measure(shared: Path, scifact_queries: int = SCIFACT_QUERIES) -> dict[str, A
     from workbench.config import Settings
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
-    from workbench.rerankers.parity import audit_parity
+    from workbench.evaluation.parity import audit_parity
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
     record: dict[str, Any] = {"audits": {}}

@@ -48,9 +48,9 @@ FLOORS: dict[str, tuple[str, ...]] = {
     "engine": ("workbench.engine",),
     # The services floor, in its own order: measuring, then judgments, then saved experiments, then the services
     # the front ends call (each may import those before it, never one after it).
-    # The parity audit lives beside the backends it audits, and stands on this floor: it measures them with the
-    # engine's searches and nDCG (so no other module of the rerankers package may import it: that is upward).
-    "evaluation": ("workbench.evaluation", "workbench.rerankers.parity"),
+    # The parity audit (evaluation/parity.py) measures the backends with the engine's searches and nDCG: it is an
+    # evaluation, on this floor, so the rerankers package imports nothing above it.
+    "evaluation": ("workbench.evaluation",),
     "judgments": ("workbench.judgments",),
     "clicks": ("workbench.clicks",),
     "experiments": ("workbench.experiments",),

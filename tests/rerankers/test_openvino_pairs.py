@@ -21,6 +21,7 @@ from transformers import AutoModelForSequenceClassification
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ModelError
+from workbench.evaluation.parity import audit_parity
 from workbench.paths import demo_dir
 from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint, machine
 from workbench.rerankers.backends import export_file, export_recipe
@@ -32,7 +33,6 @@ from workbench.rerankers.machine import (
     installed_backends,
 )
 from workbench.rerankers.openvino_pairs import calibration_pairs
-from workbench.rerankers.parity import audit_parity
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.vocab import BATCH_SCORE_TOLERANCE, OPENVINO_BACKENDS
 

@@ -22,6 +22,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from tests.rerankers.test_causal_lm import tiny_qwen3  # noqa: F401 - the fixture
 from workbench.config import Settings
 from workbench.engine import Engine
+from workbench.evaluation.parity import audit_parity, compare_query, faithfulness
 from workbench.evaluation.service import evaluate_dataset, search_checks
 from workbench.evaluation.significance import Difference, difference
 from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
@@ -33,7 +34,6 @@ from workbench.rerankers.machine import (
     kept_faithful,
     machine_facts,
 )
-from workbench.rerankers.parity import audit_parity, compare_query, faithfulness
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
 

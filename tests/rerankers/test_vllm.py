@@ -31,6 +31,7 @@ from tests.rerankers.test_listwise import QUERY, _passages, reference_pipeline
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.service import evaluate_dataset
 from workbench.judgments import judgment_rows, rate, typed_query_id
 from workbench.judgments.llm import JudgePair, grade_pairs
@@ -38,7 +39,6 @@ from workbench.judgments.queue import document_texts
 from workbench.rerankers.causal_lm import QWEN3
 from workbench.rerankers.factory import create_reranker
 from workbench.rerankers.listwise import ListwiseReranker
-from workbench.rerankers.parity import audit_parity
 from workbench.services.demo import demo_dataset
 
 pytestmark = pytest.mark.live_server

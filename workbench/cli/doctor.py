@@ -16,13 +16,13 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
+from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.sanity import CheckName
 from workbench.evaluation.service import check_plan, evaluate_dataset
 from workbench.models import resolve_model
 from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
 from workbench.rerankers.machine import BackendChoice
-from workbench.rerankers.parity import audit_parity
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan

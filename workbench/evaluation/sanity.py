@@ -19,7 +19,7 @@ with a head it does not have (noise), or whose scores were squashed twice, makes
   the model's max length: the reranker never read where the answers are (`cut_check`, from the diagnosis, which
   reads the candidates' texts; local models only: a service does not say what it cut);
 - **served**: the reranker is a served copy that the last parity audit (`workbench doctor --parity ... --served ID`)
-  found unfaithful to its local reference (rerankers/parity.py keeps the verdict).
+  found unfaithful to its local reference (evaluation/parity.py keeps the verdict).
 
 While one fires, the verdict says the reranker did not run as intended, instead of calling the model good or bad.
 """

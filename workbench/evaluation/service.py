@@ -19,6 +19,7 @@ from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import depth_curve, top_n_points
 from workbench.evaluation.diagnosis import diagnose
 from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.parity import served_verdict
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
@@ -30,7 +31,6 @@ from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, validate_max_queries, whole_number
 from workbench.rerankers.listwise import ListwiseReranker
-from workbench.rerankers.parity import served_verdict
 from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import ORDER_SCALE, PRIMARY_METRIC
 

@@ -3,7 +3,7 @@ its CPU takes, and a short calibration that times each available backend of a mo
 model and machine, and keeps the timings.
 
 Speed alone never moves `auto` off fp32 torch: a backend is taken only when the parity audit
-(`workbench doctor --parity`, `rerankers/parity.py`) found it faithful to fp32 torch for this model on this
+(`workbench doctor --parity`, `evaluation/parity.py`) found it faithful to fp32 torch for this model on this
 machine, over a whole query set, and kept that verdict here (`keep_faithful`). `decide` is the rule: the fastest
 backend the audit found faithful, at least MIN_SPEEDUP faster than torch, whose scores do not depend on their
 batch-mates (dynamic int8 never: `vocab.BATCH_DEPENDENT_BACKENDS`), else torch.

@@ -14,12 +14,12 @@ from workbench.app.widgets import counted, file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.latency import MIN_P95_SAMPLES, STAGES, load_run, rerank_time_by_k, summarize
+from workbench.evaluation.parity import audit_parity
 from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.models import resolve_model
 from workbench.rerankers.backends import kept_audit
 from workbench.rerankers.factory import runs_here, split_backend
-from workbench.rerankers.parity import audit_parity
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
 from workbench.services.sources import judged_dataset
 from workbench.spreadsheet import csv_text
