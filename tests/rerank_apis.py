@@ -2,7 +2,9 @@
 text-embeddings-inference's and the Cohere-style service's, under one prefix each, and OpenAI's chat completions
 (`/openai/v1/chat/completions`) answering as an LLM judge from a fixed rubric, and as a listwise LLM reranker
 (`/listwise/<case>/v1/chat/completions`: RankGPT's prompt read back, the passages ranked by the rule, answered well
-or malformed as LISTWISE_CASES says). None of the hosted APIs can be reached from here, so this is what their
+or malformed as LISTWISE_CASES says), and as a chat model asked pair by pair for the chat+ kind
+(`/pointwise/<case>/v1/chat/completions`: the first token's top log-probabilities from the rule, as POINTWISE_CASES
+says). None of the hosted APIs can be reached from here, so this is what their
 clients are tested against.
 
 Scores follow a fixed rule the tests can recompute: the share of the query's words found in the document.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import threading
 import time
@@ -98,6 +101,34 @@ LISTWISE_CASES: dict[str, Any] = {
     "reversed": lambda order: " > ".join(f"[{i}]" for i in order[::-1]),
     "list": lambda order: [f"[{i}]" for i in order],  # not a string: an answer that cannot be read
     "endless": lambda order: " > ".join(f"[{i % 7 + 1}]" for i in range(20_000)),  # ids repeated thousands of times
+}
+
+
+def pointwise_logprobs(query: str, document: str) -> list[dict[str, Any]]:
+    """The first token's top choices for a pair: " yes" and "Yes" sharing P(yes) = the rule's share (kept inside
+    (0.01, 0.99)), "no" the rest, and a third token beside them; log-probabilities, largest first."""
+    share = min(max(overlap(query, document), 0.01), 0.99)
+    rows = [(" yes", 0.7 * share), ("Yes", 0.2 * share), ("no", 0.9 * (1 - share)), ("The", 0.1)]
+    return [
+        {"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in sorted(rows, key=lambda r: -r[1])
+    ]
+
+
+# How the pointwise endpoint writes `logprobs` for a pair whose top choices are `top` (see pointwise_logprobs).
+POINTWISE_CASES: dict[str, Any] = {
+    "good": lambda top: {"content": [{**top[0], "top_logprobs": top}]},
+    "no-logprobs": lambda top: None,  # an endpoint that ignores `logprobs`
+    "neither": lambda top: {
+        "content": [
+            {
+                "token": "The",
+                "logprob": -0.1,
+                "top_logprobs": [{"token": "The", "logprob": -0.1}, {"token": "A", "logprob": -2.5}],
+            }
+        ]
+    },  # neither word among the top
+    "positive": lambda top: {"content": [{**top[0], "logprob": 3.0, "top_logprobs": top}]},  # not a log-probability
+    "string": lambda top: {"content": [{"token": "yes", "logprob": "-0.1", "top_logprobs": []}]},
 }
 
 
@@ -240,6 +271,27 @@ def create_app(behaviour: Behaviour, server: list[uvicorn.Server]) -> FastAPI:
             "id": "chatcmpl-2", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [] if case == "shape" else choices, "usage": usage,
         }  # fmt: skip
+
+    @app.post("/pointwise/{case}/v1/chat/completions")
+    async def pointwise(case: str, request: Request) -> Any:
+        """A chat model asked whether a passage meets the query (the Qwen3-Reranker card's turns), answering one
+        token with log-probabilities from the rule, written as POINTWISE_CASES[case] says."""
+        body = await request.json()
+        behaviour.requests.append({"path": request.url.path, "body": body})
+        asked = re.search(r"<Query>: (?P<query>.*)\n<Document>: (?P<document>.*)", body["messages"][-1]["content"],
+                          re.DOTALL)  # fmt: skip
+        assert asked is not None and body["logprobs"] is True and body["max_tokens"] == 1, body
+        top = pointwise_logprobs(asked["query"], asked["document"])[: body.get("top_logprobs") or 1]
+        choice = {"index": 0, "message": {"role": "assistant", "content": top[0]["token"]}, "finish_reason": "length",
+                  "logprobs": POINTWISE_CASES[case](top)}  # fmt: skip
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        usage = {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}
+        return {"id": "chatcmpl-3", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [choice], "usage": usage}  # fmt: skip
+
+    @app.get("/pointwise/{case}/v1/models")
+    async def pointwise_models(case: str) -> Any:
+        return {"object": "list", "data": [{"id": "tiny-judge", "object": "model"}]}
 
     @app.get("/listwise/{case}/v1/models")
     async def listwise_models(case: str) -> Any:

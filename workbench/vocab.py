@@ -129,6 +129,7 @@ SERVICE_KIND: Final = "service"  # a Cohere-style POST /rerank server
 TEI_KIND: Final = "tei"  # text-embeddings-inference
 UNSUPPORTED_URL_KIND: Final = "unsupported URL"  # a URL of no other kind: refused by name
 LISTWISE_KIND: Final = "listwise"  # an LLM ranking a window of passages over an OpenAI-compatible chat endpoint
+CHAT_KIND: Final = "chat"  # a chat model asked pair by pair over an OpenAI-compatible endpoint: P(yes) from logprobs
 VLLM_KIND: Final = "vllm"  # a causal-LM reranker served by vLLM, asked through POST /score with its template
 # Reranker ids by form: a folder or hub id is a local cross-encoder; these forms are not.
 SERVICE_SCHEMES: Final = ("http://", "https://")  # a server speaking the Cohere-style POST /rerank
@@ -138,6 +139,9 @@ TEI_SCHEMES: Final = ("tei+http://", "tei+https://")  # text-embeddings-inferenc
 LISTWISE_PREFIX: Final = "listwise+"
 LISTWISE_SCHEMES: Final = ("listwise+http://", "listwise+https://")  # an OpenAI-compatible POST /chat/completions
 LISTWISE_MODEL_SEPARATOR: Final = "#"  # listwise+http://host:port/v1#MODEL: the chat model the endpoint serves
+CHAT_PREFIX: Final = "chat+"
+CHAT_SCHEMES: Final = ("chat+http://", "chat+https://")  # an OpenAI-compatible POST /chat/completions with logprobs
+CHAT_MODEL_SEPARATOR: Final = "#"  # chat+http://host:port/v1#MODEL: the chat model the endpoint serves
 VLLM_PREFIX: Final = "vllm+"
 VLLM_SCHEMES: Final = ("vllm+http://", "vllm+https://")  # vLLM's POST /score, the template written by the workbench
 VLLM_PROFILE_SEPARATOR: Final = "#"  # vllm+http://host:port#qwen3: the family's template
@@ -243,6 +247,7 @@ HOSTED_LIST_PRICES: Final[dict[str, tuple[float, int, str, str]]] = {
     "voyage": (0.05, 1_000_000, "tokens", "list price as of 2025 (rerank-2)"),
     # A chat endpoint's price is the model's, which the workbench cannot know: set it (--price listwise=USD).
     "listwise": (0.0, 1_000_000, "tokens", "no list price: a chat model's own, set with --price listwise=USD"),
+    "chat": (0.0, 1_000_000, "tokens", "no list price: a chat model's own, set with --price chat=USD"),
 }
 
 # The demo ---------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from workbench.evaluation.significance import difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, validate_max_queries, whole_number
+from workbench.rerankers.chat_pointwise import ChatPointwiseReranker
 from workbench.rerankers.listwise import ListwiseReranker
 from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import ORDER_SCALE, PRIMARY_METRIC
@@ -243,13 +244,14 @@ def evaluate_dataset(
         raise InputError(
             "Stopping when settled and a skip policy each change which queries are weighed: choose one of them."
         )
-    asked_before = reranker.stats if isinstance(reranker, ListwiseReranker) else None
+    llm_kinds = (ListwiseReranker, ChatPointwiseReranker)  # an LLM's answers: repaired or undecided, counted
+    asked_before = reranker.stats if isinstance(reranker, llm_kinds) else None
     report = run_evaluation(
         engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache, sequential=sequential
     )
-    if isinstance(reranker, ListwiseReranker) and asked_before is not None:  # how often its answers were repaired
-        repaired = reranker.stats.since(asked_before).repair_warning()
-        warnings += [repaired] if repaired else []
+    if isinstance(reranker, llm_kinds) and asked_before is not None:  # how often its answers were not read as given
+        said = reranker.stats.since(asked_before).warning()  # type: ignore[arg-type]  # the same kind's stats
+        warnings += [said] if said else []
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
             f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "

@@ -2,6 +2,7 @@
 
     tei+http(s)://host:port      text-embeddings-inference's POST /rerank
     listwise+http(s)://host:port/v1#MODEL   an LLM ranking windows of passages over an OpenAI-compatible chat endpoint
+    chat+http(s)://host:port/v1#MODEL   an LLM asked pair by pair over a chat endpoint: P(yes) from its logprobs
     vllm+http(s)://host:port#qwen3   a causal-LM reranker served by vLLM, asked through POST /score with its template
     http(s)://host:port[/path]   a server speaking the Cohere-style POST /rerank (Infinity, vLLM, workbench serve)
     cohere:MODEL  jina:MODEL  voyage:MODEL   the hosted APIs (keys from COHERE_API_KEY, JINA_API_KEY, ...)
@@ -26,6 +27,7 @@ from workbench.rerankers.backends import backend_choice, backend_measured, backg
 from workbench.rerankers.base import Reranker
 from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.causal_lm import CausalLMReranker
+from workbench.rerankers.chat_pointwise import ChatPointwiseReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
 from workbench.rerankers.families import ModelFamily, model_family, refusal
 from workbench.rerankers.late_interaction import ColbertReranker
@@ -36,6 +38,8 @@ from workbench.rerankers.served_causal import VllmScoreReranker
 from workbench.vocab import (
     BACKEND_CHOICES,
     BACKEND_SEPARATOR,
+    CHAT_KIND,
+    CHAT_SCHEMES,
     CROSS_ENCODER_KIND,
     LISTWISE_KIND,
     LISTWISE_SCHEMES,
@@ -136,13 +140,13 @@ def _cross_encoder(
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
-_KIND_PREFIX = re.compile(r"^(?:listwise|vllm|tei)\+", re.IGNORECASE)  # a served kind's prefix: a URL follows it
+_KIND_PREFIX = re.compile(r"^(?:listwise|chat|vllm|tei)\+", re.IGNORECASE)  # a served kind's prefix: a URL follows it
 
 
 def _unsupported_url(model_id: str, *_: object) -> Reranker:
     if "://" not in model_id:  # "listwise+#m": the kind named, its server's URL missing
         prefix = plain_text(model_id.split("+", 1)[0])[:20]
-        rest = {"listwise": "/v1#MODEL", "vllm": "#qwen3"}.get(prefix.lower(), "")
+        rest = {"listwise": "/v1#MODEL", "chat": "/v1#MODEL", "vllm": "#qwen3"}.get(prefix.lower(), "")
         raise ConfigError(
             f"The reranker '{plain_text(model_id)[:60]}' names the {prefix}+ kind without its server's URL: write "
             f"{prefix}+http(s)://HOST:PORT{rest} (nothing is looked up on a hub for it)."
@@ -151,7 +155,8 @@ def _unsupported_url(model_id: str, *_: object) -> Reranker:
     raise ConfigError(
         f"A reranker URL starting '{scheme}://' names no kind of reranker: use http(s):// (a Cohere-style /rerank "
         f"server), tei+http(s):// (text-embeddings-inference), listwise+http(s)://HOST/v1#MODEL (an LLM over an "
-        f"OpenAI-compatible chat endpoint), vllm+http(s)://HOST:PORT#qwen3 (a causal-LM reranker served by vLLM), "
+        f"OpenAI-compatible chat endpoint), chat+http(s)://HOST/v1#MODEL (an LLM asked pair by pair, P(yes) from its "
+        f"logprobs), vllm+http(s)://HOST:PORT#qwen3 (a causal-LM reranker served by vLLM), "
         f"cohere:, jina: or voyage:MODEL, or a model folder."
     )
 
@@ -164,6 +169,7 @@ KINDS: tuple[RerankerKind, ...] = (
     RerankerKind(TEI_KIND, lambda model_id: model_id.startswith(TEI_SCHEMES), _remote(TeiReranker)),
     RerankerKind(SERVICE_KIND, lambda model_id: model_id.startswith(SERVICE_SCHEMES), _remote(RerankService)),
     RerankerKind(LISTWISE_KIND, lambda model_id: model_id.startswith(LISTWISE_SCHEMES), _remote(ListwiseReranker)),
+    RerankerKind(CHAT_KIND, lambda model_id: model_id.startswith(CHAT_SCHEMES), _remote(ChatPointwiseReranker)),
     RerankerKind(VLLM_KIND, lambda model_id: model_id.startswith(VLLM_SCHEMES), _remote(VllmScoreReranker)),
     *(
         RerankerKind(

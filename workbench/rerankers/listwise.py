@@ -174,7 +174,7 @@ class ListwiseStats(BaseModel):
         """What was counted after `before` (a copy taken earlier)."""
         return ListwiseStats(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
 
-    def repair_warning(self) -> str | None:
+    def warning(self) -> str | None:
         """The warning an evaluation carries when answers needed a repair (None when none did)."""
         if not self.malformed:
             return None
@@ -211,6 +211,23 @@ def split_listwise_id(model_id: str) -> tuple[str, str | None]:
     return url, (model.strip() or None)
 
 
+def listed_chat_model(service: ServiceCaller, chat_url: httpx.URL, shown_id: str) -> str:
+    """The one model a chat endpoint lists at GET /models, for an id that names none (`shown_id`, as the id is
+    shown: the kind's prefix and the URL)."""
+    models_url = chat_url.copy_with(path=chat_url.path.removesuffix("/chat/completions") + "/models")
+    try:
+        listed = service.client.get(models_url, headers=service.headers()).json().get("data", [])
+        models = [str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")]
+    except (httpx.TimeoutException, httpx.ConnectError) as exc:
+        raise service.unreachable(exc) from exc
+    except (httpx.HTTPError, ValueError, AttributeError):
+        models = []
+    if len(models) != 1:
+        listed_words = f"it lists {len(models)} models" if models else "it lists none at /models"
+        raise ConfigError(f"{SETTING}: name the chat model after '#' ({shown_id}#MODEL); {listed_words}.")
+    return models[0]
+
+
 class ListwiseReranker(BaseReranker):
     """An LLM ranking windows of passages over an OpenAI-compatible `POST /chat/completions` (see the module)."""
 
@@ -231,7 +248,7 @@ class ListwiseReranker(BaseReranker):
             retries=settings.rerank_retries,
         )  # fmt: skip
         self.shown_url = self.service.shown_url
-        self.chat_model = model or self._served_model(address.url)
+        self.chat_model = model or listed_chat_model(self.service, address.url, f"{LISTWISE_PREFIX}{self.shown_url}")
         super().__init__(f"{address.public_id}{LISTWISE_MODEL_SEPARATOR}{self.chat_model}", cache)
         self.window = settings.listwise_window
         self.stride = settings.listwise_stride
@@ -247,23 +264,6 @@ class ListwiseReranker(BaseReranker):
         self._notes: dict[str, str] = {}  # a list's key -> what its answer needed, where it needed a repair
         self._call = threading.local()  # this thread's list being ranked: its windows' repairs, counted
         self._lock = threading.Lock()
-
-    def _served_model(self, chat_url: httpx.URL) -> str:
-        """The one model the endpoint lists at GET /models, when the id names none."""
-        models_url = chat_url.copy_with(path=chat_url.path.removesuffix("/chat/completions") + "/models")
-        try:
-            listed = self.service.client.get(models_url, headers=self.service.headers()).json().get("data", [])
-            models = [str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")]
-        except (httpx.TimeoutException, httpx.ConnectError) as exc:
-            raise self.service.unreachable(exc) from exc
-        except (httpx.HTTPError, ValueError, AttributeError):
-            models = []
-        if len(models) != 1:
-            listed_words = f"it lists {len(models)} models" if models else "it lists none at /models"
-            raise ConfigError(
-                f"{SETTING}: name the chat model after '#' (listwise+{self.shown_url}#MODEL); {listed_words}."
-            )
-        return models[0]
 
     # Asking the model -----------------------------------------------------------------------------------------
     def rank_window(self, query: str, passages: list[str]) -> Permutation:
@@ -377,7 +377,7 @@ class ListwiseReranker(BaseReranker):
         with self._lock:
             self._orders[key] = list(scores)
             if repaired.malformed:  # said again whenever this list is asked for, from what was kept too
-                self._notes[key] = repaired.repair_warning() or ""
+                self._notes[key] = repaired.warning() or ""
             while len(self._orders) > ORDERS_KEPT:
                 dropped, _ = self._orders.popitem(last=False)
                 self._notes.pop(dropped, None)
