@@ -180,3 +180,33 @@ def test_the_verdict_decides_by_the_corrected_change_where_people_graded_few_que
     assert corrected.narrower and corrected.weight > 0.5  # the judge agrees with people: it counts
     assert (verdict.delta, verdict.ci_low, verdict.ci_high) == pytest.approx((corrected.estimate, *corrected.ci))
     assert "PPI++" in verdict.words() and "it decides" in verdict.words()
+
+
+def test_the_queries_to_grade_next_are_drawn_within_the_cheap_changes_quartiles() -> None:
+    """Every ungraded query once; each prefix of 4 m holds m of each quartile of the cheap change (computed here
+    by sorting the values); the same queries in another order name the same queries; the verdict's words name
+    them where more grades would settle it."""
+    from workbench.evaluation.corrected import grade_next
+
+    rng = np.random.default_rng(3)
+    cheap = {f"q{i:02d}": float(v) for i, v in enumerate(rng.normal(0.05, 0.2, 48))}
+    graded = {f"q{i:02d}" for i in range(0, 48, 3)}  # 16 graded, 32 not
+    order = grade_next(cheap, graded)
+    ungraded = sorted((q for q in cheap if q not in graded), key=lambda q: cheap[q])
+    assert sorted(order) == sorted(ungraded)
+    quartile = {q: i // 8 for i, q in enumerate(ungraded)}
+    for m in range(1, 9):
+        counts = [sum(quartile[q] == s for q in order[: 4 * m]) for s in range(4)]
+        assert counts == [m, m, m, m], (m, counts)
+    assert grade_next(dict(reversed(list(cheap.items()))), graded) == order
+    assert grade_next(cheap, set(cheap)) == []
+    human = {q: cheap[q] + float(rng.normal(0, 0.05)) for q in graded}
+    found = corrected_change(human, cheap, "a judge")
+    assert found is not None
+    assert found.more_to_decide == 17 and found.grade_next == order[:17]  # as many as would settle it
+    words = "Grade next (drawn at random within the quartiles of a judge's change): " + ", ".join(order[:5])
+    assert f"{words} and 12 more." in found.words()
+    clear = {q: v + 0.5 for q, v in cheap.items()}  # a change far from 0: people's grades already settle it
+    settled = corrected_change({q: clear[q] for q in graded}, clear, "a judge")
+    assert settled is not None and settled.more_to_decide == 0
+    assert settled.grade_next == [] and "Grade next" not in settled.words()

