@@ -199,7 +199,7 @@ def sets_table(kept: dict[str, Any]) -> str:
     footer = (
         "Dense k = 20 → top 10. Detectable: 2.8 × the per-query standard deviation of ΔnDCG@10 / √queries (80 % power "
         "at 5 %). Stopping: seed 0, a look after every query from the 10th, a confidence sequence for sampling "
-        "without replacement (empirical Bernstein, Waudby-Smith & Ramdas), tolerance 0.02. "
+        "without replacement (hedged betting, Waudby-Smith & Ramdas), tolerance 0.02. "
         "Pairs scored: by the whole-set run (one score store for the three sets, empty at the start: SciFact's "
         "train + test run found its test pairs already kept), then by a fresh engine at top n = 5, as a new process "
         f"would run it; {goal}. " + made_by(kept, "settling_figures.py")

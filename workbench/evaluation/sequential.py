@@ -1,21 +1,25 @@
 """Evaluate to the decision: judged queries in a seeded random order, stopping once the verdict is settled, with an
 interval that stays valid however often it is looked at, down to after every query.
 
-The rule: a confidence sequence for the mean paired change in nDCG@10 over the query set, which the run samples
-without replacement (Waudby-Smith & Ramdas, "Confidence sequences for sampling without replacement", NeurIPS 2020),
-in its empirical-Bernstein form with predictable plug-in bets (Waudby-Smith & Ramdas, "Estimating means of bounded
-random variables by betting", 2023). Each change lies in [-1, 1] and is mapped to z = (change + 1) / 2 in [0, 1]. With
-N queries, S the sum of the first t - 1 z's and N / (N - t + 1) the without-replacement weight w_t,
+The rule: a betting confidence sequence for the mean paired change in nDCG@10 over the query set, which the run
+samples without replacement (Waudby-Smith & Ramdas, "Confidence sequences for sampling without replacement",
+NeurIPS 2020; "Estimating means of bounded random variables by betting", JRSS-B 2023: the hedged capital process
+with predictable plug-in bets). Each change lies in [-1, 1] and is mapped to z = (change + 1) / 2 in [0, 1]. For each
+candidate mean m of the whole set (a grid of GRID values over [0, 1]), with N queries, S the sum of the first t - 1
+z's, the t-th draw's mean under m is m_t = (N m - S) / (N - t + 1), and two bettors' capital grows as
 
-    lower_t = (sum lambda_i (z_i + S_i / (N - i + 1)) - log(2 / alpha) - sum v_i psi(lambda_i)) / sum lambda_i w_i
+    K+_t(m) = prod (1 + l+_i (z_i - m_i)),  K-_t(m) = prod (1 - l-_i (z_i - m_i)),
+    l+_i = min(l_i, c / m_i),  l-_i = min(l_i, c / (1 - m_i)),  l_i = sqrt(2 log(2 / alpha) / (v_{i-1} i log(1 + i)))
 
-where v_i = 4 (z_i - mean_{i-1})^2, psi(l) = (-log(1 - l) - l) / 4 and lambda_i is chosen from the queries before it;
-the upper bound is the same on 1 - z. Its chance of ever excluding the true mean change, at any query, is at most
-alpha (a nonnegative supermartingale and Ville's inequality), and it closes on the exact mean as the last queries of
-the set are taken. The run stops at the first query (from `MIN_QUERIES` on) whose interval lies above 0 ("helps"),
-below 0 ("hurts") or inside the tolerance. With `looks` N, the run looks only N times, at equal parts of the set, and
-each look reads a paired t interval at 1 - alpha / N (Bonferroni over the planned looks: valid at those looks, and
-narrower there than a sequence valid at every query). The report names the rule.
+with v the running variance estimate of the z's before it and c = BET_CAP. Under the true m the hedged capital
+(K+ + K-) / 2 is a nonnegative martingale, so by Ville's inequality its chance of ever reaching 1 / alpha, at any
+query, is at most alpha: the sequence keeps every m whose capital has never reached it (and whose m_t was always
+in [0, 1]), as an interval to the grid's step (rounded outward), within what the draws alone bound; it closes on
+the set's exact mean as the last queries are taken. It is far tighter than the empirical-Bernstein sequence of
+the same paper for changes that are mostly 0 with a few large ones, as rerankers' are. The run stops at the first
+query (from `MIN_QUERIES` on) whose interval lies above 0 ("helps"), below 0 ("hurts") or inside the tolerance. With
+`looks` N, the run looks only N times, at equal parts of the set, and each look reads a paired t interval at
+1 - alpha / N (Bonferroni over the planned looks: valid at those looks only). The report names the rule.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from workbench.vocab import STOPPING_TOLERANCE
 SEQUENTIAL_BLOCK = 5  # queries searched at once between looks (each query within is looked at)
 MIN_QUERIES = 10  # no stop before this many queries: the run checks need a few queries to say anything
 ALPHA = 0.05
-MAX_BET = 0.75  # the largest bet lambda: the bound stays finite and the sequence tight (Waudby-Smith & Ramdas)
+BET_CAP = 0.75  # c: a bet stakes at most this share of what it could lose (Waudby-Smith & Ramdas's 1/2 to 3/4)
+GRID = 2001  # candidate means of z over [0, 1]: the interval's ends to 0.001 of a change in nDCG@10
 
 Settled = Literal["helps", "hurts", "within tolerance", "not as intended"]
 
@@ -60,37 +65,70 @@ class SequentialPlan(BaseModel):
         return sorted({p for p in wanted if p >= min(MIN_QUERIES, available)} | {available})
 
 
+class BettingSequence:
+    """The hedged-capital confidence sequence for the mean of `population` changes in [-1, 1] drawn without
+    replacement (see the module), grown a query at a time: `extend` takes the next changes in the order drawn and
+    `intervals` holds the interval after each, in the changes' own units, valid at every query at once with
+    probability 1 - alpha."""
+
+    def __init__(self, population: int, alpha: float) -> None:
+        self.population = population
+        self.alpha = alpha
+        self.means = np.linspace(0.0, 1.0, GRID)
+        self.log_plus = np.zeros(GRID)
+        self.log_minus = np.zeros(GRID)
+        self.kept = np.ones(GRID, dtype=bool)  # candidate means never rejected so far
+        self.drawn: list[float] = []  # the z's so far
+        self.total = 0.0  # their sum
+        self.squares = 0.0  # sum of (z_i - mean after z_i)^2: the variance estimate's
+        self.intervals: list[tuple[float, float]] = []
+
+    def extend(self, deltas: Sequence[float]) -> None:
+        """The next changes, in the order drawn; one interval more for each."""
+        threshold = math.log(1 / self.alpha)
+        for delta in deltas:
+            t = len(self.drawn) + 1
+            if t > self.population:
+                raise ValueError(f"{t} changes drawn from a set of {self.population}")
+            z = (min(max(float(delta), -1.0), 1.0) + 1.0) / 2.0
+            variance = (0.25 + self.squares) / t  # from the draws before this one: the bet is predictable
+            bet = math.sqrt(2 * math.log(2 / self.alpha) / (variance * t * math.log1p(t)))
+            remaining = self.population - t + 1
+            conditional = (self.population * self.means - self.total) / remaining  # m_t under each candidate m
+            self.kept &= (conditional >= -1e-12) & (conditional <= 1 + 1e-12)
+            inside = np.clip(conditional, 1e-12, 1 - 1e-12)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self.log_plus += np.log1p(np.minimum(bet, BET_CAP / inside) * (z - inside))
+                self.log_minus += np.log1p(-np.minimum(bet, BET_CAP / (1 - inside)) * (z - inside))
+            capital = np.logaddexp(self.log_plus, self.log_minus) - math.log(2)
+            self.kept &= capital < threshold
+            self.drawn.append(z)
+            self.total += z
+            self.squares += (z - (0.5 + self.total) / (t + 1)) ** 2
+            self.intervals.append(self._interval(t))
+
+    def _interval(self, t: int) -> tuple[float, float]:
+        """The kept candidate means' span, a grid step wider each way, within what the draws alone bound (the rest
+        of the set all 0 or all 1) and the interval before it; in the changes' units."""
+        low = self.total / self.population
+        high = (self.total + self.population - t) / self.population
+        if self.kept.any():
+            step = 1.0 / (GRID - 1)
+            low = max(low, float(self.means[self.kept].min()) - step)
+            high = min(high, float(self.means[self.kept].max()) + step)
+        if self.intervals:
+            before_low, before_high = ((bound + 1) / 2 for bound in self.intervals[-1])
+            low, high = max(low, before_low), min(high, before_high)
+        return (2 * low - 1, 2 * max(high, low) - 1)
+
+
 def confidence_sequence(deltas: Sequence[float], population: int, alpha: float) -> list[tuple[float, float]]:
-    """The without-replacement empirical-Bernstein confidence sequence for the mean of `population` changes in
-    [-1, 1], after each of the first len(deltas) drawn (in the order drawn): the running intersection of each
-    query's interval, in the changes' own units. Valid at every query at once with probability 1 - alpha."""
-    z = (np.clip(np.asarray(deltas, dtype=float), -1.0, 1.0) + 1.0) / 2.0
-    n = len(z)
-    if n == 0:
-        return []
-    if n > population:
-        raise ValueError(f"{n} changes drawn from a set of {population}")
-    t = np.arange(1, n + 1, dtype=float)
-    before = np.concatenate([[0.0], np.cumsum(z)[:-1]])  # S_{t-1}
-    mean_before = (0.5 + before) / t  # the predictable mean estimate, (1/2 + S_{t-1}) / t
-    # the predictable variance estimate, (1/4 + sum_{i<t} (z_i - mean_i)^2) / t, with mean_i the estimate after z_i
-    mean_after = (0.5 + np.cumsum(z)) / (t + 1)
-    squares = np.concatenate([[0.0], np.cumsum((z - mean_after) ** 2)[:-1]])
-    variance = (0.25 + squares) / t
-    bet = np.minimum(np.sqrt(2 * math.log(2 / alpha) / (variance * t * np.log1p(t))), MAX_BET)
-    remaining = population - t + 1  # N - t + 1
-    weight = population / remaining
-    spread = 4 * (z - mean_before) ** 2 * (-np.log1p(-bet) - bet) / 4
-    width = math.log(2 / alpha) + np.cumsum(spread)
-    scale = np.cumsum(bet * weight)
-    lower = (np.cumsum(bet * (z + before / remaining)) - width) / scale
-    upper = 1 - (np.cumsum(bet * ((1 - z) + ((t - 1) - before) / remaining)) - width) / scale
-    # what the draws alone bound, whatever the rest are (0 or 1 each): exact once the whole set is taken
-    drawn = np.cumsum(z)
-    lower = np.maximum(lower, drawn / population)
-    upper = np.minimum(upper, (drawn + (population - t)) / population)
-    lower, upper = np.maximum.accumulate(np.clip(lower, 0, 1)), np.minimum.accumulate(np.clip(upper, 0, 1))
-    return [(2 * lo - 1, 2 * hi - 1) for lo, hi in zip(lower, upper, strict=True)]
+    """The betting confidence sequence (`BettingSequence`) for the mean of `population` changes in [-1, 1], after
+    each of the first len(deltas) drawn (in the order drawn). Valid at every query at once with probability
+    1 - alpha."""
+    sequence = BettingSequence(population, alpha)
+    sequence.extend(deltas)
+    return sequence.intervals
 
 
 class SequentialStop(BaseModel):
@@ -116,7 +154,7 @@ class SequentialStop(BaseModel):
                 f"random order (seed {self.plan.seed}), each a paired t interval at {level:.2%}"
             )
         return (
-            f"a confidence sequence for sampling without replacement (Waudby-Smith & Ramdas; empirical Bernstein), "
+            f"a confidence sequence for sampling without replacement (Waudby-Smith & Ramdas; hedged betting), "
             f"looking after every query in a seeded random order (seed {self.plan.seed}), valid at every look at "
             f"{1 - self.plan.alpha:.0%}"
         )
@@ -161,14 +199,29 @@ def planned_interval(deltas: Sequence[float], looks: int, alpha: float) -> tuple
     return (float(values.mean()) - half, float(values.mean()) + half)
 
 
-def _intervals(deltas: Sequence[float], available: int, plan: SequentialPlan) -> Callable[[int], tuple[float, float]]:
-    """The interval a look after `position` queries reads: the confidence sequence's (valid at every query, computed
-    once for the queries searched), or with `looks`, the Bonferroni t interval of the planned looks."""
-    if plan.looks is not None:
-        planned = len(plan.positions(available))
-        return lambda position: planned_interval(deltas[:position], planned, plan.alpha)
-    sequence = confidence_sequence(deltas, available, plan.alpha)
-    return lambda position: sequence[position - 1]
+class _Looks:
+    """The intervals a run's looks read from the changes searched so far: the confidence sequence's (valid at every
+    query; grown with each block's new changes, rebuilt if the earlier ones changed), or with `looks`, the
+    Bonferroni t interval of the planned looks."""
+
+    def __init__(self, available: int, plan: SequentialPlan) -> None:
+        self.available = available
+        self.plan = plan
+        self.sequence = BettingSequence(available, plan.alpha)
+        self.deltas: list[float] = []
+
+    def at(self, deltas: Sequence[float]) -> Callable[[int], tuple[float, float]]:
+        """What a look after `position` of these changes reads."""
+        if self.plan.looks is not None:
+            planned = len(self.plan.positions(self.available))
+            return lambda position: planned_interval(deltas[:position], planned, self.plan.alpha)
+        values = [float(d) for d in deltas]
+        if values[: len(self.deltas)] != self.deltas:  # the earlier changes moved: the sequence starts again
+            self.sequence, self.deltas = BettingSequence(self.available, self.plan.alpha), []
+        self.sequence.extend(values[len(self.deltas) :])
+        self.deltas = values
+        intervals = self.sequence.intervals
+        return lambda position: intervals[position - 1]
 
 
 def settles(interval: tuple[float, float], used: int, plan: SequentialPlan) -> Settled | None:
@@ -203,6 +256,7 @@ def run_until_settled(
     settled: Settled | None = None
     interval, used, taken, why, sparse = (-1.0, 1.0), available, 0, "", False
     searched = 0
+    every, judged_only = _Looks(available, plan), _Looks(available, plan)
     while searched < available and settled is None:
         step = max(plan.block, 1)
         if plan.looks is not None:  # searched up to the next look at once: nothing is looked at in between
@@ -211,8 +265,8 @@ def run_until_settled(
         deltas = list(deltas_of_first(searched))
         condensed = judged_only_of_first(searched) if judged_only_of_first is not None else None
         sparse = condensed is not None
-        interval_at = _intervals(deltas, available, plan)
-        judged_only_at = _intervals(list(condensed), available, plan) if condensed is not None else None
+        interval_at = every.at(deltas)
+        judged_only_at = judged_only.at(list(condensed)) if condensed is not None else None
         for position in (p for p in looks if looked_to < p <= searched):
             used, taken = position, taken + 1
             interval = interval_at(position)
