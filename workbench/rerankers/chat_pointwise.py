@@ -32,10 +32,10 @@ from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.causal_lm import QWEN3
-from workbench.rerankers.listwise import listed_chat_model
-from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count
-from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, service_address
-from workbench.vocab import CHAT_KIND, CHAT_MODEL_SEPARATOR, CHAT_PREFIX, ScoreScale
+from workbench.rerankers.chat_endpoint import connect_chat
+from workbench.rerankers.remote import SETTING, reported_count
+from workbench.service_calls import InvalidAnswer
+from workbench.vocab import CHAT_KIND, CHAT_PREFIX, ScoreScale
 
 TOP_LOGPROBS = 20  # OpenAI's most; vLLM's default --max-logprobs
 UNDECIDED_KEPT = 100_000  # undecided pairs remembered to say so on their lists
@@ -103,12 +103,6 @@ class ChatStats(BaseModel):
         return f"{self.requests} pairs asked, {self.undecided} undecided (neither yes nor no among the top tokens)."
 
 
-def split_chat_id(model_id: str) -> tuple[str, str | None]:
-    """The endpoint URL and the chat model of a `chat+URL#MODEL` id."""
-    url, _, model = model_id.removeprefix(CHAT_PREFIX).partition(CHAT_MODEL_SEPARATOR)
-    return url, (model.strip() or None)
-
-
 class ChatPointwiseReranker(BaseReranker):
     """A chat model asked, pair by pair, whether a passage meets the query; P(yes) from its log-probabilities."""
 
@@ -116,21 +110,9 @@ class ChatPointwiseReranker(BaseReranker):
     score_scale: ScoreScale = "probability"
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        url, model = split_chat_id(model_id)
-        address = service_address(url, "/chat/completions", prefix=CHAT_PREFIX)
-        key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key is not None else None
-        words = ServiceWords(
-            "The chat reranker", SETTING,
-            f"set {KEY_SETTING} to the endpoint's key, or give it in the URL (http://:TOKEN@host)",
-            "WORKBENCH_RERANK_TIMEOUT",
-        )  # fmt: skip
-        self.service = ServiceCaller(
-            [str(address.url)], [address.token or key], words, timeout=settings.rerank_timeout,
-            retries=settings.rerank_retries,
-        )  # fmt: skip
-        self.shown_url = self.service.shown_url
-        self.chat_model = model or listed_chat_model(self.service, address.url, f"{CHAT_PREFIX}{self.shown_url}")
-        super().__init__(f"{address.public_id}{CHAT_MODEL_SEPARATOR}{self.chat_model}", cache)
+        endpoint = connect_chat(model_id, CHAT_PREFIX, "The chat reranker", settings)
+        self.service, self.shown_url, self.chat_model = endpoint.service, endpoint.shown_url, endpoint.chat_model
+        super().__init__(endpoint.public_id, cache)
         self.instruction = settings.reranker_instruction or QWEN3.instruction
         self.passage_words = settings.listwise_passage_words
         self.concurrency = settings.rerank_concurrency

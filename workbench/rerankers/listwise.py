@@ -32,17 +32,17 @@ import time
 from collections import OrderedDict
 from typing import ClassVar
 
-import httpx
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.errors import ConfigError, ModelError, QueryTimeoutError
+from workbench.errors import ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker, by_query
 from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count
-from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, service_address
-from workbench.vocab import LISTWISE_KIND, LISTWISE_MODEL_SEPARATOR, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
+from workbench.rerankers.chat_endpoint import connect_chat
+from workbench.rerankers.remote import SETTING, reported_count
+from workbench.service_calls import InvalidAnswer
+from workbench.vocab import LISTWISE_KIND, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
 
 ORDERS_KEPT = 1024  # whole candidate lists whose order is kept in memory
 SHUFFLE_SEED = 2310_07712  # permutation self-consistency's shuffles are seeded: a rerun asks the same orders
@@ -205,29 +205,6 @@ class ListwiseStats(BaseModel):
         return line + "."
 
 
-def split_listwise_id(model_id: str) -> tuple[str, str | None]:
-    """The endpoint URL and the chat model of a `listwise+URL#MODEL` id."""
-    url, _, model = model_id.removeprefix(LISTWISE_PREFIX).partition(LISTWISE_MODEL_SEPARATOR)
-    return url, (model.strip() or None)
-
-
-def listed_chat_model(service: ServiceCaller, chat_url: httpx.URL, shown_id: str) -> str:
-    """The one model a chat endpoint lists at GET /models, for an id that names none (`shown_id`, as the id is
-    shown: the kind's prefix and the URL)."""
-    models_url = chat_url.copy_with(path=chat_url.path.removesuffix("/chat/completions") + "/models")
-    try:
-        listed = service.client.get(models_url, headers=service.headers()).json().get("data", [])
-        models = [str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")]
-    except (httpx.TimeoutException, httpx.ConnectError) as exc:
-        raise service.unreachable(exc) from exc
-    except (httpx.HTTPError, ValueError, AttributeError):
-        models = []
-    if len(models) != 1:
-        listed_words = f"it lists {len(models)} models" if models else "it lists none at /models"
-        raise ConfigError(f"{SETTING}: name the chat model after '#' ({shown_id}#MODEL); {listed_words}.")
-    return models[0]
-
-
 class ListwiseReranker(BaseReranker):
     """An LLM ranking windows of passages over an OpenAI-compatible `POST /chat/completions` (see the module)."""
 
@@ -235,21 +212,9 @@ class ListwiseReranker(BaseReranker):
     score_scale: ScoreScale = ORDER_SCALE
 
     def __init__(self, model_id: str, settings: Settings, cache: ScoreCache) -> None:
-        url, model = split_listwise_id(model_id)
-        address = service_address(url, "/chat/completions", prefix=LISTWISE_PREFIX)
-        key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key is not None else None
-        words = ServiceWords(
-            "The listwise reranker", SETTING,
-            f"set {KEY_SETTING} to the endpoint's key, or give it in the URL (http://:TOKEN@host)",
-            "WORKBENCH_RERANK_TIMEOUT",
-        )  # fmt: skip
-        self.service = ServiceCaller(
-            [str(address.url)], [address.token or key], words, timeout=settings.rerank_timeout,
-            retries=settings.rerank_retries,
-        )  # fmt: skip
-        self.shown_url = self.service.shown_url
-        self.chat_model = model or listed_chat_model(self.service, address.url, f"{LISTWISE_PREFIX}{self.shown_url}")
-        super().__init__(f"{address.public_id}{LISTWISE_MODEL_SEPARATOR}{self.chat_model}", cache)
+        endpoint = connect_chat(model_id, LISTWISE_PREFIX, "The listwise reranker", settings)
+        self.service, self.shown_url, self.chat_model = endpoint.service, endpoint.shown_url, endpoint.chat_model
+        super().__init__(endpoint.public_id, cache)
         self.window = settings.listwise_window
         self.stride = settings.listwise_stride
         self.passage_words = settings.listwise_passage_words

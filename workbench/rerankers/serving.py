@@ -19,7 +19,7 @@ from typing import Any, Literal
 from workbench.errors import InputError, ModelError
 from workbench.redact import plain_text, public_name
 from workbench.rerankers.base import Reranker, to_probability
-from workbench.vocab import LISTWISE_MODEL_SEPARATOR, ORDER_SCALE
+from workbench.vocab import CHAT_MODEL_SEPARATOR, ORDER_SCALE
 
 MAX_RERANK_DOCUMENTS = 1000
 MAX_DOCUMENT_CHARS = 100_000
@@ -34,7 +34,7 @@ def served_names(reranker: Reranker, extra: Sequence[str] = ()) -> list[str]:
     names = [n for n in extra if n]
     public = public_name(reranker.model_id) or reranker.model_id
     short = public.rsplit("/", 1)[-1]
-    for name in (public, short.rsplit(LISTWISE_MODEL_SEPARATOR, 1)[-1], short):  # a listwise id's chat model too
+    for name in (public, short.rsplit(CHAT_MODEL_SEPARATOR, 1)[-1], short):  # a listwise id's chat model too
         if name not in names:
             names.append(name)
     return names
