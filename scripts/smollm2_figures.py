@@ -5,9 +5,13 @@ them), as a pointwise chat reranker on the demo, and as the cheap judge of corre
 SciFact beside a cross-encoder judge (coverage of the all-human change and width against people's alone, 2,000
 draws of 50 people-graded queries). A 135M model's figures, shown for what they are.
 
-    .venv/bin/python scripts/smollm2_figures.py                 # measure (about 30 minutes on 2 cores)
+    .venv/bin/python scripts/smollm2_figures.py                 # the demo's judge and reranker (10-20 minutes)
+    .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (over an hour on 2 cores)
     .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
     .venv/bin/python scripts/smollm2_figures.py --write         # write the blocks again from the kept record
+
+Each part measured replaces its own entry in the kept record; the others are kept as they were. The judge part
+grades only the pairs SmolLM2 has not graded in the data folder yet.
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ HUMAN_QUERIES = 50  # people-graded queries in each coverage draw
 DRAWS = 2000
 P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
 
-add_options = data_dir_option  # --data-dir
+PARTS = ("judge", "reranker", "coverage")
+
+
+def add_options(parser: Any) -> None:
+    """--data-dir, and --parts (comma-separated: judge, reranker, coverage; default judge,reranker)."""
+    data_dir_option(parser)
+    parser.add_argument("--parts", default="judge,reranker", help=f"what to measure, of {', '.join(PARTS)}")
 
 
 def _search_pairs(engine: Any, plan: Any, queries: dict[str, str]) -> tuple[dict, dict, dict]:
@@ -132,7 +142,9 @@ def _cli(settings: Any, *arguments: str) -> str:
     """`workbench ARGUMENTS` in a subprocess on the settings' data folder and models: what it printed."""
     env = {**os.environ, "WORKBENCH_DATA_DIR": str(settings.data_dir), "RERANKER_MODEL": settings.reranker_model,
            "RERANKER_BACKEND": "torch", "WORKBENCH_OFFLINE": "1", "WORKBENCH_JUDGE_MODEL": settings.judge_model or "",
-           "WORKBENCH_JUDGE_URL": settings.judge_url or "", "WORKBENCH_JUDGE_API_KEY": "unused"}  # fmt: skip
+           "WORKBENCH_JUDGE_URL": settings.judge_url or "", "WORKBENCH_JUDGE_API_KEY": "unused",
+           "WORKBENCH_RERANK_CONCURRENCY": str(settings.rerank_concurrency),
+           "WORKBENCH_RERANK_TIMEOUT": str(settings.rerank_timeout)}  # fmt: skip
     done = subprocess.run([str(REPO / ".venv" / "bin" / "workbench"), *arguments], env=env, capture_output=True,
                           text=True, timeout=3600, check=False)  # fmt: skip
     return done.stdout.strip() or done.stderr.strip()
@@ -160,8 +172,13 @@ def _demo_judge(settings: Any) -> dict[str, Any]:
         attach_judgments(settings, "handbook", qrels, demo_dir() / "queries.jsonl", replace=False, rater="people")
     plan = engine.plan(collection="handbook", k=20, top_n=10)
     _, _, scores = _search_pairs(engine, plan, dataset.queries)
+    from workbench.judgments import judgment_rows, typed_query_id
+
+    graded = {(r.query_id, r.doc_id) for r in judgment_rows(settings, "handbook") if r.rater == f"llm:{MODEL}"}
+    asked = sum(len(docs) for docs in scores.values())
     pairs = []
     for qid, docs in scores.items():
+        docs = {d: s for d, s in docs.items() if (typed_query_id(dataset.queries[qid]), d) not in graded}
         texts = document_texts(engine, "handbook", list(docs))
         pairs += [JudgePair(query_id=qid, query=dataset.queries[qid], doc_id=d, passage=texts[d]) for d in docs]
     started = time.perf_counter()
@@ -169,7 +186,11 @@ def _demo_judge(settings: Any) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     evaluated = _cli(settings, "eval", "--collection", "handbook", "-k", "20", "-n", "10", "--depth", "none")
     agreement = _cli(settings, "judgments", "agreement", "handbook")
-    return {"pairs": len(pairs), "stored": run.stored, "failed": run.failed, "held_to_schema": run.held_to_schema,
+    keyed = {(typed_query_id(dataset.queries[q]), d) for q, docs in scores.items() for d in docs}
+    stored = len(keyed & {(r.query_id, r.doc_id) for r in judgment_rows(settings, "handbook")
+                          if r.rater == f"llm:{MODEL}"})  # fmt: skip
+    return {"pairs": asked, "graded_now": len(pairs), "stored": stored, "failed": asked - stored,
+            "held_to_schema": run.held_to_schema,
             "seconds": seconds, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "people_queries": PEOPLE_QUERIES, "eval": evaluated, "agreement": agreement}  # fmt: skip
 
@@ -178,15 +199,22 @@ def _demo_reranker(settings: Any, url: str) -> dict[str, Any]:
     """`workbench eval demo` with SmolLM2 as the chat reranker (dense k = 20 → top 10), as it prints."""
     started = time.perf_counter()
     printed = _cli(settings, "eval", "demo", "-k", "20", "-n", "10", "--depth", "none", "--reranker",
-                   f"chat+{url}/v1#{MODEL}")  # fmt: skip
+                   f"chat+{url}/v1#{MODEL}", "--no-save")  # fmt: skip
     return {"eval": printed.replace(url, "http://127.0.0.1:PORT"), "seconds": time.perf_counter() - started}
 
 
-def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
-    """SmolLM2 served once; the demo judge, the demo reranker, and the two coverage cases."""
+def measure(shared: Path, data_dir: str | None = None, parts: str = "judge,reranker") -> dict[str, Any]:
+    """SmolLM2 served once for the parts asked; the kept record's other parts as they were."""
+    import json
+
     from tests.rerankers.test_vllm import STRUCTURED, serving
     from tests.smollm2 import smollm2_folder
 
+    asked = [part.strip() for part in parts.split(",") if part.strip()]
+    unknown = sorted(set(asked) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"--parts takes {', '.join(PARTS)}; got {', '.join(unknown)}")
+    record: dict[str, Any] = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
     with tempfile.TemporaryDirectory() as logs, serving(
         smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
@@ -194,10 +222,14 @@ def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
     ) as url:  # fmt: skip
         settings = base.model_copy(update={"judge_model": MODEL, "judge_url": f"{url}/v1", "rerank_timeout": 600,
                                            "rerank_concurrency": 16})  # fmt: skip
-        record: dict[str, Any] = {"judge": _demo_judge(settings), "reranker": _demo_reranker(settings, url)}
-        record["coverage"] = {c: _coverage_case(settings, shared, c, url) for c in ("cranfield", "scifact")}
+        if "judge" in asked:
+            record["judge"] = _demo_judge(settings)
+        if "reranker" in asked:
+            record["reranker"] = _demo_reranker(settings, url)
+        if "coverage" in asked:
+            record["coverage"] = {c: _coverage_case(settings, shared, c, url) for c in ("cranfield", "scifact")}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
-    return stamp(record)
+    return stamp({key: value for key, value in record.items() if key not in ("machine", "versions", "measured_at")})
 
 
 def _indented(text: str) -> str:
@@ -205,14 +237,17 @@ def _indented(text: str) -> str:
 
 
 def render(name: str, kept: dict[str, Any]) -> str:
-    """`smollm2-judge`: the demo judged; `smollm2-reranker`: the demo reranked; `smollm2-coverage`: the table."""
+    """`smollm2-judge`: the demo judged; `smollm2-reranker`: the demo reranked; `smollm2-coverage`: the table
+    (a block for it goes in docs/how-to/judging.md once `--parts coverage` has been measured)."""
     if name == "smollm2-judge":
         judge = kept["judge"]
         return (
             f"People's grades on {judge['people_queries']} of the demo's 50 queries (the rest ungraded), SmolLM2 "
             f"grading every pair of the 50 queries' first-stage and reranked top 10s (dense k = 20): {judge['pairs']} "
             f"pairs, {judge['stored']} graded, {judge['failed']} without a grade, held to the schema: "
-            f"{'yes' if judge['held_to_schema'] else 'no'}, {judge['seconds']:.0f} s. `workbench judgments "
+            f"{'yes' if judge['held_to_schema'] else 'no'}"
+            + (f", {judge['seconds']:.0f} s" if judge.get("graded_now") else "")
+            + ". `workbench judgments "
             f"agreement handbook` printed:\n\n{_indented(judge['agreement'])}\n\nand `workbench eval --collection "
             f"handbook -k 20 -n 10` printed:\n\n{_indented(judge['eval'])}\n\n"
             + made_by(kept, "smollm2_figures.py")
@@ -251,7 +286,7 @@ def render(name: str, kept: dict[str, Any]) -> str:
 
 
 def footer(kept: dict[str, Any]) -> str:
-    return f"smollm2: judge {kept['judge']['pairs']} pairs; coverage on {', '.join(kept['coverage'])}"
+    return f"smollm2: {', '.join(part for part in PARTS if part in kept)} measured"
 
 
 if __name__ == "__main__":

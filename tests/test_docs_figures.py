@@ -26,6 +26,7 @@ SCRIPTS = (
     "family_figures",
     "settling_figures",
     "fail_open_figures",
+    "smollm2_figures",
 )
 
 
