@@ -196,13 +196,22 @@ def sets_table(kept: dict[str, Any]) -> str:
             else "not tested (no effect that large here)"
         )
     )  # fmt: skip
+    kept_before = not any(row["pairs_full"] for row in kept["rows"].values())
+    scored = (
+        "Pairs scored: none; the data folder's score store already held every pair from an earlier run of this "
+        "script (`--data-dir` a new folder to count them from an empty store)"
+        if kept_before
+        else "Pairs scored: by the whole-set run (one score store for the three sets, empty at the start: SciFact's "
+        "train + test run found its test pairs already kept), then by a fresh engine at top n = 5, as a new process "
+        "would run it"
+    )
     footer = (
         "Dense k = 20 → top 10. Detectable: 2.8 × the per-query standard deviation of ΔnDCG@10 / √queries (80 % power "
         "at 5 %). Stopping: seed 0, a look after every query from the 10th, a confidence sequence for sampling "
         "without replacement (hedged betting, Waudby-Smith & Ramdas), tolerance 0.02. "
-        "Pairs scored: by the whole-set run (one score store for the three sets, empty at the start: SciFact's "
-        "train + test run found its test pairs already kept), then by a fresh engine at top n = 5, as a new process "
-        f"would run it; {goal}. " + made_by(kept, "settling_figures.py")
+        + scored
+        + f"; {goal}. "
+        + made_by(kept, "settling_figures.py")
     )
     return table(
         ["set", "queries", "whole set: ΔnDCG@10 [95 % CI]", "effect / detectable", "stopped at", "same verdict",

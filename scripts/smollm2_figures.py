@@ -174,21 +174,30 @@ def _demo_judge(settings: Any) -> dict[str, Any]:
     _, _, scores = _search_pairs(engine, plan, dataset.queries)
     from workbench.judgments import judgment_rows, typed_query_id
 
-    graded = {(r.query_id, r.doc_id) for r in judgment_rows(settings, "handbook") if r.rater == f"llm:{MODEL}"}
+    def judged() -> set[tuple[str, str]]:  # a judged query's grades are kept under its id, a new one's under its text's
+        return {(r.query_id, r.doc_id) for r in judgment_rows(settings, "handbook") if r.rater == f"llm:{MODEL}"}
+
+    def keys(qid: str, doc: str) -> set[tuple[str, str]]:
+        return {(qid, doc), (typed_query_id(dataset.queries[qid]), doc)}
+
+    graded = judged()
     asked = sum(len(docs) for docs in scores.values())
     pairs = []
     for qid, docs in scores.items():
-        docs = {d: s for d, s in docs.items() if (typed_query_id(dataset.queries[qid]), d) not in graded}
+        docs = {d: s for d, s in docs.items() if not keys(qid, d) & graded}
         texts = document_texts(engine, "handbook", list(docs))
         pairs += [JudgePair(query_id=qid, query=dataset.queries[qid], doc_id=d, passage=texts[d]) for d in docs]
     started = time.perf_counter()
     run = grade_pairs(settings, "handbook", pairs)
     seconds = time.perf_counter() - started
-    evaluated = _cli(settings, "eval", "--collection", "handbook", "-k", "20", "-n", "10", "--depth", "none")
-    agreement = _cli(settings, "judgments", "agreement", "handbook")
-    keyed = {(typed_query_id(dataset.queries[q]), d) for q, docs in scores.items() for d in docs}
-    stored = len(keyed & {(r.query_id, r.doc_id) for r in judgment_rows(settings, "handbook")
-                          if r.rater == f"llm:{MODEL}"})  # fmt: skip
+    evaluated = (
+        _cli(settings, "eval", "--collection", "handbook", "-k", "20", "-n", "10", "--depth", "none", "--no-save")
+        .split("**Signs**")[0]
+        .strip()
+    )  # the figures and the verdict; not the query lists
+    agreement = _cli(settings, "judgments", "agreement", "handbook", "--show", "3")
+    graded = judged()
+    stored = sum(bool(keys(q, d) & graded) for q, docs in scores.items() for d in docs)
     return {"pairs": asked, "graded_now": len(pairs), "stored": stored, "failed": asked - stored,
             "held_to_schema": run.held_to_schema,
             "seconds": seconds, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
@@ -246,7 +255,11 @@ def render(name: str, kept: dict[str, Any]) -> str:
             f"grading every pair of the 50 queries' first-stage and reranked top 10s (dense k = 20): {judge['pairs']} "
             f"pairs, {judge['stored']} graded, {judge['failed']} without a grade, held to the schema: "
             f"{'yes' if judge['held_to_schema'] else 'no'}"
-            + (f", {judge['seconds']:.0f} s" if judge.get("graded_now") else "")
+            + (
+                f" ({judge['graded_now']} graded in the last run, {judge['seconds']:.0f} s)"
+                if judge["graded_now"]
+                else ""
+            )
             + ". `workbench judgments "
             f"agreement handbook` printed:\n\n{_indented(judge['agreement'])}\n\nand `workbench eval --collection "
             f"handbook -k 20 -n 10` printed:\n\n{_indented(judge['eval'])}\n\n"
