@@ -129,6 +129,15 @@ POINTWISE_CASES: dict[str, Any] = {
     },  # neither word among the top
     "positive": lambda top: {"content": [{**top[0], "logprob": 3.0, "top_logprobs": top}]},  # not a log-probability
     "string": lambda top: {"content": [{"token": "yes", "logprob": "-0.1", "top_logprobs": []}]},
+    "too-much": lambda top: {
+        "content": [
+            {
+                "token": "yes",
+                "logprob": -0.1,
+                "top_logprobs": [{"token": "yes", "logprob": -0.1}, {"token": "no", "logprob": -0.2}],
+            }
+        ]
+    },  # 0.90 + 0.82: more than all there is
 }
 
 

@@ -102,6 +102,7 @@ def test_an_answer_naming_neither_word_is_undecided_and_said(endpoint: RerankApi
         ("no-logprobs", "answered without log-probabilities"),
         ("positive", "answered a log-probability of 3.0: its scores cannot be trusted"),
         ("string", "answered a log-probability that is not a token and a number"),
+        ("too-much", "answered log-probabilities whose tokens add up to more than 1"),
     ],
 )
 def test_an_answer_that_cannot_be_read_is_one_line(endpoint: RerankApis, case: str, words: str) -> None:

@@ -191,6 +191,8 @@ class ChatPointwiseReranker(BaseReranker):
             if not (math.isfinite(logprob) or logprob == -math.inf) or logprob > 1e-6:
                 raise self._untrusted(f"a log-probability of {logprob!r}")
             choices.append((text, float(logprob)))
+        if sum(math.exp(logprob) for logprob in dict(choices).values()) > 1.001:  # more than all there is
+            raise self._untrusted("log-probabilities whose tokens add up to more than 1")
         return choices
 
     def _untrusted(self, what: str) -> ModelError:
