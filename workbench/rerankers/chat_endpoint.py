@@ -5,12 +5,14 @@ by the id or, where it names none, the one model the endpoint lists."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Self
 
 import httpx
+from pydantic import BaseModel
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
-from workbench.rerankers.remote import KEY_SETTING, SETTING
+from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count
 from workbench.service_calls import ServiceCaller, ServiceWords, service_address
 from workbench.vocab import CHAT_MODEL_SEPARATOR
 
@@ -58,3 +60,20 @@ def connect_chat(model_id: str, prefix: str, noun: str, settings: Settings) -> C
     chat_model = model.strip() or listed_chat_model(service, address.url, f"{prefix}{service.shown_url}")
     public_id = f"{address.public_id}{CHAT_MODEL_SEPARATOR}{chat_model}"
     return ChatEndpoint(service, service.shown_url, chat_model, public_id)
+
+
+class AnswerStats(BaseModel):
+    """What an LLM kind counts of its answers (its fields numbers); `since` is what was counted after a copy."""
+
+    def since(self, before: Self) -> Self:
+        """What was counted after `before` (a copy taken earlier)."""
+        return type(self)(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
+
+
+def token_counts(answer: dict[str, Any]) -> tuple[int, int, int]:
+    """The prompt, completion and total tokens a chat answer's `usage` reports (0 where it reports none; the total
+    is the two added where it gives none)."""
+    usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+    prompt = int(reported_count(usage.get("prompt_tokens")))
+    completion = int(reported_count(usage.get("completion_tokens")))
+    return prompt, completion, int(reported_count(usage.get("total_tokens"))) or prompt + completion

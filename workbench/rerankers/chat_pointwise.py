@@ -24,16 +24,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
 from workbench.config import Settings
 from workbench.errors import ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker
 from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.causal_lm import QWEN3
-from workbench.rerankers.chat_endpoint import connect_chat
-from workbench.rerankers.remote import SETTING, reported_count
+from workbench.rerankers.chat_endpoint import AnswerStats, connect_chat, token_counts
+from workbench.rerankers.remote import SETTING
 from workbench.service_calls import InvalidAnswer
 from workbench.vocab import CHAT_KIND, CHAT_PREFIX, ScoreScale
 
@@ -74,17 +72,13 @@ def yes_probability(choices: list[tuple[str, float]]) -> float | None:
     return mass[YES] / total if total > 0 else None
 
 
-class ChatStats(BaseModel):
+class ChatStats(AnswerStats):
     """What a chat reranker's answers were like since it was created."""
 
     requests: int = 0
     undecided: int = 0  # answers with neither "yes" nor "no" among their top tokens (scored 0.5)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-
-    def since(self, before: ChatStats) -> ChatStats:
-        """What was counted after `before` (a copy taken earlier)."""
-        return ChatStats(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
 
     def warning(self) -> str | None:
         """The warning an evaluation carries when answers named neither word (None when every one did)."""
@@ -145,9 +139,7 @@ class ChatPointwiseReranker(BaseReranker):
             raise self._untrusted(str(exc)) from exc
         choices = self._first_token_choices(answer)
         probability = yes_probability(choices)
-        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-        prompt = int(reported_count(usage.get("prompt_tokens")))
-        completion = int(reported_count(usage.get("completion_tokens")))
+        prompt, completion, total = token_counts(answer)
         with self._lock:
             self._stats.requests += 1
             self._stats.prompt_tokens += prompt
@@ -157,7 +149,7 @@ class ChatPointwiseReranker(BaseReranker):
                 if len(self._undecided) >= UNDECIDED_KEPT:
                     self._undecided.clear()
                 self._undecided.add((query, document))
-        self.counted(documents=1, tokens=int(reported_count(usage.get("total_tokens"))) or prompt + completion)
+        self.counted(documents=1, tokens=total)
         return UNDECIDED if probability is None else probability
 
     def _first_token_choices(self, answer: Any) -> list[tuple[str, float]]:

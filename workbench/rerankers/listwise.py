@@ -39,8 +39,8 @@ from workbench.errors import ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker, by_query
 from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.chat_endpoint import connect_chat
-from workbench.rerankers.remote import SETTING, reported_count
+from workbench.rerankers.chat_endpoint import AnswerStats, connect_chat, token_counts
+from workbench.rerankers.remote import SETTING
 from workbench.service_calls import InvalidAnswer
 from workbench.vocab import LISTWISE_KIND, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
 
@@ -141,7 +141,7 @@ def kendall_tau(first: list[int], second: list[int]) -> float:
     return concordant / (n * (n - 1) / 2)
 
 
-class ListwiseStats(BaseModel):
+class ListwiseStats(AnswerStats):
     """What a listwise reranker's answers were like since it was created."""
 
     windows: int = 0  # chat requests, one a window
@@ -169,10 +169,6 @@ class ListwiseStats(BaseModel):
         self.out_of_range += permutation.out_of_range
         self.missing += permutation.missing
         self.prose += permutation.prose
-
-    def since(self, before: ListwiseStats) -> ListwiseStats:
-        """What was counted after `before` (a copy taken earlier)."""
-        return ListwiseStats(**{name: getattr(self, name) - getattr(before, name) for name in type(self).model_fields})
 
     def warning(self) -> str | None:
         """The warning an evaluation carries when answers needed a repair (None when none did)."""
@@ -253,10 +249,7 @@ class ListwiseReranker(BaseReranker):
         if content is not None and not isinstance(content, str):
             raise self._untrusted(f"a {type(content).__name__} as its message")
         permutation = parse_permutation(content or "", len(passages))
-        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-        prompt = int(reported_count(usage.get("prompt_tokens")))
-        completion = int(reported_count(usage.get("completion_tokens")))
-        total = int(reported_count(usage.get("total_tokens"))) or prompt + completion
+        prompt, completion, total = token_counts(answer)
         mine = getattr(self._call, "repairs", None)  # this list's own count, when a list is being ranked
         if mine is not None:
             mine.count(permutation)
