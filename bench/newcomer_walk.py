@@ -2,13 +2,18 @@
 screen. Clones this checkout into a temporary folder (with `../shared` linked beside it, as the README asks), runs
 the README's first command there in a clean environment (no WORKBENCH_* variables, no virtual environment; only
 `--port N` added, so that it never meets another app), and, once the page answers, types one sample query in
-Chromium and waits for the reranked list.
+Chromium and waits for the reranked list. Then, as the docs say a newcomer goes on: Evaluate on the demo with the
+page's defaults (the click on "Run evaluation" to the verdict on screen), and their own Chroma folder attached
+(docs/how-to/own-index.md: a folder LangChain wrote with the workbench's own embedder, a `workbench.toml` table
+whose key differs from the collection's name, `workbench collections`, then a search of it in the running app).
 
-    python bench/newcomer_walk.py            # needs Debian's Chromium (scripts/setup.sh --test); about 5 minutes
+    python bench/newcomer_walk.py            # needs Debian's Chromium (scripts/setup.sh --test); about 8 minutes
 
 Prints, in seconds from the command's start: the app answering (set-up, then the app's own start and the demo's
 build), the query box on screen, and the reranked list on screen; and whether pip's download cache was warm (a
-fresh machine downloads every wheel: the set-up then takes longer). Measure on a quiet machine: the load is printed.
+fresh machine downloads every wheel: the set-up then takes longer). Then, each in seconds of its own: Evaluate's
+click to the verdict, the own folder written by LangChain, `workbench collections` listing it, and its first reranked
+answer in the app. Measure on a quiet machine: the load is printed.
 """
 
 from __future__ import annotations
@@ -31,6 +36,31 @@ from playwright.sync_api import sync_playwright
 CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "can I carry over unused vacation days?"  # the README tour's first question
+OWN_KEY, OWN_NAME = "myperks", "perks"  # the own-index guide's example: the key differs from the folder's name
+OWN_PASSAGES = 300  # SciFact abstracts the "own pipeline" writes
+OWN_QUERY = "vitamin D and bone density"
+# The newcomer's own pipeline, as the own-index guide writes it: LangChain's Chroma over the workbench's embedder.
+OWN_PIPELINE = """
+import json, sys
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from workbench import Engine
+from workbench.embeddings import EmbedderAsLangChain
+
+corpus, folder, name, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with open(corpus, encoding="utf-8") as lines:
+    rows = [json.loads(line) for _, line in zip(range(count), lines)]
+docs = [Document(page_content=r["text"], metadata={"title": r["title"]}, id=r["_id"]) for r in rows]
+embeddings = EmbedderAsLangChain(Engine().embedder("sentence-transformers/all-MiniLM-L6-v2"))
+Chroma.from_documents(docs, embeddings, persist_directory=folder, collection_name=name)
+"""
+OWN_TABLE = """
+[collections.{key}]
+store = "chroma"
+persist_dir = "{folder}"
+collection = "{name}"
+embedding_model = "sentence-transformers/all-MiniLM-L6-v2"
+"""
 
 
 def readme_first_command(readme: Path) -> str:
@@ -61,6 +91,64 @@ def answering(url: str) -> bool:
 def pip_cache_bytes() -> int:
     cache = Path.home() / ".cache" / "pip"
     return sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) if cache.is_dir() else 0
+
+
+def evaluate_demo(page) -> float:
+    """Evaluate with the page's defaults on the demo: seconds from the click to the verdict on screen, and no
+    progress bar left above it."""
+    page.get_by_role("link", name="Evaluate").click()
+    page.get_by_role("button", name="Run evaluation").wait_for()
+    clicked = time.monotonic()
+    page.get_by_role("button", name="Run evaluation").click()
+    page.get_by_text("p-value (randomization)").first.wait_for()
+    page.get_by_text("Reliability on held-out queries").first.wait_for()  # the report's last part
+    seconds = time.monotonic() - clicked
+    if page.locator("[data-testid='stProgress']").count():
+        raise SystemExit("Evaluate left a progress bar on screen after its verdict.")
+    return seconds
+
+
+def attach_own_folder(page, checkout: Path, work: Path, env: dict[str, str]) -> dict[str, float]:
+    """The own-index guide, followed: LangChain writes a Chroma folder with the workbench's embedder, a
+    `workbench.toml` table names it (its key is not the collection's name), `workbench collections` lists it, and a
+    search of it in the running app (the table is read without a restart) shows its reranked list."""
+    folder = work / "rag-chroma"
+    corpus = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
+    python, workbench = checkout / ".venv" / "bin" / "python", checkout / ".venv" / "bin" / "workbench"
+    started = time.monotonic()
+    subprocess.run([str(python), "-c", OWN_PIPELINE, str(corpus), str(folder), OWN_NAME, str(OWN_PASSAGES)],
+                   cwd=work, env=env, check=True, capture_output=True)  # fmt: skip
+    figures = {"own_folder_written_s": time.monotonic() - started}
+    with (checkout / "workbench.toml").open("a", encoding="utf-8") as toml:
+        toml.write(OWN_TABLE.format(key=OWN_KEY, folder=folder, name=OWN_NAME))
+    started = time.monotonic()
+    listed = subprocess.run([str(workbench), "collections"], cwd=checkout, env=env, capture_output=True, text=True)
+    figures["own_collections_listed_s"] = time.monotonic() - started
+    line = next((row for row in listed.stdout.splitlines() if OWN_KEY in row), "")
+    if listed.returncode != 0 or str(OWN_PASSAGES) not in line:
+        raise SystemExit(
+            f"`workbench collections` did not list {OWN_KEY} with its {OWN_PASSAGES} chunks:\n"
+            f"{listed.stdout}{listed.stderr}"
+        )
+    print(f"workbench collections: {line.strip()}")
+    page.get_by_role("link", name="Explore").click()
+    page.reload()
+    picker = page.get_by_label("Collection", exact=True).first
+    picker.click()
+    picker.press_sequentially(OWN_KEY, delay=50)
+    page.wait_for_timeout(500)
+    picker.press("Enter")
+    page.wait_for_timeout(1000)
+    box = page.get_by_label("Query", exact=True)
+    box.fill(OWN_QUERY)
+    typed = time.monotonic()
+    box.press("Enter")
+    page.get_by_role("heading", name=re.compile(r"^Reranked · top \d+")).first.wait_for()
+    figures["own_query_to_reranked_s"] = time.monotonic() - typed
+    if page.get_by_text("Traceback").count():
+        raise SystemExit("The own folder's search showed a traceback.")
+    page.screenshot(path=str(work / "own-folder-answer.png"))
+    return figures
 
 
 def main() -> int:
@@ -111,6 +199,8 @@ def main() -> int:
             figures["reranked_list_s"] = time.monotonic() - started
             figures["query_to_reranked_s"] = time.monotonic() - typed
             page.screenshot(path=str(work / "first-answer.png"))
+            figures["evaluate_click_to_verdict_s"] = evaluate_demo(page)
+            figures.update(attach_own_folder(page, checkout, work, env))
             browser.close()
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -121,6 +211,16 @@ def main() -> int:
     print(
         f"first reranked answer on screen after {figures['reranked_list_s']:.0f} s "
         f"({figures['query_to_reranked_s']:.1f} s from Enter)"
+    )
+    print(
+        f"Evaluate on the demo with the page's defaults: the verdict {figures['evaluate_click_to_verdict_s']:.0f} s "
+        "after the click"
+    )
+    written = figures["own_folder_written_s"]
+    print(
+        f"own Chroma folder ({OWN_PASSAGES} passages) written by LangChain in {written:.0f} s; "
+        f"`workbench collections` listed it as {OWN_KEY!r} in {figures['own_collections_listed_s']:.1f} s; its "
+        f"first reranked answer in the app {figures['own_query_to_reranked_s']:.1f} s after Enter"
     )
     keep(args, {"load": load, "pip_cache_mb": cache / 1e6, **figures})
     if args.keep:

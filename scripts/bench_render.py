@@ -258,7 +258,19 @@ def newcomer(benches: Benches) -> str:
         f"cores; pip's download cache {f['pip_cache_mb']:,.0f} MB): the app answered after "
         f"{f['app_answering_s']:.0f} s (set-up, the app's start, the demo's build), the query box was on screen after "
         f"{f['query_box_s']:.0f} s, and **the first reranked answer after {f['reranked_list_s']:.0f} s** "
-        f"({f['query_to_reranked_s']:.1f} s from Enter, the models loading). {made(entry)}\n"
+        f"({f['query_to_reranked_s']:.1f} s from Enter, the models loading). "
+        + (
+            f"Then, as the docs lead on: Evaluate with the page's defaults showed its verdict "
+            f"**{f['evaluate_click_to_verdict_s']:.0f} s after the click** (the depth curve included, every pair "
+            f"scored for the first time); their own Chroma folder, written by LangChain with the workbench's embedder "
+            f"({f['own_folder_written_s']:.0f} s for 300 SciFact abstracts) and named in `workbench.toml` under a key "
+            f"that differs from the collection's name, was listed by `workbench collections` in "
+            f"{f['own_collections_listed_s']:.1f} s and answered its first reranked search in the running app "
+            f"**{f['own_query_to_reranked_s']:.1f} s after Enter** (no restart). "
+            if "own_query_to_reranked_s" in f
+            else ""
+        )
+        + f"{made(entry)}\n"
     )
 
 
