@@ -261,8 +261,8 @@ def newcomer(benches: Benches) -> str:
         f"({f['query_to_reranked_s']:.1f} s from Enter, the models loading). "
         + (
             f"Then, as the docs lead on: Evaluate with the page's defaults showed its verdict "
-            f"**{f['evaluate_click_to_verdict_s']:.0f} s after the click** (the depth curve included, every pair "
-            f"scored for the first time); their own Chroma folder, written by LangChain with the workbench's embedder "
+            f"**{f['evaluate_click_to_verdict_s']:.0f} s after the click** (its depth curve included); "
+            f"their own Chroma folder, written by LangChain with the workbench's embedder "
             f"({f['own_folder_written_s']:.0f} s for 300 SciFact abstracts) and named in `workbench.toml` under a key "
             f"that differs from the collection's name, was listed by `workbench collections` in "
             f"{f['own_collections_listed_s']:.1f} s and answered its first reranked search in the running app "

@@ -193,6 +193,56 @@ def test_a_new_search_ends_with_both_lists_side_by_side_and_no_preview_left(page
         set_slider(page, "top n — kept after reranking", earlier)
 
 
+_WATCH_PREVIOUS_SETTING = """() => {
+    window.__wbSawPrevious = false;
+    const look = () => {
+        if (document.body.innerText.includes("any list below is the previous setting's")) window.__wbSawPrevious = true;
+    };
+    new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
+}"""
+
+
+def _history_count(page) -> int:
+    label = page.get_by_text(re.compile(r"^History \(\d+ searche?s?\)$")).first.inner_text()
+    return int(_numbers(label)[0])
+
+
+def test_a_k_slider_held_down_says_whose_lists_show_and_counts_one_search(page) -> None:
+    """Issue 69, item 3, in a browser: holding the k slider's arrow key showed another k's lists (candidates 49, top
+    5 of 49 while the sidebar said 20) with no sign of work, and History counted every value on the way. While the
+    new search runs the page says its lists are the previous setting's; when it ends the lists are the slider's k,
+    the notice is gone, and History has at most one search more."""
+    from playwright.sync_api import expect
+
+    on_page(page, "Explore")
+    box = page.get_by_label("Query", exact=True)
+    box.fill("who approves travel over budget")
+    box.press("Enter")
+    shown(page, "Reranked · top")
+    settled(page)
+    before = _history_count(page)
+    slider = page.get_by_role("slider", name="k — candidates to rerank")
+    start = int(slider.get_attribute("aria-valuetext") or slider.input_value())
+    page.evaluate(_WATCH_PREVIOUS_SETTING)
+    try:
+        slider.focus()
+        for _ in range(6):  # held down: a key press every 80 ms
+            slider.press("ArrowLeft")
+            page.wait_for_timeout(80)
+        page.wait_for_function("window.__wbSawPrevious", timeout=120_000)
+        expect(page.get_by_text("any list below is the previous setting's")).to_have_count(0, timeout=180_000)
+        settled(page)
+        k = int(slider.get_attribute("aria-valuetext") or slider.input_value())
+        assert k < start
+        assert _numbers(_tile(page, "candidates"))[0] == k
+        expect(page.get_by_role("heading", name=re.compile(rf"^Vector search · top \d+ of {k}$"))).to_have_count(1)
+        assert _history_count(page) - before <= 1
+        no_exception(page)
+    finally:
+        set_slider(page, "k — candidates to rerank", start)
+        settled(page)
+
+
 def test_why_here_highlights_the_sentences_that_made_the_score(page) -> None:
     on_page(page, "Explore")
     box = page.get_by_label("Query", exact=True)
@@ -312,6 +362,11 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
     on_page(page, "Evaluate")
     page.get_by_label("k (candidates)", exact=True).fill("20")
     page.get_by_label("Depth curve k values (empty = none)").fill("10, 20")
+    # issue 69, item 7: the sidebar's controls the page does not use are greyed (it has k and top n of its own)
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("slider", name="k — candidates to rerank")).to_be_disabled()
+    expect(page.get_by_role("slider", name="top n — kept after reranking")).to_be_disabled()
     page.get_by_role("button", name="Run evaluation").click()
     shown(page, "p-value (randomization)")
     shown(page, "the demo handbook on 'demo': 50 queries, k=20, top 10")
