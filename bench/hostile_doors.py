@@ -592,6 +592,8 @@ def model_doors(root: Path, data: Path, env: dict[str, str], results: list) -> N
     differs from the export's own first answer)."""
     models = root / "models"
     minilm = _copy(SHARED / "models" / "minilm-l6-qa-reranker", models / "minilm")
+    exports = root / "exports"  # exports and auto's kept choices for these folders, not in the user's cache
+    env = {**env, "WORKBENCH_EXPORTS_DIR": str(exports)}
     no_store = {**env, "WORKBENCH_SCORE_STORE": "0"}
 
     def lent(name: str, reference: Path, variant: Path) -> None:
@@ -644,12 +646,15 @@ def model_doors(root: Path, data: Path, env: dict[str, str], results: list) -> N
         ("two token ids swapped", lambda folder: _swap_tokens(folder / "tokenizer.json", "vacation", "days")),
         ("lower-casing turned off", lambda folder: _edit_json(folder / "tokenizer_config.json", do_lower_case=False)),
     ):
-        for kept in data.glob("exports/**/tokenizer.json"):
+        edited = list(exports.glob("**/tokenizer.json"))
+        for kept in edited:
             edit(kept.parent)
         rc, out, err, seconds = _run(onnx, no_store)
         outcome = _classify(rc, out, err, data)
         if rc == 0 and _differ(_scores(out), first):
             outcome = "silent wrong"  # the edited tokenizer was used
+        if not first or not edited:
+            outcome, err = "unclear", "the door found no export to edit (the first --backend onnx query failed)"
         _record(results, f"query --backend onnx · a kept export's tokenizer · {name}", rc, out, err, seconds, outcome)
 
 

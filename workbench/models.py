@@ -144,6 +144,7 @@ def refusing_fresh_weights(name: str, setting: str = "RERANKER_MODEL", unused: t
     prefixes of weights the caller never runs (a ColBERT encoder's pooler)."""
     from transformers.utils import logging as hf_logging
 
+    quiet_transformers()  # its other loading advice (tensor-parallel plans, progress bars) is not the user's business
     heard: list[str] = []
 
     class Hear(logging.Handler):

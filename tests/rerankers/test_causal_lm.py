@@ -340,6 +340,30 @@ def test_a_load_that_initialises_any_weight_afresh_is_refused_naming_the_weights
         assert len(scores) == 1
 
 
+def test_a_refused_folder_is_one_line_on_the_command_line(
+    tiny_qwen3: Path, tiny_models: dict[str, Path], demo_cli: Engine, tmp_path: Path
+) -> None:
+    """Issue 68, item 5, as `workbench query` says it in a process of its own (the hostile doors' models door):
+    transformers' tensor-parallel advice about a relabelled folder ran to two lines above the refusal, and `auto`
+    announced measuring the backends of a folder it could not load. Only the refusal is printed."""
+    import os
+    import subprocess
+    import sys
+
+    workbench = str(Path(sys.executable).parent / "workbench")
+    env = {k: v for k, v in os.environ.items() if k != "RERANKER_BACKEND"}  # auto, as a user runs it
+    env["WORKBENCH_EXPORTS_DIR"] = str(tmp_path / "exports")  # no backend choice kept for these folders yet
+    for folder in (
+        _relabelled(tiny_models["reranker"], tmp_path / "minilm-as-qwen3", architectures=["Qwen3ForCausalLM"],
+                    model_type="qwen3"),
+        _relabelled(tiny_qwen3, tmp_path / "no-architectures", architectures=None),
+    ):  # fmt: skip
+        done = subprocess.run([workbench, "query", "vacation days", "--collection", "demo", "-k", "3", "--reranker",
+                               str(folder)], env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 2 and "initialised at random" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_the_fingerprint_keys_every_file_a_loader_reads(tmp_path: Path) -> None:
     """Issue 68, item 4: two sharded checkpoints of one config, a ColBERT whose projection changed, a tokenizer
     config that flips lower-casing: each is another fingerprint, so no model is lent another's kept scores."""

@@ -304,16 +304,17 @@ def measure_backends(
     """Time each CPU backend of the model (`load(backend)` gives a CrossEncoder) on the demo's judged pairs,
     decide by the kept parity audit (if any), and keep the timings under `root`."""
     backends = installed_backends()
+    started, load_then = time.perf_counter(), load_per_core()
+    first = load(backends[0])  # a folder that cannot be loaded is said alone, before any measuring is announced
     say(
         f"Measuring the reranker's backends ({', '.join(backends)}) for {Path(model_path).name} on this machine "
         "(once; the choice is kept)…"
     )
-    started, load_then = time.perf_counter(), load_per_core()
     pairs = calibration_pairs()[0]
     seconds: dict[str, float] = {}
     tokens = 0.0
     for backend in backends:
-        model = load(backend)
+        model, first = first or load(backend), None
         tokens = tokens or mean_tokens(model, pairs)
         model.predict(pairs[:8], batch_size=32, show_progress_bar=False)  # warm: first-call costs are not speed
         times = []
