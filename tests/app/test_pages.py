@@ -426,6 +426,41 @@ def test_passages_are_shown_as_text_not_markdown(app_env: dict) -> None:
     assert "\\$x^2\\$" in body
 
 
+@pytest.mark.parametrize("budget", [1, 600_000])
+def test_evaluate_under_a_rerank_budget_shows_the_verdict_as_served(app_env: dict, budget: int) -> None:
+    """Issue 72: the Evaluate page takes a rerank budget, as `eval --rerank-budget-ms` does. Its "as served"
+    figures equal a hand computation over the report's own per-query times (a query whose rerank took longer than
+    the budget counts at its first-stage nDCG@10), and the Experiments page shows the kept run the same way."""
+    import numpy as np
+
+    at = new_app()
+    at.switch_page("app/pages/evaluate.py").run()
+    at.number_input(key="eval-k").set_value(10)
+    at.number_input(key="eval-max").set_value(6)
+    at.text_input(key="eval-depth").input("")
+    at.number_input(key="eval-budget").set_value(budget)
+    next(b for b in at.button if b.label == "Run evaluation").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    report = at.session_state["wb.eval_report"]
+    over = [o.rerank_ms > budget for o in report.per_query]
+    before = [o.before["ndcg@10"] for o in report.per_query]
+    after = [o.after["ndcg@10"] for o in report.per_query]
+    served = float(np.mean([b if late else a for b, a, late in zip(before, after, over, strict=True)]))
+    assert report.served is not None and report.served.as_served == pytest.approx(served, abs=1e-12)
+    assert report.served.served_reranked == over.count(False) and report.score_cache_hits == 0  # every search timed
+    if budget == 600_000:
+        assert over.count(True) == 0
+    tiles = {m.label: m.value for m in at.metric}
+    assert tiles["ndcg@10 as served"] == f"{served:.4f}"
+    assert tiles["served reranked"] == f"{over.count(False)} of {len(over)}"
+    assert any(m.value.startswith(f"#### As served under a rerank budget of {budget:g} ms") for m in at.markdown)
+    kept = at.session_state["wb.eval_experiment"]
+    at.switch_page("app/pages/experiments.py")
+    at.query_params["experiment"] = kept
+    at.run()
+    assert any(m.label == "ndcg@10 as served" and m.value == f"{served:.4f}" for m in at.metric)
+
+
 def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -> None:
     at = new_app()
     at.switch_page("app/pages/evaluate.py").run()

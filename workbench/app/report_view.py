@@ -72,6 +72,28 @@ def headline(report: EvaluationReport) -> None:
         st.caption("No reranker in this run: the figures are the first stage's.")
 
 
+def served(report: EvaluationReport) -> None:
+    """The verdict as a fail-open service serves it under the run's rerank budget (evaluation/served.py), when the
+    run had one: nDCG@10 as served beside the first stage and always reranked, the share served reranked, and the
+    end-to-end times; the queries served unreranked listed."""
+    figures = report.served
+    if figures is None:
+        return
+    st.markdown(f"#### As served under a rerank budget of {figures.budget_ms:g} ms")
+    m = st.columns(4)
+    first, always = figures.vs_first_stage, figures.vs_always_reranked
+    m[0].metric(f"{PRIMARY} as served", f"{figures.as_served:.4f}", f"{first.delta:+.4f} vs first stage",
+                delta_color="off", help=f"first stage {figures.first_stage:.4f}")  # fmt: skip
+    m[1].metric("against always reranked", f"{always.delta:+.4f}", help=f"always {figures.always_reranked:.4f}")
+    m[2].metric("served reranked", f"{figures.served_reranked} of {figures.queries}", f"{figures.share_reranked:.0%}",
+                delta_color="off", delta_arrow="off")  # fmt: skip
+    m[3].metric("end to end p50 / p95", f"{figures.p50_ms:.0f} / {figures.p95_ms:.0f} ms")
+    st.caption(text_md(" ".join(figures.lines())))
+    if figures.over_budget:
+        shown = ", ".join(figures.over_budget[:10]) + (" …" if len(figures.over_budget) > 10 else "")
+        st.caption(text_md(f"Served at their first-stage order (rerank over the budget): {shown}"))
+
+
 def _online_test(report: EvaluationReport) -> OnlineTestSize:
     """The sizing of the report's online test, simulated once per report (every widget reruns the page)."""
     return for_report("online-test", report, None, lambda: online_test_size(report))

@@ -180,6 +180,13 @@ class Keeping:
     notes: str = ""
 
 
+def add_served(report: EvaluationReport, request: EvaluationRequest) -> None:
+    """The verdict as served under the request's rerank budget, on a report whose searches were timed with no
+    cache (`use_cache=request.rerank_budget_ms is None`): every front end adds it this one way."""
+    if request.rerank_budget_ms is not None and report.reranker_model:
+        report.served = served_figures(report, request.rerank_budget_ms)
+
+
 def run_evaluation_request(
     engine: Engine,
     ready: ReadyEvaluation,
@@ -205,8 +212,7 @@ def run_evaluation_request(
         phase=(lambda words: announce(f"queries done; now {words}…")) if announce is not None else None,
         use_cache=request.rerank_budget_ms is None,
     )  # fmt: skip
-    if request.rerank_budget_ms is not None and report.reranker_model:
-        report.served = served_figures(report, request.rerank_budget_ms)
+    add_served(report, request)
     if not request.keep:
         return Evaluated(report, None)
     experiment = keep_report(

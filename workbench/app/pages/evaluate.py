@@ -30,9 +30,9 @@ from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
-from workbench.services.evaluations import EvaluationRequest, ready_evaluation
+from workbench.services.evaluations import EvaluationRequest, add_served, ready_evaluation
 from workbench.types import SearchPlan
-from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS
+from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS, MAX_RERANK_BUDGET_MS
 
 ALL_QUERIES = "every judged query"
 DEMO = "The demo handbook's judgments (50 queries)"
@@ -68,6 +68,7 @@ def run() -> None:
         st.divider()
     report = _report_or_stop()
     report_view.headline(report)
+    report_view.served(report)
     if STATE.eval_experiment:
         if STATE.eval_linked:
             st.info(STATE.eval_linked, icon=":material/link:")
@@ -103,6 +104,7 @@ class _EvalForm:
     top_n: int
     max_queries: int
     depth_ks: str
+    budget_ms: int
     compared: list[str]
     query_set: str | None
     name: str
@@ -170,7 +172,13 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
         k = c2.number_input("k (candidates)", 1, MAX_K, value=DEFAULT_K, key="eval-k")
         top_n = c3.number_input("top n", 1, MAX_K, value=DEFAULT_TOP_N, key="eval-top-n")
         max_queries = c4.number_input("max queries (0 = all)", 0, 100000, value=0, key="eval-max")
-        depth_ks = st.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
+        d1, d2 = st.columns([3, 1])
+        depth_ks = d1.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
+        budget_ms = d2.number_input(
+            "Rerank budget, ms (0 = none)", 0, MAX_RERANK_BUDGET_MS, value=0, step=50, key="eval-budget",
+            help="The verdict as a fail-open service serves it under this budget too: every search timed with no "
+            "cache, a query whose rerank took longer scored at its first-stage order (`eval --rerank-budget-ms`).",
+        )  # fmt: skip
         compared = st.multiselect(
             "Rerankers side by side (optional: two or more, on the same candidates)",
             [m.id for m in choices],
@@ -192,9 +200,8 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
         tune_submitted = b2.form_submit_button("Run tuning grid", help="every first stage × k of the grid, reranked")
     return _EvalForm(
         source, folder_text, split, queries_file, qrels_file, outside_file, candidates_file, collection, int(k),
-        int(top_n),
-        int(max_queries), depth_ks, compared, None if query_set == ALL_QUERIES else query_set, name, submitted, grid,
-        tune_submitted,
+        int(top_n), int(max_queries), depth_ks, int(budget_ms), compared,
+        None if query_set == ALL_QUERIES else query_set, name, submitted, grid, tune_submitted,
     )  # fmt: skip
 
 
@@ -227,6 +234,7 @@ def _request(
         judgments_of=c.collection if asked.source == ATTACHED else None,
         candidates=str(candidates) if candidates is not None else None,
         query_set=asked.query_set, max_queries=asked.max_queries or None, tag=STATE.session_tag,
+        rerank_budget_ms=asked.budget_ms or None,
     )  # fmt: skip
 
 
@@ -267,7 +275,9 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
             ingest_announce=ingest_estimate.caption,
             phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
+            use_cache=ready.request.rerank_budget_ms is None,  # under a budget every search is timed
         )
+        add_served(STATE.eval_report, ready.request)
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
         _keep(engine, plan, dataset, asked)
