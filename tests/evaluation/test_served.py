@@ -65,7 +65,15 @@ def test_eval_under_a_rerank_budget_scores_the_slow_queries_at_their_first_stage
             hand[qid] = _ranked([str(c.metadata.get("document_id", c.id)) for c in result.reranked])
         expected = pytrec_eval.RelevanceEvaluator(dataset.qrels, {"ndcg_cut.10"}).evaluate(hand)
         as_served = float(np.mean([expected[q]["ndcg_cut_10"] for q in dataset.qrels]))
+        # the gate decides on the candidate as served: its change over the first stage is the run made by hand's
+        assert main(["gate", str(folder), "-k", "10", "-n", "10", "--rerank-budget-ms", "500", "--json"]) in (0, 1, 3)
+        decision = json.loads(capsys.readouterr().out)
     slow = sorted(q for q, t in dataset.queries.items() if SLOW in t)
+    first_stage = served["first_stage"]
+    assert decision["comparison"]["b"]["ndcg@10"] == pytest.approx(as_served, abs=1e-9)
+    assert decision["comparison"]["change"]["delta"] == pytest.approx(as_served - first_stage, abs=1e-9)
+    said = next(c["detail"] for c in decision["checks"] if c["name"] == "as served")
+    assert said.startswith("As served under a rerank budget of 500 ms") and "8 of 12 queries served reranked" in said
     assert sorted(served["over_budget"]) == slow and served["served_reranked"] == 12 - len(slow)
     assert served["as_served"] == pytest.approx(as_served, abs=1e-9)
     assert len({round(served[name], 6) for name in ("as_served", "first_stage", "always_reranked")}) == 3
@@ -77,6 +85,7 @@ def test_eval_under_a_rerank_budget_scores_the_slow_queries_at_their_first_stage
     assert served["words"].startswith("As served under a rerank budget of 500 ms: nDCG@10 ")
 
     for bad in ("0", "-3", "nan", "inf", "1e12", "soon"):
-        with pytest.raises(SystemExit):
-            main([*arguments, "--rerank-budget-ms", bad])
-        assert "A rerank budget is a number of milliseconds from 1 to 600,000" in capsys.readouterr().err
+        for command in (arguments, ["gate", str(folder)]):
+            with pytest.raises(SystemExit):
+                main([*command, "--rerank-budget-ms", bad])
+            assert "A rerank budget is a number of milliseconds from 1 to 600,000" in capsys.readouterr().err

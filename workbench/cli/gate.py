@@ -30,7 +30,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     candidate = _candidate(engine, args, ready.collection)
     baseline = _baseline(engine, args, candidate)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
-    budgets = Budgets(max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs)
+    budgets = Budgets(
+        max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs,
+        rerank_budget_ms=args.rerank_budget_ms,
+    )  # fmt: skip
     with ProgressBar("queries", unit="query") as bar:
         decision = run_gate(
             engine, dataset, candidate, source=dataset.name, baseline=baseline, budgets=budgets, query_set=query_set,

@@ -47,3 +47,11 @@ def served_figures(report: EvaluationReport, budget_ms: float) -> ServedFigures:
         p95_ms=float(np.percentile(total, 95)),
         over_budget=[o.query_id for o, late in zip(outcomes, over, strict=True) if late],
     )
+
+
+def add_served(report: EvaluationReport, budget_ms: float | None) -> None:
+    """The report's verdict as served under `budget_ms` (`report.served`), when there is a budget and a reranker:
+    the one way `eval`, the Evaluate page, the API's experiments and the gate add it. The report's searches must
+    have been timed with no cache (evaluate with `use_cache=False`)."""
+    if budget_ms is not None and report.reranker_model:
+        report.served = served_figures(report, budget_ms)

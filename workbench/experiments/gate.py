@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
+from workbench.evaluation.report import ServedFigures
 from workbench.evaluation.sanity import not_as_intended
 from workbench.evaluation.sequential import SequentialPlan, SequentialStop
 from workbench.experiments.diff import RunDiff, compare_run_pair
@@ -30,6 +31,7 @@ from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
 from workbench.experiments.service import Progress, diff_experiments, run_experiment
 from workbench.experiments.store import open_experiment_store
+from workbench.inputs import validate_rerank_budget_ms
 from workbench.types import SearchPlan
 from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
 
@@ -39,12 +41,20 @@ JUDGE_RESOLVES = "judge can resolve it"  # the check a decision resting on an LL
 
 class Budgets(BaseModel):
     """Limits the candidate must keep, whatever its quality: the 95th percentile of a search's total time over
-    the queries that ran a model, and the documents the reranker scores per query (what hosted rerankers bill)."""
+    the queries that ran a model, and the documents the reranker scores per query (what hosted rerankers bill);
+    and the rerank budget it is served under (`rerank_budget_ms`): the candidate is then judged as a fail-open
+    service serves it, each query whose reranking took longer at its first-stage order (evaluation/served.py)."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt budget is refused, never silently not checked
 
     max_latency_ms: float | None = Field(None, gt=0)
     max_rerank_pairs: int | None = Field(None, ge=0)
+    rerank_budget_ms: float | None = None
+
+    @field_validator("rerank_budget_ms", mode="before")
+    @classmethod
+    def _rerank_budget(cls, value: object) -> float | None:
+        return None if value is None else validate_rerank_budget_ms(value)
 
 
 class Check(BaseModel):
@@ -138,6 +148,7 @@ def decide(
     outcome, quality = _quality(comparison)
     checks = [quality, *_budget_checks(candidate, budgets)]
     broken = [c for c in checks[1:] if not c.passed]
+    checks += _served_check(candidate)
     if broken:
         outcome = "no-ship"
     reason = "; ".join(c.detail for c in broken) if broken else quality.detail
@@ -212,8 +223,9 @@ def _gate(
     run = run_experiment(
         engine, dataset, candidate, source=source, query_set=query_set, max_queries=max_queries, progress=progress,
         tags=tags, use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
-        sequential=sequential,
+        sequential=sequential, rerank_budget_ms=budgets.rerank_budget_ms,
     )  # fmt: skip
+    run = as_served(run)  # under a rerank budget, the candidate is weighed as it is served
     stopped = run.report.get("sequential")
     stopping = SequentialStop.model_validate(stopped).words() if isinstance(stopped, dict) else ""
     if stopping:  # the baseline is weighed on the queries that decided it, and nothing else
@@ -239,6 +251,27 @@ def _gate(
     )  # fmt: skip
     judge = _judge_limits(dataset, run.before_run, run, comparison)
     return decide(run, comparison, first_stage, budgets, judge=judge), stopping
+
+
+def as_served(run: Experiment) -> Experiment:
+    """The candidate as a fail-open service serves it under the rerank budget it ran with: each query whose
+    reranking took longer than the budget at its first-stage order (`report.served.over_budget`), the rest
+    reranked. A run without a budget is returned as it is. (The kept experiment keeps both runs as they ran.)"""
+    served = run.report.get("served")
+    if not served:
+        return run
+    over = set(served.get("over_budget") or ())
+    after = {q: dict(run.before_run.get(q, {})) if q in over else ranking for q, ranking in run.after_run.items()}
+    return run.model_copy(update={"after_run": after})
+
+
+def _served_check(candidate: Experiment) -> list[Check]:
+    """The rerank budget the candidate was weighed under, in words, when it had one."""
+    served = candidate.report.get("served")
+    if not served:
+        return []
+    figures = ServedFigures.model_validate(served)
+    return [Check(name="as served", passed=True, detail=" ".join(figures.lines()))]
 
 
 def _judge_limits(

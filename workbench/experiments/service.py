@@ -17,6 +17,7 @@ from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import document_runs
 from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.served import add_served
 from workbench.evaluation.service import evaluate_dataset
 from workbench.evaluation.tuning import TuningRun
 from workbench.experiments.diff import RunDiff, compare_run_pair
@@ -148,16 +149,19 @@ def run_experiment(
     save: bool = True,
     use_cache: bool = True,
     sequential: SequentialPlan | None = None,
+    rerank_budget_ms: float | None = None,
 ) -> Experiment:
     """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it;
     `use_cache=False` times every search's real work; with `sequential`, the queries run in a seeded order until
-    the verdict is settled (evaluation/sequential.py)."""
+    the verdict is settled (evaluation/sequential.py); with `rerank_budget_ms`, every search is timed and the report
+    holds the verdict as served under that budget (evaluation/served.py)."""
     if query_set is not None:
         dataset = query_set.judged(dataset)
     report = evaluate_dataset(
-        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress, use_cache=use_cache,
-        sequential=sequential,
+        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress,
+        use_cache=use_cache and rerank_budget_ms is None, sequential=sequential,
     )  # fmt: skip
+    add_served(report, rerank_budget_ms)
     return keep_report(
         engine, report, plan, dataset, source=source, query_set=query_set.name if query_set else None,
         name=name, tags=tags, notes=notes, save=save,

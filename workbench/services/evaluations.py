@@ -31,7 +31,7 @@ from workbench.evaluation.io import Dataset, Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.sample import corpus_sample, sample_collection
 from workbench.evaluation.sequential import SequentialPlan
-from workbench.evaluation.served import served_figures
+from workbench.evaluation.served import add_served
 from workbench.evaluation.service import Progress, evaluate_dataset
 from workbench.experiments import Experiment, keep_report, open_experiment_store
 from workbench.inputs import validate_collection_name, validate_max_queries, validate_rerank_budget_ms
@@ -180,13 +180,6 @@ class Keeping:
     notes: str = ""
 
 
-def add_served(report: EvaluationReport, request: EvaluationRequest) -> None:
-    """The verdict as served under the request's rerank budget, on a report whose searches were timed with no
-    cache (`use_cache=request.rerank_budget_ms is None`): every front end adds it this one way."""
-    if request.rerank_budget_ms is not None and report.reranker_model:
-        report.served = served_figures(report, request.rerank_budget_ms)
-
-
 def run_evaluation_request(
     engine: Engine,
     ready: ReadyEvaluation,
@@ -212,7 +205,7 @@ def run_evaluation_request(
         phase=(lambda words: announce(f"queries done; now {words}…")) if announce is not None else None,
         use_cache=request.rerank_budget_ms is None,
     )  # fmt: skip
-    add_served(report, request)
+    add_served(report, request.rerank_budget_ms)
     if not request.keep:
         return Evaluated(report, None)
     experiment = keep_report(

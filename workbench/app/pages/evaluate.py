@@ -24,13 +24,14 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
+from workbench.evaluation.served import add_served
 from workbench.evaluation.tuning import tune
 from workbench.experiments import keep_report, keep_tuning, open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
-from workbench.services.evaluations import EvaluationRequest, add_served, ready_evaluation
+from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS, MAX_RERANK_BUDGET_MS
 
@@ -277,7 +278,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
             use_cache=ready.request.rerank_budget_ms is None,  # under a budget every search is timed
         )
-        add_served(STATE.eval_report, ready.request)
+        add_served(STATE.eval_report, ready.request.rerank_budget_ms)
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
         _keep(engine, plan, dataset, asked)

@@ -16,7 +16,7 @@ from workbench.cli.parsers.common import (
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
-from workbench.inputs import validate_budget_ms
+from workbench.inputs import validate_budget_ms, validate_rerank_budget_ms
 from workbench.vocab import RETRIEVAL_MODES, spoken
 
 
@@ -56,6 +56,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     skip_option(gate)
     gate.add_argument("--max-latency-ms", type=checked(validate_budget_ms), help="budget: p95 of a search's total time")
     gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
+    gate.add_argument(
+        "--rerank-budget-ms",
+        type=checked(validate_rerank_budget_ms),
+        help="decide on the candidate as a fail-open service serves it under this rerank budget: every search timed "
+        "(no cache), a query whose rerank took longer counted at its first-stage order",
+    )
     gate.add_argument("--junit", metavar="FILE", help="write the decision as JUnit XML")
     gate.add_argument("--json-out", metavar="FILE", help="write the decision as JSON")
     gate.add_argument("--json", action="store_true", help="print the decision as JSON")
