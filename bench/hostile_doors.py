@@ -593,7 +593,8 @@ def model_doors(root: Path, data: Path, env: dict[str, str], results: list) -> N
     models = root / "models"
     minilm = _copy(SHARED / "models" / "minilm-l6-qa-reranker", models / "minilm")
     exports = root / "exports"  # exports and auto's kept choices for these folders, not in the user's cache
-    env = {**env, "WORKBENCH_EXPORTS_DIR": str(exports)}
+    # torch unless named: `auto` would first measure every backend of each new folder (a minute or more a folder)
+    env = {**env, "WORKBENCH_EXPORTS_DIR": str(exports), "RERANKER_BACKEND": "torch"}
     no_store = {**env, "WORKBENCH_SCORE_STORE": "0"}
 
     def lent(name: str, reference: Path, variant: Path) -> None:

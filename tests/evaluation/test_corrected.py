@@ -206,6 +206,9 @@ def test_the_queries_to_grade_next_are_drawn_within_the_cheap_changes_quartiles(
     assert found.more_to_decide == 17 and found.grade_next == order[:17]  # as many as would settle it
     words = "Grade next (drawn at random within the quartiles of a judge's change): " + ", ".join(order[:5])
     assert f"{words} and 12 more." in found.words()
+    texts = {q: f"how  many days   of leave for case {q}" for q in cheap}  # named by their texts where known
+    named = found.with_texts(texts).words()
+    assert f'{order[0]} ("how many days of leave for case {order[0]}")' in named and "and 12 more." in named
     clear = {q: v + 0.5 for q, v in cheap.items()}  # a change far from 0: people's grades already settle it
     settled = corrected_change({q: clear[q] for q in graded}, clear, "a judge")
     assert settled is not None and settled.more_to_decide == 0

@@ -54,6 +54,18 @@ class CorrectedChange(BaseModel):
     p_value: float  # of the corrected estimate against 0 (t, n - 1 degrees of freedom)
     # the queries people should grade next, in order (see `grade_next`): as many as would settle it, NEXT_SHOWN at most
     grade_next: list[str] = []
+    grade_next_texts: dict[str, str] = {}  # their texts, where the evaluation had them (`with_texts`)
+
+    def with_texts(self, queries: Mapping[str, str]) -> CorrectedChange:
+        """The same, with the texts of the queries to grade next, so that the words name what a person grades."""
+        texts = {q: queries[q] for q in self.grade_next if queries.get(q)}
+        return self.model_copy(update={"grade_next_texts": texts}) if texts else self
+
+    def _next_named(self, query_id: str) -> str:
+        text = " ".join(self.grade_next_texts.get(query_id, "").split())
+        if not text:
+            return query_id
+        return f'{query_id} ("{text[:60]}{"…" if len(text) > 60 else ""}")'
 
     @property
     def narrower(self) -> bool:
@@ -94,7 +106,7 @@ class CorrectedChange(BaseModel):
             else ""
         )
         if more and self.grade_next:
-            shown = ", ".join(self.grade_next[:5]) + (
+            shown = ", ".join(map(self._next_named, self.grade_next[:5])) + (
                 f" and {len(self.grade_next) - 5} more" if len(self.grade_next) > 5 else ""
             )
             need += f" Grade next (drawn at random within the quartiles of {self.source}'s change): {shown}."

@@ -144,6 +144,8 @@ def report_of(
         judgement = with_judge_limits(
             judgement, dataset.grade_sources, qrels, before_run, after_run, k, answers.reranker_model
         )
+        if judgement.corrected is not None:  # the queries to grade next named by their texts too
+            judgement = judgement.model_copy(update={"corrected": judgement.corrected.with_texts(dataset.queries)})
     unjudged_before, looked = unjudged_at(qrels, before_run, top_n)
     unjudged_after, _ = unjudged_at(qrels, after_run, top_n)
     report = EvaluationReport(
