@@ -13,7 +13,7 @@ demo, and each outcome is classed by what a user would see:
   are the app's downloads; their formula cells are held by tests/app and tests/test_safety.py, not here.)
 
     .venv/bin/python bench/hostile_doors.py                          # about 15 minutes on 2 cores
-    .venv/bin/python bench/hostile_doors.py --doors services,tune    # some doors only
+    .venv/bin/python bench/hostile_doors.py --doors services,tune    # some doors only (round3, models: issue 68)
 """
 
 from __future__ import annotations
