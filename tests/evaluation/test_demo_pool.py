@@ -43,3 +43,19 @@ def test_judged_at_10_is_exactly_one_at_every_depth(pool_engine: Engine, model: 
     # issue 52: hybrid by a named fusion at k = 20 read judged@10 0.992 (the pool predated the named fusions)
     assert len(judged) == len(DEMO_POOLED_FIRST_STAGES) * len(DEPTH_SWEEP) * 2 and len(DEMO_POOLED_FIRST_STAGES) == 6
     assert {where: value for where, value in judged.items() if value != 1.0} == {}
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "bm25", "hybrid"])
+def test_eval_demo_as_a_user_runs_it_is_fully_judged(
+    demo_cli: Engine, retrieval: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 69, item 10, through the CLI as the issue ran it: `workbench eval demo -k 20 --retrieval hybrid` (the
+    defaults otherwise, torch) read judged@10 0.992 before reranking and after while the pool test passed."""
+    import json
+
+    from workbench.cli import main
+
+    monkeypatch.setenv("RERANKER_BACKEND", "torch")
+    assert main(["eval", "demo", "-k", "20", "--retrieval", retrieval, "--depth", "none", "--no-save", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["before"]["judged@10"], summary["after"]["judged@10"]) == (1.0, 1.0), retrieval
