@@ -6,7 +6,8 @@ SciFact beside a cross-encoder judge (coverage of the all-human change and width
 draws of 50 people-graded queries). A 135M model's figures, shown for what they are.
 
     .venv/bin/python scripts/smollm2_figures.py                 # the demo's judge and reranker (10-20 minutes)
-    .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (over an hour on 2 cores)
+    .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (about 2 hours on 2 cores)
+    .venv/bin/python scripts/smollm2_figures.py --parts coverage --judges cross-encoder   # that judge only (minutes)
     .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
     .venv/bin/python scripts/smollm2_figures.py --write         # write the blocks again from the kept record
 
@@ -39,12 +40,16 @@ DRAWS = 2000
 P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
 
 PARTS = ("judge", "reranker", "coverage")
+JUDGES = ("cross-encoder", "SmolLM2")  # the cheap judges of the coverage part
 
 
 def add_options(parser: Any) -> None:
     """--data-dir, and --parts (comma-separated: judge, reranker, coverage; default judge,reranker)."""
     data_dir_option(parser)
     parser.add_argument("--parts", default="judge,reranker", help=f"what to measure, of {', '.join(PARTS)}")
+    parser.add_argument(
+        "--judges", default=",".join(JUDGES), help=f"the coverage part's cheap judges, of {', '.join(JUDGES)} (both)"
+    )
 
 
 def _search_pairs(engine: Any, plan: Any, queries: dict[str, str]) -> tuple[dict, dict, dict]:
@@ -101,9 +106,10 @@ def _coverage(human: dict[str, float], cheap: dict[str, float], seed: int) -> di
             "weight": float(np.median(weights)), "narrower": narrower / DRAWS}  # fmt: skip
 
 
-def _coverage_case(settings: Any, shared: Path, collection: str, url: str) -> dict[str, Any]:
-    """One collection: dense k = 20 → top 10 with the QA cross-encoder; two cheap judges of every pair in the two
-    top 10s: the cross-encoder's logit cut into grades (2 from 3, 1 from 0), SmolLM2's P(yes) cut at 0.5."""
+def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None) -> dict[str, Any]:
+    """One collection: dense k = 20 → top 10 with the QA cross-encoder; cheap judges of every pair in the two
+    top 10s: the cross-encoder's logit cut into grades (2 from 3, 1 from 0), and (with a SmolLM2 server's `url`)
+    SmolLM2's P(yes) cut at 0.5."""
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
     from workbench.rerankers.factory import create_reranker
@@ -115,21 +121,23 @@ def _coverage_case(settings: Any, shared: Path, collection: str, url: str) -> di
     queries = {q: t for q, t in dataset.queries.items() if q in dataset.qrels}
     before, after, scores = _search_pairs(engine, engine.plan(collection=collection, k=20, top_n=10), queries)
     crossencoder = {q: {d: 2 if s >= 3 else 1 if s >= 0 else 0 for d, s in docs.items()} for q, docs in scores.items()}
-    chat = create_reranker(f"chat+{url}/v1#{MODEL}", settings)
-    from workbench.judgments.queue import document_texts
-
-    started = time.perf_counter()
-    smollm2: dict[str, dict[str, int]] = {}
-    for qid, docs in scores.items():
-        texts = document_texts(engine, collection, list(docs))
-        p_yes, _ = chat.score(queries[qid], [texts[d] for d in docs])
-        smollm2[qid] = {d: int(p >= P_YES_CUT) for d, p in zip(docs, p_yes, strict=True)}
-    seconds = time.perf_counter() - started
     human = _changes({q: dataset.qrels[q] for q in queries}, before, after)
     row: dict[str, Any] = {"queries": len(queries), "pairs": sum(len(d) for d in scores.values()),
-                           "human_change": sum(human.values()) / len(human), "smollm2_seconds": seconds,
-                           "smollm2_undecided": chat.stats.undecided}  # fmt: skip
-    for name, judge in (("cross-encoder", crossencoder), ("SmolLM2", smollm2)):
+                           "human_change": sum(human.values()) / len(human)}  # fmt: skip
+    judges: dict[str, dict[str, dict[str, int]]] = {"cross-encoder": crossencoder}
+    if url is not None:
+        from workbench.judgments.queue import document_texts
+
+        chat = create_reranker(f"chat+{url}/v1#{MODEL}", settings)
+        started = time.perf_counter()
+        smollm2: dict[str, dict[str, int]] = {}
+        for qid, docs in scores.items():
+            texts = document_texts(engine, collection, list(docs))
+            p_yes, _ = chat.score(queries[qid], [texts[d] for d in docs])
+            smollm2[qid] = {d: int(p >= P_YES_CUT) for d, p in zip(docs, p_yes, strict=True)}
+        row |= {"smollm2_seconds": time.perf_counter() - started, "smollm2_undecided": chat.stats.undecided}
+        judges["SmolLM2"] = smollm2
+    for name, judge in judges.items():
         cheap = _changes(judge, before, after)
         cheap = {q: cheap.get(q, 0.0) for q in human}
         kappa, pairs = _kappa(dataset.qrels, judge)
@@ -212,31 +220,41 @@ def _demo_reranker(settings: Any, url: str) -> dict[str, Any]:
     return {"eval": printed.replace(url, "http://127.0.0.1:PORT"), "seconds": time.perf_counter() - started}
 
 
-def measure(shared: Path, data_dir: str | None = None, parts: str = "judge,reranker") -> dict[str, Any]:
-    """SmolLM2 served once for the parts asked; the kept record's other parts as they were."""
+def measure(
+    shared: Path, data_dir: str | None = None, parts: str = "judge,reranker", judges: str = ",".join(JUDGES)
+) -> dict[str, Any]:
+    """SmolLM2 served once for the parts asked (not at all for the coverage part with the cross-encoder judge
+    alone); the kept record's other parts as they were."""
+    import contextlib
     import json
 
     from tests.rerankers.test_vllm import STRUCTURED, serving
     from tests.smollm2 import smollm2_folder
 
     asked = [part.strip() for part in parts.split(",") if part.strip()]
-    unknown = sorted(set(asked) - set(PARTS))
-    if unknown:
-        raise SystemExit(f"--parts takes {', '.join(PARTS)}; got {', '.join(unknown)}")
+    cheap = [judge.strip() for judge in judges.split(",") if judge.strip()]
+    unknown = sorted(set(asked) - set(PARTS)) + sorted(set(cheap) - set(JUDGES))
+    if unknown or "cross-encoder" not in cheap:
+        raise SystemExit(f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SmolLM2 beside it; got "
+                         f"{', '.join(unknown) or judges}")  # fmt: skip
     record: dict[str, Any] = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
-    with tempfile.TemporaryDirectory() as logs, serving(
-        smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
-        "--structured-outputs-config", STRUCTURED,
+    served = "judge" in asked or "reranker" in asked or ("coverage" in asked and "SmolLM2" in cheap)
+    with tempfile.TemporaryDirectory() as logs, (
+        serving(smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
+                "--structured-outputs-config", STRUCTURED) if served else contextlib.nullcontext(None)
     ) as url:  # fmt: skip
-        settings = base.model_copy(update={"judge_model": MODEL, "judge_url": f"{url}/v1", "rerank_timeout": 600,
-                                           "rerank_concurrency": 16})  # fmt: skip
+        settings = base
+        if url is not None:
+            settings = base.model_copy(update={"judge_model": MODEL, "judge_url": f"{url}/v1", "rerank_timeout": 600,
+                                               "rerank_concurrency": 16})  # fmt: skip
         if "judge" in asked:
             record["judge"] = _demo_judge(settings)
         if "reranker" in asked:
             record["reranker"] = _demo_reranker(settings, url)
         if "coverage" in asked:
-            record["coverage"] = {c: _coverage_case(settings, shared, c, url) for c in ("cranfield", "scifact")}
+            chat = url if "SmolLM2" in cheap else None
+            record["coverage"] = {c: _coverage_case(settings, shared, c, chat) for c in ("cranfield", "scifact")}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
     return stamp({key: value for key, value in record.items() if key not in ("machine", "versions", "measured_at")})
 
@@ -274,16 +292,17 @@ def render(name: str, kept: dict[str, Any]) -> str:
         )
     cells = []
     for collection, row in kept["coverage"].items():
-        for judge in ("cross-encoder", "SmolLM2"):
+        for judge in (j for j in JUDGES if j in row):
             found = row[judge]
             cells.append([
                 collection, judge, f"{found['kappa']:.3f}", f"{found['cheap_change']:+.4f}",
                 f"{row['human_change']:+.4f}", f"{found['coverage']:.1%}", f"{found['width_ratio']:.2f}",
                 f"{found['weight']:.2f}", f"{found['narrower']:.0%}",
             ])  # fmt: skip
+    smollm2 = any("SmolLM2" in row for row in kept["coverage"].values())
     notes = "; ".join(
-        f"{c}: {r['queries']} judged queries, {r['pairs']} pairs, SmolLM2 {r['smollm2_seconds']:.0f} s "
-        f"({r['smollm2_undecided']} undecided)"
+        f"{c}: {r['queries']:,} judged queries, {r['pairs']:,} pairs"
+        + (f", SmolLM2 {r['smollm2_seconds']:.0f} s ({r['smollm2_undecided']} undecided)" if "SmolLM2" in r else "")
         for c, r in kept["coverage"].items()
     )
     return table(
@@ -292,8 +311,9 @@ def render(name: str, kept: dict[str, Any]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
         cells,
         f"Dense k = 20 → top 10 with the QA cross-encoder; people grade {HUMAN_QUERIES} random queries per draw, the "
-        f"cheap judge every pair of the two top 10s (the cross-encoder's logit cut: 2 from 3, 1 from 0; SmolLM2's "
-        f"P(yes) as the chat reranker reads it, relevant from {P_YES_CUT}); kappa quadratic, relevance cut at grade 1, "
+        f"cheap judge every pair of the two top 10s (the cross-encoder's logit cut: 2 from 3, 1 from 0"
+        + (f"; SmolLM2's P(yes) as the chat reranker reads it, relevant from {P_YES_CUT}" if smollm2 else "")
+        + "); kappa quadratic, relevance cut at grade 1, "
         f"on those pairs (a pair the qrels do not list counts 0). {notes}. " + made_by(kept, "smollm2_figures.py"),
     )  # fmt: skip
 
