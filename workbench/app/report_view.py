@@ -83,7 +83,7 @@ def served(report: EvaluationReport) -> None:
     m = st.columns(4)
     first, always = figures.vs_first_stage, figures.vs_always_reranked
     m[0].metric(f"{PRIMARY} as served", f"{figures.as_served:.4f}", f"{first.delta:+.4f} vs first stage",
-                delta_color="off", help=f"first stage {figures.first_stage:.4f}")  # fmt: skip
+                delta_color="off", delta_arrow="off", help=f"first stage {figures.first_stage:.4f}")  # fmt: skip
     m[1].metric("against always reranked", f"{always.delta:+.4f}", help=f"always {figures.always_reranked:.4f}")
     m[2].metric("served reranked", f"{figures.served_reranked} of {figures.queries}", f"{figures.share_reranked:.0%}",
                 delta_color="off", delta_arrow="off")  # fmt: skip
