@@ -206,7 +206,11 @@ def _demo_judge(settings: Any) -> dict[str, Any]:
     agreement = _cli(settings, "judgments", "agreement", "handbook", "--show", "3")
     graded = judged()
     stored = sum(bool(keys(q, d) & graded) for q, docs in scores.items() for d in docs)
+    from collections import Counter
+
+    why = Counter(g.error.split(":", 1)[0][:80] for g in run.grades if g.grade is None and g.error)
     return {"pairs": asked, "graded_now": len(pairs), "stored": stored, "failed": asked - stored,
+            "why_failed": dict(why.most_common(3)),
             "held_to_schema": run.held_to_schema,
             "seconds": seconds, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "people_queries": PEOPLE_QUERIES, "eval": evaluated, "agreement": agreement}  # fmt: skip
@@ -271,8 +275,13 @@ def render(name: str, kept: dict[str, Any]) -> str:
         return (
             f"People's grades on {judge['people_queries']} of the demo's 50 queries (the rest ungraded), SmolLM2 "
             f"grading every pair of the 50 queries' first-stage and reranked top 10s (dense k = 20): {judge['pairs']} "
-            f"pairs, {judge['stored']} graded, {judge['failed']} without a grade, held to the schema: "
-            f"{'yes' if judge['held_to_schema'] else 'no'}"
+            f"pairs, {judge['stored']} graded, {judge['failed']} without a grade"
+            + (
+                " (" + "; ".join(f"{n} {why}" for why, n in judge["why_failed"].items()) + ")"
+                if judge.get("why_failed")
+                else ""
+            )
+            + f", held to the schema: {'yes' if judge['held_to_schema'] else 'no'}"
             + (
                 f" ({judge['graded_now']} graded in the last run, {judge['seconds']:.0f} s)"
                 if judge["graded_now"]

@@ -193,6 +193,21 @@ def test_a_person_overrides_the_judge_in_one_rating(handbook: dict[str, str]) ->
     assert rater_agreement(judgment_rows(settings, COLLECTION)).pairs  # both still in the history
 
 
+def test_every_pair_given_is_asked_none_dropped_without_a_word(handbook: dict[str, str]) -> None:
+    """grade_pairs cut what it was given at 500 pairs without a word (the demo judge's figures read "155 without
+    a grade" for 655 pairs asked): every pair given is asked and graded."""
+    from workbench.vocab import MAX_JUDGE_PAIRS
+
+    pairs = [
+        JudgePair(query_id=f"q{i}", query=f"expense claims deadline number {i}", doc_id="expenses-policy.md#2",
+                  passage=PASSAGE)
+        for i in range(MAX_JUDGE_PAIRS + 3)
+    ]  # fmt: skip
+    with RerankApis(Behaviour(key=KEY)) as server:
+        run = grade_pairs(_settings(_judge_env(handbook, server.base)), COLLECTION, pairs)
+    assert len(run.grades) == len(pairs) and run.stored == len(pairs) and run.failed == 0
+
+
 @pytest.mark.parametrize(
     ("answer", "grade"),
     [

@@ -272,9 +272,10 @@ def grade_pairs(settings: Settings, collection: str, pairs: Sequence[JudgePair])
     """Ask the judge for each pair's grade and store each one as `llm:<model>` (source `llm`, with its reason);
     then its agreement with each person who graded the same pairs. When the endpoint fails for every pair (down,
     wrong key, unknown model) the error is raised and nothing is stored; a pair it answers without a grade is
-    reported, not stored."""
+    reported, not stored. Every pair given is asked (the CLI bounds its own: `--limit` and `--check`, each at most
+    MAX_JUDGE_PAIRS); none is dropped without a word."""
     rater = judge_rater(settings)
-    pairs = list(pairs)[:MAX_JUDGE_PAIRS]
+    pairs = list(pairs)
     started = time.perf_counter()
     answers, held = _ask(settings, [_messages(p) for p in pairs])
     grades = [_grade(p, a, settings) for p, a in zip(pairs, answers, strict=True)]
