@@ -314,7 +314,8 @@ def measure_backends(
     seconds: dict[str, float] = {}
     tokens = 0.0
     for backend in backends:
-        model, first = (first if first is not None else load(backend)), None
+        model = first if backend == backends[0] else load(backend)
+        first = None  # from here the loop holds the only reference: one model in memory at a time
         tokens = tokens or mean_tokens(model, pairs)
         model.predict(pairs[:8], batch_size=32, show_progress_bar=False)  # warm: first-call costs are not speed
         times = []
