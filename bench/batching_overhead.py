@@ -18,7 +18,7 @@ import time
 import numpy as np
 from _output import add_json_option, keep
 
-from workbench.rerankers.batching import MicroBatcher
+from workbench.rerankers.local.batching import MicroBatcher
 
 CALL_MS = 4.0  # fixed cost of one model call
 PAIR_MS = 0.1  # cost per pair

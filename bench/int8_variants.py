@@ -28,7 +28,7 @@ from rerank_backends import candidate_pairs, pairs_parser
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.rerankers import CrossEncoderReranker
-from workbench.rerankers.backends import ExportCache, quiet_session_options
+from workbench.rerankers.local.backends import ExportCache, quiet_session_options
 
 Batch = dict[str, np.ndarray]
 

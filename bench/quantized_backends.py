@@ -59,10 +59,10 @@ def main() -> None:
 
     from workbench.config import Settings
     from workbench.engine import Engine
-    from workbench.rerankers.backends import CALIBRATION_MAX_LENGTH
-    from workbench.rerankers.ceiling import model_shape
-    from workbench.rerankers.machine import installed_backends
-    from workbench.rerankers.openvino_pairs import calibration_pairs
+    from workbench.rerankers.local.backends import CALIBRATION_MAX_LENGTH
+    from workbench.rerankers.local.ceiling import model_shape
+    from workbench.rerankers.local.machine import installed_backends
+    from workbench.rerankers.local.openvino_pairs import calibration_pairs
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
     work = Path(tempfile.mkdtemp(prefix="quantized-backends-"))

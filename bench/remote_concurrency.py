@@ -40,6 +40,7 @@ from fastapi import FastAPI, Request
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
+from workbench.evaluation.service import Listeners
 from workbench.models import resolve_model
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 
@@ -144,7 +145,9 @@ def main() -> int:
                 servers[0].terminate()
 
         begun = time.perf_counter()
-        report = evaluate_dataset(engine, dataset, plan, max_queries=args.queries, progress=halfway)
+        report = evaluate_dataset(
+            engine, dataset, plan, max_queries=args.queries, listeners=Listeners(progress=halfway)
+        )
         stopped = {"wall": time.perf_counter() - begun, "same": report.after == afters[levels[0]]}
         same = same and bool(stopped["same"])
     if args.infinity:

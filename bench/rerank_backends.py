@@ -52,7 +52,7 @@ def embedder_rates(engine: Engine, texts: list[str], rounds: int) -> None:
 
     path = engine.embedder().path  # type: ignore[attr-defined]
     folder = tempfile.mkdtemp(prefix="wb-bench-embedder-")
-    from workbench.rerankers.backends import quiet_session_options
+    from workbench.rerankers.local.backends import quiet_session_options
 
     quiet = {"session_options": quiet_session_options()}
     onnx = SentenceTransformer(path, backend="onnx", device="cpu", model_kwargs=quiet)

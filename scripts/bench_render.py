@@ -349,7 +349,7 @@ def quantized(benches: Benches) -> str:
     """Issue 58: the audit's noise budget, int8's error layer by layer, and Explore's answer per backend."""
     entry = benches["quantized_backends"]
     f = entry["figures"]
-    # each group's share of a layer's multiply FLOPs at the pairs' mean length (rerankers/ceiling.py's count)
+    # each group's share of a layer's multiply FLOPs at the pairs' mean length (rerankers/local/ceiling.py's count)
     t, h, i = f["tokens"], f["hidden"], f["intermediate"]
     flops = {"attention Q, K, V": 6 * t * h * h, "attention output": 2 * t * h * h, "feed-forward up": 2 * t * h * i,
              "feed-forward down": 2 * t * h * i}  # fmt: skip

@@ -48,7 +48,7 @@ def add_options(parser: Any) -> None:
 def _served_curve(engine: Any, shared: Path) -> tuple[dict[str, list[dict[str, Any]]], str]:
     from workbench.evaluation import Dataset
     from workbench.evaluation.served import served_figures
-    from workbench.evaluation.service import evaluate_dataset
+    from workbench.evaluation.service import EvaluationOptions, evaluate_dataset
     from workbench.services.demo import DEMO_COLLECTION, demo_dataset
 
     curves: dict[str, list[dict[str, Any]]] = {}
@@ -56,7 +56,9 @@ def _served_curve(engine: Any, shared: Path) -> tuple[dict[str, list[dict[str, A
     for name, queries in COLLECTIONS.items():
         dataset = demo_dataset() if name == DEMO_COLLECTION else Dataset.from_beir(shared / "data" / name)
         plan = engine.plan(collection=name, retrieval="dense", k=50, top_n=10)
-        report = evaluate_dataset(engine, dataset, plan, max_queries=queries, depth=(), use_cache=False)
+        report = evaluate_dataset(
+            engine, dataset, plan, max_queries=queries, depth=(), options=EvaluationOptions(use_cache=False)
+        )
         backend = report.reranker_backend or backend
         times = sorted(o.rerank_ms for o in report.per_query if o.rerank_ms is not None)
         budgets = sorted({1.0, *(round(float(np.percentile(times, q)), 1) for q in (10, 25, 50, 75, 90)),

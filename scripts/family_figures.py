@@ -58,7 +58,7 @@ def _pylate_scores(folder: Path, asked: list[tuple[str, list[str]]], scratch: Pa
 
 def _prompt(query: str, texts: list[str], tokenizer: Any) -> tuple[int, int, int]:
     """A listwise pass over `texts`: windows, prompt words and prompt tokens (RankGPT's messages, every window)."""
-    from workbench.rerankers.listwise import rankgpt_messages, window_spans
+    from workbench.rerankers.served.listwise import rankgpt_messages, window_spans
 
     windows = window_spans(len(texts), 20, 10)
     words = tokens = 0

@@ -35,7 +35,7 @@ def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
     from workbench.evaluation.sequential import SequentialPlan
-    from workbench.evaluation.service import evaluate_dataset
+    from workbench.evaluation.service import EvaluationOptions, evaluate_dataset
 
     settings = qa_settings(shared, data_dir, "settling-figures")
     rows: dict[str, dict[str, Any]] = {}
@@ -51,7 +51,9 @@ def measure(shared: Path, data_dir: str | None = None) -> dict[str, Any]:
         assert reranker is not None
         full = evaluate_dataset(engine, dataset, plan, depth=())
         scored_full = reranker.usage.documents
-        settled = evaluate_dataset(Engine(settings), dataset, plan, depth=(), sequential=SequentialPlan(seed=0))
+        settled = evaluate_dataset(
+            Engine(settings), dataset, plan, depth=(), options=EvaluationOptions(sequential=SequentialPlan(seed=0))
+        )
         again = Engine(settings)
         rerun = evaluate_dataset(again, dataset, plan.with_(top_n=5), depth=())
         rerun_reranker = again.reranker_of(plan)

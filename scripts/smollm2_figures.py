@@ -41,6 +41,7 @@ P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
 
 PARTS = ("judge", "reranker", "coverage")
 JUDGES = ("cross-encoder", "SmolLM2")  # the cheap judges of the coverage part
+COLLECTIONS = ("cranfield", "scifact")  # the coverage part's sets (all ../shared/data holds)
 
 
 def add_options(parser: Any) -> None:
@@ -50,6 +51,10 @@ def add_options(parser: Any) -> None:
     parser.add_argument(
         "--judges", default=",".join(JUDGES), help=f"the coverage part's cheap judges, of {', '.join(JUDGES)} (both)"
     )
+    parser.add_argument(
+        "--collections", default=",".join(COLLECTIONS),
+        help=f"the coverage part's sets, of {', '.join(COLLECTIONS)} (both; a set not measured keeps its row)",
+    )  # fmt: skip
 
 
 def _search_pairs(engine: Any, plan: Any, queries: dict[str, str]) -> tuple[dict, dict, dict]:
@@ -225,7 +230,11 @@ def _demo_reranker(settings: Any, url: str) -> dict[str, Any]:
 
 
 def measure(
-    shared: Path, data_dir: str | None = None, parts: str = "judge,reranker", judges: str = ",".join(JUDGES)
+    shared: Path,
+    data_dir: str | None = None,
+    parts: str = "judge,reranker",
+    judges: str = ",".join(JUDGES),
+    collections: str = ",".join(COLLECTIONS),
 ) -> dict[str, Any]:
     """SmolLM2 served once for the parts asked (not at all for the coverage part with the cross-encoder judge
     alone); the kept record's other parts as they were."""
@@ -237,16 +246,18 @@ def measure(
 
     asked = [part.strip() for part in parts.split(",") if part.strip()]
     cheap = [judge.strip() for judge in judges.split(",") if judge.strip()]
-    unknown = sorted(set(asked) - set(PARTS)) + sorted(set(cheap) - set(JUDGES))
-    if unknown or "cross-encoder" not in cheap:
-        raise SystemExit(f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SmolLM2 beside it; got "
-                         f"{', '.join(unknown) or judges}")  # fmt: skip
+    sets = [name.strip() for name in collections.split(",") if name.strip()]
+    unknown = sorted(set(asked) - set(PARTS)) + sorted(set(cheap) - set(JUDGES)) + sorted(set(sets) - set(COLLECTIONS))
+    if unknown or "cross-encoder" not in cheap or not sets:
+        raise SystemExit(f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SmolLM2 beside it; "
+                         f"--collections {', '.join(COLLECTIONS)}; got {', '.join(unknown) or judges}")  # fmt: skip
     record: dict[str, Any] = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
     served = "judge" in asked or "reranker" in asked or ("coverage" in asked and "SmolLM2" in cheap)
     with tempfile.TemporaryDirectory() as logs, (
         serving(smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
-                "--structured-outputs-config", STRUCTURED) if served else contextlib.nullcontext(None)
+                "--structured-outputs-config", STRUCTURED, threads=os.cpu_count() or 1)
+        if served else contextlib.nullcontext(None)
     ) as url:  # fmt: skip
         settings = base
         if url is not None:
@@ -258,7 +269,9 @@ def measure(
             record["reranker"] = _demo_reranker(settings, url)
         if "coverage" in asked:
             chat = url if "SmolLM2" in cheap else None
-            record["coverage"] = {c: _coverage_case(settings, shared, c, chat) for c in ("cranfield", "scifact")}
+            kept = record.get("coverage", {})
+            record["coverage"] = {c: _coverage_case(settings, shared, c, chat) if c in sets else kept[c]
+                                  for c in COLLECTIONS if c in sets or c in kept}  # fmt: skip
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
     return stamp({key: value for key, value in record.items() if key not in ("machine", "versions", "measured_at")})
 

@@ -127,14 +127,22 @@ def test_every_module_is_on_a_floor() -> None:
         _floor(module)
 
 
-def test_no_module_imports_from_a_floor_above_it() -> None:
-    upward = [
-        f"{module} ({list(FLOORS)[_floor(module)]}) imports {target} ({list(FLOORS)[_floor(target)]}), line {line}"
-        for module in MODULES
-        for target, line, _ in _imports(module)
-        if target in MODULES and _floor(target) > _floor(module)
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a module to one on a floor above it."""
+    return [
+        f"{module} ({list(FLOORS)[_floor(module)]}) imports {target} ({list(FLOORS)[_floor(target)]})"
+        for module, targets in graph.items()
+        for target in sorted(targets)
+        if _floor(target) > _floor(module)
     ]
-    assert not upward, "\n".join(upward)
+
+
+def test_no_module_imports_from_a_floor_above_it() -> None:
+    assert not _upward(_graph()), "\n".join(_upward(_graph()))
+    # the rule's positive control: the stages below the engine never import it
+    assert _upward({"workbench.rerankers.factory": {"workbench.engine"}}) == [
+        "workbench.rerankers.factory (stages) imports workbench.engine (engine)"
+    ]
 
 
 def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries_only() -> None:
@@ -162,9 +170,8 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
     ]
 
 
-def test_no_import_circle() -> None:
-    """Tarjan's strongly connected components over every import, function-local ones included."""
-    graph = _graph()
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one node."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -175,7 +182,7 @@ def test_no_import_circle() -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for target in graph[node]:
+        for target in graph.get(node, ()):
             if target not in index:
                 visit(target)
                 low[node] = min(low[node], low[target])
@@ -192,10 +199,50 @@ def test_no_import_circle() -> None:
             if len(component) > 1:
                 circles.append(sorted(component))
 
-    for node in graph:
+    for node in list(graph):
         if node not in index:
             visit(node)
-    assert not circles, circles
+    return circles
+
+
+def _folder_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The parts of `package` (each sub-package with everything in it, and each module; the package's own
+    `__init__` left out) and, for each, the parts its modules import."""
+
+    def part(module: str) -> str | None:
+        if not module.startswith(package + "."):
+            return None
+        return f"{package}.{module[len(package) + 1 :].split('.')[0]}"
+
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if (source := part(module)) is not None:
+            folders.setdefault(source, set()).update(
+                target for target in map(part, targets) if target is not None and target != source
+            )
+    return folders
+
+
+def test_no_import_circle() -> None:
+    """No circle over every import, function-local ones included: between modules, and between the folders and
+    modules side by side in each package (evaluation -> rerankers -> evaluation is a circle no per-file check sees)."""
+    graph = _graph()
+    assert not _circles(graph), _circles(graph)
+    packages = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")
+    folder_circles = {package: _circles(_folder_graph(graph, package)) for package in packages}
+    assert not any(folder_circles.values()), {p: c for p, c in folder_circles.items() if c}
+    # the rules' positive controls: a circle of files, and one of folders whose files make no circle
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    files = {"w.x.one": {"w.y.two"}, "w.y.two": {"w.x.three"}, "w.x.three": set()}
+    assert not _circles(files) and _circles(_folder_graph(files, "w")) == [["w.x", "w.y"]]
+
+
+def test_the_top_of_rerankers_holds_the_kinds_and_their_common_parts_only() -> None:
+    """Issue 73: the local runtimes, the served kinds and the score stores are folders of their own; the top holds
+    the protocol, the factory and the local kinds (at most 12 modules)."""
+    top = sorted(path.stem for path in (PACKAGE / "rerankers").glob("*.py"))
+    assert len(top) <= 12, top
+    assert {"local", "served", "scores"} <= {p.name for p in (PACKAGE / "rerankers").iterdir() if p.is_dir()}
 
 
 def test_function_local_imports_of_the_package_are_only_front_ends_deferring_a_slow_import() -> None:
@@ -327,7 +374,8 @@ def test_each_plug_in_kind_is_one_registry_line() -> None:
 def test_every_reranker_kind_is_a_base_reranker_and_writes_only_how_it_scores() -> None:
     """Issue 38: the score cache, the usage counters and `score_pairs` live in `BaseReranker`; a kind is a
     subclass that writes `predict` and none of the bookkeeping again."""
-    from workbench.rerankers import base, crossencoder, remote
+    from workbench.rerankers import base, crossencoder
+    from workbench.rerankers.served import remote
 
     kinds = [
         cls
@@ -345,7 +393,7 @@ def test_one_default_reranker_value_and_one_plan_adapter_per_front_end() -> None
     """Issue 38: 'default' (DEFAULT_RERANKER_CHOICE) is the one "the configured reranker" value, resolved in the
     engine alone; the CLI's commands build their plans through `cli.plans.plan_from`, and the API's plan request
     is derived from SearchPlan's own fields."""
-    from workbench.api.routers.experiments import PlanRequest
+    from workbench.api.bodies import PlanRequest
     from workbench.engine import Engine
     from workbench.types import SearchPlan
     from workbench.vocab import DEFAULT_RERANKER_CHOICE
@@ -460,3 +508,31 @@ def test_every_local_family_is_one_line_of_the_local_families_table() -> None:
     from workbench.rerankers.families import FamilyName
 
     assert set(get_args(FamilyName)) == {"cross-encoder", "refused", *LOCAL_FAMILIES}
+
+
+def test_no_router_imports_another_and_each_api_body_has_one_name() -> None:
+    """Issue 73: the bodies and the work the routers share live in `api/bodies.py`; a router imports no other
+    router, and no class of the API is named as a service's class is (one name per concept)."""
+    routers = [name for name in MODULES if name.startswith("workbench.api.routers.")]
+    crossed = [
+        f"{module} imports {target}"
+        for module in routers
+        for target, _, _ in _imports(module)
+        if target in MODULES and target.startswith("workbench.api.routers.") and target != module
+    ]
+    assert not crossed, crossed
+    api_classes = {
+        node.name
+        for name, path in MODULES.items()
+        if name.startswith("workbench.api")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    }
+    service_classes = {
+        node.name
+        for name, path in MODULES.items()
+        if not name.startswith(("workbench.api", "workbench.app", "workbench.cli"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    }
+    assert not api_classes & service_classes, sorted(api_classes & service_classes)

@@ -33,10 +33,10 @@ from workbench.inputs import (
 from workbench.passages import LongDocuments, parse_long_documents
 from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker, needs_scores
-from workbench.rerankers.backends import measure_backends_in_background, measuring_now
-from workbench.rerankers.batching import reporting_progress
 from workbench.rerankers.factory import first_use_words
-from workbench.rerankers.score_store import usable_score_store
+from workbench.rerankers.local.backends import measure_backends_in_background, measuring_now
+from workbench.rerankers.local.batching import reporting_progress
+from workbench.rerankers.scores.score_store import usable_score_store
 from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage

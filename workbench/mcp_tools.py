@@ -17,7 +17,7 @@ from workbench.experiments import open_experiment_store
 from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
-from workbench.rerankers.backends import measure_backends_in_background
+from workbench.rerankers.local.backends import measure_backends_in_background
 from workbench.services.events import EventSink, open_sink
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.types import CollectionInfo

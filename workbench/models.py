@@ -1,5 +1,5 @@
 """Model ids to local folders, the device a model runs on, and the process-wide table of loaded models (each
-family's loader lives with the family: `embeddings`, `rerankers.backends`).
+family's loader lives with the family: `embeddings`, `rerankers.local.backends`).
 
 Resolution order for an id such as `cross-encoder/ms-marco-MiniLM-L-6-v2`:
 1. the id itself, when it is an existing folder;

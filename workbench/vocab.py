@@ -239,7 +239,7 @@ CALIBRATION_METHODS: Final = ("logistic", "isotonic")
 CALIBRATION_FOLDS: Final = 5  # held-out queries: each pair's calibrated probability comes from the other folds
 CALIBRATION_BINS: Final = 10  # reliability diagram and expected calibration error
 DEFAULT_TARGET_PRECISION: Final = 0.8
-# Hosted rerankers' list prices (kind: US dollars, per units, unit, when read); workbench/rerankers/pricing.py.
+# Hosted rerankers' list prices (kind: US dollars, per units, unit, when read); workbench/rerankers/served/pricing.py.
 HOSTED_LIST_PRICES: Final[dict[str, tuple[float, int, str, str]]] = {
     "cohere": (2.0, 1000, "searches", "list price as of 2025 (rerank-v3.5)"),
     "jina": (0.02, 1_000_000, "tokens", "list price as of 2025"),

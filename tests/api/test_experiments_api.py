@@ -96,7 +96,7 @@ def test_an_experiment_the_cli_kept_is_listed_and_opened(generated: dict, kept: 
 def test_an_evaluation_run_over_the_api_is_kept_and_diffed_against_the_clis(generated: dict, kept: str) -> None:
     client = generated["client"]
     models = importlib.import_module("experiments_client.models")
-    body = models.EvaluationRequest(
+    body = models.ExperimentRequest(
         plan=models.PlanRequest(retrieval=models.PlanRequestRetrievalType0("hybrid")), max_queries=8, name="hybrid"
     )
     made = _api("evaluate").sync(client=client, body=body)
@@ -115,7 +115,7 @@ def test_the_cli_and_the_api_give_the_same_figures_for_one_request(
     seventh digit (torch's sums depend on a batch's padding and threads: the audit's batch-mates drift, ~3e-6 on this
     machine), never by more than the tolerance the parity audit holds every backend to."""
     models = importlib.import_module("experiments_client.models")
-    made = _api("evaluate").sync(client=generated["client"], body=models.EvaluationRequest(max_queries=8))
+    made = _api("evaluate").sync(client=generated["client"], body=models.ExperimentRequest(max_queries=8))
     store = open_experiment_store(served_data)
     cli, api = store.get(kept), store.get(made.id)
     assert api.plan == cli.plan and api.queries == cli.queries and api.qrels == cli.qrels
@@ -232,7 +232,7 @@ def test_an_evaluation_runs_as_a_job_with_its_progress_and_its_result(
     result = ended.result.additional_properties
     kept = open_experiment_store(served_data).get(result["id"])
     assert kept.name == "as a job" and result["queries"] == 12
-    now = _api("evaluate").sync(client=client, body=models.EvaluationRequest(max_queries=12))
+    now = _api("evaluate").sync(client=client, body=models.ExperimentRequest(max_queries=12))
     assert (now.before, now.after, now.verdict) == (result["before"], result["after"], result["verdict"])
     listed = _jobs("list_jobs").sync(client=client)
     assert ended.id in [job.id for job in listed]

@@ -21,6 +21,7 @@ from tests.rerank_apis import Behaviour, RerankApis
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import evaluate_dataset
+from workbench.evaluation.service import Listeners
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset
 
 pytestmark = pytest.mark.live_server
@@ -126,7 +127,9 @@ def test_a_pool_of_two_real_servers_one_stopped_mid_run_gives_the_figures_of_one
                 if done == stop_second_at:
                     second.stop()
 
-            return engine, evaluate_dataset(engine, dataset, plan, max_queries=10, progress=progress, depth=())
+            return engine, evaluate_dataset(
+                engine, dataset, plan, max_queries=10, listeners=Listeners(progress=progress), depth=()
+            )
 
         engine, pooled = evaluated(f"{first.url},{second.url}", stop_second_at=4)
         assert second.process.poll() is not None  # it really was stopped mid-run
@@ -167,7 +170,7 @@ def test_a_replica_that_hangs_is_left_out_after_its_first_miss(served_data: Sett
 
 
 def test_request_spans_keep_the_document_and_token_limits() -> None:
-    from workbench.rerankers.remote import request_spans
+    from workbench.rerankers.served.remote import request_spans
 
     texts = ["x" * 36, "y" * 76, "z" * 400, "w" * 4, "v" * 4]  # 10, 20, 101, 2 and 2 tokens, each plus the query's 2
     assert request_spans("qqqq", texts, 1000) == [(0, 5)]

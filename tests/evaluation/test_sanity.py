@@ -18,7 +18,7 @@ from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
 from workbench.evaluation.sanity import CUT_FIRES, run_checks
 from workbench.evaluation.sequential import MIN_QUERIES, SequentialPlan
-from workbench.evaluation.service import evaluate_dataset
+from workbench.evaluation.service import EvaluationOptions, evaluate_dataset
 from workbench.experiments.gate import RAN_AS_INTENDED, run_gate
 from workbench.rerankers import factory
 from workbench.rerankers.base import BaseReranker
@@ -159,7 +159,9 @@ def test_a_reranker_that_never_reads_the_answers_is_named_and_gets_no_verdict(
 
     plan = SearchPlan(collection="demo", retrieval="dense", k=20, top_n=10, reranker=str(real_reranker_dir))
     short = Engine(demo_engine.settings.model_copy(update={"reranker_max_length": 24}))
-    report = evaluate_dataset(short, demo_dataset("test"), plan, max_queries=20, ingest_missing=False)
+    report = evaluate_dataset(
+        short, demo_dataset("test"), plan, max_queries=20, options=EvaluationOptions(ingest_missing=False)
+    )
     assert report.verdict is not None and report.verdict.direction == "unknown"
     assert [check.name for check in report.verdict.not_as_intended] == ["cut"]
     assert report.verdict.words().startswith("The reranker did not run as intended: a relevant passage lost")
@@ -178,7 +180,9 @@ def test_a_reranker_that_never_reads_the_answers_is_named_and_gets_no_verdict(
             shares.append(1 - (sum(kept) - 1) / whole)  # the second segment's tokens, less its [SEP]
     assert first.relevant_cut_share == pytest.approx(max(shares))
 
-    full = evaluate_dataset(demo_engine, demo_dataset("test"), plan, max_queries=20, ingest_missing=False)
+    full = evaluate_dataset(
+        demo_engine, demo_dataset("test"), plan, max_queries=20, options=EvaluationOptions(ingest_missing=False)
+    )
     assert full.verdict is not None and full.verdict.not_as_intended == []
     assert max(d.relevant_cut_share or 0.0 for d in full.diagnosis.per_query) < CUT_FIRES
 

@@ -17,7 +17,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ModelError
 from workbench.rerankers import CrossEncoderReranker
-from workbench.rerankers.backends import (
+from workbench.rerankers.local.backends import (
     ExportCache,
     backend_choice,
     backend_measured,
@@ -25,7 +25,7 @@ from workbench.rerankers.backends import (
     load_cross_encoder,
     measure_backends_in_background,
 )
-from workbench.rerankers.machine import (
+from workbench.rerankers.local.machine import (
     BackendChoice,
     BackendFigures,
     FaithfulBackends,
@@ -246,8 +246,8 @@ def test_an_unmeasured_reranker_answers_on_torch_at_once_and_switches_once_measu
     chosen backend swapped in; torch's scores meanwhile are cached apart from the chosen backend's."""
     import time
 
-    from workbench.rerankers.backends import measure_backends_in_background, measuring_now
     from workbench.rerankers.factory import first_use_words
+    from workbench.rerankers.local.backends import measure_backends_in_background, measuring_now
 
     model = str(tiny_models["reranker"])
     settings = Settings(data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_calibrate=True, offline=True)

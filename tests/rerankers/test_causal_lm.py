@@ -367,7 +367,7 @@ def test_a_refused_folder_is_one_line_on_the_command_line(
 def test_the_fingerprint_keys_every_file_a_loader_reads(tmp_path: Path) -> None:
     """Issue 68, item 4: two sharded checkpoints of one config, a ColBERT whose projection changed, a tokenizer
     config that flips lower-casing: each is another fingerprint, so no model is lent another's kept scores."""
-    from workbench.rerankers.backends import fingerprint
+    from workbench.rerankers.local.backends import fingerprint
 
     base = tmp_path / "base"
     (base / "1_Dense").mkdir(parents=True)

@@ -11,7 +11,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoModelForSequenceClassification
 
-from workbench.rerankers.ceiling import against_ceiling, flops_per_pair, measure_peak, model_shape
+from workbench.rerankers.local.ceiling import against_ceiling, flops_per_pair, measure_peak, model_shape
 
 
 @pytest.mark.parametrize("tokens", [16, 64, 200])

@@ -15,8 +15,8 @@ from tests.rerank_apis import Behaviour, RerankApis, overlap
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError
 from workbench.rerankers import create_reranker, reranker_kind
-from workbench.rerankers.chat_pointwise import ChatPointwiseReranker, yes_probability
-from workbench.rerankers.pricing import parse_prices
+from workbench.rerankers.served.chat_pointwise import ChatPointwiseReranker, yes_probability
+from workbench.rerankers.served.pricing import parse_prices
 
 QUERY = "how many vacation days carry over"
 TEXTS = [

@@ -226,7 +226,7 @@ def test_a_pairs_score_on_dynamic_int8_moves_with_its_batch_mates_and_auto_never
 ) -> None:
     """Issue 37: on onnx-int8 the same pair scored alone and beside other pairs differs (dynamic quantization
     scales each call's activations), on fp32 torch it does not; so `auto` never takes a batch-dependent backend."""
-    from workbench.rerankers.machine import BackendFigures, decide
+    from workbench.rerankers.local.machine import BackendFigures, decide
     from workbench.vocab import BATCH_DEPENDENT_BACKENDS
 
     pair = [("rivers and deltas", TEXTS[0])]

@@ -19,7 +19,7 @@ from tests.rerank_apis import LISTWISE_CASES, Behaviour, RerankApis, listwise_or
 from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError
 from workbench.rerankers import create_reranker, reranker_kind
-from workbench.rerankers.listwise import (
+from workbench.rerankers.served.listwise import (
     SHUFFLE_SEED,
     ListwiseReranker,
     kendall_tau,
@@ -27,7 +27,7 @@ from workbench.rerankers.listwise import (
     rankgpt_messages,
     window_spans,
 )
-from workbench.rerankers.pricing import parse_prices
+from workbench.rerankers.served.pricing import parse_prices
 
 QUERY = "how do cross encoders rerank passages"
 WORDS = ["cross", "encoders", "rerank", "passages", "how", "do", "the", "a", "vector", "search", "query", "model"]

@@ -19,7 +19,7 @@ from workbench.evaluation.long_documents import compare_long_documents
 from workbench.passages import parse_long_documents
 from workbench.rerankers import create_reranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
-from workbench.rerankers.remote import RemoteReranker
+from workbench.rerankers.served.remote import RemoteReranker
 from workbench.rerankers.windows import windowed_scores
 from workbench.types import SearchPlan
 

@@ -23,16 +23,17 @@ from workbench.engine import Engine
 from workbench.errors import ModelError
 from workbench.evaluation.parity import audit_parity
 from workbench.paths import demo_dir
-from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint, machine
-from workbench.rerankers.backends import export_file, export_recipe
-from workbench.rerankers.machine import (
+from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
+from workbench.rerankers.local import machine
+from workbench.rerankers.local.backends import export_file, export_recipe
+from workbench.rerankers.local.machine import (
     BackendChoice,
     BackendFigures,
     FaithfulBackends,
     audited_rule,
     installed_backends,
 )
-from workbench.rerankers.openvino_pairs import calibration_pairs
+from workbench.rerankers.local.openvino_pairs import calibration_pairs
 from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
 from workbench.vocab import BATCH_SCORE_TOLERANCE, OPENVINO_BACKENDS
 

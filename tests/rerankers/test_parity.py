@@ -26,7 +26,7 @@ from workbench.evaluation.parity import audit_parity, compare_query, faithfulnes
 from workbench.evaluation.service import evaluate_dataset, search_checks
 from workbench.evaluation.significance import Difference, difference
 from workbench.rerankers import CrossEncoderReranker, ExportCache, fingerprint
-from workbench.rerankers.machine import (
+from workbench.rerankers.local.machine import (
     BackendChoice,
     BackendFigures,
     choice_path,

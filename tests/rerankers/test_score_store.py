@@ -17,7 +17,7 @@ from workbench.cli import main
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import run_evaluation
-from workbench.rerankers.score_store import PairScoreStore
+from workbench.rerankers.scores.score_store import PairScoreStore
 from workbench.services.demo import demo_dataset, ensure_demo_collection
 
 EVAL = """
@@ -63,7 +63,7 @@ def test_a_changed_document_is_scored_again_and_two_processes_share_the_store(tm
     assert store.get_many("r1", [("q", "t1"), ("q", "t3"), ("q", "t2")]) == [0.5, None, 0.25]
     assert store.get_many("r2", [("q", "t1")]) == [None]  # another reranker's fingerprint
     writer = (
-        "import sys; from workbench.rerankers.score_store import PairScoreStore as S; "
+        "import sys; from workbench.rerankers.scores.score_store import PairScoreStore as S; "
         "s = S(sys.argv[1], 100000); [s.put_many(sys.argv[2], {('q', f't{i}'): float(i)}) for i in range(300)]"
     )
     writers = [subprocess.Popen([sys.executable, "-c", writer, str(tmp_path / "scores.sqlite3"), name])
@@ -96,8 +96,8 @@ def test_a_store_that_cannot_be_used_costs_the_keeping_never_the_search(tmp_path
     """A locked or broken scores.sqlite3 never breaks a search: the pairs are scored, and kept in memory."""
     import sqlite3
 
-    from workbench.rerankers import cache as caching
-    from workbench.rerankers.cache import ScoreCache
+    from workbench.rerankers.scores import cache as caching
+    from workbench.rerankers.scores.cache import ScoreCache
 
     class Locked(PairScoreStore):
         def get_many(self, reranker, keys):  # type: ignore[no-untyped-def]
@@ -162,7 +162,7 @@ def test_a_postgresql_score_store_is_shared_by_every_process_that_names_it(
 ) -> None:
     """WORKBENCH_SESSION_DB naming PostgreSQL keeps the scores there: a run in another process and another data
     folder (another machine, as far as the store can tell) scores no pair and gives the same figures."""
-    from workbench.rerankers.score_store import PostgresScoreStore, open_score_store
+    from workbench.rerankers.scores.score_store import PostgresScoreStore, open_score_store
 
     def run(data: Path) -> dict:
         done = subprocess.run(

@@ -17,9 +17,9 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import StoreError
 from workbench.evaluation import run_evaluation
-from workbench.rerankers import cache as caching
-from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.score_store import SCORE_STORE_FILE, PairScoreStore, usable_score_store
+from workbench.rerankers.scores import cache as caching
+from workbench.rerankers.scores.cache import ScoreCache
+from workbench.rerankers.scores.score_store import SCORE_STORE_FILE, PairScoreStore, usable_score_store
 from workbench.services.demo import demo_dataset, ensure_demo_collection
 
 

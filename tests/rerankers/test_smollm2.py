@@ -33,9 +33,9 @@ from workbench.engine import Engine
 from workbench.judgments import judgment_rows, rate, typed_query_id
 from workbench.judgments.llm import JudgePair, grade_pairs
 from workbench.judgments.queue import document_texts
-from workbench.rerankers.chat_pointwise import ChatPointwiseReranker, pointwise_messages
 from workbench.rerankers.factory import create_reranker
-from workbench.rerankers.listwise import ListwiseReranker
+from workbench.rerankers.served.chat_pointwise import ChatPointwiseReranker, pointwise_messages
+from workbench.rerankers.served.listwise import ListwiseReranker
 from workbench.services.demo import demo_dataset
 from workbench.types import SearchPlan
 

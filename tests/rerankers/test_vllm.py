@@ -38,7 +38,7 @@ from workbench.judgments.llm import JudgePair, grade_pairs
 from workbench.judgments.queue import document_texts
 from workbench.rerankers.causal_lm import QWEN3
 from workbench.rerankers.factory import create_reranker
-from workbench.rerankers.listwise import ListwiseReranker
+from workbench.rerankers.served.listwise import ListwiseReranker
 from workbench.services.demo import demo_dataset
 
 pytestmark = pytest.mark.live_server
@@ -65,8 +65,9 @@ def qwen3_for_vllm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def serving(model: Path, folder: Path, *arguments: str) -> Iterator[str]:
-    """vLLM's OpenAI-compatible server on a free port serving `model` in fp32; yields its URL, then stops it."""
+def serving(model: Path, folder: Path, *arguments: str, threads: int = 1) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on a free port serving `model` in fp32 on `threads` CPU threads (one for
+    the tests, beside the other worker); yields its URL, then stops it."""
     if not VLLM_PYTHON.exists():
         pytest.fail(f"vLLM is missing at {VLLM_PYTHON}: run `bash scripts/setup.sh --test`.")
     port = free_port()
@@ -76,7 +77,7 @@ def serving(model: Path, folder: Path, *arguments: str) -> Iterator[str]:
     ]  # fmt: skip
     env = {
         "PATH": "/usr/bin:/bin", "HOME": str(folder), "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": "1",
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": str(threads),
     }  # fmt: skip
     with open(folder / "vllm.log", "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

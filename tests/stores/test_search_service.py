@@ -132,20 +132,21 @@ def test_an_experiment_records_the_source_and_a_changed_mapping_is_named(
     service: str, tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
     from workbench.experiments.record import changed_inputs
-    from workbench.experiments.service import run_experiment
+    from workbench.experiments.service import Keeping, run_experiment
 
     table = {"store": "http", "url": f"{service}/search", "body": {"q": "{query}", "size": "{k}"}, **FIELDS}
     dataset = demo_dataset("test")
     first = run_experiment(
         _engine(tmp_path, tiny_models, prod=table), dataset, Engine(Settings()).plan(collection="prod", k=10),
-        source="demo", max_queries=3, save=False,
+        source="demo", max_queries=3, keeping=Keeping(save=False),
     )  # fmt: skip
     assert first.manifest.source and first.manifest.source.startswith("http ") and first.manifest.source_mapping
+    assert first.judgments.source == "demo"  # the judgments' own source, not the first stage's
     assert "search service" in first.manifest.source and "SEARCH_TOKEN" not in first.model_dump_json()
     changed = {**table, "body": {"q": "{query} policy", "size": "{k}"}}  # the service asked another way
     second = run_experiment(
         _engine(tmp_path, tiny_models, prod=changed), dataset, Engine(Settings()).plan(collection="prod", k=10),
-        source="demo", max_queries=3, save=False,
+        source="demo", max_queries=3, keeping=Keeping(save=False),
     )  # fmt: skip
     assert "the first stage's source" in changed_inputs(first, second)
 

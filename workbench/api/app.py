@@ -55,7 +55,7 @@ from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
 from workbench.inputs import host_name, is_loopback, json_depth, unpaired_surrogate_at
 from workbench.redact import plain_text, public_name, redact_text, shown
-from workbench.rerankers.backends import measure_backends_in_background
+from workbench.rerankers.local.backends import measure_backends_in_background
 from workbench.vocab import MAX_JSON_DEPTH
 
 log = logging.getLogger("workbench.api")

@@ -11,7 +11,7 @@ from workbench.app.markdown import text_md
 from workbench.app.state import STATE
 from workbench.evaluation.rerankers import RerankerComparison
 from workbench.inputs import safe_file_stem
-from workbench.rerankers.pricing import DEFAULT_PRICES, Price
+from workbench.rerankers.served.pricing import DEFAULT_PRICES, Price
 from workbench.spreadsheet import csv_text
 
 

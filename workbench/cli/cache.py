@@ -1,4 +1,4 @@
-"""`workbench cache`: the pair scores kept across runs and processes (`rerankers.score_store`)."""
+"""`workbench cache`: the pair scores kept across runs and processes (`rerankers.scores.score_store`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from workbench.cli.common import settings_from, shown
 from workbench.errors import InputError, WorkbenchError
-from workbench.rerankers.score_store import SCORE_STORE_FILE, open_score_store
+from workbench.rerankers.scores.score_store import SCORE_STORE_FILE, open_score_store
 from workbench.stores.kept import kept_location
 from workbench.stores.postgres import is_postgres_url
 

@@ -18,11 +18,11 @@ from workbench.errors import InputError
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.sanity import CheckName
-from workbench.evaluation.service import check_plan, evaluate_dataset
+from workbench.evaluation.service import Listeners, check_plan, evaluate_dataset
 from workbench.models import resolve_model
-from workbench.rerankers.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
-from workbench.rerankers.machine import BackendChoice
+from workbench.rerankers.local.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
+from workbench.rerankers.local.machine import BackendChoice
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
@@ -135,7 +135,9 @@ def _checks(args: argparse.Namespace) -> int:
     or that none did; exit 3 when one fired."""
     engine, dataset, plan = _judged(args, args.checks)
     with ProgressBar("queries", unit="query") as bar:
-        report = evaluate_dataset(engine, dataset, plan, max_queries=args.max_queries or 50, progress=bar)
+        report = evaluate_dataset(
+            engine, dataset, plan, max_queries=args.max_queries or 50, listeners=Listeners(progress=bar)
+        )
     fired = report.verdict.not_as_intended if report.verdict is not None else []
     if args.json:
         print(shown(json.dumps({

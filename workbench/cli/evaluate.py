@@ -20,9 +20,10 @@ from workbench.evaluation.io import Run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.sample import corpus_lines
+from workbench.evaluation.service import EvaluationOptions, Listeners
 from workbench.evaluation.settling import settle_state
 from workbench.inputs import safe_file_stem, validate_collection_name, validate_retrieval
-from workbench.rerankers.pricing import parse_prices
+from workbench.rerankers.served.pricing import parse_prices
 from workbench.services.evaluations import Evaluated, Keeping, ReadyEvaluation, ready_evaluation, run_evaluation_request
 
 
@@ -132,9 +133,11 @@ def _evaluate_mode(
     with ingest_bar, ProgressBar(label, unit="query") as bar:
         return run_evaluation_request(
             engine, ready, plan_from(args, engine, retrieval=mode, collection=ready.collection), keeping=keeping,
-            progress=bar, ingest_progress=ingest_bar, announce=warn, outside_run=outside,
-            outside_name=Path(args.run).name if args.run else "outside run", latency_budget_ms=args.latency_budget_ms,
-            sequential=stopping_from(args),
+            options=EvaluationOptions(
+                outside_run=outside, outside_name=Path(args.run).name if args.run else "outside run",
+                latency_budget_ms=args.latency_budget_ms, sequential=stopping_from(args),
+            ),
+            listeners=Listeners(progress=bar, ingest_progress=ingest_bar, ingest_announce=warn),
         )  # fmt: skip
 
 

@@ -7,7 +7,7 @@ import argparse
 from workbench.cli.common import print_json, settings_from, shown
 from workbench.cli.plans import plan_from
 from workbench.engine import Engine
-from workbench.rerankers.pricing import parse_prices
+from workbench.rerankers.served.pricing import parse_prices
 from workbench.services.explain import explain_document
 
 

@@ -17,8 +17,8 @@ from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.inputs import is_loopback
-from workbench.rerankers.backends import measure_backends_in_background
 from workbench.rerankers.factory import first_use_words
+from workbench.rerankers.local.backends import measure_backends_in_background
 from workbench.services.demo import DEMO_COLLECTION, prepare_demo
 from workbench.stores.localpg import LocalPostgres
 

@@ -14,9 +14,9 @@ from typing import TypeVar
 
 from workbench.engine import Engine, reranks
 from workbench.rerankers.base import BaseReranker, by_query
-from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.executors import QueryTexts, score_executor, spreadable
-from workbench.rerankers.remote import RemoteReranker
+from workbench.rerankers.scores.cache import ScoreCache
+from workbench.rerankers.served.remote import RemoteReranker
 from workbench.types import SearchPlan, SearchResult
 
 Item = TypeVar("Item")

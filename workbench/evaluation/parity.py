@@ -8,8 +8,8 @@ batch, and inside a batch mixed with other queries' pairs (what the micro-batche
 largest difference between the three. A backend is *faithful* when the interval lies within ±tolerance, its top n
 set changes on at most the stated share of queries, and no score moves with its batch-mates (`vocab`). The verdicts
 for local backends are kept per model and machine, and `auto` takes the fastest faithful one
-(`rerankers.machine.decide`). Speed comes with it: pairs/s per core at the query set's real lengths against the
-machine's measured peak (`rerankers.ceiling`).
+(`rerankers.local.machine.decide`). Speed comes with it: pairs/s per core at the query set's real lengths against the
+machine's measured peak (`rerankers.local.ceiling`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from workbench.evaluation.metrics import evaluate
 from workbench.evaluation.significance import Difference, difference
 from workbench.models import resolve_model
 from workbench.redact import redact_url
-from workbench.rerankers.backends import ExportCache, fingerprint
 from workbench.rerankers.base import Reranker
-from workbench.rerankers.ceiling import CeilingRow, Peak, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.factory import on_backend, runs_here, split_backend
 from workbench.rerankers.families import model_family
-from workbench.rerankers.machine import (
+from workbench.rerankers.local.backends import ExportCache, fingerprint
+from workbench.rerankers.local.ceiling import CeilingRow, Peak, against_ceiling, measure_peak, model_shape
+from workbench.rerankers.local.machine import (
     MIN_SPEEDUP,
     BackendFigures,
     FaithfulBackends,

@@ -27,7 +27,7 @@ from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, difference
 from workbench.models import short_model_name
 from workbench.rerankers import Reranker, RerankerUsage, reranker_kind
-from workbench.rerankers.pricing import DEFAULT_PRICES, Price
+from workbench.rerankers.served.pricing import DEFAULT_PRICES, Price
 from workbench.types import SearchPlan
 from workbench.vocab import MRR_10, NDCG_10
 

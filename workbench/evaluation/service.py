@@ -8,6 +8,7 @@ judgments that do not belong to the collection are refused (none of their docume
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,13 +26,14 @@ from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
 from workbench.evaluation.sanity import RunCheck, cut_check, result_checks
 from workbench.evaluation.sequential import SequentialPlan
+from workbench.evaluation.served import add_served
 from workbench.evaluation.settling import settle_state
 from workbench.evaluation.significance import difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, validate_max_queries, whole_number
-from workbench.rerankers.chat_pointwise import ChatPointwiseReranker
-from workbench.rerankers.listwise import ListwiseReranker
+from workbench.rerankers.served.chat_pointwise import ChatPointwiseReranker
+from workbench.rerankers.served.listwise import ListwiseReranker
 from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import ORDER_SCALE, PRIMARY_METRIC
 
@@ -208,6 +210,40 @@ def scores_without_relevance(report: EvaluationReport) -> str | None:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Listeners:
+    """Who hears an evaluation as it runs: `progress` over the queries, `ingest_progress` and `ingest_announce`
+    (its estimate) over an ingest it starts, and `phase(words)` at each step after the queries, so a long run
+    never sits silent."""
+
+    progress: Progress | None = None
+    ingest_progress: Progress | None = None
+    ingest_announce: Callable[[str], None] | None = None
+    phase: Callable[[str], None] | None = None
+
+    def say(self, words: str) -> None:
+        """Tell `phase` the step now running (nothing when none listens)."""
+        if self.phase is not None:
+            self.phase(words)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationOptions:
+    """What an evaluation does beyond running its plan on its queries: ingest the dataset's corpus when the
+    collection is missing (`ingest_missing`), take pair scores from the caches (`use_cache`; off, every search does
+    its real work and its time is measured), stop when the verdict is settled (`sequential`), recommend a k and top
+    n within `latency_budget_ms`, weigh the run as served under `rerank_budget_ms` (every search then timed, no
+    cache), and weigh an `outside_run` (named `outside_name`) against the reranked lists."""
+
+    ingest_missing: bool = True
+    use_cache: bool = True
+    sequential: SequentialPlan | None = None
+    latency_budget_ms: float | None = None
+    rerank_budget_ms: float | None = None
+    outside_run: Run | None = None
+    outside_name: str = "outside run"
+
+
 def evaluate_dataset(
     engine: Engine,
     dataset: Dataset,
@@ -215,75 +251,134 @@ def evaluate_dataset(
     *,
     max_queries: int | None = None,
     depth: Sequence[int] = (),
-    outside_run: Run | None = None,
-    outside_name: str = "outside run",
-    ingest_missing: bool = True,
-    progress: Progress | None = None,
-    ingest_progress: Progress | None = None,
-    ingest_announce: Callable[[str], None] | None = None,
-    latency_budget_ms: float | None = None,
-    use_cache: bool = True,
-    phase: Callable[[str], None] | None = None,
-    sequential: SequentialPlan | None = None,
+    options: EvaluationOptions = EvaluationOptions(),
+    listeners: Listeners = Listeners(),
 ) -> EvaluationReport:
-    """Judged queries answered as `plan` says (`use_cache=False`: every search does its real work, so its time is
-    measured): metrics before and after reranking, significance, optional depth
-    curve (and, reranking, the k and top n to recommend, p95 within `latency_budget_ms`) and outside-run comparison,
-    with warnings about anything that makes the figures doubtful. `phase(words)` hears each step after the queries
-    (the judging state, the depth curve, the signs of hurt queries), so a long run never sits silent. With
-    `sequential`, the queries run in a seeded order until the verdict is settled (`evaluation/sequential.py`)."""
-    say = phase or (lambda _: None)
-    collection, top_n = plan.collection or engine.settings.collection, plan.top_n
+    """Judged queries answered as `plan` says: metrics before and after reranking and significance
+    (`run_queries`), then each later step on the
+    report: what grading could still change (`add_judging_state`), the signs behind each query's change and the
+    run checks that need the texts (`add_signs`), the depth curve and the k and top n to recommend
+    (`add_depth_curve`), the skip policy against always reranking (`add_skip_figures`), the outside run
+    (`add_outside_run`) and the run as served under a rerank budget (`served.add_served`)."""
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
+    use_cache = options.use_cache and options.rerank_budget_ms is None  # under a budget every search is timed
+    report = run_queries(engine, dataset, plan, max_queries=max_queries, use_cache=use_cache, options=options,
+                         listeners=listeners)  # fmt: skip
+    add_judging_state(report, listeners)
+    add_signs(engine, dataset, plan, report, listeners)
+    add_depth_curve(engine, dataset, plan, report, ks, options.latency_budget_ms, listeners)
+    add_skip_figures(engine, dataset, plan, report, max_queries, use_cache, listeners)
+    add_outside_run(dataset, plan, report, options)
+    add_served(report, options.rerank_budget_ms)
+    return report
+
+
+def run_queries(
+    engine: Engine,
+    dataset: Dataset,
+    plan: SearchPlan,
+    *,
+    max_queries: int | None,
+    use_cache: bool,
+    options: EvaluationOptions,
+    listeners: Listeners,
+) -> EvaluationReport:
+    """The collection readied (`prepare_collection`) and the judged queries run (in a seeded order until settled,
+    with `options.sequential`): the report, with warnings about anything that makes its figures doubtful (an LLM's
+    answers not read as given, nothing in the top n judged, scores that do not separate relevant from not)."""
     reranker = engine.reranker_of(plan)  # a missing model fails now, not after the ingest
     warnings = prepare_collection(
-        engine, dataset, collection, ingest_missing=ingest_missing, ingest_progress=ingest_progress,
-        ingest_announce=ingest_announce,
+        engine, dataset, plan.collection or engine.settings.collection, ingest_missing=options.ingest_missing,
+        ingest_progress=listeners.ingest_progress, ingest_announce=listeners.ingest_announce,
     )  # fmt: skip
-    if sequential is not None and plan.skip_gap is not None:
+    if options.sequential is not None and plan.skip_gap is not None:
         raise InputError(
             "Stopping when settled and a skip policy each change which queries are weighed: choose one of them."
         )
     llm_kinds = (ListwiseReranker, ChatPointwiseReranker)  # an LLM's answers: repaired or undecided, counted
     asked_before = reranker.stats if isinstance(reranker, llm_kinds) else None
     report = run_evaluation(
-        engine, dataset, plan, progress=progress, max_queries=max_queries, use_cache=use_cache, sequential=sequential
-    )
+        engine, dataset, plan, progress=listeners.progress, max_queries=max_queries, use_cache=use_cache,
+        sequential=options.sequential,
+    )  # fmt: skip
     if isinstance(reranker, llm_kinds) and asked_before is not None:  # how often its answers were not read as given
         said = reranker.stats.since(asked_before).warning()  # type: ignore[arg-type]  # the same kind's stats
         warnings += [said] if said else []
     if report.judged_looked_at and report.unjudged_after == report.judged_looked_at:
         warnings.append(
-            f"None of the {report.judged_looked_at} documents in the top {top_n} is judged: the metrics say "
+            f"None of the {report.judged_looked_at} documents in the top {plan.top_n} is judged: the metrics say "
             "nothing about this collection."
         )
     blind = scores_without_relevance(report)
     report.warnings = warnings + ([blind] if blind else [])
+    return report
+
+
+def add_judging_state(report: EvaluationReport, listeners: Listeners = Listeners()) -> None:
+    """Whether grading the unjudged documents could still change the verdict (`verdict.grading_settles`)."""
     if report.verdict is not None and (report.unjudged_before or report.unjudged_after):
-        say("what grading the unjudged documents could still change")
+        listeners.say("what grading the unjudged documents could still change")
         state = settle_state(report)
         if state is not None:
             report.verdict.grading_settles = state.settled
+
+
+def add_signs(
+    engine: Engine, dataset: Dataset, plan: SearchPlan, report: EvaluationReport, listeners: Listeners = Listeners()
+) -> None:
+    """A reranked report's signs behind each query's change (`diagnosis`), then the run checks that read them:
+    relevant text cut off by the model's length (**cut**) and a served copy found unfaithful (**served**)."""
+    if not report.reranker_model:
+        return
+    listeners.say(f"the signs behind each query's change ({report.queries} queries)")
+    report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
+    _check_cut(engine, plan, report)
+    _check_served(engine, plan, report)
+
+
+def add_depth_curve(
+    engine: Engine,
+    dataset: Dataset,
+    plan: SearchPlan,
+    report: EvaluationReport,
+    ks: Sequence[int],
+    latency_budget_ms: float | None = None,
+    listeners: Listeners = Listeners(),
+) -> None:
+    """The depth curve at `ks` (each depth timed) and, reranking, the k and top n to recommend (p95 within
+    `latency_budget_ms`; top n measured on the lists at the advised k, as `tune` measures its cell)."""
+    if not ks:
+        return
+    listeners.say(f"the depth curve: reranking the first {', '.join(map(str, ks))} candidates, each timed")
+    report.depth = depth_curve(engine, report, dataset, plan, ks)
     if report.reranker_model:
-        say(f"the signs behind each query's change ({report.queries} queries)")
-        report.diagnosis = diagnose(engine, dataset, plan, {o.query_id: o.delta for o in report.per_query})
-        _check_cut(engine, plan, report)
-        _check_served(engine, plan, report)
-    if ks:
-        say(f"the depth curve: reranking the first {', '.join(map(str, ks))} candidates, each timed")
-        report.depth = depth_curve(engine, report, dataset, plan, ks)
-        if report.reranker_model:
-            helps = report.verdict is not None and report.verdict.direction == "helps"
-            advice = recommend(report.depth, (), latency_budget_ms, reranking_measured=helps)
-            if advice is not None:  # top n measured on the lists at the advised k, as `tune` measures its cell
-                advice = with_top_n(advice, top_n_points(report, k=advice.k))
-            report.recommendation = advice
-    if plan.skip_gap is not None and report.reranker_model and report.reranked_queries is not None:
-        say("the same queries always reranked, against the skip policy")
-        always = run_evaluation(
-            engine, dataset, plan.with_(skip_gap=None), max_queries=max_queries, use_cache=use_cache
+        helps = report.verdict is not None and report.verdict.direction == "helps"
+        advice = recommend(report.depth, (), latency_budget_ms, reranking_measured=helps)
+        if advice is not None:
+            advice = with_top_n(advice, top_n_points(report, k=advice.k))
+        report.recommendation = advice
+
+
+def add_skip_figures(
+    engine: Engine,
+    dataset: Dataset,
+    plan: SearchPlan,
+    report: EvaluationReport,
+    max_queries: int | None,
+    use_cache: bool = True,
+    listeners: Listeners = Listeners(),
+) -> None:
+    """Under a skip policy: the same queries always reranked, and the policy's figures against them."""
+    if plan.skip_gap is None or not report.reranker_model or report.reranked_queries is None:
+        return
+    listeners.say("the same queries always reranked, against the skip policy")
+    always = run_evaluation(engine, dataset, plan.with_(skip_gap=None), max_queries=max_queries, use_cache=use_cache)
+    report.skip = _skip_figures(report, always, plan.skip_gap, report.reranked_queries)
+
+
+def add_outside_run(dataset: Dataset, plan: SearchPlan, report: EvaluationReport, options: EvaluationOptions) -> None:
+    """The outside run (another system's lists for the same queries) weighed against the reranked lists."""
+    if options.outside_run is not None:
+        report.outside = compare_runs(
+            dataset, options.outside_run, report.after_run, plan.k, (options.outside_name, "reranked")
         )
-        report.skip = _skip_figures(report, always, plan.skip_gap, report.reranked_queries)
-    if outside_run is not None:
-        report.outside = compare_runs(dataset, outside_run, report.after_run, plan.k, (outside_name, "reranked"))
-    return report

@@ -26,10 +26,11 @@ from workbench.evaluation.judge_limits import JudgeLimits, judge_limits
 from workbench.evaluation.report import ServedFigures
 from workbench.evaluation.sanity import not_as_intended
 from workbench.evaluation.sequential import SequentialPlan, SequentialStop
+from workbench.evaluation.service import EvaluationOptions, Listeners
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
-from workbench.experiments.service import Progress, diff_experiments, run_experiment
+from workbench.experiments.service import Keeping, Progress, diff_experiments, run_experiment
 from workbench.experiments.store import open_experiment_store
 from workbench.inputs import validate_rerank_budget_ms
 from workbench.types import SearchPlan
@@ -220,10 +221,14 @@ def _gate(
         )
     kept = open_experiment_store(engine.settings)
     earlier = kept.get(baseline) if isinstance(baseline, str) else None
-    run = run_experiment(
-        engine, dataset, candidate, source=source, query_set=query_set, max_queries=max_queries, progress=progress,
-        tags=tags, use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
+    options = EvaluationOptions(
+        use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
         sequential=sequential, rerank_budget_ms=budgets.rerank_budget_ms,
+    )  # fmt: skip
+    run = run_experiment(
+        engine, query_set.judged(dataset) if query_set else dataset, candidate, source=source,
+        keeping=Keeping(tags=tuple(tags), query_set=query_set.name if query_set else None), max_queries=max_queries,
+        options=options, listeners=Listeners(progress=progress),
     )  # fmt: skip
     run = as_served(run)  # under a rerank budget, the candidate is weighed as it is served
     stopped = run.report.get("sequential")
@@ -239,8 +244,10 @@ def _gate(
         return decide(run, comparison, named, budgets, earlier.id, judge), stopping
     if isinstance(baseline, SearchPlan):
         other = run_experiment(
-            engine, dataset, baseline, source=source, query_set=query_set, max_queries=max_queries, tags=tags
-        )
+            engine, query_set.judged(dataset) if query_set else dataset, baseline, source=source,
+            keeping=Keeping(tags=tuple(tags), query_set=query_set.name if query_set else None),
+            max_queries=max_queries,
+        )  # fmt: skip
         comparison = diff_experiments(other, run)
         judge = _judge_limits(dataset, other.after_run, run, comparison)
         return decide(run, comparison, f"configuration {_named(other)}", budgets, other.id, judge), stopping

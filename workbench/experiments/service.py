@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -16,9 +17,7 @@ from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.parallel import search_all
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runs import document_runs
-from workbench.evaluation.sequential import SequentialPlan
-from workbench.evaluation.served import add_served
-from workbench.evaluation.service import evaluate_dataset
+from workbench.evaluation.service import EvaluationOptions, Listeners, evaluate_dataset
 from workbench.evaluation.tuning import TuningRun
 from workbench.experiments.diff import RunDiff, compare_run_pair
 from workbench.experiments.query_sets import QuerySet
@@ -43,6 +42,18 @@ EXPORT_VERSION = 1
 Progress = Callable[[int, int], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class Keeping:
+    """How an evaluation is kept: its name, tags and notes, the kept query set it ran (None: the judged queries
+    as given), and whether it is kept at all (`save`; not saved, the experiment is made and returned)."""
+
+    name: str = ""
+    tags: tuple[str, ...] = ()
+    notes: str = ""
+    query_set: str | None = None
+    save: bool = True
+
+
 def keep_report(
     engine: Engine,
     report: EvaluationReport,
@@ -50,15 +61,12 @@ def keep_report(
     dataset: Dataset,
     *,
     source: str,
-    query_set: str | None = None,
-    name: str = "",
-    tags: Sequence[str] = (),
-    notes: str = "",
-    save: bool = True,
+    keeping: Keeping = Keeping(),
     link_identical: bool = False,
 ) -> Experiment:
-    """An evaluation's report kept as an experiment: the plan as it ran (its reranker named by the model that
-    ran), the queries and judgments it used as they were, the runs, and this machine's manifest. With
+    """An evaluation's report kept as an experiment as `keeping` says (`source`: where its judgments came from): the
+    plan as it ran (its reranker named by the model that ran), the queries and judgments it used as they were, the
+    runs, and this machine's manifest. With
     `link_identical`, an experiment kept before that this one repeats exactly is returned instead of a copy (a
     button clicked again); `experiments rerun` keeps each run, to compare with the first."""
     queries = {o.query_id: o.query for o in report.per_query} or dict(dataset.queries)
@@ -68,23 +76,25 @@ def keep_report(
     try:
         info = engine.collection_info(collection)
         chunks: int | None = info.count if info.count >= 0 else None
-        source: str | None = " · ".join(p for p in (f"{info.store} {public_name(info.location)}", info.written_by) if p)
+        first_stage: str | None = " · ".join(
+            p for p in (f"{info.store} {public_name(info.location)}", info.written_by) if p
+        )
     except Exception:  # informative only: a store that cannot say leaves them out
-        chunks = source = None
+        chunks = first_stage = None
     mapping = engine.settings.collections.get(collection)
     experiment = Experiment(
-        name=name,
-        tags=list(tags),
-        notes=notes,
+        name=keeping.name,
+        tags=list(keeping.tags),
+        notes=keeping.notes,
         plan=plan.with_(collection=collection, reranker=report.reranker_model),
-        query_set=query_set_used(query_set or dataset.name, queries),
+        query_set=query_set_used(keeping.query_set or dataset.name, queries),
         judgments=judgments_used(Dataset(dataset.name, queries, report.qrels or dataset.qrels), source),
         manifest=Manifest.here(
             embedder=report.embedding_model,
             reranker_fingerprint=getattr(reranker, "fingerprint", None) if reranker else None,
             reranker_backend=reranker.backend if reranker else None,
             collection_chunks=chunks,
-            source=source,
+            source=first_stage,
             source_mapping=checksum(mapping) if mapping else None,
         ),
         report=report.model_dump(mode="json"),
@@ -93,7 +103,7 @@ def keep_report(
         before_run=report.before_run,
         after_run=report.after_run,
     )
-    if not save:
+    if not keeping.save:
         return experiment
     store = open_experiment_store(engine.settings)
     return (kept_before(store, experiment) if link_identical else None) or store.save(experiment)
@@ -128,8 +138,8 @@ def keep_tuning(
     if run.recommended_top_n:
         plan = plan.with_(top_n=min(run.recommended_top_n, plan.k))
     return keep_report(
-        engine, run.reports[run.recommended], plan, dataset, source=source, name=f"tune: {run.recommended}",
-        tags=["tune", *tags], notes=run.words,
+        engine, run.reports[run.recommended], plan, dataset, source=source,
+        keeping=Keeping(name=f"tune: {run.recommended}", tags=("tune", *tags), notes=run.words),
     )  # fmt: skip
 
 
@@ -139,33 +149,15 @@ def run_experiment(
     plan: SearchPlan,
     *,
     source: str,
-    query_set: QuerySet | None = None,
-    name: str = "",
-    tags: Sequence[str] = (),
-    notes: str = "",
+    keeping: Keeping = Keeping(),
     max_queries: int | None = None,
-    depth: Sequence[int] = (),
-    progress: Progress | None = None,
-    save: bool = True,
-    use_cache: bool = True,
-    sequential: SequentialPlan | None = None,
-    rerank_budget_ms: float | None = None,
+    options: EvaluationOptions = EvaluationOptions(),
+    listeners: Listeners = Listeners(),
 ) -> Experiment:
-    """Evaluate `plan` on the dataset's judged queries (or on `query_set`'s, judged by the dataset) and keep it;
-    `use_cache=False` times every search's real work; with `sequential`, the queries run in a seeded order until
-    the verdict is settled (evaluation/sequential.py); with `rerank_budget_ms`, every search is timed and the report
-    holds the verdict as served under that budget (evaluation/served.py)."""
-    if query_set is not None:
-        dataset = query_set.judged(dataset)
-    report = evaluate_dataset(
-        engine, dataset, plan, max_queries=max_queries, depth=depth, progress=progress,
-        use_cache=use_cache and rerank_budget_ms is None, sequential=sequential,
-    )  # fmt: skip
-    add_served(report, rerank_budget_ms)
-    return keep_report(
-        engine, report, plan, dataset, source=source, query_set=query_set.name if query_set else None,
-        name=name, tags=tags, notes=notes, save=save,
-    )  # fmt: skip
+    """Evaluate `plan` on the dataset's judged queries (`evaluate_dataset`, as `options` say) and keep it as
+    `keeping` says (a kept query set's run: its dataset narrowed by `QuerySet.judged`, its name in `keeping`)."""
+    report = evaluate_dataset(engine, dataset, plan, max_queries=max_queries, options=options, listeners=listeners)
+    return keep_report(engine, report, plan, dataset, source=source, keeping=keeping)
 
 
 def run_again(
@@ -178,8 +170,9 @@ def run_again(
     if backend and model:
         plan = plan.with_(reranker=on_backend(model, backend))
     return run_experiment(
-        engine, experiment.dataset(), plan, source=experiment.judgments.source, name=experiment.name,
-        tags=experiment.tags, notes=f"run again from {experiment.id}", progress=progress,
+        engine, experiment.dataset(), plan, source=experiment.judgments.source,
+        keeping=Keeping(name=experiment.name, tags=tuple(experiment.tags), notes=f"run again from {experiment.id}"),
+        listeners=Listeners(progress=progress),
     )  # fmt: skip
 
 

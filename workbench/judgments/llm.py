@@ -23,7 +23,7 @@ from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ConfigError, InputError, ModelError, exception_chain, is_connection_problem
 from workbench.evaluation.report import EvaluationReport
-from workbench.evaluation.service import evaluate_dataset
+from workbench.evaluation.service import EvaluationOptions, evaluate_dataset
 from workbench.extras import require_extra
 from workbench.judgments.agreement import PairAgreement, rater_agreement
 from workbench.judgments.queue import QueueItem, document_texts, judging_queue, settle_now
@@ -381,7 +381,9 @@ def judge_collection(
             f"'{collection}' has no judged query yet: the queue comes from the queries people graded. Grade one "
             "document of a query (workbench judge) or import qrels first."
         )
-    report = evaluate_dataset(engine, judgments.dataset(), plan, max_queries=max_queries, ingest_missing=False)
+    report = evaluate_dataset(
+        engine, judgments.dataset(), plan, max_queries=max_queries, options=EvaluationOptions(ingest_missing=False)
+    )
     if token_budget is None:
         run = judge_queue(engine, collection, judging_queue([report], judgments), limit=limit, check=check)
         state = settle_now(report, load_judgments(engine.settings, collection))

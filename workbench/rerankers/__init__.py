@@ -4,13 +4,13 @@ micro-batching of concurrent searches."""
 
 from __future__ import annotations
 
-from workbench.rerankers.backends import ExportCache, choose_backend, fingerprint, load_cross_encoder
 from workbench.rerankers.base import Reranker, RerankerUsage, needs_scores, scale_words, sigmoid, to_probability
-from workbench.rerankers.batching import MicroBatcher
-from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.crossencoder import CrossEncoderReranker, truncate_pair
 from workbench.rerankers.discovery import discover_rerankers
 from workbench.rerankers.factory import KINDS, RerankerKind, create_reranker, is_no_reranker, reranker_kind, runs_here
+from workbench.rerankers.local.backends import ExportCache, choose_backend, fingerprint, load_cross_encoder
+from workbench.rerankers.local.batching import MicroBatcher
+from workbench.rerankers.scores.cache import ScoreCache, TokenCache
 from workbench.vocab import BACKENDS
 
 __all__ = [

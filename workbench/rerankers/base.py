@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from workbench.errors import InputError
-from workbench.rerankers.cache import ScoreCache, cached_scores
+from workbench.rerankers.scores.cache import ScoreCache, cached_scores
 from workbench.vocab import ORDER_SCALE, ScoreScale
 
 

@@ -25,10 +25,10 @@ from workbench.config import Settings
 from workbench.errors import ConfigError
 from workbench.models import pick_device, refusing_fresh_weights
 from workbench.redact import public_name
-from workbench.rerankers.backends import fingerprint
 from workbench.rerankers.base import BaseReranker
-from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.families import ModelFamily
+from workbench.rerankers.local.backends import fingerprint
+from workbench.rerankers.scores.cache import ScoreCache
 from workbench.vocab import ScoreScale
 
 Fixed = Callable[[str], tuple[int, ...]]  # a template piece's token ids (memoised per reranker)

@@ -11,16 +11,16 @@ import numpy as np
 
 from workbench.config import Settings
 from workbench.models import pick_device, resolve_model
-from workbench.rerankers.backends import (
+from workbench.rerankers.base import BaseReranker
+from workbench.rerankers.local.backends import (
     backend_measured,
     background_measurement,
     load_cross_encoder,
     measure_in_background,
 )
-from workbench.rerankers.base import BaseReranker
-from workbench.rerankers.batching import MicroBatcher
-from workbench.rerankers.cache import ScoreCache, TokenCache
-from workbench.rerankers.openvino_pairs import PairwiseOpenVINO
+from workbench.rerankers.local.batching import MicroBatcher
+from workbench.rerankers.local.openvino_pairs import PairwiseOpenVINO
+from workbench.rerankers.scores.cache import ScoreCache, TokenCache
 from workbench.vocab import BACKEND_SEPARATOR, ScoreScale
 
 Encoded = tuple[list[int], list[int]]  # input ids, token type ids

@@ -23,18 +23,18 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, InputError, ModelNotFoundError, WorkbenchError
 from workbench.models import load_failure, resolve_model, short_model_name
 from workbench.redact import plain_text
-from workbench.rerankers.backends import backend_choice, backend_measured, background_measurement
 from workbench.rerankers.base import Reranker
-from workbench.rerankers.cache import ScoreCache, TokenCache
 from workbench.rerankers.causal_lm import CausalLMReranker
-from workbench.rerankers.chat_pointwise import ChatPointwiseReranker
 from workbench.rerankers.crossencoder import CrossEncoderReranker
 from workbench.rerankers.families import ModelFamily, model_family, refusal
 from workbench.rerankers.late_interaction import ColbertReranker
-from workbench.rerankers.listwise import ListwiseReranker
-from workbench.rerankers.machine import BackendChoice, MachineFacts
-from workbench.rerankers.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
-from workbench.rerankers.served_causal import VllmScoreReranker
+from workbench.rerankers.local.backends import backend_choice, backend_measured, background_measurement
+from workbench.rerankers.local.machine import BackendChoice, MachineFacts
+from workbench.rerankers.scores.cache import ScoreCache, TokenCache
+from workbench.rerankers.served.chat_pointwise import ChatPointwiseReranker
+from workbench.rerankers.served.listwise import ListwiseReranker
+from workbench.rerankers.served.remote import CohereReranker, JinaReranker, RerankService, TeiReranker, VoyageReranker
+from workbench.rerankers.served.served_causal import VllmScoreReranker
 from workbench.vocab import (
     BACKEND_CHOICES,
     BACKEND_SEPARATOR,

@@ -21,19 +21,18 @@ The request also says how the evaluation is run: its depth grid (`depth_grid`), 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.evaluation.io import Dataset, Run
+from workbench.evaluation.io import Dataset
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.sample import corpus_sample, sample_collection
-from workbench.evaluation.sequential import SequentialPlan
-from workbench.evaluation.served import add_served
-from workbench.evaluation.service import Progress, evaluate_dataset
+from workbench.evaluation.service import EvaluationOptions, Listeners, evaluate_dataset
 from workbench.experiments import Experiment, keep_report, open_experiment_store
+from workbench.experiments.service import Keeping
 from workbench.inputs import validate_collection_name, validate_max_queries, validate_rerank_budget_ms
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
@@ -171,45 +170,31 @@ class Evaluated:
     experiment: Experiment | None
 
 
-@dataclass(frozen=True)
-class Keeping:
-    """How a kept evaluation is labelled: its name, tags and notes."""
-
-    name: str = ""
-    tags: tuple[str, ...] = ()
-    notes: str = ""
-
-
 def run_evaluation_request(
     engine: Engine,
     ready: ReadyEvaluation,
     plan: SearchPlan,
     *,
     keeping: Keeping = Keeping(),
-    progress: Progress | None = None,
-    ingest_progress: Progress | None = None,
-    announce: Callable[[str], None] | None = None,
-    outside_run: Run | None = None,
-    outside_name: str = "outside run",
-    latency_budget_ms: float | None = None,
-    sequential: SequentialPlan | None = None,
+    options: EvaluationOptions = EvaluationOptions(),
+    listeners: Listeners = Listeners(),
 ) -> Evaluated:
-    """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job): `plan` on the
-    readied judged queries, with the request's depth grid and query count, progress as it goes (`announce` hears
-    each step after the queries), kept as an experiment when the request keeps it."""
+    """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job, the Evaluate page):
+    `plan` on the readied judged queries, with the request's depth grid, query count and rerank budget, progress as
+    it goes (where none listens to the steps after the queries, the ingest's announcer hears them), kept as an
+    experiment labelled as `keeping` says when the request keeps it."""
     request = ready.request
+    announce = listeners.ingest_announce
+    if listeners.phase is None and announce is not None:
+        listeners = replace(listeners, phase=lambda words: announce(f"queries done; now {words}…"))
     report = evaluate_dataset(
         engine, ready.dataset, plan, max_queries=request.max_queries, depth=request.depth_grid(plan.k),
-        outside_run=outside_run, outside_name=outside_name, progress=progress, ingest_progress=ingest_progress,
-        ingest_announce=announce, latency_budget_ms=latency_budget_ms, sequential=sequential,
-        phase=(lambda words: announce(f"queries done; now {words}…")) if announce is not None else None,
-        use_cache=request.rerank_budget_ms is None,
+        options=replace(options, rerank_budget_ms=request.rerank_budget_ms), listeners=listeners,
     )  # fmt: skip
-    add_served(report, request.rerank_budget_ms)
     if not request.keep:
         return Evaluated(report, None)
     experiment = keep_report(
-        engine, report, plan, ready.dataset, source=ready.dataset.name, query_set=request.query_set,
-        name=keeping.name, tags=keeping.tags, notes=keeping.notes,
+        engine, report, plan, ready.dataset, source=ready.dataset.name,
+        keeping=replace(keeping, query_set=request.query_set),
     )  # fmt: skip
     return Evaluated(report, experiment)

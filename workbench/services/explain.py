@@ -24,7 +24,7 @@ from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.inputs import validate_query
 from workbench.rerankers import Reranker, needs_scores
-from workbench.rerankers.pricing import DEFAULT_PRICES, Price
+from workbench.rerankers.served.pricing import DEFAULT_PRICES, Price
 from workbench.types import Candidate, SearchPlan, SearchResult
 from workbench.vocab import EXPLAIN_MAX_SENTENCES, EXPLAIN_MAX_TERMS, EXPLAIN_WINDOW_WORDS
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
 
+from workbench.api.bodies import ExperimentRequest, GateRequest, check_gate, evaluated, gated
 from workbench.api.dependencies import Authorised, EngineDep, State, run_bounded
-from workbench.api.routers.experiments import EvaluationRequest, GateRequest, check_gate, evaluated, gated
 from workbench.services.jobs import JobStatus
 
 router = APIRouter(tags=["jobs"], dependencies=Authorised)
@@ -24,7 +24,7 @@ def _accepted(status: JobStatus, response: Response) -> JobStatus:
 
 
 @router.post("/jobs/evaluations", response_model=JobStatus, status_code=202)
-async def start_evaluation(body: EvaluationRequest, engine: EngineDep, state: State, response: Response) -> Any:
+async def start_evaluation(body: ExperimentRequest, engine: EngineDep, state: State, response: Response) -> Any:
     """Start an evaluation as a job (kept as an experiment when done, as POST /experiments keeps one)."""
     status = state.jobs.start("evaluation", lambda progress: evaluated(body, engine, progress))
     return _accepted(status, response)

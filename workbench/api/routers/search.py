@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from workbench.api.bodies import PlanRequest
 from workbench.api.dependencies import Authorised, ServiceState, State, deadline, run_bounded
-from workbench.api.routers.experiments import PlanRequest
 from workbench.clicks.online import ClickReceipt
 from workbench.inputs import parse_filters, validate_query, validate_rerank_budget_ms
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan

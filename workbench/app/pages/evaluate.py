@@ -24,9 +24,10 @@ from workbench.errors import InputError, WorkbenchError
 from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
-from workbench.evaluation.served import add_served
+from workbench.evaluation.service import EvaluationOptions, Listeners
 from workbench.evaluation.tuning import tune
 from workbench.experiments import keep_report, keep_tuning, open_experiment_store
+from workbench.experiments.service import Keeping
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
@@ -270,15 +271,18 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             plan,
             max_queries=asked.max_queries or None,
             depth=depth,
-            outside_run=outside,
-            outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
-            progress=bar_with_time_left(bar, "queries"),
-            ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
-            ingest_announce=ingest_estimate.caption,
-            phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
-            use_cache=ready.request.rerank_budget_ms is None,  # under a budget every search is timed
+            options=EvaluationOptions(
+                outside_run=outside,
+                outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
+                rerank_budget_ms=ready.request.rerank_budget_ms,  # every search then timed, as served
+            ),
+            listeners=Listeners(
+                progress=bar_with_time_left(bar, "queries"),
+                ingest_progress=lambda d, t: ingest_bar.progress(d / max(t, 1), text=f"ingesting {d}/{t}"),
+                ingest_announce=ingest_estimate.caption,
+                phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
+            ),
         )
-        add_served(STATE.eval_report, ready.request.rerank_budget_ms)
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
         _keep(engine, plan, dataset, asked)
@@ -338,8 +342,8 @@ def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) 
     started = datetime.now(UTC)  # an experiment kept before this moment was not kept by this click
     try:
         kept = keep_report(
-            engine, STATE.eval_report, plan, dataset, source=asked.source, query_set=asked.query_set,
-            name=asked.name, tags=["app"], link_identical=True,
+            engine, STATE.eval_report, plan, dataset, source=asked.source,
+            keeping=Keeping(name=asked.name, tags=("app",), query_set=asked.query_set), link_identical=True,
         )  # fmt: skip
     except WorkbenchError as exc:
         st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")

@@ -18,8 +18,8 @@ from workbench.evaluation.parity import audit_parity
 from workbench.experiments import open_experiment_store
 from workbench.inputs import parse_int_list
 from workbench.models import resolve_model
-from workbench.rerankers.backends import kept_audit
 from workbench.rerankers.factory import runs_here, split_backend
+from workbench.rerankers.local.backends import kept_audit
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
 from workbench.services.sources import judged_dataset
 from workbench.spreadsheet import csv_text

@@ -13,7 +13,7 @@ from typing import Any
 
 from cachetools import LRUCache, TTLCache
 
-from workbench.rerankers.score_store import ScoreStore
+from workbench.rerankers.scores.score_store import ScoreStore
 
 ScoreKey = tuple[str, str, str]
 log = logging.getLogger("workbench.rerankers")

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from workbench.config import Settings
 from workbench.errors import ConfigError
-from workbench.rerankers.remote import KEY_SETTING, SETTING, reported_count
+from workbench.rerankers.served.remote import KEY_SETTING, SETTING, reported_count
 from workbench.service_calls import ServiceCaller, ServiceWords, service_address
 from workbench.vocab import CHAT_MODEL_SEPARATOR
 

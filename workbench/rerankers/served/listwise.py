@@ -38,9 +38,9 @@ from workbench.config import Settings
 from workbench.errors import ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker, by_query
-from workbench.rerankers.cache import ScoreCache
-from workbench.rerankers.chat_endpoint import AnswerStats, connect_chat, token_counts
-from workbench.rerankers.remote import SETTING
+from workbench.rerankers.scores.cache import ScoreCache
+from workbench.rerankers.served.chat_endpoint import AnswerStats, connect_chat, token_counts
+from workbench.rerankers.served.remote import SETTING
 from workbench.service_calls import InvalidAnswer
 from workbench.vocab import LISTWISE_KIND, LISTWISE_PREFIX, ORDER_SCALE, ScoreScale
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from workbench.rerankers.machine import machine_facts
+from workbench.rerankers.local.machine import machine_facts
 from workbench.vocab import BF16_CPU_FLAGS
 
 _SIDE = 512  # the multiply's side: large enough to reach the kernels' speed, small enough for a second's test

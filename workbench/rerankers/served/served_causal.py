@@ -33,9 +33,9 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError
 from workbench.redact import plain_text
 from workbench.rerankers.base import RerankerUsage
-from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.causal_lm import PROFILES, QWEN3, CausalProfile
-from workbench.rerankers.remote import RerankService, indexed_scores, reported_count
+from workbench.rerankers.scores.cache import ScoreCache
+from workbench.rerankers.served.remote import RerankService, indexed_scores, reported_count
 from workbench.vocab import VLLM_KIND, VLLM_PREFIX, VLLM_PROFILE_SEPARATOR, ScoreScale
 
 SERVED_PROFILES: dict[str, CausalProfile] = {QWEN3.name: QWEN3}  # templates that split into text_1 and text_2

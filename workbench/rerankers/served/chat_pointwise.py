@@ -28,10 +28,10 @@ from workbench.config import Settings
 from workbench.errors import ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text
 from workbench.rerankers.base import BaseReranker
-from workbench.rerankers.cache import ScoreCache
 from workbench.rerankers.causal_lm import QWEN3
-from workbench.rerankers.chat_endpoint import AnswerStats, connect_chat, token_counts
-from workbench.rerankers.remote import SETTING
+from workbench.rerankers.scores.cache import ScoreCache
+from workbench.rerankers.served.chat_endpoint import AnswerStats, connect_chat, token_counts
+from workbench.rerankers.served.remote import SETTING
 from workbench.service_calls import InvalidAnswer
 from workbench.vocab import CHAT_KIND, CHAT_PREFIX, ScoreScale
 

@@ -36,7 +36,7 @@ from workbench.errors import ModelError, WorkbenchError
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, refusing_fresh_weights
 from workbench.redact import plain_text
-from workbench.rerankers.machine import (
+from workbench.rerankers.local.machine import (
     BackendChoice,
     FaithfulBackends,
     MachineFacts,
@@ -47,8 +47,8 @@ from workbench.rerankers.machine import (
     machine_facts,
     measure_backends,
 )
-from workbench.rerankers.openvino_pairs import PairwiseOpenVINO, quantize_static_int8
-from workbench.rerankers.openvino_pairs import calibration_pairs as openvino_calibration_pairs
+from workbench.rerankers.local.openvino_pairs import PairwiseOpenVINO, quantize_static_int8
+from workbench.rerankers.local.openvino_pairs import calibration_pairs as openvino_calibration_pairs
 from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, OPENVINO_BACKENDS, spoken
 
 log = logging.getLogger("workbench.rerankers")

@@ -30,7 +30,7 @@ from workbench.config import Settings
 from workbench.errors import ConfigError, ModelError, QueryTimeoutError
 from workbench.redact import plain_text, redact_text, redact_url
 from workbench.rerankers.base import BaseReranker, RerankerUsage
-from workbench.rerankers.cache import ScoreCache
+from workbench.rerankers.scores.cache import ScoreCache
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number, service_address
 from workbench.vocab import HOSTED_KEYS, REPLICA_SEPARATOR, SERVICE_KIND, TEI_KIND, TEI_PREFIX, ScoreScale
 
