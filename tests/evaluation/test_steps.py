@@ -107,3 +107,20 @@ def test_each_step_holds_to_pytrec_eval_on_the_reports_own_runs(demo: tuple) -> 
 def test_no_function_of_the_evaluations_face_takes_more_than_eight_parameters() -> None:
     long = {f.__qualname__: len(inspect.signature(f).parameters) for f in FACE}
     assert max(long.values()) <= 8, {name: n for name, n in long.items() if n > 8}
+
+
+def test_the_gate_over_a_query_set_weighs_that_sets_queries_on_both_sides(demo: tuple) -> None:
+    """The gate narrows the judged queries to a kept query set's for the candidate and for another configuration
+    as its baseline, and both kept experiments name the set (the query set travels in how a run is kept)."""
+    from workbench.experiments import QuerySet, open_experiment_store
+    from workbench.experiments.gate import run_gate
+
+    engine, dataset, plan = demo
+    chosen = sorted(dataset.qrels)[:7]
+    query_set = QuerySet(name="seven", queries=[{"id": q, "text": dataset.queries[q]} for q in chosen])
+    decision = run_gate(engine, dataset, plan, source=dataset.name, baseline=plan.with_(reranker=None),
+                        query_set=query_set)  # fmt: skip
+    store = open_experiment_store(engine.settings)
+    for kept in (store.get(decision.candidate_experiment), store.get(decision.baseline_experiment)):
+        assert kept.query_set.name == "seven" and sorted(kept.queries) == chosen
+    assert decision.comparison.judged_queries == len(chosen)
