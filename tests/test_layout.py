@@ -469,12 +469,13 @@ READIED_PIECES = ("workbench.services.sources.judged_dataset", "workbench.evalua
 
 
 def test_the_cli_and_the_api_ready_an_evaluation_through_the_request() -> None:
-    """Issue 55: `eval`, `gate`, `tune`, `long-documents`, the API's experiments and the Evaluate page take an
-    `EvaluationRequest` and `ready_evaluation`; none of them reads judged queries or draws a corpus sample itself."""
+    """Issue 55 (and 73: every page): `eval`, `gate`, `tune`, `long-documents`, the API's experiments and the pages
+    take an `EvaluationRequest` (and `ready_evaluation` or `judged_queries_of`); none of them reads judged queries or
+    draws a corpus sample itself."""
     assembled = [
         f"{module} imports {name} (line {line})"
         for module in MODULES
-        if module.startswith(("workbench.cli", "workbench.api", "workbench.app.pages.evaluate"))
+        if module.startswith(("workbench.cli", "workbench.api", "workbench.app"))
         for name, line, _ in _imports(module)
         if name in READIED_PIECES
     ]

@@ -30,7 +30,7 @@ from workbench.experiments import (
 )
 from workbench.judgments import open_judgment_store
 from workbench.services.demo import demo_dataset
-from workbench.services.sources import judged_dataset
+from workbench.services.evaluations import EvaluationRequest, judged_queries_of
 from workbench.types import SearchPlan
 from workbench.vocab import MAX_NAME_CHARS, PRIMARY_METRIC
 
@@ -162,7 +162,9 @@ def _judged_sources(engine: Engine) -> dict[str, Callable[[], Dataset]]:
     settings = engine.settings
     sources: dict[str, Callable[[], Dataset]] = {"the demo handbook": lambda: demo_dataset("test", settings)}
     for collection in open_judgment_store(settings).collections():
-        sources[f"the judgments of '{collection}'"] = lambda c=collection: judged_dataset(settings, collection=c)
+        sources[f"the judgments of '{collection}'"] = lambda c=collection: judged_queries_of(
+            settings, EvaluationRequest(collection=c)
+        )[0]
     for folder in beir_folders(settings):
         sources[f"BEIR: {folder.name}"] = lambda f=folder: Dataset.from_beir(f)
     return sources

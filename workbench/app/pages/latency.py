@@ -21,7 +21,7 @@ from workbench.models import resolve_model
 from workbench.rerankers.factory import runs_here, split_backend
 from workbench.rerankers.local.backends import kept_audit
 from workbench.services.demo import DEMO_COLLECTION, sample_queries
-from workbench.services.sources import judged_dataset
+from workbench.services.evaluations import EvaluationRequest, judged_queries_of
 from workbench.spreadsheet import csv_text
 from workbench.types import StageTimings
 
@@ -198,7 +198,8 @@ def _backends(engine: Engine, c: Controls) -> None:
     audit_queries = st.number_input("Queries to audit on", 1, 500, value=50, key="parity-queries")
     if st.button("Run the parity audit", disabled=c.collection is None, key="parity-run"):
         with shown_errors():
-            dataset = judged_dataset(engine.settings, demo=c.collection == DEMO_COLLECTION, collection=c.collection)
+            request = EvaluationRequest(demo=c.collection == DEMO_COLLECTION, collection=c.collection)
+            dataset, _ = judged_queries_of(engine.settings, request)
             with st.spinner("Scoring the same candidates on every backend…"):
                 STATE.parity = audit_parity(
                     engine, dataset, c.plan(engine).with_(reranker=model, filters={}), max_queries=int(audit_queries)
