@@ -149,6 +149,18 @@ class ServiceCaller:
             replica = self._next_replica()
             try:
                 response = self._send(replica, body, params)
+            except httpx.RemoteProtocolError as exc:
+                # The connection closed before any answer: most often a kept-alive connection the server closed as
+                # this request went out on it (servers close idle ones after a few seconds). Nothing was answered,
+                # so the request is sent again on a new connection; the replica is not taken out for it.
+                if attempt < self.retries:
+                    attempt += 1
+                    log.info(
+                        "%s at %s closed the connection without an answer (%s): asked again", self.words.noun,
+                        redact_url(self.urls[replica]), redact_text(" ".join(str(exc).split())[:120]),
+                    )  # fmt: skip
+                    continue
+                raise self.unreachable(exc) from exc
             except httpx.HTTPError as exc:
                 if self._take_out(replica, exc) and failovers < len(self.urls) - 1:
                     failovers += 1  # a replica down or hung: the next live one takes its request, at no retry's cost

@@ -1,0 +1,83 @@
+"""A service's connection closed before any answer (a kept-alive connection the server closed as a request went out
+on it: what stopped a two-hour SmolLM2 run here after 2,342 pairs) is asked again on a new connection, up to the
+retries; a service that never answers is still one clear line."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from workbench.errors import ModelError
+from workbench.service_calls import ServiceCaller, ServiceWords
+
+WORDS = ServiceWords("The reranker", "RERANKER_MODEL", "set the key", "WORKBENCH_RERANK_TIMEOUT")
+ANSWER = {"results": [{"index": 0, "relevance_score": 0.5}]}
+
+
+@contextmanager
+def closing_server(drops: int) -> Iterator[tuple[str, list[int]]]:
+    """A server on a free port that reads each request and closes its first `drops` connections without a word,
+    then answers every request with ANSWER; yields its URL and the count of requests it read."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    read: list[int] = [0]
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                head, _, rest = request.partition(b"\r\n\r\n")
+                length = next(
+                    (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0
+                )  # noqa: E501
+                while len(rest) < length:
+                    rest += connection.recv(65536)
+                read[0] += 1
+                if read[0] <= drops:
+                    continue  # closed without an answer
+                body = json.dumps(ANSWER).encode()
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)  # fmt: skip
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/rerank", read
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+@pytest.mark.live_server
+def test_a_connection_closed_without_an_answer_is_asked_again_on_a_new_one() -> None:
+    with closing_server(drops=2) as (url, read):
+        caller = ServiceCaller([url], [None], WORDS, timeout=5, retries=3)
+        assert caller.post({"query": "q", "documents": ["d"]}) == ANSWER
+        assert read[0] == 3 and caller.taken_out == 0
+
+
+@pytest.mark.live_server
+def test_a_service_that_always_closes_without_an_answer_is_one_clear_line_after_the_retries() -> None:
+    with closing_server(drops=100) as (url, read):
+        caller = ServiceCaller([url], [None], WORDS, timeout=5, retries=2)
+        with pytest.raises(ModelError) as caught:
+            caller.post({"query": "q", "documents": ["d"]})
+    said = str(caught.value)
+    assert read[0] == 3 and "\n" not in said and "Traceback" not in said
+    assert said.startswith("The reranker at http://127.0.0.1:") and "cannot be reached" in said, said
