@@ -44,7 +44,7 @@ def closing_server(drops: int) -> Iterator[tuple[str, list[int]]]:
                 head, _, rest = request.partition(b"\r\n\r\n")
                 length = next(
                     (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")), 0
-                )  # noqa: E501
+                )
                 while len(rest) < length:
                     rest += connection.recv(65536)
                 read[0] += 1

@@ -64,9 +64,7 @@ def test_the_steps_one_by_one_make_the_report_the_whole_call_makes(demo: tuple) 
     heard: list[str] = []
     listeners = Listeners(phase=heard.append)
     whole = evaluate_dataset(engine, dataset, plan, max_queries=QUERIES, depth=(10, 20), listeners=listeners)
-    report = run_queries(
-        engine, dataset, plan, max_queries=QUERIES, use_cache=True, options=EvaluationOptions(), listeners=Listeners()
-    )
+    report = run_queries(engine, dataset, plan, max_queries=QUERIES)
     assert report.diagnosis is None and not report.depth  # the queries only
     add_judging_state(report)
     add_signs(engine, dataset, plan, report)
@@ -83,9 +81,7 @@ def test_the_steps_one_by_one_make_the_report_the_whole_call_makes(demo: tuple) 
 
 def test_each_step_holds_to_pytrec_eval_on_the_reports_own_runs(demo: tuple) -> None:
     engine, dataset, plan = demo
-    report: EvaluationReport = run_queries(
-        engine, dataset, plan, max_queries=QUERIES, use_cache=True, options=EvaluationOptions(), listeners=Listeners()
-    )
+    report: EvaluationReport = run_queries(engine, dataset, plan, max_queries=QUERIES)
     qrels = {q: dataset.qrels[q] for q in report.after_run}
     after = _ndcg10(qrels, report.after_run)
     assert report.after["ndcg@10"] == pytest.approx(sum(after.values()) / len(after), abs=1e-9)

@@ -243,6 +243,12 @@ class EvaluationOptions:
     outside_run: Run | None = None
     outside_name: str = "outside run"
 
+    @property
+    def cached(self) -> bool:
+        """Whether pair scores may come from the caches: not when asked not to, nor under a rerank budget (every
+        search then does its real work, so its time is what was served)."""
+        return self.use_cache and self.rerank_budget_ms is None
+
 
 def evaluate_dataset(
     engine: Engine,
@@ -255,19 +261,17 @@ def evaluate_dataset(
     listeners: Listeners = Listeners(),
 ) -> EvaluationReport:
     """Judged queries answered as `plan` says: metrics before and after reranking and significance
-    (`run_queries`), then each later step on the
-    report: what grading could still change (`add_judging_state`), the signs behind each query's change and the
-    run checks that need the texts (`add_signs`), the depth curve and the k and top n to recommend
-    (`add_depth_curve`), the skip policy against always reranking (`add_skip_figures`), the outside run
-    (`add_outside_run`) and the run as served under a rerank budget (`served.add_served`)."""
+    (`run_queries`), then each later step on the report: what grading could still change (`add_judging_state`),
+    the signs behind each query's change and the run checks that need the texts (`add_signs`), the depth curve and
+    the k and top n to recommend (`add_depth_curve`), the skip policy against always reranking
+    (`add_skip_figures`), the outside run (`add_outside_run`) and the run as served under a rerank budget
+    (`served.add_served`)."""
     _, _, max_queries, ks = check_plan(plan.k, plan.top_n, max_queries, depth)
-    use_cache = options.use_cache and options.rerank_budget_ms is None  # under a budget every search is timed
-    report = run_queries(engine, dataset, plan, max_queries=max_queries, use_cache=use_cache, options=options,
-                         listeners=listeners)  # fmt: skip
+    report = run_queries(engine, dataset, plan, max_queries=max_queries, options=options, listeners=listeners)
     add_judging_state(report, listeners)
     add_signs(engine, dataset, plan, report, listeners)
     add_depth_curve(engine, dataset, plan, report, ks, options.latency_budget_ms, listeners)
-    add_skip_figures(engine, dataset, plan, report, max_queries, use_cache, listeners)
+    add_skip_figures(engine, dataset, plan, report, max_queries, options.cached, listeners)
     add_outside_run(dataset, plan, report, options)
     add_served(report, options.rerank_budget_ms)
     return report
@@ -279,9 +283,8 @@ def run_queries(
     plan: SearchPlan,
     *,
     max_queries: int | None,
-    use_cache: bool,
-    options: EvaluationOptions,
-    listeners: Listeners,
+    options: EvaluationOptions = EvaluationOptions(),
+    listeners: Listeners = Listeners(),
 ) -> EvaluationReport:
     """The collection readied (`prepare_collection`) and the judged queries run (in a seeded order until settled,
     with `options.sequential`): the report, with warnings about anything that makes its figures doubtful (an LLM's
@@ -298,7 +301,7 @@ def run_queries(
     llm_kinds = (ListwiseReranker, ChatPointwiseReranker)  # an LLM's answers: repaired or undecided, counted
     asked_before = reranker.stats if isinstance(reranker, llm_kinds) else None
     report = run_evaluation(
-        engine, dataset, plan, progress=listeners.progress, max_queries=max_queries, use_cache=use_cache,
+        engine, dataset, plan, progress=listeners.progress, max_queries=max_queries, use_cache=options.cached,
         sequential=options.sequential,
     )  # fmt: skip
     if isinstance(reranker, llm_kinds) and asked_before is not None:  # how often its answers were not read as given
