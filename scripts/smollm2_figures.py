@@ -56,6 +56,7 @@ def add_options(parser: Any) -> None:
         "--collections", default=",".join(COLLECTIONS),
         help=f"the coverage part's sets, of {', '.join(COLLECTIONS)} (both; a set not measured keeps its row)",
     )  # fmt: skip
+    parser.add_argument("--cores", help='the CPU cores vLLM runs on ("0", "1"): two runs side by side, one core each')
 
 
 def _search_pairs(engine: Any, plan: Any, queries: dict[str, str]) -> tuple[dict, dict, dict]:
@@ -246,6 +247,7 @@ def measure(
     parts: str = "judge,reranker",
     judges: str = ",".join(JUDGES),
     collections: str = ",".join(COLLECTIONS),
+    cores: str | None = None,
 ) -> dict[str, Any]:
     """SmolLM2 served once for the parts asked (not at all for the coverage part with the cross-encoder judge
     alone); the kept record's other parts as they were."""
@@ -262,29 +264,35 @@ def measure(
     if unknown or "cross-encoder" not in cheap or not sets:
         raise SystemExit(f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SmolLM2 beside it; "
                          f"--collections {', '.join(COLLECTIONS)}; got {', '.join(unknown) or judges}")  # fmt: skip
-    record: dict[str, Any] = json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+    record: dict[str, Any] = {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
     served = bool({"judge", "reranker", "listwise"} & set(asked)) or ("coverage" in asked and "SmolLM2" in cheap)
     with tempfile.TemporaryDirectory() as logs, (
         serving(smollm2_folder(), Path(logs), "--served-model-name", MODEL, "--max-model-len", "8192",
-                "--structured-outputs-config", STRUCTURED, threads=os.cpu_count() or 1)
+                "--structured-outputs-config", STRUCTURED, threads=1 if cores else os.cpu_count() or 1,
+                cores=cores)
         if served else contextlib.nullcontext(None)
     ) as url:  # fmt: skip
         settings = base
         if url is not None:
             settings = base.model_copy(update={"judge_model": MODEL, "judge_url": f"{url}/v1", "rerank_timeout": 600,
                                                "rerank_concurrency": 16})  # fmt: skip
+        measured: dict[str, Any] = {}
         if "judge" in asked:
-            record["judge"] = _demo_judge(settings)
+            measured["judge"] = _demo_judge(settings)
         if "reranker" in asked:
-            record["reranker"] = _demo_reranker(settings, url)
+            measured["reranker"] = _demo_reranker(settings, url)
         if "listwise" in asked:
-            record["listwise"] = _demo_listwise(settings, url)
+            measured["listwise"] = _demo_listwise(settings, url)
         if "coverage" in asked:
             chat = url if "SmolLM2" in cheap else None
-            kept = record.get("coverage", {})
-            record["coverage"] = {c: _coverage_case(settings, shared, c, chat) if c in sets else kept[c]
-                                  for c in COLLECTIONS if c in sets or c in kept}  # fmt: skip
+            rows = {c: _coverage_case(settings, shared, c, chat) for c in sets}
+    if RECORD.exists():  # another run beside this one may have kept its parts since this one began: keep them
+        record = json.loads(RECORD.read_text(encoding="utf-8"))
+    record |= measured
+    if "coverage" in asked:
+        kept = record.get("coverage", {})
+        record["coverage"] = {c: rows[c] if c in rows else kept[c] for c in COLLECTIONS if c in rows or c in kept}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
     return stamp({key: value for key, value in record.items() if key not in ("machine", "versions", "measured_at")})
 

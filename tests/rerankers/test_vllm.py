@@ -65,9 +65,10 @@ def qwen3_for_vllm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def serving(model: Path, folder: Path, *arguments: str, threads: int = 1) -> Iterator[str]:
+def serving(model: Path, folder: Path, *arguments: str, threads: int = 1, cores: str | None = None) -> Iterator[str]:
     """vLLM's OpenAI-compatible server on a free port serving `model` in fp32 on `threads` CPU threads (one for
-    the tests, beside the other worker); yields its URL, then stops it."""
+    the tests, beside the other worker), bound to `cores` ("0", "1", "0-1"; vLLM's own choice by default: the first
+    core, the other kept for the server); yields its URL, then stops it."""
     if not VLLM_PYTHON.exists():
         pytest.fail(f"vLLM is missing at {VLLM_PYTHON}: run `bash scripts/setup.sh --test`.")
     port = free_port()
@@ -78,6 +79,7 @@ def serving(model: Path, folder: Path, *arguments: str, threads: int = 1) -> Ite
     env = {
         "PATH": "/usr/bin:/bin", "HOME": str(folder), "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
         "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": str(threads),
+        **({"VLLM_CPU_OMP_THREADS_BIND": cores} if cores else {}),
     }  # fmt: skip
     with open(folder / "vllm.log", "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
