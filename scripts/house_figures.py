@@ -66,6 +66,8 @@ def _code() -> dict[str, Any]:
 
 
 def _ci(folder: Path) -> dict[str, Any]:
+    from tests.conftest import _scope  # which worker a test runs on (the reference-truth one, or the suite's)
+
     times = json.loads((folder / "build" / "ci-times.json").read_text(encoding="utf-8"))
     durations: dict[str, float] = json.loads((folder / "build" / "test-durations.json").read_text(encoding="utf-8"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, capture_output=True, text=True,
@@ -75,6 +77,8 @@ def _ci(folder: Path) -> dict[str, Any]:
         "tests": len(durations), "test_seconds": round(sum(durations.values())),
         "slowest": dict(list(durations.items())[:5]),
         "over_120_s": sum(1 for seconds in durations.values() if seconds > LONG_TEST_S),
+        "workers": {scope: round(sum(s for n, s in durations.items() if _scope(n) == scope))
+                    for scope in ("reference-truth", "suite")},
     }  # fmt: skip
 
 
@@ -120,7 +124,9 @@ def render(name: str, kept: dict[str, Any]) -> str:
         lines.append(
             f"- CI on a fresh clone at {ci['commit']} (`bash .ci/run`): set-up {_minutes(ci['setup_s'])}, tests "
             f"{_minutes(ci['tests_s'])} (goal at most 30 min), exit {ci['exit']}; {ci['tests']:,} tests, "
-            f"{ci['test_seconds']:,} test-seconds; {ci['over_120_s']} over {LONG_TEST_S} s. The slowest: {slowest}."
+            f"{ci['test_seconds']:,} test-seconds (the reference-truth worker {ci['workers']['reference-truth']:,} s, "
+            f"the suite's {ci['workers']['suite']:,} s); {ci['over_120_s']} over {LONG_TEST_S} s. The slowest: "
+            f"{slowest}."
         )
     if lane:
         lines.append(
