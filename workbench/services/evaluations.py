@@ -179,10 +179,10 @@ def run_evaluation_request(
     options: EvaluationOptions = EvaluationOptions(),
     listeners: Listeners = Listeners(),
 ) -> Evaluated:
-    """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job, the Evaluate page):
-    `plan` on the readied judged queries, with the request's depth grid, query count and rerank budget, progress as
-    it goes (where none listens to the steps after the queries, the ingest's announcer hears them), kept as an
-    experiment labelled as `keeping` says when the request keeps it."""
+    """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job): `plan` on the
+    readied judged queries, with the request's depth grid, query count and rerank budget, progress as it goes
+    (where none listens to the steps after the queries, the ingest's announcer hears them), kept as an experiment
+    labelled as `keeping` says when the request keeps it."""
     request = ready.request
     announce = listeners.ingest_announce
     if listeners.phase is None and announce is not None:
