@@ -81,3 +81,14 @@ def test_a_service_that_always_closes_without_an_answer_is_one_clear_line_after_
     said = str(caught.value)
     assert read[0] == 3 and "\n" not in said and "Traceback" not in said
     assert said.startswith("The reranker at http://127.0.0.1:") and "cannot be reached" in said, said
+
+
+@pytest.mark.live_server
+def test_a_pooled_replica_that_closes_the_new_connection_too_is_taken_out_and_the_other_answers() -> None:
+    """In a pool, a replica asked again on a new connection that closes that one too is down (a server stopping
+    mid-run): it is left out, and the request goes to the replica that answers."""
+    with closing_server(drops=100) as (down, down_read), closing_server(drops=0) as (up, up_read):
+        caller = ServiceCaller([down, up], [None, None], WORDS, timeout=5, retries=3)
+        answers = [caller.post({"query": "q", "documents": ["d"]}) for _ in range(4)]
+    assert answers == [ANSWER] * 4
+    assert caller.taken_out == 1 and down_read[0] == 2 and up_read[0] == 4

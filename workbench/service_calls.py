@@ -145,23 +145,26 @@ class ServiceCaller:
         wait = _BACKOFF
         failovers = 0
         attempt = 0
+        again: int | None = None  # the replica whose connection closed without an answer, asked once more
         while True:
-            replica = self._next_replica()
+            replica = self._next_replica() if again is None else again
             try:
                 response = self._send(replica, body, params)
-            except httpx.RemoteProtocolError as exc:
-                # The connection closed before any answer: most often a kept-alive connection the server closed as
-                # this request went out on it (servers close idle ones after a few seconds). Nothing was answered,
-                # so the request is sent again on a new connection; the replica is not taken out for it.
-                if attempt < self.retries:
+            except httpx.HTTPError as exc:
+                # A connection closed before any answer is most often a kept-alive one the server closed as this
+                # request went out on it (servers close idle ones after a few seconds): nothing was answered, so the
+                # same replica is asked again on a new connection, not taken out for it. In a pool, a replica that
+                # closes the new connection too is down (stopping, say), and is taken out like one refused.
+                closed = isinstance(exc, httpx.RemoteProtocolError)
+                if closed and not (len(self.urls) > 1 and again == replica) and attempt < self.retries:
                     attempt += 1
+                    again = replica
                     log.info(
                         "%s at %s closed the connection without an answer (%s): asked again", self.words.noun,
                         redact_url(self.urls[replica]), redact_text(" ".join(str(exc).split())[:120]),
                     )  # fmt: skip
                     continue
-                raise self.unreachable(exc) from exc
-            except httpx.HTTPError as exc:
+                again = None
                 if self._take_out(replica, exc) and failovers < len(self.urls) - 1:
                     failovers += 1  # a replica down or hung: the next live one takes its request, at no retry's cost
                     continue
