@@ -8,7 +8,8 @@ people's alone, 2,000 draws of 50 people-graded queries). A 135M model's figures
     .venv/bin/python scripts/smollm2_figures.py                 # the demo's judge and reranker (10-20 minutes)
     .venv/bin/python scripts/smollm2_figures.py --parts listwise  # the listwise kind on the demo (10-20 minutes)
     .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (about 2 hours on 2 cores)
-    .venv/bin/python scripts/smollm2_figures.py --parts coverage --judges cross-encoder   # that judge only (minutes)
+    .venv/bin/python scripts/smollm2_figures.py --parts coverage --judges "cross-encoder,SciFact cross-encoder"
+                                                                # the two logit judges only (minutes)
     .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
     .venv/bin/python scripts/smollm2_figures.py --write         # write the blocks again from the kept record
 
@@ -41,7 +42,8 @@ DRAWS = 2000
 P_YES_CUT = 0.5  # SmolLM2's P(yes) at or above: relevant (grade 1)
 
 PARTS = ("judge", "reranker", "listwise", "coverage")
-JUDGES = ("cross-encoder", "SmolLM2")  # the cheap judges of the coverage part
+JUDGES = ("cross-encoder", "SciFact cross-encoder", "SmolLM2")  # the cheap judges of the coverage part
+SCIFACT_RERANKER = "minilm-l6-scifact-reranker"  # the domain-tuned shared cross-encoder, the second logit judge
 COLLECTIONS = ("cranfield", "scifact")  # the coverage part's sets (all ../shared/data holds)
 
 
@@ -113,10 +115,15 @@ def _coverage(human: dict[str, float], cheap: dict[str, float], seed: int) -> di
             "weight": float(np.median(weights)), "narrower": narrower / DRAWS}  # fmt: skip
 
 
-def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None) -> dict[str, Any]:
-    """One collection: dense k = 20 → top 10 with the QA cross-encoder; cheap judges of every pair in the two
-    top 10s: the cross-encoder's logit cut into grades (2 from 3, 1 from 0), and (with a SmolLM2 server's `url`)
-    SmolLM2's P(yes) cut at 0.5."""
+def _logit_grades(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, int]]:
+    """A cross-encoder's logits cut into grades: 2 from 3, 1 from 0 (a logit of 0 is P = 0.5 under the sigmoid)."""
+    return {q: {d: 2 if s >= 3 else 1 if s >= 0 else 0 for d, s in docs.items()} for q, docs in scores.items()}
+
+
+def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None, cheap: list[str]) -> dict[str, Any]:
+    """One collection: dense k = 20 → top 10 with the QA cross-encoder; the `cheap` judges of every pair in the two
+    top 10s: the QA cross-encoder's logit cut into grades (2 from 3, 1 from 0), the SciFact cross-encoder's alike,
+    and (with a SmolLM2 server's `url`) SmolLM2's P(yes) cut at 0.5."""
     from workbench.engine import Engine
     from workbench.evaluation import Dataset
     from workbench.rerankers.factory import create_reranker
@@ -127,14 +134,20 @@ def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None
         engine.ingest(shared / "data" / collection, collection)
     queries = {q: t for q, t in dataset.queries.items() if q in dataset.qrels}
     before, after, scores = _search_pairs(engine, engine.plan(collection=collection, k=20, top_n=10), queries)
-    crossencoder = {q: {d: 2 if s >= 3 else 1 if s >= 0 else 0 for d, s in docs.items()} for q, docs in scores.items()}
     human = _changes({q: dataset.qrels[q] for q in queries}, before, after)
     row: dict[str, Any] = {"queries": len(queries), "pairs": sum(len(d) for d in scores.values()),
                            "human_change": sum(human.values()) / len(human)}  # fmt: skip
-    judges: dict[str, dict[str, dict[str, int]]] = {"cross-encoder": crossencoder}
-    if url is not None:
-        from workbench.judgments.queue import document_texts
+    judges: dict[str, dict[str, dict[str, int]]] = {"cross-encoder": _logit_grades(scores)}
+    from workbench.judgments.queue import document_texts
 
+    if "SciFact cross-encoder" in cheap:
+        domain = create_reranker(str(shared / "models" / SCIFACT_RERANKER), settings)
+        logits = {}
+        for qid, docs in scores.items():
+            texts = document_texts(engine, collection, list(docs))
+            logits[qid] = dict(zip(docs, domain.score(queries[qid], [texts[d] for d in docs])[0], strict=True))
+        judges["SciFact cross-encoder"] = _logit_grades(logits)
+    if url is not None:
         chat = create_reranker(f"chat+{url}/v1#{MODEL}", settings)
         started = time.perf_counter()
         smollm2: dict[str, dict[str, int]] = {}
@@ -145,11 +158,13 @@ def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None
         row |= {"smollm2_seconds": time.perf_counter() - started, "smollm2_undecided": chat.stats.undecided}
         judges["SmolLM2"] = smollm2
     for name, judge in judges.items():
-        cheap = _changes(judge, before, after)
-        cheap = {q: cheap.get(q, 0.0) for q in human}
+        changes = _changes(judge, before, after)
+        changes = {q: changes.get(q, 0.0) for q in human}
         kappa, pairs = _kappa(dataset.qrels, judge)
-        row[name] = {"kappa": kappa, "pairs": pairs, "cheap_change": sum(cheap.values()) / len(cheap),
-                     **_coverage(human, cheap, seed=0)}  # fmt: skip
+        both = sorted(human)
+        correlation = float(np.corrcoef([human[q] for q in both], [changes[q] for q in both])[0, 1])
+        row[name] = {"kappa": kappa, "pairs": pairs, "cheap_change": sum(changes.values()) / len(changes),
+                     "correlation": correlation, **_coverage(human, changes, seed=0)}  # fmt: skip
     return row
 
 
@@ -262,8 +277,10 @@ def measure(
     sets = [name.strip() for name in collections.split(",") if name.strip()]
     unknown = sorted(set(asked) - set(PARTS)) + sorted(set(cheap) - set(JUDGES)) + sorted(set(sets) - set(COLLECTIONS))
     if unknown or "cross-encoder" not in cheap or not sets:
-        raise SystemExit(f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SmolLM2 beside it; "
-                         f"--collections {', '.join(COLLECTIONS)}; got {', '.join(unknown) or judges}")  # fmt: skip
+        raise SystemExit(
+            f"--parts takes {', '.join(PARTS)}; --judges cross-encoder, and SciFact cross-encoder or SmolLM2 beside "
+            f"it; --collections {', '.join(COLLECTIONS)}; got {', '.join(unknown) or judges}"
+        )
     record: dict[str, Any] = {}
     base = qa_settings(shared, data_dir, "smollm2-figures")
     served = bool({"judge", "reranker", "listwise"} & set(asked)) or ("coverage" in asked and "SmolLM2" in cheap)
@@ -286,13 +303,14 @@ def measure(
             measured["listwise"] = _demo_listwise(settings, url)
         if "coverage" in asked:
             chat = url if "SmolLM2" in cheap else None
-            rows = {c: _coverage_case(settings, shared, c, chat) for c in sets}
+            rows = {c: _coverage_case(settings, shared, c, chat, cheap) for c in sets}
     if RECORD.exists():  # another run beside this one may have kept its parts since this one began: keep them
         record = json.loads(RECORD.read_text(encoding="utf-8"))
     record |= measured
     if "coverage" in asked:
         kept = record.get("coverage", {})
-        record["coverage"] = {c: rows[c] if c in rows else kept[c] for c in COLLECTIONS if c in rows or c in kept}
+        # a set measured again keeps the judges not asked this time (SmolLM2's hours) beside the ones measured now
+        record["coverage"] = {c: kept.get(c, {}) | rows.get(c, {}) for c in COLLECTIONS if c in rows or c in kept}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
     return stamp({key: value for key, value in record.items() if key not in ("machine", "versions", "measured_at")})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -84,6 +85,44 @@ def test_evaluate_keeps_its_run_and_two_runs_diff_as_the_service_does(
     assert next(m for m in page.metric if m.label == "top 1 changed").value == (
         f"{expected.agreement.top1_change_rate:.0%}"
     )
+
+
+def test_a_store_that_cannot_keep_loses_no_figure_on_the_page_or_the_cli(
+    app_env: dict,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Evaluate keeps through the same door as `workbench eval`: where the experiments store cannot be opened (its
+    file is a folder), the page shows the report with one warning naming why it was not kept, and the CLI prints
+    the report, then one error line, and exits 1."""
+    from workbench.app.state import engine_resource
+
+    (tmp_path / "experiments.sqlite3").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+        engine_resource.clear()
+        try:
+            at = new_app()
+            at.switch_page("app/pages/evaluate.py").run()
+            at.number_input(key="eval-max").set_value(3)
+            next(b for b in at.button if b.label == "Run evaluation").click().run()
+            assert not at.exception, at.exception
+            warned = [w.value for w in at.warning if "could not be kept as an experiment" in w.value]
+            assert len(warned) == 1 and "unable to open database file" in warned[0], [w.value for w in at.warning]
+            assert any(m.label == "ndcg@10 after" for m in at.metric)
+            assert not [c.value for c in at.caption if c.value.startswith("Kept as experiment")]
+            capsys.readouterr()
+            assert main(["eval", "demo", "--max-queries", "3", "--depth", "none", "--json"]) == 1
+            printed = capsys.readouterr()
+            assert json.loads(printed.out)["queries"] == 3 and "experiment" not in json.loads(printed.out)
+            lines = [line for line in printed.err.splitlines() if line.startswith("error:")]
+            assert lines == [
+                "error: the evaluation could not be kept as an experiment: the experiments store at "
+                f"{tmp_path / 'experiments.sqlite3'} cannot be used (create its tables): unable to open database file."
+            ], printed.err
+            assert "Traceback" not in printed.err
+        finally:
+            engine_resource.clear()
 
 
 def test_run_again_reproduces_the_figures(app_env: dict, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811

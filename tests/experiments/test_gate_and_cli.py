@@ -179,11 +179,13 @@ def test_a_query_set_compares_two_rerankings_of_a_production_systems_candidates(
     (tmp_path / "six.csv").write_text("id,query\n" + "".join(f"{q},{t}\n" for q, t in chosen))
     assert main(["query-sets", "add", "prod-six", "--file", str(tmp_path / "six.csv")]) == 0
     engine = Engine(Settings())
-    exported, changed = [], 0
+    exported, by_document, changed = [], [], 0
     for qid, text in chosen:
         first = engine.search(text, engine.plan(collection="demo", retrieval="bm25", k=20, reranker=None)).candidates
         hits = [{"id": c.id, "text": c.text, "score": c.vector_score} for c in first]
         exported.append(json.dumps({"query_id": qid, "query": text, "hits": hits}))
+        named = [{**hit, "id": c.metadata["document_id"]} for hit, c in zip(hits, first, strict=True)]
+        by_document.append(json.dumps({"query_id": qid, "query": text, "hits": named}))
         scores, _ = engine.reranker().score(text, [h["text"] for h in hits], use_cache=False)  # counted here
         changed += hits[0]["id"] != hits[max(range(len(hits)), key=scores.__getitem__)]["id"]
     path = tmp_path / "production.jsonl"
@@ -196,3 +198,18 @@ def test_a_query_set_compares_two_rerankings_of_a_production_systems_candidates(
     assert diff["agreement"]["queries"] == 6
     assert diff["agreement"]["top1_change_rate"] == pytest.approx(changed / 6)
     assert diff["name_a"].startswith("candidates-production") and diff["name_b"].startswith("candidates-production")
+    # one side on the collection itself (its spec names collection=), the judged figures from --collection's; the
+    # file names the collection's documents
+    path = tmp_path / "production-documents.jsonl"
+    path.write_text("\n".join(by_document) + "\n", encoding="utf-8")
+    a_side, b_side = "collection=demo,retrieval=bm25,k=20,reranker=none", "k=20,reranker=none"
+    code = main(["query-sets", "compare", "prod-six", "--candidates", str(path), "--collection", "demo", "--judged",
+                 "--a", a_side, "--b", b_side, "--json"])  # fmt: skip
+    assert code == 0
+    same = json.loads(capsys.readouterr().out)
+    assert same["name_a"].startswith("demo") and same["name_b"].startswith("candidates-production")
+    # the file holds BM25's top 20, unreranked on both sides: the same lists, so nothing changes, judged or not
+    assert same["agreement"]["top1_change_rate"] == 0.0 and same["judged_queries"] == 6
+    assert same["a"] == same["b"] and same["a"]["judged@10"] == 1.0 and same["change"]["delta"] == 0.0
+    assert main(["query-sets", "compare", "prod-six", "--candidates", str(path), "--judged", "--json"]) == 2
+    assert "Judged figures need a collection" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.engine import Engine
-from workbench.errors import InputError
+from workbench.errors import InputError, StoreError
 from workbench.evaluation.service import Listeners
 from workbench.experiments import QuerySet, open_experiment_store
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
@@ -114,6 +114,8 @@ def evaluated(body: ExperimentRequest, engine: Engine, progress: Progress | None
     done = evaluations.run_evaluation_request(
         engine, body.ready(engine, plan), plan, keeping=keeping, listeners=Listeners(progress=progress)
     )
+    if done.not_kept:
+        raise StoreError(f"The evaluation ran but could not be kept as an experiment: {done.not_kept}")
     if done.experiment is None:  # an API evaluation is always kept (the request's `keep` is left as it is)
         raise InputError("The evaluation ran but was not kept.")
     return done.experiment.summary()

@@ -62,7 +62,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     _notice_ingest(engine, ready, args)
     if request.rerankers:
         return _compare(engine, ready, args, modes)
-    summaries = []
+    summaries, lost = [], False
     keeping = Keeping(name=args.name or "", tags=tuple(args.tag or ()), notes=args.notes or "")
     for mode in modes:  # one process: later modes reuse the scores earlier ones computed
         evaluated = _evaluate_mode(engine, ready, args, mode, outside, keeping)
@@ -72,10 +72,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if evaluated.experiment is not None:
             kept = summary["experiment"] = evaluated.experiment.id
             warn(f"kept as experiment {kept} (`workbench experiments show {kept}`)")
+        elif evaluated.not_kept:
+            lost = True
+            warn(f"error: the evaluation could not be kept as an experiment: {evaluated.not_kept}")
         summaries.append(summary)
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
-    return 0
+    return 1 if lost else 0
 
 
 def _notice_ingest(engine: Engine, ready: ReadyEvaluation, args: argparse.Namespace) -> None:

@@ -17,7 +17,6 @@ from workbench.experiments import (
     Experiment,
     ExperimentStore,
     RunDiff,
-    compare_configurations,
     diff_experiments,
     export_experiment,
     history_query_set,
@@ -31,11 +30,9 @@ from workbench.experiments import (
 from workbench.experiments.log_sample import log_query_set
 from workbench.inputs import read_user_file
 from workbench.judgments import judged_queries as judged_texts
-from workbench.judgments import load_judgments
-from workbench.services.demo import DEMO_COLLECTION, demo_dataset, ensure_demo_collection
+from workbench.services.comparisons import QuerySetComparison, compare_over_query_set
 from workbench.services.evaluations import judged_queries_of
 from workbench.services.sessions import open_session_store
-from workbench.services.sources import attach_candidates
 from workbench.vocab import MAX_EXPORT_BYTES, PRIMARY_METRIC
 
 
@@ -89,32 +86,25 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_set_compare(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
-    engine = Engine(settings)
-    query_set = open_experiment_store(settings).query_set(args.name)
-    start = args.collection
-    if args.candidates:  # the production system's candidates, as a read-only collection both sides start from
-        queries = {item.id: item.text for item in query_set.queries}
-        found = attach_candidates(engine, args.candidates, queries, corpus=args.corpus)
-        for problem in found.problems:
-            warn(problem)
-        start = found.name
-    first, second = plan_from_spec(engine, args.a, "--a", start), plan_from_spec(engine, args.b, "--b", start)
-    # the judgments are the collection's whose documents the candidates name (--collection), else B's
-    collection = (args.collection if args.candidates else None) or second.collection or settings.collection
-    if collection == DEMO_COLLECTION:
-        ensure_demo_collection(engine)
-    qrels = None
-    if args.judged:
-        stored = load_judgments(settings, collection)
-        qrels = (
-            stored.qrels if stored else demo_dataset("test", settings).qrels if collection == DEMO_COLLECTION else None
-        )
-        if qrels is None:
-            raise InputError(f"--judged: '{collection}' has no judgments (rate results or import qrels first).")
+    engine = Engine(settings_from(args))
+    first = plan_from_spec(engine, args.a, "--a", args.collection)
+    second = plan_from_spec(engine, args.b, "--b", args.collection)
+    request = QuerySetComparison(
+        args.name, first, second, candidates=args.candidates, corpus=args.corpus,
+        # a side starts from the candidates unless its spec names collection=
+        on_candidates=(not _names_collection(args.a), not _names_collection(args.b)),
+        # the judgments are the collection's whose documents the candidates name (--collection), else B's
+        judgments_of=(args.collection if args.candidates else second.collection) if args.judged else None,
+        judged=args.judged,
+    )  # fmt: skip
     with ProgressBar("searches", unit="search") as bar:
-        diff = compare_configurations(engine, query_set, first, second, qrels=qrels, progress=bar)
+        diff, _ = compare_over_query_set(engine, request, warn=warn, progress=bar)
     return _print_diff(diff, args)
+
+
+def _names_collection(spec: str) -> bool:
+    """Whether a --a/--b spec names its own collection (`collection=...`)."""
+    return any(part.partition("=")[0].strip() == "collection" for part in (spec or "").split(","))
 
 
 def _print_diff(diff: RunDiff, args: argparse.Namespace) -> int:

@@ -52,6 +52,9 @@ class Keeping:
     notes: str = ""
     query_set: str | None = None
     save: bool = True
+    # an experiment kept before that this one repeats exactly is returned instead of a copy (a button clicked again);
+    # off, each run is kept (`experiments rerun` keeps each, to compare with the first)
+    link_identical: bool = False
 
 
 def keep_report(
@@ -62,13 +65,10 @@ def keep_report(
     *,
     source: str,
     keeping: Keeping = Keeping(),
-    link_identical: bool = False,
 ) -> Experiment:
     """An evaluation's report kept as an experiment as `keeping` says (`source`: where its judgments came from): the
     plan as it ran (its reranker named by the model that ran), the queries and judgments it used as they were, the
-    runs, and this machine's manifest. With
-    `link_identical`, an experiment kept before that this one repeats exactly is returned instead of a copy (a
-    button clicked again); `experiments rerun` keeps each run, to compare with the first."""
+    runs, and this machine's manifest (the one kept before, when `keeping.link_identical` and this one repeats it)."""
     queries = {o.query_id: o.query for o in report.per_query} or dict(dataset.queries)
     queries = {qid: dataset.queries.get(qid, text) for qid, text in queries.items()}
     collection = plan.collection or engine.settings.collection
@@ -106,7 +106,7 @@ def keep_report(
     if not keeping.save:
         return experiment
     store = open_experiment_store(engine.settings)
-    return (kept_before(store, experiment) if link_identical else None) or store.save(experiment)
+    return (kept_before(store, experiment) if keeping.link_identical else None) or store.save(experiment)
 
 
 def kept_before(store: ExperimentStore, experiment: Experiment) -> Experiment | None:

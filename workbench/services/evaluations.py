@@ -26,7 +26,7 @@ from pathlib import Path
 
 from workbench.config import Settings
 from workbench.engine import Engine
-from workbench.errors import InputError
+from workbench.errors import InputError, WorkbenchError, error_message
 from workbench.evaluation.io import Dataset
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.sample import corpus_sample, sample_collection
@@ -164,10 +164,11 @@ def _folder_collection(folder: str) -> str:
 @dataclass(frozen=True)
 class Evaluated:
     """A readied evaluation run on one plan: its report, and the experiment it was kept as (None when the request
-    keeps nothing)."""
+    keeps nothing, or when the store could not keep it: `not_kept` then says why, and the report stands)."""
 
     report: EvaluationReport
     experiment: Experiment | None
+    not_kept: str | None = None
 
 
 def run_evaluation_request(
@@ -182,7 +183,8 @@ def run_evaluation_request(
     """The one way an evaluation runs (`eval` per first stage, POST /experiments and its job): `plan` on the
     readied judged queries, with the request's depth grid, query count and rerank budget, progress as it goes
     (where none listens to the steps after the queries, the ingest's announcer hears them), kept as an experiment
-    labelled as `keeping` says when the request keeps it."""
+    labelled as `keeping` says when the request keeps it. A store that cannot keep it loses no figure: the report
+    comes back with why it was not kept."""
     request = ready.request
     announce = listeners.ingest_announce
     if listeners.phase is None and announce is not None:
@@ -193,8 +195,11 @@ def run_evaluation_request(
     )  # fmt: skip
     if not request.keep:
         return Evaluated(report, None)
-    experiment = keep_report(
-        engine, report, plan, ready.dataset, source=ready.dataset.name,
-        keeping=replace(keeping, query_set=request.query_set),
-    )  # fmt: skip
+    try:
+        experiment = keep_report(
+            engine, report, plan, ready.dataset, source=ready.dataset.name,
+            keeping=replace(keeping, query_set=request.query_set),
+        )  # fmt: skip
+    except WorkbenchError as exc:
+        return Evaluated(report, None, not_kept=error_message(exc))
     return Evaluated(report, experiment)

@@ -40,11 +40,11 @@ from workbench.evaluation.agreement import agreement
 from workbench.evaluation.calibration import load_calibration
 from workbench.evaluation.sanity import not_as_intended
 from workbench.evaluation.service import search_checks
-from workbench.experiments import compare_configurations, open_experiment_store
+from workbench.experiments import open_experiment_store
 from workbench.judgments import load_judgments, query_figures
 from workbench.rerankers import discover_rerankers
 from workbench.rerankers.factory import on_backend
-from workbench.services.sources import attach_candidates
+from workbench.services.comparisons import QuerySetComparison, compare_over_query_set
 from workbench.services.store_comparison import (
     StoreComparison,
     StoreTarget,
@@ -54,7 +54,7 @@ from workbench.services.store_comparison import (
     release,
 )
 from workbench.spreadsheet import csv_text
-from workbench.types import SearchPlan, SearchResult
+from workbench.types import SearchResult
 from workbench.vocab import (
     BACKENDS,
     MAX_K,
@@ -219,14 +219,16 @@ def _over_a_query_set(engine: Engine, c: Controls, a: CompareSide, b: CompareSid
         )  # fmt: skip
         top_n = min(a.k, b.k, c.top_n)
         if st.button("Compare over the query set", key="compare-query-set-run"):
-            query_set = store.query_set(chosen)
             plan_a, plan_b = a.plan(engine, top_n, c.filters), b.plan(engine, top_n, c.filters)
-            judged = load_judgments(engine.settings, plan_b.collection or engine.settings.collection)
-            if candidates is not None:  # your search's first stage, reranked by each side's reranker
-                plan_a, plan_b = _on_candidates(engine, candidates, query_set, plan_a, plan_b)
-            with transient_progress("searching") as bar:
-                STATE.set_comparison = compare_configurations(
-                    engine, query_set, plan_a, plan_b, qrels=judged.qrels if judged else None,
+            with tempfile.TemporaryDirectory() as folder, transient_progress("searching") as bar:
+                request = QuerySetComparison(
+                    chosen, plan_a, plan_b, tag=STATE.session_tag,
+                    # your search's first stage, reranked by each side's reranker
+                    candidates=str(save_upload(candidates, Path(folder))) if candidates is not None else None,
+                    judgments_of=plan_b.collection or engine.settings.collection,
+                )  # fmt: skip
+                STATE.set_comparison, plan_b = compare_over_query_set(
+                    engine, request, warn=st.warning,
                     progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} searches"),
                 )  # fmt: skip
             STATE.set_comparison_plan = plan_b
@@ -420,20 +422,6 @@ def _draw_across(across: StoreComparison) -> None:
         hide_index=True,
         width="stretch",
     )
-
-
-def _on_candidates(
-    engine: Engine, upload: Any, query_set: Any, plan_a: SearchPlan, plan_b: SearchPlan
-) -> tuple[SearchPlan, SearchPlan]:
-    """Both plans moved onto an uploaded candidates file (a collection of this session's own), their first stage
-    the file's hits; the file's problems shown."""
-    with tempfile.TemporaryDirectory() as folder:
-        queries = {item.id: item.text for item in query_set.queries}
-        found = attach_candidates(engine, save_upload(upload, Path(folder)), queries, tag=STATE.session_tag)
-    for problem in found.problems:
-        st.warning(problem)
-    on_file = {"collection": found.name, "retrieval": "dense", "filters": {}}
-    return plan_a.with_(**on_file), plan_b.with_(**on_file)
 
 
 if __name__ == "__main__":  # Streamlit runs a page file as __main__; importing the module draws nothing

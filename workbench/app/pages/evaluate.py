@@ -21,19 +21,18 @@ from workbench.app.uploads import beir_folders, save_upload, server_path
 from workbench.app.widgets import file_picker, sidebar_note
 from workbench.engine import Engine
 from workbench.errors import InputError, WorkbenchError
-from workbench.evaluation import Dataset, evaluate_dataset, read_trec_run
+from workbench.evaluation import read_trec_run
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.rerankers import compare_rerankers
 from workbench.evaluation.service import EvaluationOptions, Listeners
 from workbench.evaluation.tuning import tune
-from workbench.experiments import keep_report, keep_tuning, open_experiment_store
+from workbench.experiments import keep_tuning, open_experiment_store
 from workbench.experiments.service import Keeping
 from workbench.inputs import parse_int_list
 from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
-from workbench.services.evaluations import EvaluationRequest, ready_evaluation
-from workbench.types import SearchPlan
+from workbench.services.evaluations import Evaluated, EvaluationRequest, ready_evaluation, run_evaluation_request
 from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS, MAX_RERANK_BUDGET_MS
 
 ALL_QUERIES = "every judged query"
@@ -216,10 +215,16 @@ def _query_set_names(engine: Engine) -> list[str]:
 
 
 def _request(
-    engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _EvalForm, tmp: Path
+    engine: Engine,
+    c: Controls,
+    presets: dict[str, Path | None],
+    asked: _EvalForm,
+    tmp: Path,
+    depth: tuple[int, ...] | None = None,
 ) -> EvaluationRequest:
     """The form's adapter to an `EvaluationRequest` (as `cli/plans.evaluation_from` is the CLI's): the judged
-    queries it names (uploads saved under `tmp`), the collection, a candidates file, the query set."""
+    queries it names (uploads saved under `tmp`), the collection, a candidates file, the query set, the depth
+    curve's k values."""
     uploaded = asked.source == UPLOAD
     if uploaded and (asked.queries_file is None or asked.qrels_file is None):
         raise InputError("Upload both a queries file and a qrels file.")
@@ -236,7 +241,7 @@ def _request(
         judgments_of=c.collection if asked.source == ATTACHED else None,
         candidates=str(candidates) if candidates is not None else None,
         query_set=asked.query_set, max_queries=asked.max_queries or None, tag=STATE.session_tag,
-        rerank_budget_ms=asked.budget_ms or None,
+        rerank_budget_ms=asked.budget_ms or None, depth=depth,
     )  # fmt: skip
 
 
@@ -247,16 +252,16 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
     STATE.eval_qrels = STATE.eval_experiment = None
     working: list[Any] = []  # the progress elements, removed when the work ends however it ends
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            ready = ready_evaluation(engine, _request(engine, c, presets, asked, Path(tmp)), warn=st.warning)
-            outside_file = asked.outside_file
-            outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
-        dataset = ready.dataset
         wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
-        depth = [d for d in wanted if d <= asked.k]
+        depth = tuple(d for d in wanted if d <= asked.k)
         if len(depth) < len(wanted):
             left_out = ", ".join(str(d) for d in wanted if d > asked.k)
             st.info(f"Depth values above k ({asked.k}) were left out: {left_out}.")
+        with tempfile.TemporaryDirectory() as tmp:
+            request = _request(engine, c, presets, asked, Path(tmp), depth=depth)
+            ready = ready_evaluation(engine, request, warn=st.warning)
+            outside_file = asked.outside_file
+            outside = read_trec_run(save_upload(outside_file, Path(tmp))) if outside_file is not None else None
         ingest_estimate, ingest_bar = st.empty(), st.empty()
         bar = st.progress(0.0, text="running queries")
         working.extend([ingest_estimate, ingest_bar, bar])
@@ -265,16 +270,13 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
         plan = c.plan(engine).with_(collection=ready.collection, k=asked.k, top_n=asked.top_n, filters={})
         if ready.candidates:
             plan = plan.with_(retrieval="dense")
-        STATE.eval_report = evaluate_dataset(
-            engine,
-            dataset,
-            plan,
-            max_queries=asked.max_queries or None,
-            depth=depth,
+        started = datetime.now(UTC)  # an experiment kept before this moment was not kept by this click
+        done = run_evaluation_request(
+            engine, ready, plan,
+            keeping=Keeping(name=asked.name, tags=("app",), link_identical=True),
             options=EvaluationOptions(
                 outside_run=outside,
-                outside_name=asked.outside_file.name if asked.outside_file is not None else "outside run",
-                rerank_budget_ms=ready.request.rerank_budget_ms,  # every search then timed, as served
+                outside_name=outside_file.name if outside_file is not None else "outside run",
             ),
             listeners=Listeners(
                 progress=bar_with_time_left(bar, "queries"),
@@ -282,10 +284,12 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
                 ingest_announce=ingest_estimate.caption,
                 phase=lambda words: bar.progress(1.0, text=f"queries done; now {words}…"),
             ),
-        )
+        )  # fmt: skip
+        dataset = ready.dataset
+        STATE.eval_report = done.report
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
-        _keep(engine, plan, dataset, asked)
+        _kept(done, started)
         if len(asked.compared) > 1:
             side = st.progress(0.0, text="rerankers side by side")
             working.append(side)
@@ -337,22 +341,19 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
             element.empty()
 
 
-def _keep(engine: Engine, plan: SearchPlan, dataset: Dataset, asked: _EvalForm) -> None:
-    """The evaluation kept as an experiment; a store that cannot keep it leaves the report on screen, with why."""
-    started = datetime.now(UTC)  # an experiment kept before this moment was not kept by this click
-    try:
-        kept = keep_report(
-            engine, STATE.eval_report, plan, dataset, source=asked.source,
-            keeping=Keeping(name=asked.name, tags=("app",), query_set=asked.query_set), link_identical=True,
-        )  # fmt: skip
-    except WorkbenchError as exc:
-        st.warning(f"The evaluation could not be kept as an experiment: {error_text(exc)}")
+def _kept(done: Evaluated, started: datetime) -> None:
+    """The experiment the evaluation was kept as; a store that could not keep it leaves the report on screen,
+    with why; an unchanged evaluation run again is linked to the one kept before, never kept twice."""
+    if done.experiment is None:
+        if done.not_kept:
+            st.warning(f"The evaluation could not be kept as an experiment: {done.not_kept}")
         return
+    kept = done.experiment
     STATE.eval_experiment = kept.id
     STATE.eval_linked = (
         f"The same evaluation, with the same figures, was kept on {kept.created_at:%Y-%m-%d %H:%M} UTC as "
         f"experiment `{kept.id}`: nothing new was kept."
-        if kept.created_at < started  # an unchanged evaluation run again: linked, never kept twice
+        if kept.created_at < started
         else None
     )
 
