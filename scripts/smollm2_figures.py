@@ -7,7 +7,7 @@ people's alone, 2,000 draws of 50 people-graded queries). A 135M model's figures
 
     .venv/bin/python scripts/smollm2_figures.py                 # the demo's judge and reranker (10-20 minutes)
     .venv/bin/python scripts/smollm2_figures.py --parts listwise  # the listwise kind on the demo (10-20 minutes)
-    .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact (about 2 hours on 2 cores)
+    .venv/bin/python scripts/smollm2_figures.py --parts coverage  # Cranfield and SciFact, every judge (about 2 hours)
     .venv/bin/python scripts/smollm2_figures.py --parts coverage --judges "cross-encoder,SciFact cross-encoder"
                                                                 # the two logit judges only (minutes)
     .venv/bin/python scripts/smollm2_figures.py --data-dir DIR  # reuse a folder where the collections are ingested
@@ -307,8 +307,13 @@ def measure(
     if RECORD.exists():  # another run beside this one may have kept its parts since this one began: keep them
         record = json.loads(RECORD.read_text(encoding="utf-8"))
     record |= measured
+    today = stamp({})["measured_at"]
+    record["dates"] = record.get("dates", {}) | {part: today for part in asked}  # each part's own day
     if "coverage" in asked:
         kept = record.get("coverage", {})
+        for row in rows.values():
+            for judge in (j for j in JUDGES if j in row):
+                row[judge]["measured_at"] = today
         # a set measured again keeps the judges not asked this time (SmolLM2's hours) beside the ones measured now
         record["coverage"] = {c: kept.get(c, {}) | rows.get(c, {}) for c in COLLECTIONS if c in rows or c in kept}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
@@ -342,47 +347,65 @@ def render(name: str, kept: dict[str, Any]) -> str:
             + ". `workbench judgments "
             f"agreement handbook` printed:\n\n{_indented(judge['agreement'])}\n\nand `workbench eval --collection "
             f"handbook -k 20 -n 10` printed:\n\n{_indented(judge['eval'])}\n\n"
-            + made_by(kept, "smollm2_figures.py")
+            + made_by(_on_day(kept, "judge"), "smollm2_figures.py")
             + "\n"
         )
     if name == "smollm2-reranker":
         return (
             f"`workbench eval demo -k 20 -n 10 --reranker chat+http://127.0.0.1:PORT/v1#smollm2` (SmolLM2 as the "
             f"pointwise chat reranker, {kept['reranker']['seconds']:.0f} s) printed:\n\n"
-            f"{_indented(kept['reranker']['eval'])}\n\n" + made_by(kept, "smollm2_figures.py") + "\n"
+            f"{_indented(kept['reranker']['eval'])}\n\n"
+            + made_by(_on_day(kept, "reranker"), "smollm2_figures.py")
+            + "\n"
         )
     if name == "smollm2-listwise":
         return (
             f"`workbench eval demo -k 20 -n 10 --reranker listwise+http://127.0.0.1:PORT/v1#smollm2` (SmolLM2 as the "
             f"listwise reranker, one window of 20 passages a query, {kept['listwise']['seconds']:.0f} s) printed:\n\n"
-            f"{_indented(kept['listwise']['eval'])}\n\n" + made_by(kept, "smollm2_figures.py") + "\n"
+            f"{_indented(kept['listwise']['eval'])}\n\n"
+            + made_by(_on_day(kept, "listwise"), "smollm2_figures.py")
+            + "\n"
         )
-    cells = []
+    cells, days = [], {}
     for collection, row in kept["coverage"].items():
         for judge in (j for j in JUDGES if j in row):
             found = row[judge]
+            correlation = found.get("correlation")
             cells.append([
-                collection, judge, f"{found['kappa']:.3f}", f"{found['cheap_change']:+.4f}",
-                f"{row['human_change']:+.4f}", f"{found['coverage']:.1%}", f"{found['width_ratio']:.2f}",
-                f"{found['weight']:.2f}", f"{found['narrower']:.0%}",
+                collection, judge, f"{found['pairs']:,}", f"{found['kappa']:.3f}", f"{found['cheap_change']:+.4f}",
+                f"{row['human_change']:+.4f}", f"{correlation:.2f}" if correlation is not None else "not kept",
+                f"{found['coverage']:.1%}", f"{found['width_ratio']:.2f}", f"{found['weight']:.2f}",
+                f"{found['narrower']:.0%}",
             ])  # fmt: skip
+            days.setdefault(found.get("measured_at", kept["measured_at"]), []).append(judge)
     smollm2 = any("SmolLM2" in row for row in kept["coverage"].values())
     notes = "; ".join(
-        f"{c}: {r['queries']:,} judged queries, {r['pairs']:,} pairs"
+        f"{c}: {r['queries']:,} judged queries"
         + (f", SmolLM2 {r['smollm2_seconds']:.0f} s ({r['smollm2_undecided']} undecided)" if "SmolLM2" in r else "")
         for c, r in kept["coverage"].items()
     )
+    when = " and ".join(
+        f"{day} ({', '.join(dict.fromkeys(judges))})" if len(days) > 1 else day for day, judges in sorted(days.items())
+    )
     return table(
-        ["collection", "cheap judge", "kappa with people", "judge's change", "all-human change",
-         f"coverage ({DRAWS:,} draws)", "median width ratio", "median weight", "narrower than people's"],
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ["collection", "cheap judge", "pairs", "kappa with people", "judge's change", "all-human change",
+         "correlation of changes", f"coverage ({DRAWS:,} draws)", "median width ratio", "median weight",
+         "narrower than people's"],
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         cells,
         f"Dense k = 20 → top 10 with the QA cross-encoder; people grade {HUMAN_QUERIES} random queries per draw, the "
-        f"cheap judge every pair of the two top 10s (the cross-encoder's logit cut: 2 from 3, 1 from 0"
+        f"cheap judge every pair of the two top 10s (a cross-encoder's logit cut: 2 from 3, 1 from 0"
         + (f"; SmolLM2's P(yes) as the chat reranker reads it, relevant from {P_YES_CUT}" if smollm2 else "")
         + "); kappa quadratic, relevance cut at grade 1, "
-        f"on those pairs (a pair the qrels do not list counts 0). {notes}. " + made_by(kept, "smollm2_figures.py"),
+        "on those pairs (a pair the qrels do not list counts 0); correlation: Pearson's, of the judge's and people's "
+        f"per-query changes over every judged query. {notes}. "
+        + made_by(kept | {"measured_at": when}, "smollm2_figures.py"),
     )  # fmt: skip
+
+
+def _on_day(kept: dict[str, Any], part: str) -> dict[str, Any]:
+    """The record as of the day `part` was measured (each part keeps its own, in `dates`)."""
+    return kept | {"measured_at": kept.get("dates", {}).get(part, kept["measured_at"])}
 
 
 def footer(kept: dict[str, Any]) -> str:
