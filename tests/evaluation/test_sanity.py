@@ -70,8 +70,11 @@ class Planted(BaseReranker):
         self.backend = f"planted {self.fault}"
 
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
+        """The fault applied to the real model's logits, each pair's logit read from the inner reranker's score
+        cache once it was scored (the planted tests and the session's demo engine share it: the same pairs are
+        not scored again for every fault)."""
         self.counted(documents=len(texts))
-        return self.change(self.inner.predict(query, texts, deadline))
+        return self.change(self.inner.score(query, texts, deadline=deadline)[0])
 
     def score(
         self, query: str, texts: list[str], use_cache: bool = True, deadline: float | None = None

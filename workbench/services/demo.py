@@ -33,13 +33,18 @@ DEMO_POOLED_FIRST_STAGES: tuple[tuple[str, str | None], ...] = (
 PooledRuns = tuple[str, int, Sequence[Candidate], dict[str, float], dict[str, float]]
 
 
-def demo_pool_runs(engine: Engine, text: str, reranker: str | None) -> Iterator[PooledRuns]:
-    """The runs an evaluation of the demo builds for one query, for each pooled first stage at each offered depth:
-    (the plan's key, k, the candidates, the document run before and after reranking). A fused first stage is
-    searched at each k, as `eval -k K` searches it (the fusion of each list's top k changes with k); dense and BM25
-    once at the deepest k, whose first k candidates are what a search at k finds."""
+def demo_pool_runs(
+    engine: Engine,
+    text: str,
+    reranker: str | None,
+    stages: Sequence[tuple[str, str | None]] = DEMO_POOLED_FIRST_STAGES,
+) -> Iterator[PooledRuns]:
+    """The runs an evaluation of the demo builds for one query, for each pooled first stage (of `stages`; all by
+    default) at each offered depth: (the plan's key, k, the candidates, the document run before and after reranking).
+    A fused first stage is searched at each k, as `eval -k K` searches it (the fusion of each list's top k changes
+    with k); dense and BM25 once at the deepest k, whose first k candidates are what a search at k finds."""
     deepest = max(DEPTH_SWEEP)
-    for mode, fusion in DEMO_POOLED_FIRST_STAGES:
+    for mode, fusion in stages:
         found: Sequence[Candidate] = ()
         for k in DEPTH_SWEEP:
             if mode == "hybrid" or not found:
