@@ -83,8 +83,31 @@ def test_the_int8_configuration_follows_the_cpu() -> None:
     assert int8_config("x86_64", {"avx2", "fma"}) == "avx2"
 
 
-def test_a_real_calibration_is_kept_reused_and_followed(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+@pytest.fixture(scope="module")
+def tiny_exports(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> Path:
+    """The tiny cross-encoder exported once for every installed backend (ONNX, int8, OpenVINO), with no kept
+    choice: each test copies it into its own exports folder, so it measures and chooses afresh without paying the
+    exports again (the exports' own tests are tests/rerankers/test_onnx*.py and test_openvino_pairs.py)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("tiny-exports")
+    backend_choice(str(tiny_models["reranker"]), exports_root=root)
+    shutil.rmtree(ExportCache(root).choices_root)
+    return root
+
+
+def _exports_in(tmp_path: Path, tiny_exports: Path) -> Path:
+    """A copy of the tiny model's exports in this test's folder (its own choices kept there)."""
+    import shutil
+
+    return Path(shutil.copytree(tiny_exports, tmp_path / "exports"))
+
+
+def test_a_real_calibration_is_kept_reused_and_followed(
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path
+) -> None:
     model = str(tiny_models["reranker"])
+    _exports_in(tmp_path, tiny_exports)
     settings = Settings(
         data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_model=model, reranker_calibrate=True, offline=True
     )
@@ -150,7 +173,10 @@ def test_auto_follows_the_kept_choice(tmp_path: Path, tiny_models: dict[str, Pat
     assert CrossEncoderReranker(model, audited).backend == "onnx:cpu"
 
 
-def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+def test_doctor_prints_the_machine_and_the_choice(
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path
+) -> None:
+    _exports_in(tmp_path, tiny_exports)
     env = {
         **os.environ, "WORKBENCH_DATA_DIR": str(tmp_path), "WORKBENCH_EXPORTS_DIR": str(tmp_path / "exports"),
         "RERANKER_MODEL": str(tiny_models["reranker"]),
@@ -169,9 +195,14 @@ def test_doctor_prints_the_machine_and_the_choice(tmp_path: Path, tiny_models: d
 
 
 def test_speeds_taken_on_a_busy_machine_say_so_and_doctor_measures_them_again_when_it_is_quiet(
-    tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    tiny_models: dict[str, Path],
+    tiny_exports: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue 52: the speeds `doctor` kept were measured at load 18, kept as this machine's, with no sign of it."""
+    _exports_in(tmp_path, tiny_exports)
     from workbench.cli import main
 
     model = str(tiny_models["reranker"])
@@ -240,7 +271,7 @@ def test_a_tampered_kept_choice_is_ignored_and_nothing_outside_the_exports_is_to
 
 
 def test_an_unmeasured_reranker_answers_on_torch_at_once_and_switches_once_measured(
-    tmp_path: Path, tiny_models: dict[str, Path]
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path
 ) -> None:
     """`auto` on a machine that never measured the model: torch at once, the measurement in a thread, then the
     chosen backend swapped in; torch's scores meanwhile are cached apart from the chosen backend's."""
@@ -250,6 +281,7 @@ def test_an_unmeasured_reranker_answers_on_torch_at_once_and_switches_once_measu
     from workbench.rerankers.local.backends import measure_backends_in_background, measuring_now
 
     model = str(tiny_models["reranker"])
+    _exports_in(tmp_path, tiny_exports)
     settings = Settings(data_dir=tmp_path, exports_dir=tmp_path / "exports", reranker_calibrate=True, offline=True)
     measure_backends_in_background()  # what the app, `serve` and `mcp` do: they stay up
     try:
