@@ -303,7 +303,6 @@ BESIDE_THE_TRUTH = (
     "/test_llm_judge.py::test_the_judge_grades_to_the_decision_",
     "/test_parity.py::test_doctor_parity_from_the_command_line",
     "/test_recommend.py::",
-    "/test_executors.py::",
     "/test_packaging.py::",
     "/test_corrected.py::",
     "/test_tuning.py::",
@@ -382,6 +381,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return _scope(nodeid)
 
     return TruthApart(config, log)
+
+
+def cli_here(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """`workbench ARGV` in this process under the environment `env`: its exit code, what it printed and what it
+    said on stderr."""
+    import io
+
+    from workbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for key, value in env.items():
+            patch.setenv(key, value)
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own exit
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
 
 
 @contextlib.contextmanager

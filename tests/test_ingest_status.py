@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import stopped_halfway_ingest
+from tests.conftest import cli_here, stopped_halfway_ingest
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.evaluation import Dataset
@@ -60,24 +60,6 @@ def _workbench(*argv: str, env: dict[str, str]) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr
-
-
-def _cli_here(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    """`workbench ARGV` in this process under the environment `env`: its exit code, what it printed and what it
-    said on stderr."""
-    import io
-
-    from workbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        for key, value in env.items():
-            patch.setenv(key, value)
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse's own exit
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_another_process_sees_an_ingest_under_way_and_one_cut_off(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
@@ -311,13 +293,13 @@ def test_an_interrupted_collection_is_named_by_eval_gate_and_tune_and_evaluated_
     stopped_halfway_ingest(folder, data, tiny_models["embedder"], env)  # another process, stopped halfway
     # the commands after it run here, as a shell with `env` would run them (one process start each saved)
     for command in (["eval"], ["gate"], ["tune", "-k", "10", "--timing-queries", "1"]):
-        code, _, said = _cli_here([*command, str(folder), "--collection", "halfway"], env)
+        code, _, said = cli_here([*command, str(folder), "--collection", "halfway"], env)
         assert code == 2, (command, said)
         assert "'halfway' is partial (interrupted at 4 of 12 chunks" in said and "--allow-partial" in said
-    code, out, said = _cli_here(["eval", str(folder), "--collection", "halfway", "-k", "10", "--allow-partial"], env)
+    code, out, said = cli_here(["eval", str(folder), "--collection", "halfway", "-k", "10", "--allow-partial"], env)
     assert code == 0 and "Partial collection: 'halfway' is interrupted at 4 of 12 chunks" in out + said, said
-    code, out, _ = _cli_here(["experiments", "list", "--json"], env)
+    code, out, _ = cli_here(["experiments", "list", "--json"], env)
     kept = json.loads(out)
     assert code == 0 and len(kept) == 1
-    code, out, _ = _cli_here(["experiments", "show", kept[0]["id"]], env)
+    code, out, _ = cli_here(["experiments", "show", kept[0]["id"]], env)
     assert code == 0 and "Partial collection" in out

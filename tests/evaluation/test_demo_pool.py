@@ -38,7 +38,7 @@ def test_the_pool_holds_every_first_stage_the_workbench_offers() -> None:
 
 # one test per reranker and first stage (a minute of scoring at most each): the engine's score store keeps each
 # pair scored once for the module, so a later stage scores only the pairs an earlier one did not reach
-@pytest.mark.parametrize("stage", DEMO_POOLED_FIRST_STAGES, ids=lambda stage: "-".join(filter(None, stage)).replace(" ", "-"))
+@pytest.mark.parametrize("stage", DEMO_POOLED_FIRST_STAGES, ids=lambda stage: "-".join(filter(None, stage)))
 @pytest.mark.parametrize("model", RERANKERS)
 def test_judged_at_10_is_exactly_one_at_every_depth(pool_engine: Engine, model: str, stage: tuple) -> None:
     dataset = demo_dataset()

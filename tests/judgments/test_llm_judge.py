@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, tiny_env
+from tests.conftest import cli_here, free_port, tiny_env
 from tests.rerank_apis import Behaviour, RerankApis, rubric_grade
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -231,17 +231,18 @@ def test_an_answer_without_a_grade_on_the_scale_is_refused(answer: str) -> None:
 
 def test_a_refused_key_a_server_that_is_down_and_no_judge_set_are_said_plainly(handbook: dict[str, str]) -> None:
     wrong = "sk-wrong-key-0b1c2d3e4f5a"
+    argv = ["judgments", "llm", COLLECTION, "--limit", "2", "--check", "0"]  # run here, as a shell with the env would
     with RerankApis(Behaviour(key=KEY)) as server:
-        refused = _cli(_judge_env(handbook, server.base, key=wrong), "--limit", "2", "--check", "0")
-    assert refused.returncode != 0 and "refused the key (401)" in refused.stderr and "OPENAI_API_KEY" in refused.stderr
-    assert wrong not in refused.stdout + refused.stderr and "Traceback" not in refused.stderr
+        code, out, said = cli_here(argv, _judge_env(handbook, server.base, key=wrong))
+    assert code != 0 and "refused the key (401)" in said and "OPENAI_API_KEY" in said
+    assert wrong not in out + said and "Traceback" not in said
 
-    down = _cli(_judge_env(handbook, f"http://127.0.0.1:{free_port()}"), "--limit", "2", "--check", "0")
-    assert down.returncode != 0 and "did not answer" in down.stderr and "WORKBENCH_JUDGE_URL" in down.stderr
-    assert KEY not in down.stdout + down.stderr and "Traceback" not in down.stderr
+    code, out, said = cli_here(argv, _judge_env(handbook, f"http://127.0.0.1:{free_port()}"))
+    assert code != 0 and "did not answer" in said and "WORKBENCH_JUDGE_URL" in said
+    assert KEY not in out + said and "Traceback" not in said
 
-    unset = _cli(handbook, "--limit", "2")
-    assert unset.returncode != 0 and "WORKBENCH_JUDGE_MODEL" in unset.stderr and "Traceback" not in unset.stderr
+    code, _, said = cli_here(argv[:5], handbook)
+    assert code != 0 and "WORKBENCH_JUDGE_MODEL" in said and "Traceback" not in said
     with pytest.raises(ConfigError, match="no key is set"):
         grade_pairs(_settings({**handbook, "WORKBENCH_JUDGE_MODEL": "gpt-4o-mini"}), COLLECTION, [])
 
