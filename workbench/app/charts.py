@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.app.widgets import label_of
-from workbench.evaluation.figures import STAGE_COLORS
+from workbench.evaluation.figures import MARGINS, STAGE_COLORS, line_against_k
 from workbench.evaluation.rerankers import RerankerComparison
 from workbench.types import Candidate, SearchResult, StageTimings
 from workbench.vocab import NDCG_10
@@ -208,39 +208,21 @@ def stage_distribution(frame: pd.DataFrame, title: str) -> go.Figure:
                     marker_color=STAGE_COLORS[stage],
                 )
             )
-    fig.update_layout(
-        title=title, yaxis_title="ms", height=360, showlegend=False, margin={"l": 10, "r": 10, "t": 40, "b": 10}
-    )
+    fig.update_layout(title=title, yaxis_title="ms", height=360, showlegend=False, margin=MARGINS)
     return fig
 
 
 def depth_chart(ks: Sequence[int], rerank_p50: Sequence[float], rerank_p95: Sequence[float]) -> go.Figure:
     """Rerank time against k."""
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=list(ks),
-            y=list(rerank_p50),
-            mode="lines+markers",
-            name="rerank p50",
-            line={"color": STAGE_COLORS["rerank"]},
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(ks),
-            y=list(rerank_p95),
-            mode="lines+markers",
-            name="rerank p95",
-            line={"color": STAGE_COLORS["rerank"], "dash": "dot"},
-        )
-    )
+    fig.add_trace(line_against_k(ks, rerank_p50, "rerank p50", STAGE_COLORS["rerank"]))
+    fig.add_trace(line_against_k(ks, rerank_p95, "rerank p95", STAGE_COLORS["rerank"], "dot"))
     fig.update_layout(
         title="Rerank time as k grows",
         xaxis_title="k (candidates reranked)",
         yaxis_title="ms",
         height=340,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin=MARGINS,
     )
     return fig
 
@@ -298,7 +280,7 @@ def quality_against_latency(comparison: RerankerComparison, budget_ms: float | N
         xaxis_title="rerank ms per query (p95)",
         yaxis_title=NDCG_10,
         height=380,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin=MARGINS,
         legend={"orientation": "h", "y": -0.25},
     )
     return fig

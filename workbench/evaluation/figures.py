@@ -11,6 +11,16 @@ from workbench.evaluation.report import EvaluationReport
 from workbench.vocab import PRIMARY_METRIC
 
 STAGE_COLORS = {"embed": "#60a5fa", "search": "#34d399", "rerank": "#f59e0b", "total": "#6366f1"}
+MARGINS = {"l": 10, "r": 10, "t": 40, "b": 10}
+
+
+def line_against_k(
+    ks: Sequence[int], values: Sequence[float | None], name: str, color: str, dash: str | None = None, **more: object
+) -> go.Scatter:
+    """One line of a chart against k (lines and markers), in `color`, dotted or dashed as `dash` says; `more` are
+    the trace's other properties (its axis, error bars)."""
+    line = {"color": color, **({"dash": dash} if dash else {})}
+    return go.Scatter(x=list(ks), y=list(values), name=name, mode="lines+markers", line=line, **more)
 
 
 def delta_bars(query_ids: Sequence[str], deltas: Sequence[float], metric: str) -> go.Figure:
@@ -30,7 +40,7 @@ def delta_bars(query_ids: Sequence[str], deltas: Sequence[float], metric: str) -
         xaxis_title="queries",
         yaxis_title=f"Δ {metric}",
         height=340,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin=MARGINS,
     )
     fig.update_xaxes(showticklabels=False)
     return fig
@@ -55,29 +65,10 @@ def quality_by_depth(
             "array": [ci[1] - a for ci, a in zip(after_ci, after, strict=True)],  # type: ignore[index]
             "arrayminus": [a - ci[0] for ci, a in zip(after_ci, after, strict=True)],  # type: ignore[index]
         }  # fmt: skip
-    fig.add_trace(
-        go.Scatter(x=list(ks), y=list(before), name=f"{metric} vector", mode="lines+markers", line={"color": "#6b7280"})
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(ks),
-            y=list(after),
-            name=f"{metric} reranked (95 % interval)" if bars else f"{metric} reranked",
-            mode="lines+markers",
-            line={"color": "#4f46e5"},
-            error_y=bars,
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(ks),
-            y=list(rerank_ms),
-            name="rerank ms (p50)",
-            mode="lines+markers",
-            yaxis="y2",
-            line={"color": STAGE_COLORS["rerank"], "dash": "dot"},
-        )
-    )
+    reranked = f"{metric} reranked (95 % interval)" if bars else f"{metric} reranked"
+    fig.add_trace(line_against_k(ks, before, f"{metric} vector", "#6b7280"))
+    fig.add_trace(line_against_k(ks, after, reranked, "#4f46e5", error_y=bars))
+    fig.add_trace(line_against_k(ks, rerank_ms, "rerank ms (p50)", STAGE_COLORS["rerank"], "dot", yaxis="y2"))
     fig.update_layout(
         title="Quality and rerank time as k grows",
         xaxis_title="k",
@@ -95,7 +86,7 @@ def quality_by_depth(
             "tickformat": ",.0f",
         },
         height=360,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin=MARGINS,
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
