@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from pydantic import BaseModel
 
@@ -209,6 +209,17 @@ def typed_query_id(text: str) -> str:
     return "typed-" + hashlib.sha1(normal_query(text).encode()).hexdigest()[:12]
 
 
+class GradeGiven(TypedDict, total=False):
+    """`judge`'s keywords, passed on to `rate` (whose signature says each one's default)."""
+
+    query: str | None
+    query_id: str | None
+    rater: str
+    source: str
+    reason: str
+    idempotency_key: str | None
+
+
 def rate(
     settings: Settings,
     collection: str,
@@ -364,21 +375,10 @@ def export_queries(settings: Settings, collection: str) -> str:
     return "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in sorted(queries.items()))
 
 
-def judge(
-    engine: Engine,
-    collection: str,
-    doc_id: str,
-    grade: int | str,
-    *,
-    query: str | None = None,
-    query_id: str | None = None,
-    rater: str = DEFAULT_RATER,
-    source: str = "person",
-    reason: str = "",
-    idempotency_key: str | None = None,
-) -> Rating:
+def judge(engine: Engine, collection: str, doc_id: str, grade: int | str, **given: Unpack[GradeGiven]) -> Rating:
     """`rate`, for front ends that name documents from outside (CLI, HTTP, MCP): the collection must exist
-    and hold the document (a chunk with its id, or its first chunk `<id>::0`), so a typo never becomes a grade."""
+    and hold the document (a chunk with its id, or its first chunk `<id>::0`), so a typo never becomes a grade.
+    `given`: `rate`'s keywords (the query by text or id, the rater, the source, the reason, the idempotency key)."""
     collection = validate_collection_name(collection)
     doc_id = validate_doc_id(doc_id)
     engine.collection_info(collection)  # CollectionNotFoundError naming the collections there are
@@ -391,10 +391,7 @@ def judge(
             f"'{plain_text(doc_id)[:80]}' is a passage's id (a chunk, as `workbench query --json` prints it); grades "
             f"are kept per document: grade '{plain_text(chunk.group(1))[:80]}'."
         )
-    return rate(
-        engine.settings, collection, doc_id, grade, query=query, query_id=query_id, rater=rater, source=source,
-        reason=reason, idempotency_key=idempotency_key,
-    )  # fmt: skip
+    return rate(engine.settings, collection, doc_id, grade, **given)
 
 
 def judgments_agreement(settings: Settings, collection: str, weights: Weights = "quadratic") -> Agreement:
