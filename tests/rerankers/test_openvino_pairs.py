@@ -139,14 +139,15 @@ def test_the_int8_export_is_made_again_when_the_model_or_the_recipe_changes(
 
 
 def test_the_audit_refuses_static_int8_and_admits_openvino_fp32_on_the_demo(
-    tmp_path: Path, real_reranker_dir: Path
+    tmp_path: Path, real_reranker_dir: Path, demo_engine: Engine
 ) -> None:
     """The shared QA reranker, the demo's 50 judged queries, dense k = 20, top 10. Static int8 scores never move with
     their batch-mates, yet it moves the top 10 on more than a tenth of the queries (measured: 15 of 50), so the
-    audit refuses it by that rule alone; OpenVINO fp32 changes no top 10 and is admitted."""
+    audit refuses it by that rule alone; OpenVINO fp32 changes no top 10 and is admitted. On the session's demo
+    collection (built once for the worker), with exports of its own."""
     settings = Settings(
-        data_dir=tmp_path / "data", exports_dir=tmp_path / "exports", reranker_model=str(real_reranker_dir),
-        offline=True,
+        data_dir=demo_engine.settings.data_dir, exports_dir=tmp_path / "exports",
+        reranker_model=str(real_reranker_dir), offline=True,
     )  # fmt: skip
     engine = Engine(settings)
     ensure_demo_collection(engine)
