@@ -50,10 +50,14 @@ def versions() -> dict[str, str]:
     return found
 
 
+def today() -> str:
+    """Today's date (UTC), as the records keep it."""
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
 def stamp(record: dict[str, Any]) -> dict[str, Any]:
     """The record with the machine, the versions and today's date added."""
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    return {**record, "machine": machine(), "versions": versions(), "measured_at": today}
+    return {**record, "machine": machine(), "versions": versions(), "measured_at": today()}
 
 
 def made_by(record: dict[str, Any], script: str) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from figures_blocks import FIGURES, REPO, data_dir_option, made_by, qa_settings, script_main, stamp, table
+from figures_blocks import FIGURES, REPO, data_dir_option, made_by, qa_settings, script_main, stamp, table, today
 
 RECORD = FIGURES / "smollm2.json"
 PREFIX = "smollm2-"
@@ -140,20 +140,21 @@ def _coverage_case(settings: Any, shared: Path, collection: str, url: str | None
     judges: dict[str, dict[str, dict[str, int]]] = {"cross-encoder": _logit_grades(scores)}
     from workbench.judgments.queue import document_texts
 
+    texts: dict[str, list[str]] = {}  # each query's pair texts, read once for the judges that read them
+    if "SciFact cross-encoder" in cheap or url is not None:
+        for qid, docs in scores.items():
+            found = document_texts(engine, collection, list(docs))
+            texts[qid] = [found[d] for d in docs]
     if "SciFact cross-encoder" in cheap:
         domain = create_reranker(str(shared / "models" / SCIFACT_RERANKER), settings)
-        logits = {}
-        for qid, docs in scores.items():
-            texts = document_texts(engine, collection, list(docs))
-            logits[qid] = dict(zip(docs, domain.score(queries[qid], [texts[d] for d in docs])[0], strict=True))
+        logits = {q: dict(zip(docs, domain.score(queries[q], texts[q])[0], strict=True)) for q, docs in scores.items()}
         judges["SciFact cross-encoder"] = _logit_grades(logits)
     if url is not None:
         chat = create_reranker(f"chat+{url}/v1#{MODEL}", settings)
         started = time.perf_counter()
         smollm2: dict[str, dict[str, int]] = {}
         for qid, docs in scores.items():
-            texts = document_texts(engine, collection, list(docs))
-            p_yes, _ = chat.score(queries[qid], [texts[d] for d in docs])
+            p_yes, _ = chat.score(queries[qid], texts[qid])
             smollm2[qid] = {d: int(p >= P_YES_CUT) for d, p in zip(docs, p_yes, strict=True)}
         row |= {"smollm2_seconds": time.perf_counter() - started, "smollm2_undecided": chat.stats.undecided}
         judges["SmolLM2"] = smollm2
@@ -307,13 +308,13 @@ def measure(
     if RECORD.exists():  # another run beside this one may have kept its parts since this one began: keep them
         record = json.loads(RECORD.read_text(encoding="utf-8"))
     record |= measured
-    today = stamp({})["measured_at"]
-    record["dates"] = record.get("dates", {}) | {part: today for part in asked}  # each part's own day
+    day = today()
+    record["dates"] = record.get("dates", {}) | {part: day for part in asked}  # each part's own day
     if "coverage" in asked:
         kept = record.get("coverage", {})
         for row in rows.values():
             for judge in (j for j in JUDGES if j in row):
-                row[judge]["measured_at"] = today
+                row[judge]["measured_at"] = day
         # a set measured again keeps the judges not asked this time (SmolLM2's hours) beside the ones measured now
         record["coverage"] = {c: kept.get(c, {}) | rows.get(c, {}) for c in COLLECTIONS if c in rows or c in kept}
     record["backend"] = "torch:cpu (the QA cross-encoder), vLLM CPU fp32 (SmolLM2)"
