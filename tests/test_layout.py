@@ -46,7 +46,8 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.serving",
     ),
     "engine": ("workbench.engine",),
-    # The services floor, in its own order: measuring, then judgments, then saved experiments, then the services
+    # The services floor, in its own order: measuring, then judgments, then saved experiments, then
+    # blind preferences (sessions of two plans over a query set), then the services
     # the front ends call (each may import those before it, never one after it).
     # The parity audit (evaluation/parity.py) measures the backends with the engine's searches and nDCG: it is an
     # evaluation, on this floor, so the rerankers package imports nothing above it.
@@ -54,6 +55,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
     "judgments": ("workbench.judgments",),
     "clicks": ("workbench.clicks",),
     "experiments": ("workbench.experiments",),
+    "preferences": ("workbench.preferences",),
     "services": ("workbench.services",),
     "front ends": (
         "workbench.app",
@@ -165,6 +167,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
         "explain",
         "hints",
         "jobs",
+        "preferences",
         "search",
         "sessions",
         "sources",

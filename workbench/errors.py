@@ -3,7 +3,7 @@
 WorkbenchError
 ├── InputError               a query, k, top_n, filter or file name the engine cannot take
 ├── CollectionNotFoundError  no collection of that name in the configured store
-├── ExperimentNotFoundError  no kept experiment (or query set) of that id or name
+├── ExperimentNotFoundError  no kept experiment (query set, preference session) of that id or name
 ├── ImpressionNotFoundError  a click on an interleaved impression the server did not serve (or has forgotten)
 ├── ModelError               a model that cannot be loaded or run (broken folder, unreachable service)
 │   └── ModelNotFoundError   a model id that resolves to no local folder and no reachable hub
@@ -65,7 +65,7 @@ class CollectionNotFoundError(WorkbenchError, LookupError):
 
 
 class ExperimentNotFoundError(WorkbenchError, LookupError):
-    """No kept experiment has that id, or no query set that name."""
+    """No kept experiment has that id, no query set that name, or no preference session that id."""
 
 
 class ImpressionNotFoundError(WorkbenchError, LookupError):

@@ -8,11 +8,12 @@
 - `explain`: why a reranker moved a document;
 - `hints`: why a search found nothing;
 - `demo`: the demo collection and its judgments;
+- `preferences`: blind preference sessions (start, the next pair, choices and undo, the verdict);
 - `sources`: where the judged queries to evaluate come from (files, the demo, BEIR, the judgments store), and a
   production system's exported candidates attached as a collection.
 
 The services floor has an order, checked by `tests/test_layout.py`: `workbench.evaluation` (measuring: metrics,
-significance, rank agreement, stage timings), then `workbench.judgments`, then `workbench.experiments`, then these
+significance, rank agreement, stage timings), then `workbench.judgments`, then `workbench.experiments`, then `workbench.preferences`, then these
 services; each may import the ones before it, never one after. The contract names are importable from `workbench`
 itself.
 """
