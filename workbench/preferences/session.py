@@ -14,7 +14,7 @@ from workbench.errors import InputError
 from workbench.experiments.query_sets import QueryItem
 from workbench.experiments.record import new_id
 from workbench.inputs import validate_experiment_id
-from workbench.redact import plain_text
+from workbench.redact import plain_text, public_name
 from workbench.types import CheckedModel, SearchPlan
 from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES
 
@@ -73,6 +73,15 @@ class PreferenceSession(CheckedModel):
         same on every machine and every reload."""
         digest = hashlib.sha256(f"{self.seed}\x00{query_id}".encode("utf-8", "surrogatepass")).digest()
         return digest[0] % 2 == 0
+
+    def shared(self) -> PreferenceSession:
+        """The session as it leaves this machine (an API answer, an export): a reranker that is a folder named by
+        the folder's name, never where it sits on this server; a URL without its secrets."""
+        plans = {
+            side: plan.with_(reranker=public_name(plan.reranker)) if plan.reranks else plan
+            for side, plan in (("first", self.first), ("second", self.second))
+        }
+        return self.model_copy(update=plans)
 
     def text_of(self, query_id: str) -> str:
         for item in self.queries:

@@ -163,12 +163,15 @@ def decisive_needed(share: float, power: float = POWER, alpha: float = ALPHA) ->
     MOST_QUERIES)."""
     if abs(share - 0.5) < 1e-12:
         return None
-    n = np.arange(1, MOST_QUERIES + 1)
-    low = stats.binom.ppf(alpha / 2, n, 0.5)  # the smallest k with P(X <= k) >= alpha/2
-    low = np.where(stats.binom.cdf(low, n, 0.5) > alpha / 2, low - 1, low)  # the largest k with P(X <= k) <= alpha/2
-    power_at = np.where(low >= 0, stats.binom.cdf(low, n, share) + stats.binom.sf(n - low - 1, n, share), 0.0)
-    enough = np.flatnonzero(power_at >= power)
-    return int(n[enough[0]]) if enough.size else None
+    for first, last in ((1, 1_000), (1_001, 10_000), (10_001, MOST_QUERIES)):  # most answers lie in the first block
+        n = np.arange(first, last + 1)
+        low = stats.binom.ppf(alpha / 2, n, 0.5)  # the smallest k with P(X <= k) >= alpha/2
+        low = np.where(stats.binom.cdf(low, n, 0.5) > alpha / 2, low - 1, low)  # the largest with P(X <= k) <= alpha/2
+        power_at = np.where(low >= 0, stats.binom.cdf(low, n, share) + stats.binom.sf(n - low - 1, n, share), 0.0)
+        enough = np.flatnonzero(power_at >= power)
+        if enough.size:
+            return int(n[enough[0]])
+    return None
 
 
 def fleiss_kappa(table: list[list[int]]) -> float | None:

@@ -19,6 +19,7 @@ from workbench.cli.parsers import (
     explain,
     gate,
     judgments,
+    preferences,
     servers,
 )
 
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, servers, cache):
+    for module in (collections, doctor, evaluate, experiments, gate, explain, judgments, preferences, servers, cache):
         module.add_commands(commands)
     collections.add_store_comparison(commands)
     return parser
