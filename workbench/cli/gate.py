@@ -9,12 +9,15 @@ from pathlib import Path
 
 from workbench.cli.common import ProgressBar, print_json, settings_from, shown, warn, writable_file
 from workbench.cli.plans import evaluation_from, plan_from, stopping_from
+from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
 from workbench.experiments import open_experiment_store
-from workbench.experiments.gate import Budgets, run_gate
+from workbench.experiments.gate import Budgets, GateDecision, run_gate
+from workbench.preferences.gate import decide_on_preferences
 from workbench.rerankers.factory import on_backend
 from workbench.services.evaluations import ready_evaluation
+from workbench.services.preferences import verdict_of
 from workbench.types import SearchPlan
 
 
@@ -22,6 +25,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     writable_file(args.junit, "--junit", "the gate did not run", "the decision")
     writable_file(args.json_out, "--json-out", "the gate did not run", "the decision")
     settings = settings_from(args)
+    if args.preferences:
+        return _report(args, _on_preferences(settings, args))
     if args.candidates and args.retrieval not in (None, "dense"):
         raise InputError("With --candidates the first stage is the file's: leave out --retrieval.")
     engine = Engine(settings)
@@ -40,6 +45,20 @@ def cmd_gate(args: argparse.Namespace) -> int:
             max_queries=args.max_queries, progress=bar,
             sequential=stopping_from(args),
         )  # fmt: skip
+    return _report(args, decision)
+
+
+def _on_preferences(settings: Settings, args: argparse.Namespace) -> GateDecision:
+    """The decision on a blind preference session; the options that configure a run have no place beside it."""
+    named = [o for o in ("dataset", "candidate_experiment", "reranker", "baseline", "query_set") if getattr(args, o)]
+    if named:
+        raise InputError(f"--preferences decides on people's choices alone: leave out --{named[0].replace('_', '-')}.")
+    session, verdict = verdict_of(Engine(settings), args.preferences)
+    return decide_on_preferences(session, verdict)
+
+
+def _report(args: argparse.Namespace, decision: GateDecision) -> int:
+    """The decision written where asked and printed; its exit code."""
     if args.junit:
         Path(args.junit).write_text(decision.to_junit(), encoding="utf-8")
     if args.json_out:

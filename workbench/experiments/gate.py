@@ -15,6 +15,7 @@ The decision is written as JSON and as a JUnit XML file (one test case per check
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -77,7 +78,8 @@ class GateDecision(BaseModel):
     candidate_experiment: str
     baseline_experiment: str | None = None
     checks: list[Check]
-    comparison: RunDiff
+    comparison: RunDiff | None = None  # None: decided on people's blind preferences (`preferences`), not grades
+    preferences: dict[str, Any] | None = None  # the preference verdict it was decided on (workbench.preferences)
     stopping: str = ""  # with --stop-when-settled: how many queries decided it and by which rule
 
     def to_junit(self) -> str:

@@ -13,7 +13,7 @@
   production system's exported candidates attached as a collection.
 
 The services floor has an order, checked by `tests/test_layout.py`: `workbench.evaluation` (measuring: metrics,
-significance, rank agreement, stage timings), then `workbench.judgments`, then `workbench.experiments`, then `workbench.preferences`, then these
-services; each may import the ones before it, never one after. The contract names are importable from `workbench`
-itself.
+significance, rank agreement, stage timings), then `workbench.judgments`, then `workbench.experiments`, then
+`workbench.preferences`, then these services; each may import the ones before it, never one after. The contract
+names are importable from `workbench` itself.
 """

@@ -62,6 +62,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         help="decide on the candidate as a fail-open service serves it under this rerank budget: every search timed "
         "(no cache), a query whose rerank took longer counted at its first-stage order",
     )
+    gate.add_argument(
+        "--preferences",
+        metavar="SESSION",
+        help="decide on a blind preference session instead (B the candidate, A the baseline): ship when B's share of "
+        "the decisive queries is above one half with 95 %% confidence; nothing is run",
+    )
     gate.add_argument("--junit", metavar="FILE", help="write the decision as JUnit XML")
     gate.add_argument("--json-out", metavar="FILE", help="write the decision as JSON")
     gate.add_argument("--json", action="store_true", help="print the decision as JSON")
