@@ -199,3 +199,18 @@ def grade_control(judging: Judging, doc_id: str, where: str) -> None:
         label_visibility="collapsed",
         help="Grade this document for the query: " + ", ".join(f"{g} {label}" for g, label in GRADE_SCALE.items()),
     )
+
+
+def ask_rater_name(engine: Engine, why: str) -> None:
+    """Ask for the rater's name on the page (as the first grade does) and stop the page until it is given; `why`
+    says what is kept under it."""
+    st.info(why, icon=":material/person:")
+    typed = st.text_input("Your name as a rater", key="rater-prompt-page", max_chars=64)
+    if st.button("Keep my name", type="primary", key="rater-prompt-page-keep"):
+        try:
+            st.session_state[_RATER_KEY] = _store_rater(engine, typed)
+        except WorkbenchError as exc:
+            st.error(error_text(exc), icon=":material/error:")
+            st.stop()
+        st.rerun()
+    st.stop()

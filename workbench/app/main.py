@@ -231,6 +231,7 @@ PAGES = (
     ("latency", "Latency", ":material/timer:"),
     ("evaluate", "Evaluate", ":material/fact_check:"),
     ("grade", "Grade", ":material/rate_review:"),
+    ("prefer", "Prefer", ":material/thumbs_up_down:"),
     ("experiments", "Experiments", ":material/history:"),
     ("collections", "Collections", ":material/folder_open:"),
 )

@@ -39,6 +39,7 @@ PAGE_CONTROLS: dict[str, tuple[str, ...]] = {
     "latency": SIDEBAR_CONTROLS,
     "evaluate": ("reranker", "first stage"),
     "grade": SIDEBAR_CONTROLS,
+    "prefer": ("collection", "reranker", "first stage", "k", "top n"),
     "experiments": (),
     "collections": (),
 }
