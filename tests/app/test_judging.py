@@ -193,3 +193,55 @@ def test_grade_walks_the_collections_judged_queries_without_a_detour(app_env: di
     assert not at.exception, at.exception
     walk = at.session_state["wb.grading_walk"]
     assert walk.label == "the judged queries of demo" and len(walk.items) >= 50
+
+
+def test_the_prefer_page_runs_a_blind_session_that_a_reload_resumes(app_env: dict) -> None:  # noqa: F811
+    """Start a blind session on the demo (reranker off vs on), choose by button, undo; nothing drawn names either
+    configuration or shows a score or a movement; the session's id in the URL resumes it in a new session of the
+    app (a reload) at the query not yet chosen."""
+    from workbench.preferences import open_preference_store
+
+    at = rated_app("ann")
+    at.switch_page("app/pages/prefer.py").run()
+    assert not at.exception, at.exception
+    at.button(key="prefer-start").click().run()
+    assert not at.exception, at.exception
+    session_id = at.query_params["session"]
+    session_id = session_id[0] if isinstance(session_id, list) else session_id
+    store = open_preference_store(Settings(data_dir=app_env["data"]))
+    session = store.session(session_id)
+    first_query = at.markdown[[m.value.startswith("### ") for m in at.markdown].index(True)].value[4:]
+    drawn = " ".join(m.value for m in at.main.markdown) + " ".join(c.value for c in at.main.caption)
+    for name in (session.first.key, session.second.key, "↑", "↓1", "score", "reranker", "minilm", "tiny"):
+        assert name not in drawn, name
+    # the sides as the seed drew them: the service's pair for this rater, left and right, is what the page drew
+    from workbench.engine import Engine
+    from workbench.services.preferences import next_pair
+
+    pair = next_pair(Engine(Settings()), session_id, "ann")
+    texts = [m.value for m in at.main.markdown]
+    left, right = (
+        texts[texts.index("#### Left") + 1 : texts.index("#### Right")],
+        texts[texts.index("#### Right") + 1 :],
+    )
+    from workbench.app.markdown import text_md
+
+    def drawn_as(passages: list) -> list[str]:
+        return [f"{rank}. **{text_md(p.title)}**  \n{text_md(p.text)}" for rank, p in enumerate(passages, 1)]
+
+    assert (left, right) == (drawn_as(pair.left), drawn_as(pair.right))
+    at.button(key="prefer-right").click().run()
+    assert not at.exception, at.exception
+    rows = store.choices(session_id)
+    assert [(r.choice, r.rater) for r in rows] == [("right", "ann")]
+    second_query = at.markdown[[m.value.startswith("### ") for m in at.markdown].index(True)].value[4:]
+    assert second_query != first_query
+    at.button(key="prefer-undo").click().run()
+    assert [r.choice for r in store.choices(session_id)] == ["right", "undo"]
+
+    reloaded = same_browser(user_of(at))
+    reloaded.query_params["session"] = session_id
+    reloaded.switch_page("app/pages/prefer.py").run()
+    assert not reloaded.exception, reloaded.exception
+    resumed = reloaded.markdown[[m.value.startswith("### ") for m in reloaded.markdown].index(True)].value[4:]
+    assert resumed == first_query  # the undone query is asked again

@@ -204,3 +204,54 @@ def test_a_query_set_is_graded_from_the_keyboard(app_url: str) -> None:
         table = page.locator("[data-testid='stDataFrame']").first
         table.wait_for()
         no_exception(page)
+
+
+GONE_JS = (  # the query shown (the main area's h3) is no longer `q`
+    "(q) => ![...document.querySelectorAll('[data-testid=\"stMain\"] h3')].some(h => h.innerText.trim() === q)"
+)
+
+
+def _blind_query(page) -> str:
+    page.get_by_role("button", name=re.compile("Left is better")).wait_for()
+    heading = page.locator("[data-testid='stMain'] h3").first
+    heading.wait_for()
+    return heading.inner_text().strip()
+
+
+def test_a_blind_preference_session_is_chosen_from_the_keyboard_and_a_reload_resumes_it(app_url: str) -> None:
+    """Prefer on the demo (the sidebar's first stage without and with the reranker): the right arrow, the left
+    arrow and U record right, left and an undo under the rater, each one row; the page names neither configuration
+    and shows no score or rank movement while blind; the sides stored follow the session's seeded draw; a reload of
+    the session's URL resumes at the query the undo gave back."""
+    from workbench.preferences import open_preference_store
+
+    with chromium_page(app_url, []) as page:
+        _open_as(page, "dee", "Prefer")
+        page.get_by_role("button", name="Start a blind session").click()
+        first = _blind_query(page)
+        _idle(page)
+        session_id = re.search(r"session=([0-9a-f]{12})", page.url).group(1)
+        store = open_preference_store(Settings(data_dir=RUN["data"]))
+        session = store.session(session_id)
+        main = page.locator("[data-testid='stMain']").inner_text()
+        for name in (session.first.key, session.second.key, "minilm", "score"):
+            assert name not in main, name
+        assert not re.search(r"[↑↓]\d|new \(was", main)
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(GONE_JS, arg=first)
+        second = _blind_query(page)
+        _idle(page)
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(GONE_JS, arg=second)
+        _idle(page)
+        page.keyboard.press("u")
+        page.get_by_role("heading", name=second).wait_for()
+        _idle(page)
+        rows = store.choices(session_id)
+        assert [(r.choice, r.rater) for r in rows] == [("right", "dee"), ("left", "dee"), ("undo", "dee")]
+        for row in rows[:2]:
+            assert row.a_side == ("left" if session.a_on_left(row.query_id) else "right")
+        assert session.text_of(rows[0].query_id) == first and session.text_of(rows[1].query_id) == second
+        page.reload()
+        assert _blind_query(page) == second  # resumed where it stopped: the query the undo gave back
+        no_exception(page)

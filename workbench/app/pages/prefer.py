@@ -33,7 +33,7 @@ def run() -> None:
     """The Prefer page: a session under way (its id in the URL), or the form that starts or resumes one."""
     engine = engine_resource()
     c = controls()
-    st.title("Prefer: which list answers better?")
+    st.title("Prefer")
     session_id = st.query_params.get(SESSION_PARAM)
     if not session_id:
         sidebar_note("prefer", own="the two configurations, the queries and the seed")
@@ -116,8 +116,9 @@ def _choose(engine: Engine, session_id: str, rater: str) -> None:
         _done(engine, session_id, rater)
         return
     st.caption(
-        f"Rating as **{text_md(rater)}**. Which list answers the query better? Keys: ← left, ↓ about the same, "
-        "→ right, S skip, U undo. Which side is which is drawn at random for each query."
+        f"Rating as **{text_md(rater)}**. Which list answers the query better? Keys: the left arrow, the down "
+        "arrow (about the same), the right arrow, S to skip, U to undo. Which side is which is drawn at random "
+        "for each query."
     )
     st.progress(pair.decided / pair.queries, text=f"{pair.decided} of {pair.queries} queries decided")
     st.markdown(f"### {text_md(pair.query)}")
