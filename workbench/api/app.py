@@ -113,8 +113,19 @@ def create_app(
     app.add_middleware(BodyCheck)
     app.middleware("http")(_check_host)  # added last, so it runs first
     _error_handlers(app)
-    for area in (health, search, rerank, explain, judgments, preferences, collections, sessions, experiments, jobs,
-                 docs):
+    for area in (
+        health,
+        search,
+        rerank,
+        explain,
+        judgments,
+        preferences,
+        collections,
+        sessions,
+        experiments,
+        jobs,
+        docs,
+    ):
         app.include_router(area.router, responses=ERROR_RESPONSES)
     return app
 
