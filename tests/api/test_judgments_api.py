@@ -128,3 +128,37 @@ def test_a_retried_post_with_an_idempotency_key_stores_one_row(server: ApiServer
     assert fresh.status_code == 200 and fresh.json()["ratings_of_pair"] == 2 and not fresh.json()["replayed"]
     assert empty.status_code == 422 and "idempotency" in empty.text.lower() and final == after + 1
     assert long_rater.status_code == 422 and "64" in long_rater.text and "128" not in long_rater.text
+
+
+def test_a_blind_preference_session_over_http(server: ApiServer) -> None:
+    """POST /preferences on the demo's judged queries, the next pair blind, choices (a retry with the same
+    Idempotency-Key counted once), an undo, the verdict; an unknown session and a bad choice refused in one line."""
+    with httpx.Client(base_url=server.url, timeout=120) as client:
+        body = {"a": {"collection": "demo", "k": 20, "top_n": 5, "reranker": None},
+                "b": {"collection": "demo", "k": 20, "top_n": 5}, "judged_of": "demo", "seed": 9}  # fmt: skip
+        started = client.post("/preferences", json=body)
+        assert started.status_code == 200, started.text
+        session = started.json()
+        assert len(session["queries"]) == 50 and "/" not in str(session["second"]["reranker"])  # no server path
+        pair = client.get(f"/preferences/{session['id']}/next", params={"rater": "ann"}).json()
+        assert set(pair["left"][0]) == {"title", "text"} and pair["position"] >= 1
+        choice = {"query_id": pair["query_id"], "choice": "left", "rater": "ann"}
+        headers = {"Idempotency-Key": "first-choice"}
+        assert client.post(f"/preferences/{session['id']}/choices", json=choice, headers=headers).json() == {
+            "recorded": True
+        }
+        assert client.post(f"/preferences/{session['id']}/choices", json=choice, headers=headers).json() == {
+            "recorded": False
+        }
+        verdict = client.get(f"/preferences/{session['id']}/verdict").json()
+        assert verdict["verdict"]["pooled"]["a"] + verdict["verdict"]["pooled"]["b"] == 1
+        assert verdict["outcome"] == "inconclusive" and verdict["words"]
+        assert client.post(f"/preferences/{session['id']}/undo", json={"rater": "ann"}).json() == {"recorded": True}
+        again = client.post(f"/preferences/{session['id']}/undo", json={"rater": "ann"})
+        assert again.status_code == 422 and "Nothing of ann's to undo" in again.text
+        bad = client.post(f"/preferences/{session['id']}/choices", json={**choice, "choice": "up"})
+        assert bad.status_code == 422 and "Traceback" not in bad.text
+        missing = client.get("/preferences/0123456789ab/verdict")
+        assert missing.status_code == 404 and "No preference session" in missing.text
+        hostile = client.get("/preferences/..%2F..%2Fetc/verdict")
+        assert hostile.status_code in (404, 422) and "Traceback" not in hostile.text
