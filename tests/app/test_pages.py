@@ -487,6 +487,13 @@ def test_evaluate_offers_the_demo_judgments_first_and_runs_them(app_env: dict) -
     # per-query deltas, the depth curve, two score histograms, the reliability diagram and the cutoff curve
     assert len(at.get("plotly_chart")) == 6
     assert any(m.value.startswith("**Verdict** :") for m in at.markdown)
+    # query by query, worst first: the change in words beside its figure, only the queries that changed at first
+    report = at.session_state["wb.eval_report"]
+    table = next(d for d in at.dataframe if "query id" in d.value.columns).value
+    assert list(table["Δ"]) == sorted(o.delta for o in report.per_query if o.change != "= same")
+    assert all((word == "▼ worse") == (delta < 0) for word, delta in zip(table["change"], table["Δ"], strict=True))
+    at.toggle(key="evaluate-only-changed").set_value(False).run()
+    assert len(next(d for d in at.dataframe if "query id" in d.value.columns).value) == 20
     # Scores against relevance: the figures, the cutoff in words, every table downloadable as CSV
     assert any("Scores against relevance" in m.value for m in at.markdown)
     assert any(("cut at **min_score" in m.value) or ("No score threshold" in m.value) for m in at.markdown)

@@ -385,6 +385,29 @@ def test_evaluate_page_on_the_demo_judgments(page) -> None:
                              "unjudged after": unjudged, "of": looked})  # fmt: skip
 
 
+def test_the_worst_hurt_query_opens_beside_its_reranked_list_in_one_click_above_the_charts(page) -> None:
+    """Issue 71: under Evaluate's verdict, the query-by-query table starts with the most hurt query; one click on its
+    row opens its first-stage and reranked lists side by side, drawn above the charts (no scrolling past them)."""
+    from workbench.config import Settings
+    from workbench.experiments import open_experiment_store
+
+    store = open_experiment_store(Settings(data_dir=RUN["data"]))
+    latest = max(store.list(), key=lambda e: e.created_at)
+    worst = min(latest.evaluation().per_query, key=lambda o: o.delta)
+    table = page.locator(".st-key-evaluate-queries [data-testid='stDataFrame']")
+    table.wait_for()
+    table.scroll_into_view_if_needed()  # the table sits under the verdict, above every chart
+    page.wait_for_timeout(500)
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 36 + 18)  # the first row's selection box: one click
+    opened = page.locator("[data-testid='stMain'] h5").filter(has_text=worst.query_id).first
+    opened.wait_for()
+    page.get_by_text("First stage · top 10", exact=False).first.wait_for()
+    charts = page.locator(".st-key-delta-bars").first
+    assert opened.bounding_box()["y"] < charts.bounding_box()["y"]
+    no_exception(page)
+
+
 def test_hostile_uploads_stay_put_and_render_as_text(page) -> None:
     """A multipart file name that climbs out of the temp folder, and a document full of links and images."""
     victim = Path(tempfile.gettempdir()) / "wb-browser-victim.md"

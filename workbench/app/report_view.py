@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from workbench.app.state import explore_with, for_report, page
-from workbench.app.widgets import counted, text_md
+from workbench.app.state import engine_resource, explore_with, for_report, page, shown_errors
+from workbench.app.widgets import counted, reranked_row, text_md, vector_row
 from workbench.clicks.interleaving import OnlineTestSize, online_test_size
 from workbench.evaluation import PRIMARY, trec_run_text
 from workbench.evaluation.figures import delta_bars, report_depth_curve
@@ -144,6 +144,58 @@ def outside(report: EvaluationReport) -> None:
             f"**Outside run** `{text_md(o.name_a)}`: {PRIMARY} {o.a[PRIMARY]:.4f} vs reranked {o.b[PRIMARY]:.4f} over "
             f"{o.queries} queries, p = {o.p_value:.4f}"
         )
+
+
+def query_by_query(report: EvaluationReport, plan: SearchPlan | None, key: str) -> None:
+    """Every query's nDCG@10 before and after, worst first, with the change's sign in words and colour; a row
+    picked opens the query's two lists (first stage and reranked, with grades and movements) here, above the
+    charts. `plan` is the plan the report ran (None: a report of runs alone, which has no lists to open)."""
+    st.markdown(f"#### Query by query, worst first ({PRIMARY})")
+    only = st.toggle("Only the queries that changed", value=True, key=f"{key}-only-changed")
+    rows = report.per_query_rows(changed_only=only)
+    if not rows:
+        st.caption("No query's nDCG@10 changed." if only else "No per-query figures.")
+        return
+    columns = ["change", "delta", f"before {PRIMARY}", f"after {PRIMARY}", "query_id", "query"]
+    frame = pd.DataFrame(rows)[columns].rename(columns={"delta": "Δ", "query_id": "query id"})
+    styled = frame.style.map(_change_colour, subset=["change"]).format(
+        {"Δ": "{:+.3f}", f"before {PRIMARY}": "{:.3f}", f"after {PRIMARY}": "{:.3f}"}
+    )
+    picked = st.dataframe(
+        styled, hide_index=True, width="stretch", height=min(36 * (len(frame) + 1) + 3, 260),
+        on_select="rerun", selection_mode="single-row", key=f"{key}-queries",
+    )  # fmt: skip
+    st.caption(
+        "Pick a row to open its two lists below, with grades and movements."
+        if plan is not None
+        else "These are runs alone: there are no lists to open."
+    )
+    chosen = picked.selection.rows if picked is not None else []
+    if chosen and plan is not None:
+        row = rows[chosen[0]]
+        _two_lists(report, plan, row["query_id"], row["query"])
+
+
+def _change_colour(word: str) -> str:
+    colour = {"▼ worse": "#fde2e1", "▲ better": "#dff3e4"}.get(word)
+    return f"background-color: {colour}" if colour else ""
+
+
+def _two_lists(report: EvaluationReport, plan: SearchPlan, query_id: str, query: str) -> None:
+    """One query's first-stage top n beside its reranked top n, with the report's grades."""
+    grades = report.qrels.get(query_id, {})
+    with shown_errors(), st.spinner("Searching the query again (its results are cached)…"):
+        result = engine_resource().search(query, plan)
+        st.markdown(f"##### `{text_md(query_id)}` {text_md(query)}")
+        left, right = st.columns(2)
+        with left:
+            st.markdown(f"**First stage** · top {result.top_n} of {len(result.candidates)}")
+            for candidate in result.candidates[: result.top_n]:
+                vector_row(candidate, result.top_n, grades, result.retrieval, fusion=result.fusion, compact=True)
+        with right:
+            st.markdown(f"**Reranked** · top {result.top_n}" if result.reranker_model else "**No reranker**")
+            for hit in result.reranked:
+                reranked_row(hit, grades, result.score_scale, compact=True)
 
 
 def charts(report: EvaluationReport) -> None:

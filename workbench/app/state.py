@@ -148,6 +148,7 @@ class AppState:
     eval_report: _Field[Any] = _Field(None)
     eval_pool: _Field[list[Any]] = _Field(factory=list)  # this session's reports the judging queue pools
     eval_qrels: _Field[Any] = _Field(None)
+    eval_plan: _Field[Any] = _Field(None)  # the plan the report ran: its query-by-query table opens its lists
     reranker_comparison: _Field[Any] = _Field(None)
     prices: _Field[Any] = _Field(None)
     eval_error: _Field[str | None] = _Field(None)

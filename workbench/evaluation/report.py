@@ -13,7 +13,7 @@ from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
 from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.sequential import SequentialStop
-from workbench.evaluation.significance import Difference, Paired, difference
+from workbench.evaluation.significance import TIE_TOLERANCE, Difference, Paired, difference
 from workbench.evaluation.skip_policy import SkipFigures
 from workbench.evaluation.verdict import Verdict
 from workbench.fusion import first_stage_name
@@ -42,6 +42,14 @@ class QueryOutcome(BaseModel):
     @property
     def delta(self) -> float:
         return self.after[PRIMARY] - self.before[PRIMARY]
+
+    @property
+    def change(self) -> str:
+        """The change's sign in words, readable without colour: worse, same or better (within the tolerance the
+        wins, ties and losses are counted with)."""
+        if self.delta < -TIE_TOLERANCE:
+            return "▼ worse"
+        return "▲ better" if self.delta > TIE_TOLERANCE else "= same"
 
 
 class RunComparison(Paired):
@@ -308,8 +316,9 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             lists.append([(doc, grades.get(doc)) for doc, _ in ranked])
         return tuple(lists)
 
-    def per_query_rows(self) -> list[dict[str, Any]]:
-        """One row per query, most hurt first: every metric before and after, and the nDCG@10 change."""
+    def per_query_rows(self, changed_only: bool = False) -> list[dict[str, Any]]:
+        """One row per query, most hurt first: every metric before and after, the nDCG@10 change and its sign in
+        words (`changed_only`: only the queries whose nDCG@10 changed)."""
         return [
             {
                 "query_id": o.query_id,
@@ -317,8 +326,10 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
                 **{f"before {k}": v for k, v in o.before.items()},
                 **{f"after {k}": v for k, v in o.after.items()},
                 "delta": o.delta,
+                "change": o.change,
             }
             for o in self.ranked_outcomes()
+            if not changed_only or o.change != "= same"
         ]
 
     def to_markdown(self, worst: int = 5) -> str:

@@ -30,7 +30,10 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.ttest_rel(b, a).pvalue)
 
 
-def wins_ties_losses(a: Sequence[float], b: Sequence[float], tolerance: float = 1e-9) -> tuple[int, int, int]:
+TIE_TOLERANCE = 1e-9  # two per-query figures this close are a tie
+
+
+def wins_ties_losses(a: Sequence[float], b: Sequence[float], tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
     """Queries where b beats a, ties, and loses."""
     diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
     return int((diffs > tolerance).sum()), int((np.abs(diffs) <= tolerance).sum()), int((diffs < -tolerance).sum())

@@ -69,6 +69,7 @@ def run() -> None:
         st.divider()
     report = _report_or_stop()
     report_view.headline(report)
+    report_view.query_by_query(report, STATE.eval_plan, "evaluate")
     report_view.served(report)
     if STATE.eval_experiment:
         if STATE.eval_linked:
@@ -249,7 +250,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
     """Run the evaluation the form asked for (and the rerankers side by side). A failure is kept to be shown, and
     no earlier report stays on screen."""
     STATE.eval_report, STATE.eval_error, STATE.reranker_comparison = None, None, None
-    STATE.eval_qrels = STATE.eval_experiment = None
+    STATE.eval_qrels = STATE.eval_experiment = STATE.eval_plan = None
     working: list[Any] = []  # the progress elements, removed when the work ends however it ends
     try:
         wanted = parse_int_list(asked.depth_ks, "Depth curve k values") if asked.depth_ks.strip() else []
@@ -286,7 +287,7 @@ def _evaluate(engine: Engine, c: Controls, presets: dict[str, Path | None], aske
             ),
         )  # fmt: skip
         dataset = ready.dataset
-        STATE.eval_report = done.report
+        STATE.eval_report, STATE.eval_plan = done.report, plan
         STATE.eval_qrels = dataset.qrels
         STATE.eval_pool = pooled_reports(STATE.eval_pool, STATE.eval_report)
         _kept(done, started)

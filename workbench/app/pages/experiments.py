@@ -131,6 +131,7 @@ def _open(engine: Engine, store: ExperimentStore, experiment: Experiment) -> Non
         st.info(text_md(experiment.notes), icon=":material/sticky_note_2:")
     report = experiment.evaluation()
     report_view.headline(report)
+    report_view.query_by_query(report, experiment.plan, "experiment")
     report_view.served(report)
     report_view.groups(report)
     report_view.charts(report)
