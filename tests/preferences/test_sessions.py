@@ -22,6 +22,8 @@ from workbench.experiments.query_sets import QueryItem
 from workbench.preferences import ChoiceRow, PreferenceSession, ShownLists, open_preference_store
 from workbench.services.preferences import PreferenceRequest, choose, next_pair, start_preferences, undo, verdict_of
 
+pytestmark = pytest.mark.live_server  # the demo's data folder is the live servers' (tests/live_servers.py)
+
 FORBIDDEN = ("score", "rank", "movement", "shift", "reranker", "backend", "ms", "id")
 
 
@@ -169,7 +171,6 @@ def test_the_command_line_walks_a_session_and_the_gate_exits_on_its_interval(
     assert code == 2 and "leave out --dataset" in err
 
 
-@pytest.mark.live_server
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_the_store_keeps_sessions_lists_and_choices_on_sqlite_and_postgresql(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -199,3 +200,49 @@ def test_the_store_keeps_sessions_lists_and_choices_on_sqlite_and_postgresql(
     assert [r.choice for r in store.choices(session.id)] == ["left", "undo"]
     with pytest.raises(ExperimentNotFoundError):
         store.session("aaaaaaaaaaaa")
+
+
+def test_a_session_kept_as_an_experiment_is_listed_diffed_exported_and_gated(
+    served_data: Settings,  # noqa: F811
+    tiny_models: dict[str, Path],
+) -> None:
+    """`preferences keep`: an experiment whose runs are the lists shown (A before, B after), graded by the demo's
+    judgments (nDCG@10 equal to the evaluation's metrics on the same runs), whose report carries the verdict; it is
+    listed, diffed against an evaluation, exported and imported, and the gate reads it as it reads the session."""
+    from workbench.evaluation.metrics import evaluate
+    from workbench.experiments import diff_experiments, export_experiment, import_experiment, open_experiment_store
+
+    engine = _engine(served_data)
+    session = _start(engine, seed=31)
+    _choose_all(engine, session, "b")
+    env = tiny_env(served_data.data_dir, tiny_models)
+    code, out, err = cli_here(["preferences", "keep", session.id, "--name", "blind check", "--tag", "q4"], env)
+    assert code == 0, err
+    experiment_id = out.split("experiment ", 1)[1].split(":", 1)[0]
+    kept = open_experiment_store(served_data).get(experiment_id)
+    assert kept.name == "blind check" and {"preferences", "q4"} <= set(kept.tags)
+    assert kept.summary().verdict == "blind: ship" and kept.plan == session.second
+    lists = open_preference_store(served_data).lists(session.id)
+    assert set(kept.after_run) == set(lists)
+    first = next(iter(lists.values()))
+    assert sorted(kept.after_run[first.query_id], key=kept.after_run[first.query_id].get, reverse=True) == list(
+        dict.fromkeys(first.b)
+    )
+    report = kept.evaluation()
+    mean_after = evaluate(kept.qrels, kept.after_run, session.second.top_n)[0]["ndcg@10"]
+    assert report.after["ndcg@10"] == pytest.approx(mean_after)
+    assert report.preference is not None and report.preference.pooled.b == verdict_of(engine, session.id)[1].pooled.b
+    assert any("blind preference" in line for line in report.to_markdown().splitlines())
+    assert experiment_id in [e.id for e in open_experiment_store(served_data).list()]
+    again = import_experiment(engine, export_experiment(kept))
+    assert again.evaluation().preference == report.preference
+    # diffed against an evaluation of B kept the usual way: the same lists on the queries both ran
+    from workbench.experiments import run_experiment
+    from workbench.services.demo import demo_dataset
+
+    evaluated = run_experiment(engine, demo_dataset("test", served_data), session.second, source="demo")
+    diff = diff_experiments(evaluated, kept)
+    assert diff.agreement.queries == len(set(kept.after_run) & set(evaluated.after_run)) > 0
+    assert diff.agreement.top1_change_rate == 0.0 and diff.agreement.overlap_at_n.mean == 1.0
+    code, out, _ = cli_here(["gate", "--preferences", experiment_id, "--json"], env)
+    assert code == 0 and json.loads(out)["candidate_experiment"] == f"experiment {experiment_id}"

@@ -31,6 +31,8 @@ def headline(report: EvaluationReport) -> None:
         f"{f' on `{report.reranker_backend}`' if report.reranker_backend else ''} · {report.first_stage} "
         f"candidates · {report.seconds:.1f} s · {report.score_cache_hits} scores from the cache"
     )
+    if report.preference is not None:
+        st.markdown("**Blind preference**  \n" + "  \n".join(text_md(line) for line in report.preference.lines()))
     for warning in report.warnings:
         st.warning(warning, icon=":material/warning:")
     st.dataframe(pd.DataFrame(report.metric_rows()).style.format(precision=4), hide_index=True, width="stretch")

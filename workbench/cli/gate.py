@@ -17,7 +17,7 @@ from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.preferences.gate import decide_on_preferences
 from workbench.rerankers.factory import on_backend
 from workbench.services.evaluations import ready_evaluation
-from workbench.services.preferences import verdict_of
+from workbench.services.preferences import preferences_for_gate
 from workbench.types import SearchPlan
 
 
@@ -53,8 +53,7 @@ def _on_preferences(settings: Settings, args: argparse.Namespace) -> GateDecisio
     named = [o for o in ("dataset", "candidate_experiment", "reranker", "baseline", "query_set") if getattr(args, o)]
     if named:
         raise InputError(f"--preferences decides on people's choices alone: leave out --{named[0].replace('_', '-')}.")
-    session, verdict = verdict_of(Engine(settings), args.preferences)
-    return decide_on_preferences(session, verdict)
+    return decide_on_preferences(*preferences_for_gate(Engine(settings), args.preferences))
 
 
 def _report(args: argparse.Namespace, decision: GateDecision) -> int:

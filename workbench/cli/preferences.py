@@ -13,6 +13,7 @@ from workbench.preferences import open_preference_store
 from workbench.services.preferences import (
     PreferenceRequest,
     choose,
+    keep_preferences,
     next_pair,
     start_preferences,
     undo,
@@ -81,6 +82,14 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     for disagreement in verdict.disagreements[:10]:
         said = ", ".join(f"{rater} {side}" for rater, side in disagreement.choices.items())
         warn(f"disagreement on {disagreement.query_id} ({disagreement.query[:60]}): {said}")
+    return 0
+
+
+def cmd_keep(args: argparse.Namespace) -> int:
+    experiment = keep_preferences(Engine(settings_from(args)), args.session, name=args.name, tags=tuple(args.tag))
+    print(
+        shown(f"kept as experiment {experiment.id}: {experiment.title} (`workbench experiments show {experiment.id}`)")
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from workbench.evaluation.diagnosis import Diagnosis
 from workbench.evaluation.io import Qrels, Run, trec_run_text
+from workbench.evaluation.preference import PreferenceVerdict
 from workbench.evaluation.recommend import DepthPoint, Recommendation
 from workbench.evaluation.sequential import SequentialStop
 from workbench.evaluation.significance import TIE_TOLERANCE, Difference, Paired, difference
@@ -151,6 +152,7 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
     skip: SkipFigures | None = None  # with a skip policy: its figures against always reranking
     sequential: SequentialStop | None = None  # stopped when settled: how many queries decided it, by which rule
     served: ServedFigures | None = None  # with a rerank budget: the verdict as an app is served (evaluation/served.py)
+    preference: PreferenceVerdict | None = None  # a blind preference session kept: A is "before", B "after"
     verdict: Verdict | None = None
     latency_p50: dict[str, float] = Field(default_factory=dict, description="ms per stage over the queries run")
     latency_p95: dict[str, float] = Field(default_factory=dict)
@@ -228,6 +230,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
                                    "words": self.skip.words()}  # fmt: skip
         if self.served is not None:
             data["as_served"] = {**self.served.model_dump(), "words": " ".join(self.served.lines())}
+        if self.preference is not None:
+            data["preference"] = {**self.preference.model_dump(), "words": self.preference.lines()}
         return data
 
     def ranked_outcomes(self) -> list[QueryOutcome]:
@@ -346,6 +350,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
         lines += [f"- **warning**: {w}" for w in self.warnings]
         if self.sequential is not None:
             lines.append(f"- **stopping rule**: {self.sequential.words()}")
+        if self.preference is not None:
+            lines += [f"- **blind preference**: {line}" for line in self.preference.lines()]
         lines += [
             "",
             "| metric | before rerank | after rerank | change | 95 % CI | p |",

@@ -193,6 +193,47 @@ def report_of(
     return report
 
 
+def report_of_runs(
+    dataset: Dataset,
+    plan: SearchPlan,
+    before_run: Run,
+    after_run: Run,
+    *,
+    embedding_model: str,
+    warnings: list[str] | None = None,
+) -> EvaluationReport:
+    """A report of two runs kept elsewhere (a blind preference session's lists: A as `before_run`, B as `after_run`)
+    against the dataset's judgments: the same metrics, paired test and verdict as `report_of`, over the queries that
+    have grades (none: every figure 0 and no verdict, said in a warning)."""
+    qrels = {qid: grades for qid, grades in dataset.qrels.items() if qid in after_run and grades}
+    k = max(plan.top_n, 1)
+    measured = measured_verdict(qrels, before_run, after_run, k)
+    ids = list(measured.per_before)
+    before_values = [measured.per_before[q][PRIMARY] for q in ids]
+    after_values = [measured.per_after[q][PRIMARY] for q in ids]
+    paired = paired_comparison(before_values, after_values) if ids else None
+    unjudged_before, looked = unjudged_at(qrels, before_run, plan.top_n)
+    unjudged_after, _ = unjudged_at(qrels, after_run, plan.top_n)
+    said = list(warnings or [])
+    if not ids:
+        said.append("None of these queries has a relevant grade: the graded figures are empty, the verdict is not.")
+    return EvaluationReport(
+        dataset=dataset.name, collection=plan.collection or "", embedding_model=embedding_model,
+        reranker_model=plan.reranker if plan.reranks else None, retrieval=plan.retrieval, fusion=plan.fusion,
+        k=plan.k, top_n=plan.top_n, queries=len(ids), before=measured.before, after=measured.after,
+        **(paired.model_dump() if paired else {"wins": 0, "ties": 0, "losses": 0, "p_value": 1.0}),
+        unjudged_before=unjudged_before, unjudged_after=unjudged_after, judged_looked_at=looked, seconds=0.0,
+        score_cache_hits=0,
+        per_query=[
+            QueryOutcome(query_id=q, query=dataset.queries.get(q, ""), before=measured.per_before[q],
+                         after=measured.per_after[q])
+            for q in ids
+        ],
+        verdict=measured.verdict if ids else None, warnings=said, qrels=qrels, before_run=before_run,
+        after_run=after_run,
+    )  # fmt: skip
+
+
 @dataclass
 class _Answers:
     """Every query's search folded into runs: before and after reranking, the scored chunks, cache hits, the timings

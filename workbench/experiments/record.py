@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
+from workbench.evaluation.preference import PreferenceVerdict
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.verdict import Verdict
 from workbench.inputs import validate_experiment_id
@@ -212,11 +213,15 @@ class Experiment(CheckedModel):
     def summary(self) -> ExperimentSummary:
         """One row of the experiments list."""
         verdict = self.verdict
+        preference = self.report.get("preference")
+        said = verdict.direction if verdict else None
+        if preference:  # a blind preference session kept: its outcome is the verdict people gave
+            said = f"blind: {PreferenceVerdict.model_validate(preference).outcome}"
         return ExperimentSummary(
             id=self.id, name=self.name, created_at=self.created_at, configuration=self.configuration,
             collection=self.plan.collection or "", query_set=self.query_set.name, queries=self.query_set.queries,
             metric=PRIMARY_METRIC, before=self.figure(stage="before"), after=self.figure(),
-            verdict=verdict.direction if verdict else None, tags=self.tags,
+            verdict=said, tags=self.tags,
         )  # fmt: skip
 
     def cost(self) -> dict[str, float]:
@@ -244,6 +249,7 @@ class Experiment(CheckedModel):
         return ExperimentView(
             **self.summary().model_dump(), plan=self.shared().plan, notes=self.notes,
             verdict_words=verdict.words() if verdict else None, metrics=report.metric_rows(),
+            preference_words=report.preference.lines() if report.preference else None,
             query_set_used=self.query_set, judgments=self.judgments, manifest=self.manifest,
             latency_p50=report.latency_p50, latency_p95=report.latency_p95, warnings=report.warnings,
             cost=self.cost(),
@@ -277,6 +283,7 @@ class ExperimentView(ExperimentSummary):
     plan: SearchPlan
     notes: str
     verdict_words: str | None
+    preference_words: list[str] | None = None  # a blind preference session kept: its verdict in words
     metrics: list[dict[str, Any]]
     query_set_used: QuerySetUsed
     judgments: JudgmentsUsed

@@ -2,6 +2,7 @@
 say which answers better; the verdict is B's share of the decisive queries with its exact interval, per rater and
 pooled. Kept beside the judgments (`store`), scored by `verdict`."""
 
+from workbench.evaluation.preference import PreferenceCounts, PreferenceVerdict, decisive_needed, fleiss_kappa
 from workbench.preferences.session import (
     CHOICES,
     UNDO,
@@ -13,13 +14,7 @@ from workbench.preferences.session import (
     standing_choices,
 )
 from workbench.preferences.store import PreferenceStore, open_preference_store
-from workbench.preferences.verdict import (
-    PreferenceCounts,
-    PreferenceVerdict,
-    decisive_needed,
-    fleiss_kappa,
-    preference_verdict,
-)
+from workbench.preferences.verdict import preference_verdict
 
 __all__ = [
     "CHOICES",

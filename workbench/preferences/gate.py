@@ -5,25 +5,21 @@ run: the people's choices are the evidence."""
 
 from __future__ import annotations
 
+from workbench.evaluation.preference import PreferenceVerdict
 from workbench.experiments.gate import Check, GateDecision
-from workbench.preferences.session import PreferenceSession
-from workbench.preferences.verdict import PreferenceVerdict
 from workbench.vocab import GATE_EXIT_CODES
 
 
-def decide_on_preferences(session: PreferenceSession, verdict: PreferenceVerdict) -> GateDecision:
-    """The gate's decision on the session's pooled verdict (the session's id stands where an experiment's would)."""
+def decide_on_preferences(verdict: PreferenceVerdict, candidate: str, baseline: str, evidence: str) -> GateDecision:
+    """The gate's decision on the pooled verdict (`evidence` names the session or kept experiment it came from)."""
     pooled = verdict.pooled
     outcome = pooled.outcome
-    quality = Check(name="quality", passed=outcome == "ship", detail=pooled.words())
-    checks = [quality]
+    checks = [Check(name="quality", passed=outcome == "ship", detail=pooled.words())]
     if len(verdict.raters) > 1 and verdict.fleiss_kappa is not None:
         agreement = f"Fleiss' kappa {verdict.fleiss_kappa:.3f} over {verdict.kappa_queries} queries"
         checks.append(Check(name="raters agree", passed=True, detail=agreement))
-    shared = session.shared()
     return GateDecision(
-        outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=pooled.words(),
-        candidate=f"B: {shared.second.key}", baseline=f"A: {shared.first.key}",
-        candidate_experiment=f"preference session {session.id}", checks=checks,
+        outcome=outcome, exit_code=GATE_EXIT_CODES[outcome], reason=pooled.words(), candidate=candidate,
+        baseline=baseline, candidate_experiment=evidence, checks=checks,
         preferences={**verdict.model_dump(mode="json"), "words": verdict.lines()},
     )  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workbench.errors import InputError
+from workbench.evaluation.preference import Preferred
 from workbench.experiments.query_sets import QueryItem
 from workbench.experiments.record import new_id
 from workbench.inputs import validate_experiment_id
@@ -19,7 +20,6 @@ from workbench.types import CheckedModel, SearchPlan
 from workbench.vocab import MAX_NAME_CHARS, MAX_QUERY_SET_QUERIES
 
 Choice = Literal["left", "same", "right", "skip"]
-Preferred = Literal["a", "b", "tie"]
 CHOICES: tuple[Choice, ...] = ("left", "same", "right", "skip")
 UNDO = "undo"  # the row an undo appends: it takes back the rater's last choice in the session
 

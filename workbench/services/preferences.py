@@ -13,10 +13,12 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from workbench.engine import Engine
-from workbench.errors import InputError
-from workbench.evaluation.io import Qrels
-from workbench.experiments import open_experiment_store
+from workbench.errors import ExperimentNotFoundError, InputError
+from workbench.evaluation.io import Dataset, Qrels
+from workbench.evaluation.runner import report_of_runs
+from workbench.experiments import Experiment, keep_report, open_experiment_store
 from workbench.experiments.query_sets import QueryItem
+from workbench.experiments.service import Keeping
 from workbench.inputs import validate_query, validate_rater
 from workbench.judgments import load_judgments
 from workbench.preferences import (
@@ -225,3 +227,50 @@ def verdict_of(engine: Engine, session_id: str) -> tuple[PreferenceSession, Pref
         session.id, list(texts), texts, store.choices(session.id), store.lists(session.id), qrels or None
     )
     return session, verdict
+
+
+def keep_preferences(engine: Engine, session_id: str, *, name: str = "", tags: tuple[str, ...] = ()) -> Experiment:
+    """The session kept as an experiment (listed, diffed, linked and exported as any other): its plan is B's, its
+    runs the lists the queries showed (A's as "before", B's as "after"), its figures graded where the judgments
+    grade those queries, and its report carries the preference verdict (what `gate --preferences` decides on)."""
+    session, verdict = verdict_of(engine, session_id)
+    lists = open_preference_store(engine.settings).lists(session.id)
+    shown = [item for item in session.queries if item.id in lists]
+    if not shown:
+        raise InputError(f"Nothing was shown in preference session {session.id} yet: there is nothing to keep.")
+    before_run, after_run = ({item.id: _ranking(getattr(lists[item.id], side)) for item in shown} for side in "ab")
+    grades = _judged(engine, session.judgments_of)[0] if session.judgments_of else {}
+    queries = {item.id: item.text for item in shown}
+    dataset = Dataset(f"preference session {session.id}", queries, {q: grades[q] for q in queries if q in grades})
+    report = report_of_runs(
+        dataset, session.second, before_run, after_run, embedding_model=engine.settings.embedding_model,
+        warnings=[f"A blind preference session: 'before' is configuration A ({session.shared().first.key}), "
+                  f"'after' is B ({session.shared().second.key}), each query's top {session.second.top_n} as shown."],
+    )  # fmt: skip
+    report.preference = verdict
+    keeping = Keeping(name=name or session.title, tags=("preferences", *tags))
+    return keep_report(engine, report, session.second, dataset, source=f"preferences ({session.query_source})",
+                       keeping=keeping)  # fmt: skip
+
+
+def _ranking(ids: list[str]) -> dict[str, float]:
+    ranking: dict[str, float] = {}
+    for rank, doc in enumerate(ids):
+        ranking.setdefault(doc, float(len(ids) - rank))
+    return ranking
+
+
+def preferences_for_gate(engine: Engine, evidence_id: str) -> tuple[PreferenceVerdict, str, str, str]:
+    """The preference verdict the gate decides on, and its candidate, baseline and evidence in words: a session's
+    (as it stands now), or a kept preference experiment's (as it was kept)."""
+    try:
+        session, verdict = verdict_of(engine, evidence_id)
+    except ExperimentNotFoundError:
+        kept = open_experiment_store(engine.settings).get(evidence_id)
+        found = kept.evaluation().preference
+        if found is None:
+            raise InputError(f"Experiment {kept.id} is not a preference session kept: `gate` without --preferences "
+                             "decides on it.") from None  # fmt: skip
+        return found, f"B: {kept.shared().plan.key}", "A (the session's)", f"experiment {kept.id}"
+    shared = session.shared()
+    return verdict, f"B: {shared.second.key}", f"A: {shared.first.key}", f"preference session {session.id}"

@@ -16,6 +16,7 @@ from workbench.services.preferences import (
     BlindPair,
     PreferenceRequest,
     choose,
+    keep_preferences,
     next_pair,
     start_preferences,
     undo,
@@ -107,6 +108,28 @@ async def take_back(
 ) -> Any:  # fmt: skip
     def work() -> Recorded:
         return Recorded(recorded=undo(state.engine, session_id, body.rater, idempotency_key))
+
+    return await run_bounded(state, work)
+
+
+class KeepRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    tags: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] = Field(default_factory=list, max_length=20)
+
+
+class KeptAs(BaseModel):
+    """The experiment the session was kept as (GET /experiments/{id} opens it)."""
+
+    experiment_id: str
+
+
+@router.post("/preferences/{session_id}/keep", response_model=KeptAs)
+async def keep(session_id: str, body: KeepRequest, state: State) -> Any:
+    def work() -> KeptAs:
+        kept = keep_preferences(state.engine, session_id, name=body.name, tags=tuple(body.tags))
+        return KeptAs(experiment_id=kept.id)
 
     return await run_bounded(state, work)
 

@@ -16,7 +16,15 @@ from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.experiments import open_experiment_store
 from workbench.preferences import open_preference_store
-from workbench.services.preferences import BlindPair, PreferenceRequest, choose, next_pair, start_preferences, undo
+from workbench.services.preferences import (
+    BlindPair,
+    PreferenceRequest,
+    choose,
+    keep_preferences,
+    next_pair,
+    start_preferences,
+    undo,
+)
 from workbench.services.preferences import verdict_of as preference_verdict_of
 from workbench.types import SearchPlan
 
@@ -159,6 +167,10 @@ def _done(engine: Engine, session_id: str, rater: str) -> None:
         st.markdown(f"{counted(len(verdict.disagreements), 'disagreement', 'disagreements')} to settle:")
         st.dataframe([{"query": d.query, **d.choices} for d in verdict.disagreements], hide_index=True, width="stretch")
     st.code(f"workbench gate --preferences {session.id}", language="bash")
+    if st.button("Keep as an experiment", key="prefer-keep", type="primary"):
+        with shown_errors():
+            kept = keep_preferences(engine, session.id)
+            st.success(f"Kept as experiment `{kept.id}`: the Experiments page lists it (`?experiment={kept.id}`).")
     c1, c2 = st.columns(2)
     if c1.button("Undo my last choice", key="prefer-undo-done", shortcut=KEYS["undo"]):
         _record(session_id, "", "undo", rater, uuid.uuid4().hex)

@@ -12,7 +12,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     parser = commands.add_parser(
         "preferences", help="blind side-by-side preferences: which of two configurations' lists answers better"
     )
-    verbs = parser.add_subparsers(dest="verb", required=True, help="start, next, choose, undo, verdict or list")
+    verbs = parser.add_subparsers(dest="verb", required=True, help="start, next, choose, undo, verdict, keep or list")
     start = verbs.add_parser("start", help="a new session: two configurations over a query set, sides hidden")
     start.add_argument("--collection", help="the collection (default: WORKBENCH_COLLECTION)")
     start.add_argument("--a", default="", help="configuration A: NAME=VALUE,... (retrieval, k, n, reranker, backend)")
@@ -50,6 +50,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     verdict.add_argument("session", help="the session's id")
     verdict.add_argument("--json", action="store_true", help="print the verdict as JSON")
     verdict.set_defaults(handler="workbench.cli.preferences:cmd_verdict")
+
+    keep = verbs.add_parser("keep", help="keep the session as an experiment (listed, diffed, exported; gate reads it)")
+    keep.add_argument("session", help="the session's id")
+    keep.add_argument("--name", default="", help="the experiment's name (default: the session's)")
+    keep.add_argument("--tag", action="append", default=[], help="a tag (repeat for more)")
+    keep.set_defaults(handler="workbench.cli.preferences:cmd_keep")
 
     listed = verbs.add_parser("list", help="the preference sessions, newest first")
     listed.add_argument("--json", action="store_true", help="print them as JSON")
