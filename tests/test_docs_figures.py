@@ -27,6 +27,7 @@ SCRIPTS = (
     "settling_figures",
     "fail_open_figures",
     "smollm2_figures",
+    "preference_figures",
     "house_figures",
 )
 
