@@ -139,7 +139,7 @@ def test_a_blind_preference_session_over_http(server: ApiServer) -> None:
         started = client.post("/preferences", json=body)
         assert started.status_code == 200, started.text
         session = started.json()
-        assert len(session["queries"]) == 50 and "/" not in str(session["second"]["reranker"])  # no server path
+        assert len(session["queries"]) >= 50 and "/" not in str(session["second"]["reranker"])  # no server path
         pair = client.get(f"/preferences/{session['id']}/next", params={"rater": "ann"}).json()
         assert set(pair["left"][0]) == {"title", "text"} and pair["position"] >= 1
         choice = {"query_id": pair["query_id"], "choice": "left", "rater": "ann"}
