@@ -128,7 +128,10 @@ def _choose(engine: Engine, session_id: str, rater: str) -> None:
         "arrow (about the same), the right arrow, S to skip, U to undo. Which side is which is drawn at random "
         "for each query."
     )
-    st.progress(pair.decided / pair.queries, text=f"{pair.decided} of {pair.queries} queries decided")
+    st.progress(
+        pair.decided / pair.queries,
+        text=f"{pair.decided} of {pair.queries} queries done (chosen, skipped or identical)",
+    )
     st.markdown(f"### {text_md(pair.query)}")
     _buttons(pair, rater)
     left, right = st.columns(2, border=True)
