@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import app_server, chromium_page, click_until, grade_button, no_exception, on_page, shown
+from tests.browser.conftest import (
+    CHROMIUM,
+    app_server,
+    chromium_page,
+    click_until,
+    grade_button,
+    no_exception,
+    on_page,
+    shown,
+)
 from workbench.config import Settings
 from workbench.judgments import judgment_rows
 from workbench.vocab import DEFAULT_TOP_N
@@ -255,3 +264,44 @@ def test_a_blind_preference_session_is_chosen_from_the_keyboard_and_a_reload_res
         page.reload()
         assert _blind_query(page) == second  # resumed where it stopped: the query the undo gave back
         no_exception(page)
+
+
+def test_two_browsers_choosing_at_once_on_one_session_lose_nothing_and_count_nothing_twice(app_url: str) -> None:
+    """Two browsers (two raters) on one session's address press their keys at the same moments, three times: each
+    rater has exactly three choices kept, each counted once in the verdict."""
+    from workbench.engine import Engine
+    from workbench.preferences import open_preference_store
+    from workbench.services.preferences import verdict_of
+
+    settings = Settings(data_dir=RUN["data"])
+    with chromium_page(app_url, []) as first:
+        other = first.context.browser.browser_type.launch(  # a second browser of its own, in the same Playwright
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        second = other.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+        second.set_default_timeout(180_000)
+        second.goto(app_url)
+        pages = {"fay": first, "gus": second}
+        for rater, page in pages.items():
+            _open_as(page, rater, "Prefer")
+        first.get_by_role("button", name="Start a blind session").click()
+        _blind_query(first)
+        session_id = re.search(r"session=([0-9a-f]{12})", first.url).group(1)
+        second.goto(f"{app_url}/prefer?session={session_id}")
+        for _ in range(3):
+            shown = {rater: _blind_query(page) for rater, page in pages.items()}
+            for page in pages.values():
+                _idle(page)
+            for page in pages.values():  # both keys pressed before either page has answered
+                page.keyboard.press("ArrowRight")
+            for rater, page in pages.items():
+                page.wait_for_function(GONE_JS, arg=shown[rater])
+        for page in pages.values():
+            _idle(page)
+            no_exception(page)
+        other.close()
+    rows = open_preference_store(settings).choices(session_id)
+    assert sorted((r.rater, r.choice) for r in rows) == [("fay", "right")] * 3 + [("gus", "right")] * 3
+    assert len({(r.rater, r.query_id) for r in rows}) == 6  # three queries each, none twice
+    verdict = verdict_of(Engine(settings), session_id)[1]
+    assert {r.rater: r.decisive + r.ties for r in verdict.raters} == {"fay": 3, "gus": 3}
