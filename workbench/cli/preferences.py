@@ -10,26 +10,18 @@ from workbench.cli.common import print_json, settings_from, shown, warn
 from workbench.cli.plans import plan_from_spec
 from workbench.engine import Engine
 from workbench.preferences import open_preference_store
-from workbench.services.preferences import (
-    PreferenceRequest,
-    choose,
-    keep_preferences,
-    next_pair,
-    start_preferences,
-    undo,
-    verdict_of,
-)
+from workbench.services import preferences as blind
 
 
 def cmd_start(args: argparse.Namespace) -> int:
     engine = Engine(settings_from(args))
-    request = PreferenceRequest(
+    request = blind.PreferenceRequest(
         first=plan_from_spec(engine, args.a, "--a", args.collection),
         second=plan_from_spec(engine, args.b, "--b", args.collection),
         query_set=args.query_set, judged_of=args.judged, typed=tuple(args.query or ()), name=args.name,
         seed=args.seed,
     )  # fmt: skip
-    session = start_preferences(engine, request)
+    session = blind.start_preferences(engine, request)
     if args.json:
         print_json(session)
         return 0
@@ -39,7 +31,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_next(args: argparse.Namespace) -> int:
-    pair = next_pair(Engine(settings_from(args)), args.session, args.rater)
+    pair = blind.next_pair(Engine(settings_from(args)), args.session, args.rater)
     if pair is None:
         if args.json:
             print("null")
@@ -60,19 +52,19 @@ def cmd_next(args: argparse.Namespace) -> int:
 
 
 def cmd_choose(args: argparse.Namespace) -> int:
-    added = choose(Engine(settings_from(args)), args.session, args.query_id, args.choice, args.rater, args.key)
+    added = blind.choose(Engine(settings_from(args)), args.session, args.query_id, args.choice, args.rater, args.key)
     print(shown(f"{args.choice} recorded for {args.query_id}" if added else "already recorded (the same --key)"))
     return 0
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    undo(Engine(settings_from(args)), args.session, args.rater)
+    blind.undo(Engine(settings_from(args)), args.session, args.rater)
     print(shown(f"{args.rater}'s last choice taken back"))
     return 0
 
 
 def cmd_verdict(args: argparse.Namespace) -> int:
-    session, verdict = verdict_of(Engine(settings_from(args)), args.session)
+    session, verdict = blind.verdict_of(Engine(settings_from(args)), args.session)
     if args.json:
         print(json.dumps({**verdict.model_dump(mode="json"), "outcome": verdict.outcome, "words": verdict.lines()}))
         return 0
@@ -86,7 +78,7 @@ def cmd_verdict(args: argparse.Namespace) -> int:
 
 
 def cmd_keep(args: argparse.Namespace) -> int:
-    experiment = keep_preferences(Engine(settings_from(args)), args.session, name=args.name, tags=tuple(args.tag))
+    experiment = blind.keep_preferences(Engine(settings_from(args)), args.session, name=args.name, tags=tuple(args.tag))
     print(
         shown(f"kept as experiment {experiment.id}: {experiment.title} (`workbench experiments show {experiment.id}`)")
     )

@@ -222,6 +222,12 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             data["groups"] = [g.model_dump() for g in self.groups]
         if self.outside:
             data["outside_run"] = self.outside.model_dump()
+        return {**data, **self._steps_said()}
+
+    def _steps_said(self) -> dict[str, Any]:
+        """The summary's sections of the optional steps that ran (stopping, the skip policy, a rerank budget, a blind
+        preference session), each with its words."""
+        data: dict[str, Any] = {}
         if self.sequential is not None:
             data["sequential"] = {**self.sequential.model_dump(), "rule": self.sequential.rule,
                                   "words": self.sequential.words()}  # fmt: skip
@@ -348,10 +354,8 @@ class EvaluationReport(Paired, ReportSubject):  # fields: the subject's, the pai
             f"- {self.seconds:.1f} s; {self.score_cache_hits} scores from the cache",
         ]
         lines += [f"- **warning**: {w}" for w in self.warnings]
-        if self.sequential is not None:
-            lines.append(f"- **stopping rule**: {self.sequential.words()}")
-        if self.preference is not None:
-            lines += [f"- **blind preference**: {line}" for line in self.preference.lines()]
+        lines += [f"- **stopping rule**: {self.sequential.words()}"] if self.sequential is not None else []
+        lines += [f"- **blind preference**: {line}" for line in (self.preference.lines() if self.preference else [])]
         lines += [
             "",
             "| metric | before rerank | after rerank | change | 95 % CI | p |",

@@ -20,8 +20,7 @@ from workbench.errors import ExperimentNotFoundError, InputError
 from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
 from workbench.redact import plain_text
-from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
-from workbench.stores.postgres import is_postgres_url
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, open_kept
 from workbench.types import input_error
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
@@ -313,11 +312,6 @@ _stores: OnePerLocation[ExperimentStore] = OnePerLocation()
 def open_experiment_store(settings: Settings) -> ExperimentStore:
     """The experiments store the settings name (one per location per process): PostgreSQL when
     WORKBENCH_SESSION_DB is a postgresql:// URL, else `experiments.sqlite3` in the data folder."""
-    target, key = kept_location(settings, "experiments.sqlite3")
-
-    def make() -> ExperimentStore:
-        if is_postgres_url(target):
-            return PostgresExperimentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
-        return SqliteExperimentStore(target)
-
-    return _stores.get(key, make)
+    return open_kept(
+        _stores, settings, "experiments.sqlite3", postgres=PostgresExperimentStore, sqlite=SqliteExperimentStore
+    )

@@ -21,8 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from workbench.config import Settings
-from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
-from workbench.stores.postgres import is_postgres_url
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, open_kept
 from workbench.vocab import DEFAULT_STORE_TIMEOUT, MACHINE_SOURCES, RATER_POLICY_PREFIX
 
 _COLUMNS = "collection, query_id, doc_id, grade, rater, source, reason, created_at"
@@ -331,11 +330,4 @@ _stores: OnePerLocation[JudgmentStore] = OnePerLocation()
 def open_judgment_store(settings: Settings) -> JudgmentStore:
     """The judgments store the settings name (one per location per process): PostgreSQL when
     WORKBENCH_SESSION_DB is a postgresql:// URL, else `judgments.sqlite3` in the data folder."""
-    target, key = kept_location(settings, "judgments.sqlite3")
-
-    def make() -> JudgmentStore:
-        if is_postgres_url(target):
-            return PostgresJudgmentStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
-        return SqliteJudgmentStore(target)
-
-    return _stores.get(key, make)
+    return open_kept(_stores, settings, "judgments.sqlite3", postgres=PostgresJudgmentStore, sqlite=SqliteJudgmentStore)

@@ -14,8 +14,7 @@ from workbench.config import Settings
 from workbench.errors import ExperimentNotFoundError, InputError
 from workbench.inputs import validate_experiment_id
 from workbench.preferences.session import ChoiceRow, PreferenceSession, ShownLists, standing_choices
-from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, kept_location
-from workbench.stores.postgres import is_postgres_url
+from workbench.stores.kept import KeptStore, OnePerLocation, PostgresTables, SqliteFile, open_kept
 from workbench.vocab import DEFAULT_STORE_TIMEOUT
 
 _CHOICE_COLUMNS = "session_id, query_id, rater, choice, a_side, created_at, request_key"
@@ -295,11 +294,6 @@ _stores: OnePerLocation[PreferenceStore] = OnePerLocation()
 
 def open_preference_store(settings: Settings) -> PreferenceStore:
     """The preferences store beside the judgments (one per location per process)."""
-    target, key = kept_location(settings, "judgments.sqlite3")
-
-    def make() -> PreferenceStore:
-        if is_postgres_url(target):
-            return PostgresPreferenceStore(target, schema=settings.pg_schema, timeout=settings.store_timeout)
-        return SqlitePreferenceStore(target)
-
-    return _stores.get(key, make)
+    return open_kept(
+        _stores, settings, "judgments.sqlite3", postgres=PostgresPreferenceStore, sqlite=SqlitePreferenceStore
+    )

@@ -44,6 +44,26 @@ def kept_location(settings: Settings, file_name: str) -> tuple[str, str]:
     return target, f"{target}|{settings.pg_schema}"
 
 
+def open_kept(
+    stores: OnePerLocation[Kept],
+    settings: Settings,
+    file_name: str,
+    *,
+    postgres: Callable[..., Kept],
+    sqlite: Callable[[str], Kept],
+) -> Kept:
+    """The kept store the settings name, one per location per process: `postgres(url, schema=, timeout=)` when
+    WORKBENCH_SESSION_DB is a postgresql:// URL, else `sqlite(path)` of `file_name` in the data folder."""
+    target, key = kept_location(settings, file_name)
+
+    def make() -> Kept:
+        if is_postgres_url(target):
+            return postgres(target, schema=settings.pg_schema, timeout=settings.store_timeout)
+        return sqlite(target)
+
+    return stores.get(key, make)
+
+
 class KeptStore:
     """A store of the workbench's own records; `store_name` names it in error messages."""
 

@@ -12,16 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.api.bodies import PlanRequest
 from workbench.api.dependencies import Authorised, State, run_bounded
 from workbench.preferences import PreferenceSession, PreferenceVerdict
-from workbench.services.preferences import (
-    BlindPair,
-    PreferenceRequest,
-    choose,
-    keep_preferences,
-    next_pair,
-    start_preferences,
-    undo,
-    verdict_of,
-)
+from workbench.services import preferences as blind
 from workbench.vocab import DEFAULT_RATER, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RATER_CHARS
 
 router = APIRouter(tags=["preferences"], dependencies=Authorised)
@@ -75,18 +66,18 @@ class VerdictView(BaseModel):
 async def start(body: StartRequest, state: State) -> Any:
     def work() -> PreferenceSession:
         engine = state.engine
-        request = PreferenceRequest(
+        request = blind.PreferenceRequest(
             first=body.a.plan(engine), second=body.b.plan(engine), query_set=body.query_set,
             judged_of=body.judged_of, typed=tuple(body.queries), name=body.name, seed=body.seed,
         )  # fmt: skip
-        return start_preferences(engine, request).shared()
+        return blind.start_preferences(engine, request).shared()
 
     return await run_bounded(state, work)
 
 
-@router.get("/preferences/{session_id}/next", response_model=BlindPair | None)
+@router.get("/preferences/{session_id}/next", response_model=blind.BlindPair | None)
 async def next_query(session_id: str, state: State, rater: str = DEFAULT_RATER) -> Any:
-    return await run_bounded(state, lambda: next_pair(state.engine, session_id, rater))
+    return await run_bounded(state, lambda: blind.next_pair(state.engine, session_id, rater))
 
 
 @router.post("/preferences/{session_id}/choices", response_model=Recorded)
@@ -95,7 +86,7 @@ async def add_choice(
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> Any:  # fmt: skip
     def work() -> Recorded:
-        added = choose(state.engine, session_id, body.query_id, body.choice, body.rater, idempotency_key)
+        added = blind.choose(state.engine, session_id, body.query_id, body.choice, body.rater, idempotency_key)
         return Recorded(recorded=added)
 
     return await run_bounded(state, work)
@@ -107,7 +98,7 @@ async def take_back(
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> Any:  # fmt: skip
     def work() -> Recorded:
-        return Recorded(recorded=undo(state.engine, session_id, body.rater, idempotency_key))
+        return Recorded(recorded=blind.undo(state.engine, session_id, body.rater, idempotency_key))
 
     return await run_bounded(state, work)
 
@@ -128,7 +119,7 @@ class KeptAs(BaseModel):
 @router.post("/preferences/{session_id}/keep", response_model=KeptAs)
 async def keep(session_id: str, body: KeepRequest, state: State) -> Any:
     def work() -> KeptAs:
-        kept = keep_preferences(state.engine, session_id, name=body.name, tags=tuple(body.tags))
+        kept = blind.keep_preferences(state.engine, session_id, name=body.name, tags=tuple(body.tags))
         return KeptAs(experiment_id=kept.id)
 
     return await run_bounded(state, work)
@@ -137,7 +128,7 @@ async def keep(session_id: str, body: KeepRequest, state: State) -> Any:
 @router.get("/preferences/{session_id}/verdict", response_model=VerdictView)
 async def verdict(session_id: str, state: State) -> Any:
     def work() -> VerdictView:
-        found = verdict_of(state.engine, session_id)[1]
+        found = blind.verdict_of(state.engine, session_id)[1]
         return VerdictView(verdict=found, outcome=found.outcome, words=found.lines())
 
     return await run_bounded(state, work)

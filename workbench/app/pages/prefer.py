@@ -16,16 +16,7 @@ from workbench.engine import Engine
 from workbench.errors import WorkbenchError
 from workbench.experiments import open_experiment_store
 from workbench.preferences import open_preference_store
-from workbench.services.preferences import (
-    BlindPair,
-    PreferenceRequest,
-    choose,
-    keep_preferences,
-    next_pair,
-    start_preferences,
-    undo,
-)
-from workbench.services.preferences import verdict_of as preference_verdict_of
+from workbench.services import preferences as blind
 from workbench.types import SearchPlan
 
 SESSION_PARAM = "session"  # the session's id in the page's URL: a reload, a bookmark or a second browser resumes it
@@ -86,12 +77,12 @@ def _start_or_resume(engine: Engine, c: Controls) -> None:
         typed = tuple(st.text_area("One query a line", key="prefer-typed").splitlines())
     name = st.text_input("Name (optional)", key="prefer-name", max_chars=80)
     if st.button("Start a blind session", type="primary", key="prefer-start"):
-        request = PreferenceRequest(
+        request = blind.PreferenceRequest(
             first=first, second=second, query_set=query_set, typed=typed, name=name,
             judged_of=(second.collection or engine.settings.collection) if source == JUDGED else None,
         )  # fmt: skip
         with shown_errors(), st.spinner("Starting the session…"):
-            session = start_preferences(engine, request)
+            session = blind.start_preferences(engine, request)
             st.query_params[SESSION_PARAM] = session.id
             st.rerun()
     sessions = open_preference_store(engine.settings).sessions()
@@ -111,15 +102,15 @@ def _record(session_id: str, query_id: str, choice: str, rater: str, request_key
     engine = engine_resource()
     try:
         if choice == "undo":
-            undo(engine, session_id, rater, request_key)
+            blind.undo(engine, session_id, rater, request_key)
         else:
-            choose(engine, session_id, query_id, choice, rater, request_key)
+            blind.choose(engine, session_id, query_id, choice, rater, request_key)
     except WorkbenchError as exc:
         STATE.problem = error_text(exc)
 
 
 def _choose(engine: Engine, session_id: str, rater: str) -> None:
-    pair = next_pair(engine, session_id, rater)
+    pair = blind.next_pair(engine, session_id, rater)
     if pair is None:
         _done(engine, session_id, rater)
         return
@@ -146,7 +137,7 @@ def _choose(engine: Engine, session_id: str, rater: str) -> None:
         st.rerun()
 
 
-def _buttons(pair: BlindPair, rater: str) -> None:
+def _buttons(pair: blind.BlindPair, rater: str) -> None:
     """The five choices as buttons, each with its key; one request key per pair shown, so a double press counts once."""
     request = f"{pair.query_id}:{uuid.uuid4().hex}"
     labels = {"left": "Left is better", "same": "About the same", "right": "Right is better", "skip": "Skip",
@@ -161,7 +152,7 @@ def _buttons(pair: BlindPair, rater: str) -> None:
 
 
 def _done(engine: Engine, session_id: str, rater: str) -> None:
-    session, verdict = preference_verdict_of(engine, session_id)
+    session, verdict = blind.verdict_of(engine, session_id)
     st.success(f"Nothing left for {text_md(rater)} to choose in this session.", icon=":material/check:")
     st.markdown(f"**A** `{text_md(session.shared().first.key)}`  \n**B** `{text_md(session.shared().second.key)}`")
     for line in verdict.lines():
@@ -172,7 +163,7 @@ def _done(engine: Engine, session_id: str, rater: str) -> None:
     st.code(f"workbench gate --preferences {session.id}", language="bash")
     if st.button("Keep as an experiment", key="prefer-keep", type="primary"):
         with shown_errors():
-            kept = keep_preferences(engine, session.id)
+            kept = blind.keep_preferences(engine, session.id)
             st.success(f"Kept as experiment `{kept.id}`: the Experiments page lists it (`?experiment={kept.id}`).")
     c1, c2 = st.columns(2)
     if c1.button("Undo my last choice", key="prefer-undo-done", shortcut=KEYS["undo"]):
