@@ -193,12 +193,17 @@ def fleiss_kappa(table: list[list[int]]) -> float | None:
     return (float(p_item.mean()) - expected) / (1.0 - expected)
 
 
+def ranking_of(ids: list[str]) -> dict[str, float]:
+    """A shown list (document ids in order) as one query's run: higher scores first, a document's first place counts."""
+    ranking: dict[str, float] = {}
+    for rank, doc in enumerate(ids):
+        ranking.setdefault(doc, float(len(ids) - rank))
+    return ranking
+
+
 def list_ndcg10(query_id: str, grades: dict[str, int], ids: list[str]) -> float:
     """nDCG@10 of one shown list (ids in order) under the query's grades (evaluation.metrics, as every figure)."""
     if not ids:
         return 0.0
-    ranking: dict[str, float] = {}
-    for rank, doc in enumerate(ids):
-        ranking.setdefault(doc, float(len(ids) - rank))  # a document's first place counts
-    run = {query_id: ranking}
+    run = {query_id: ranking_of(ids)}
     return evaluate({query_id: grades}, run, len(ids))[1].get(query_id, {}).get(PRIMARY_METRIC, 0.0)

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from workbench.engine import Engine
 from workbench.errors import ExperimentNotFoundError, InputError
 from workbench.evaluation.io import Dataset, Qrels
+from workbench.evaluation.preference import ranking_of
 from workbench.evaluation.runner import report_of_runs
 from workbench.experiments import Experiment, keep_report, open_experiment_store
 from workbench.experiments.query_sets import QueryItem
@@ -142,7 +143,7 @@ def _blind(result: SearchResult) -> list[BlindPassage]:
     ]
 
 
-def _settled(session: PreferenceSession, rows: list[ChoiceRow], rater: str) -> set[str]:
+def _settled(rows: list[ChoiceRow], rater: str) -> set[str]:
     """The queries this rater need not be asked: those they chose on or skipped."""
     return {q for (q, r) in standing_choices(rows) if r == rater}
 
@@ -154,21 +155,26 @@ def next_pair(engine: Engine, session_id: str, rater: str) -> BlindPair | None:
     rater = validate_rater(rater)
     store = open_preference_store(engine.settings)
     session = store.session(session_id)
-    settled = _settled(session, store.choices(session.id), rater)
+    settled = _settled(store.choices(session.id), rater)
     kept = store.lists(session.id)
     order = [item.id for item in session.queries]
+
+    def asked(query_id: str) -> bool:
+        return query_id not in settled and not (query_id in kept and kept[query_id].identical)
+
     for position, query_id in enumerate(order, 1):
-        if query_id in settled or (query_id in kept and kept[query_id].identical):
+        if not asked(query_id):
             continue
         a, b = _lists(engine, session, query_id)
-        shown = store.keep_lists(session.id, ShownLists(query_id=query_id, a=_document_ids(a), b=_document_ids(b)))
-        if shown.identical:
+        kept[query_id] = store.keep_lists(
+            session.id, ShownLists(query_id=query_id, a=_document_ids(a), b=_document_ids(b))
+        )
+        if kept[query_id].identical:
             continue
-        following = [q for q in order[position:] if q not in settled and q not in kept][:1]
-        for later in following:
+        for later in [q for q in order[position:] if asked(q)][:1]:  # searched while the person reads this pair
             _prefetch.submit(_warm, engine, session, later)
         left, right = (a, b) if session.a_on_left(query_id) else (b, a)
-        identical = sum(1 for q in store.lists(session.id).values() if q.identical)
+        identical = sum(1 for shown in kept.values() if shown.identical)
         return BlindPair(
             session_id=session.id, query_id=query_id, query=session.text_of(query_id), position=position,
             queries=len(order), decided=len(settled) + identical, left=_blind(left), right=_blind(right),
@@ -238,7 +244,7 @@ def keep_preferences(engine: Engine, session_id: str, *, name: str = "", tags: t
     shown = [item for item in session.queries if item.id in lists]
     if not shown:
         raise InputError(f"Nothing was shown in preference session {session.id} yet: there is nothing to keep.")
-    before_run, after_run = ({item.id: _ranking(getattr(lists[item.id], side)) for item in shown} for side in "ab")
+    before_run, after_run = ({item.id: ranking_of(getattr(lists[item.id], side)) for item in shown} for side in "ab")
     grades = _judged(engine, session.judgments_of)[0] if session.judgments_of else {}
     queries = {item.id: item.text for item in shown}
     dataset = Dataset(f"preference session {session.id}", queries, {q: grades[q] for q in queries if q in grades})
@@ -251,13 +257,6 @@ def keep_preferences(engine: Engine, session_id: str, *, name: str = "", tags: t
     keeping = Keeping(name=name or session.title, tags=("preferences", *tags))
     return keep_report(engine, report, session.second, dataset, source=f"preferences ({session.query_source})",
                        keeping=keeping)  # fmt: skip
-
-
-def _ranking(ids: list[str]) -> dict[str, float]:
-    ranking: dict[str, float] = {}
-    for rank, doc in enumerate(ids):
-        ranking.setdefault(doc, float(len(ids) - rank))
-    return ranking
 
 
 def preferences_for_gate(engine: Engine, evidence_id: str) -> tuple[PreferenceVerdict, str, str, str]:
