@@ -23,7 +23,8 @@ from tests.rerank_apis import Behaviour, RerankApis
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import InputError
-from workbench.serving import BUDGET, CIRCUIT_OPEN, RerankGuard
+from workbench.rerankers.served.verdicts import served_file, served_key
+from workbench.serving import BUDGET, CIRCUIT_OPEN, SAME_SCORES, RerankGuard, same_scores
 from workbench.vocab import DEMO_COLLECTION
 
 pytestmark = pytest.mark.live_server
@@ -113,6 +114,40 @@ def test_search_and_retrieve_under_a_budget_serve_the_first_stage_when_the_reran
         ).json()["result"]
         starts = [retrieved.find(r["text"][:60]) for r in by_header["results"][:3]]  # /search trims its texts
         assert starts[0] == 0 and starts == sorted(starts) and -1 not in starts, (retrieved, starts)
+
+        # /rerank (a reranker service proxied) serves the documents in the order sent, said as such, read by the
+        # official cohere SDK; an answer in time is reranked as before
+        import cohere
+
+        documents = ["Pension plan contributions are matched.", "Vacation days accrue monthly.", "Remote work."]
+        client = cohere.ClientV2(api_key="unused", base_url=server.url)
+        started = time.perf_counter()
+        fell = client.rerank(
+            model="default", query=f"pension {HANG}", documents=documents, top_n=2,
+            request_options={"additional_headers": {"X-Rerank-Budget-Ms": str(BUDGET_MS)}},
+        )  # fmt: skip
+        assert (time.perf_counter() - started) * 1000 < 4000  # never the hung reranker's 4 s
+        assert [(r.index, r.relevance_score) for r in fell.results] == [(0, 1.0), (1, pytest.approx(2 / 3))]
+        raw = httpx.post(
+            f"{server.url}/rerank",
+            timeout=30,
+            json={"query": f"pension {HANG}", "texts": documents, "raw_scores": True, "rerank_budget_ms": BUDGET_MS},
+        )
+        assert raw.json() == [{"index": i, "score": -(i + 1.0)} for i in range(3)]  # TEI's list: the header says it
+        assert raw.headers["X-Rerank-Fallback"] == BUDGET
+        said = httpx.post(
+            f"{server.url}/v2/rerank",
+            timeout=30,
+            json={"query": f"pension {FAIL}", "documents": documents, "rerank_budget_ms": BUDGET_MS},
+        ).json()
+        assert said["reranked"] is False and said["rerank_fallback"].startswith("error: "), said
+        kept = client.rerank(
+            model="default", query="pension plan", documents=documents,
+            request_options={"additional_headers": {"X-Rerank-Budget-Ms": str(BUDGET_MS)}},
+        )  # fmt: skip
+        assert kept.results[0].index == 0 and getattr(kept, "reranked", True) is True
+        refused = httpx.post(f"{server.url}/rerank", json={"query": "q", "documents": ["d"], "rerank_budget_ms": 0})
+        assert refused.status_code == 422 and "rerank budget" in refused.text.lower(), refused.text
 
         # bad budgets: one line each, on the body and the header
         for bad in (0, -5, "NaN", "inf", 1e12, "soon", True):
@@ -229,6 +264,16 @@ def test_the_circuit_opens_after_the_failures_skips_half_opens_and_closes_on_suc
     assert late.value is None and late.fallback == BUDGET and time.perf_counter() - started < 0.5
     assert slow_guard.circuit("s").state == "open"
 
+    # a run check that fires on what came back (every candidate scored the same) serves the first stage, and counts
+    checked_guard = RerankGuard(failures=2, cooldown_s=30, clock=clock)
+    for _ in range(2):
+        flat = checked_guard.run(
+            "c", lambda deadline: [0.5, 0.5, 0.5], 500, check=lambda s: SAME_SCORES if same_scores(s) else None
+        )
+        assert flat.value is None and flat.fallback == "run check: every candidate got the same score"
+    assert checked_guard.circuit("c").state == "open"
+    assert same_scores([1.0, 1.0 + 1e-9]) and not same_scores([1.0, 1.001]) and not same_scores([1.0])
+
 
 def test_the_engine_serves_the_first_stage_order_and_never_caches_a_fallback(
     served_data: Settings, reranker_server: RerankApis
@@ -249,6 +294,26 @@ def test_the_engine_serves_the_first_stage_order_and_never_caches_a_fallback(
             engine.search("pension", plan, rerank_budget_ms=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         Settings(rerank_budget_ms=0)
+
+    # a served copy the last parity audit found unfaithful is not asked: the first stage's order, the check said
+    audits = served_file(engine.settings.exports_dir)
+    audits.parent.mkdir(parents=True, exist_ok=True)
+    audits.write_text(json.dumps({served_key(f"{reranker_server.base}/service"): {
+        "served": "the copy", "model": "cross-encoder/x", "faithful": False, "reasons": ["top 3 changed on 40 %"],
+        "measured_at": "2026-11-30T08:00:00Z"}}))  # fmt: skip
+    try:
+        asked = len(reranker_server.behaviour.requests)
+        unfaithful = engine.search("pension plan", plan, rerank_budget_ms=BUDGET_MS)
+        assert unfaithful.rerank_fallback.startswith("run check: the served copy the copy disagrees with its local")
+        assert "top 3 changed on 40 %" in unfaithful.rerank_fallback and unfaithful.reranker_model is None
+        assert len(reranker_server.behaviour.requests) == asked  # never asked
+        from workbench.app.widgets import fallback_note  # Explore's and Compare's banner
+
+        assert fallback_note(unfaithful).startswith(  # type: ignore[union-attr]
+            "Served without reranking: a run check says the reranker is not running as intended (the served copy"
+        )
+    finally:
+        audits.unlink()
 
 
 def test_explore_shows_a_search_served_unreranked_as_such(

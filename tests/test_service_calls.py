@@ -13,16 +13,17 @@ from contextlib import contextmanager
 import pytest
 
 from workbench.errors import ModelError
-from workbench.service_calls import ServiceCaller, ServiceWords
+from workbench.service_calls import REPLICA_ERRORS, ServiceCaller, ServiceWords
 
 WORDS = ServiceWords("The reranker", "RERANKER_MODEL", "set the key", "WORKBENCH_RERANK_TIMEOUT")
 ANSWER = {"results": [{"index": 0, "relevance_score": 0.5}]}
 
 
 @contextmanager
-def closing_server(drops: int) -> Iterator[tuple[str, list[int]]]:
+def closing_server(drops: int, status: int = 200) -> Iterator[tuple[str, list[int]]]:
     """A server on a free port that reads each request and closes its first `drops` connections without a word,
-    then answers every request with ANSWER; yields its URL and the count of requests it read."""
+    then answers every request with ANSWER (or, with another `status`, an error); yields its URL and the count of
+    requests it read."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -50,9 +51,10 @@ def closing_server(drops: int) -> Iterator[tuple[str, list[int]]]:
                 read[0] += 1
                 if read[0] <= drops:
                     continue  # closed without an answer
-                body = json.dumps(ANSWER).encode()
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)  # fmt: skip
+                body = json.dumps(ANSWER if status == 200 else {"message": "broken"}).encode()
+                connection.sendall(f"HTTP/1.1 {status} X\r\n".encode() + b"Content-Type: application/json\r\n"
+                                   b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+                                   + body)  # fmt: skip
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -92,3 +94,14 @@ def test_a_pooled_replica_that_closes_the_new_connection_too_is_taken_out_and_th
         answers = [caller.post({"query": "q", "documents": ["d"]}) for _ in range(4)]
     assert answers == [ANSWER] * 4
     assert caller.taken_out == 1 and down_read[0] == 2 and up_read[0] == 4
+
+
+@pytest.mark.live_server
+def test_a_pooled_replica_that_answers_errors_again_and_again_is_left_out_like_one_down() -> None:
+    """The circuit per replica: a replica answering 500 on every request is left out of the turn after
+    REPLICA_ERRORS in a row (said in the log), and every request is answered by the replica that works."""
+    with closing_server(drops=0, status=500) as (broken, broken_read), closing_server(drops=0) as (up, up_read):
+        caller = ServiceCaller([broken, up], [None, None], WORDS, timeout=5, retries=3)
+        answers = [caller.post({"query": "q", "documents": ["d"]}) for _ in range(8)]
+    assert answers == [ANSWER] * 8
+    assert broken_read[0] == REPLICA_ERRORS and caller.taken_out == 1 and up_read[0] == 8

@@ -37,10 +37,11 @@ from workbench.rerankers.factory import first_use_words
 from workbench.rerankers.local.backends import measure_backends_in_background, measuring_now
 from workbench.rerankers.local.batching import reporting_progress
 from workbench.rerankers.scores.score_store import usable_score_store
+from workbench.rerankers.served.verdicts import served_verdict
 from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
-from workbench.serving import CIRCUIT_OPEN, RerankGuard
+from workbench.serving import CIRCUIT_OPEN, SAME_SCORES, RerankGuard, run_check_reason, same_scores
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
     CacheStats,
@@ -293,14 +294,23 @@ class Engine:
         """The reranker a plan names ('default': the configured one; None: none)."""
         return self.reranker(plan.reranker)
 
-    def _reranker_to_serve(self, plan: SearchPlan) -> tuple[Reranker | None, str | None]:
-        """The plan's reranker for a search served fail-open, and None with the reason when it is skipped: its
-        circuit open, or making it failed (a served reranker that cannot be reached is asked at start)."""
-        name = self.reranker_id(plan.reranker) or DEFAULT_RERANKER_CHOICE
+    def circuit_of(self, choice: str | None = DEFAULT_RERANKER_CHOICE) -> str:
+        """The name of a reranker's circuit (`self.guard`): its id ('default': the configured one's)."""
+        return self.reranker_id(choice) or DEFAULT_RERANKER_CHOICE
+
+    def reranker_to_serve(self, choice: str | None = DEFAULT_RERANKER_CHOICE) -> tuple[Reranker | None, str | None]:
+        """The reranker `choice` names, for a request served fail-open (a search, a /rerank), and None with the reason
+        when it is skipped: its circuit open, making it failed (a served reranker that cannot be reached is asked at
+        start), or it is a served copy the last parity audit found unfaithful to its model (the **served** run
+        check)."""
+        name = self.circuit_of(choice)
         if self.guard.skipping(name):
             return None, CIRCUIT_OPEN
+        audited = served_verdict(self.settings.exports_dir, name)
+        if audited is not None and not audited.faithful:  # the served run check: its order is not its model's
+            return None, run_check_reason(audited.words())
         try:
-            return self.reranker_of(plan), None
+            return self.reranker(choice), None
         except InputError:
             raise
         except Exception as exc:
@@ -409,7 +419,7 @@ class Engine:
         if rerank_budget_ms is None:
             rerank_model = self.reranker_of(plan)
         else:
-            rerank_model, fallback = self._reranker_to_serve(plan)
+            rerank_model, fallback = self.reranker_to_serve(plan.reranker)
         if rerank_model is not None and plan.min_score is not None:
             needs_scores(rerank_model.score_scale, "--min-score")
         key = (name, query, plan.k, json.dumps(plan.filters, sort_keys=True), plan.retrieval, plan.fusion,
@@ -445,10 +455,11 @@ class Engine:
         if rerank_budget_ms is not None and rerank_model is not None and not skipped and hits:
             model = rerank_model
             served = self.guard.run(
-                self.reranker_id(plan.reranker) or DEFAULT_RERANKER_CHOICE,
+                self.circuit_of(plan.reranker),
                 # no progress from the rerank's own thread: a caller's progress callback may only run on its thread
                 lambda until: _rerank(model, query, hits, use_cache, _sooner(until, deadline), None, strategy),
                 rerank_budget_ms,
+                check=lambda value: SAME_SCORES if same_scores(value[0]) else None,
             )
             fallback = served.fallback
             scores, hit_count, asked = served.value or ([None] * len(hits), 0, 0)

@@ -600,6 +600,28 @@ def validate_rerank_budget_ms(value: Any) -> float:
     )
 
 
+MAX_SERVE_CONCURRENCY = 64
+
+
+def validate_serve_concurrency(value: Any) -> int:
+    """How many searches an evaluation served under a rerank budget runs at once (budgets bite under load): a whole
+    number from 1 to MAX_SERVE_CONCURRENCY."""
+    return _whole_in(value, "the serving concurrency", 1, MAX_SERVE_CONCURRENCY)
+
+
+def validate_serving(budget_ms: Any, concurrency: Any) -> tuple[float | None, int]:
+    """A rerank budget (None: none) and the concurrency it is served at, checked together: a concurrency above 1
+    is the load a budget is measured under, so it goes with one."""
+    budget = None if budget_ms is None else validate_rerank_budget_ms(budget_ms)
+    load = 1 if concurrency is None else validate_serve_concurrency(concurrency)
+    if load > 1 and budget is None:
+        raise InputError(
+            f"A serving concurrency ({load}) is the load a rerank budget is measured under: give a rerank budget too "
+            "(--rerank-budget-ms, rerank_budget_ms)."
+        )
+    return budget, load
+
+
 def validate_tolerance(value: Any) -> float:
     """A tolerance on a change in nDCG@10: a number above 0 and below 1."""
     return _number(value, "The tolerance is a number above 0 and below 1", lambda n: 0 < n < 1)

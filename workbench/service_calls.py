@@ -25,6 +25,7 @@ from workbench.redact import plain_text, redact_text, redact_url, register_secre
 _BACKOFF = 0.5  # seconds before the first retry; doubled each time
 _MAX_WAIT = 30.0
 REPLICA_REST = 30.0  # seconds a replica that did not answer is left out of the turn
+REPLICA_ERRORS = 3  # errors (5xx) in a row from one replica before it is left out of the turn like one down
 log = logging.getLogger("workbench.services")
 
 
@@ -85,7 +86,8 @@ class ServiceCaller:
         self._turn = itertools.count()
         self._turn_lock = threading.Lock()
         self._resting: dict[int, float] = {}  # replica -> when it may be asked again (time.monotonic())
-        self.taken_out = 0  # how many times a replica was left out for not answering
+        self.taken_out = 0  # how many times a replica was left out for not answering, or answering errors
+        self._errors: dict[int, int] = {}  # replica -> errors (5xx) it answered in a row
         self.method = method
         for value in (headers or {}).values():
             register_secret(value)
@@ -123,6 +125,26 @@ class ServiceCaller:
             self.words.noun, redact_url(self.urls[replica]), type(exc).__name__, REPLICA_REST,
         )  # fmt: skip
         return live > 0
+
+    def _answered(self, replica: int, status: int) -> None:
+        """Count a replica's error answers in a row: after `REPLICA_ERRORS` (5xx, not 429's "busy") it is left out
+        of the turn for `REPLICA_REST` seconds, as one down is (the rest of a pool answer); any other answer
+        clears its count."""
+        if status < 500 or len(self.urls) < 2:
+            with self._turn_lock:
+                self._errors.pop(replica, None)
+            return
+        with self._turn_lock:
+            self._errors[replica] = self._errors.get(replica, 0) + 1
+            if self._errors[replica] < REPLICA_ERRORS:
+                return
+            self._errors[replica] = 0
+            self._resting[replica] = time.monotonic() + REPLICA_REST
+            self.taken_out += 1
+        log.warning(
+            "%s replica %s answered %d errors in a row (the last %d): left out for %g s; its requests go to the "
+            "other replicas", self.words.noun, redact_url(self.urls[replica]), REPLICA_ERRORS, status, REPLICA_REST,
+        )  # fmt: skip
 
     def _send(self, replica: int, body: Any, params: dict[str, Any] | None = None) -> httpx.Response:
         """One try, at `replica`: the whole answer read within `timeout` seconds (httpx alone times each read, so a
@@ -172,6 +194,7 @@ class ServiceCaller:
                     attempt += 1
                     continue
                 raise self.unreachable(exc) from exc
+            self._answered(replica, response.status_code)
             busy = response.status_code == 429 or response.status_code >= 500
             if busy and attempt < self.retries:
                 time.sleep(min(_retry_after(response) or wait, _MAX_WAIT))

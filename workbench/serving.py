@@ -2,8 +2,10 @@
 
 A search served under a budget (`Engine.search(..., rerank_budget_ms=B)`; the serving paths pass the request's
 budget or WORKBENCH_RERANK_BUDGET_MS) reranks in a worker thread and waits at most B ms for it. Past the budget, when
-the reranker fails, or while its circuit is open, the answer is the first stage's order, marked with the reason
-(`SearchResult.rerank_fallback`): never an error, never a list that mixes some reranked scores into an order.
+the reranker fails, while its circuit is open, or when a run check says it is not running as intended (every
+candidate scored the same; a served copy the last parity audit found unfaithful to its model), the answer is the
+first stage's order, marked with the reason (`SearchResult.rerank_fallback`): never an error, never a list that mixes
+some reranked scores into an order.
 
 The circuit is per reranker (its model id; a served reranker's replicas share it): after `failures` failures in a
 row (errors and budgets passed alike) it opens and the reranker is skipped, said as "circuit open"; after
@@ -16,11 +18,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+import numpy as np
 
 from workbench.errors import QueryTimeoutError, error_message, is_expected
 from workbench.inputs import validate_rerank_budget_ms
@@ -31,6 +35,23 @@ T = TypeVar("T")
 
 BUDGET = "budget"
 CIRCUIT_OPEN = "circuit open"
+RUN_CHECK = "run check"
+SAME_SCORES = "every candidate got the same score"
+
+
+def same_scores(scores: Sequence[float | None]) -> bool:
+    """Whether every one of two or more scores is the same at single precision (as trec_eval reads scores): the
+    **constant** run check on one list (`evaluation.sanity`), whose order is then the first stage's by its ties."""
+    known = [s for s in scores if s is not None]
+    if len(known) < 2 or len(known) != len(scores):
+        return False
+    values = np.asarray(known, dtype=np.float32)
+    return bool(np.all(values == values[0]))
+
+
+def run_check_reason(words: str) -> str:
+    """A run check's words as a fallback reason: 'run check: ...'."""
+    return f"{RUN_CHECK}: {words}"
 
 
 @dataclass
@@ -101,11 +122,18 @@ class RerankGuard:
                 circuit.opened_at = self.clock()
             circuit.probing = False
 
-    def run(self, reranker: str, rerank: Callable[[float], T], budget_ms: float) -> Served[T]:
+    def run(
+        self,
+        reranker: str,
+        rerank: Callable[[float], T],
+        budget_ms: float,
+        check: Callable[[T], str | None] | None = None,
+    ) -> Served[T]:
         """`rerank(deadline)` within `budget_ms`, for the reranker named `reranker`: its value, or the reason the
-        first stage's order is served instead ("budget", "circuit open", "error: ..."). A rerank past its budget is
-        left to stop at its next batch (the deadline it was given); what it scores by then is kept in the score
-        cache, never mixed into this answer."""
+        first stage's order is served instead ("budget", "circuit open", "error: ...", or "run check: ..." when
+        `check(value)` names a fault: a failure, as an error is). A rerank past its budget is left to stop at its
+        next batch (the deadline it was given); what it scores by then is kept in the score cache, never mixed into
+        this answer."""
         if not self._admit(reranker):
             return Served(None, CIRCUIT_OPEN)
         deadline = time.monotonic() + budget_ms / 1000
@@ -127,6 +155,11 @@ class RerankGuard:
             return Served(None, BUDGET)
         except Exception as exc:  # a reranker down, lying or broken: the first stage's order, with why
             return Served(None, self.failed(reranker, exc))
+        fault = check(value) if check is not None else None
+        if fault is not None:
+            self._settle(reranker, ok=False)
+            log.warning("Served the first stage's order: the reranker %s did not run as intended: %s", reranker, fault)
+            return Served(None, run_check_reason(fault))
         self._settle(reranker, ok=True)
         return Served(value)
 

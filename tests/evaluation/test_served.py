@@ -68,6 +68,24 @@ def test_eval_under_a_rerank_budget_scores_the_slow_queries_at_their_first_stage
         # the gate decides on the candidate as served: its change over the first stage is the run made by hand's
         assert main(["gate", str(folder), "-k", "10", "-n", "10", "--rerank-budget-ms", "500", "--json"]) in (0, 1, 3)
         decision = json.loads(capsys.readouterr().out)
+
+        # tune weighs each cell as served, two searches at once: each cell's nDCG@10 as served is its run by hand's
+        tuned_args = ["tune", str(folder), "--first-stage", "dense", "-k", "5", "-k", "10", "-n", "10",
+                      "--timing-queries", "2", "--no-save", "--json", "--rerank-budget-ms", "500"]  # fmt: skip
+        assert main([*tuned_args, "--serve-concurrency", "2"]) == 0
+        tuned = json.loads(capsys.readouterr().out)
+        by_k = {}
+        for k in (5, 10):
+            runs = {}
+            for qid, text in dataset.queries.items():
+                plan = engine.plan(collection="slowset", k=k, top_n=min(k, 10),
+                                   reranker=None if SLOW in text else "default")  # fmt: skip
+                ids = [str(c.metadata.get("document_id", c.id)) for c in engine.search(text, plan).reranked]
+                runs[qid] = _ranked(ids)
+            graded = pytrec_eval.RelevanceEvaluator(dataset.qrels, {"ndcg_cut.10"}).evaluate(runs)
+            by_k[k] = float(np.mean([graded[q]["ndcg_cut_10"] for q in dataset.qrels]))
+        assert main(["tune", str(folder), "--serve-concurrency", "2"]) == 2  # a load goes with a budget
+        refused = capsys.readouterr().err
     slow = sorted(q for q, t in dataset.queries.items() if SLOW in t)
     first_stage = served["first_stage"]
     assert decision["comparison"]["b"]["ndcg@10"] == pytest.approx(as_served, abs=1e-9)
@@ -83,6 +101,15 @@ def test_eval_under_a_rerank_budget_scores_the_slow_queries_at_their_first_stage
     assert served["share_reranked"] == pytest.approx(8 / 12)
     assert served["p95_ms"] < 1000  # a slow query counts the budget it was given up after, not the second it took
     assert served["words"].startswith("As served under a rerank budget of 500 ms: nDCG@10 ")
+
+    assert tuned["rerank_budget_ms"] == 500 and tuned["serve_concurrency"] == 2
+    for cell in tuned["cells"]:
+        assert cell["served"]["as_served"] == pytest.approx(by_k[cell["k"]], abs=1e-9), cell["label"]
+        assert cell["served"]["served_reranked"] == 8 and cell["served"]["concurrency"] == 2
+        assert cell["reranking_change"] == cell["served"]["vs_first_stage"]  # the cell's verdict is as served
+    best = max(tuned["cells"], key=lambda c: c["served"]["as_served"])
+    assert tuned["best"] == best["label"] and "nDCG@10 as served" in tuned["words"]
+    assert refused.startswith("error: A serving concurrency (2) is the load a rerank budget is measured under")
 
     for bad in ("0", "-3", "nan", "inf", "1e12", "soon"):
         for command in (arguments, ["gate", str(folder)]):

@@ -13,12 +13,14 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BeforeValidator
 
 from workbench.clicks.online import InterleavingLog
 from workbench.clicks.queue import open_click_consumer
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import QueryTimeoutError
+from workbench.inputs import validate_rerank_budget_ms
 from workbench.services.events import EventSink, open_sink
 from workbench.services.jobs import JobBoard
 from workbench.services.sessions import SessionStore, open_session_store
@@ -77,6 +79,17 @@ def require_token(state: State, credentials: Annotated[HTTPAuthorizationCredenti
 
 
 Authorised = [Depends(require_token)]
+
+
+# A request's rerank budget (a body's `rerank_budget_ms`), checked where the limits live (one line naming the problem)
+RerankBudget = Annotated[
+    float | None, BeforeValidator(lambda value: validate_rerank_budget_ms(value) if value is not None else None)
+]
+
+
+def header_budget(header: str) -> float | None:
+    """The X-Rerank-Budget-Ms header's budget (None when absent); a bad one is refused in one line (422)."""
+    return validate_rerank_budget_ms(header.strip()[:40]) if header.strip() else None
 
 
 def deadline(state: ServiceState) -> float:

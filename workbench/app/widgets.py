@@ -72,9 +72,14 @@ def fallback_note(result: SearchResult) -> str | None:
     """A search served unreranked under the rerank budget, in words (None when it was reranked as planned)."""
     if result.rerank_fallback is None:
         return None
+    reason = result.rerank_fallback
     why = {"budget": "the reranker took longer than the rerank budget (WORKBENCH_RERANK_BUDGET_MS)",
-           "circuit open": "the reranker failed again and again, so it is skipped for a while"}.get(
-        result.rerank_fallback, text_md(result.rerank_fallback.removeprefix("error: ")))  # fmt: skip
+           "circuit open": "the reranker failed again and again, so it is skipped for a while"}.get(reason)  # fmt: skip
+    if why is None and reason.startswith("run check: "):
+        checked = text_md(reason.removeprefix("run check: "))
+        why = f"a run check says the reranker is not running as intended ({checked})"
+    if why is None:
+        why = text_md(reason.removeprefix("error: "))
     return f"Served without reranking: {why}. Both lists are the first stage's order, as an app would get it now."
 
 

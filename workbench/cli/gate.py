@@ -37,7 +37,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
     budgets = Budgets(
         max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs,
-        rerank_budget_ms=args.rerank_budget_ms,
+        rerank_budget_ms=args.rerank_budget_ms, serve_concurrency=args.serve_concurrency,
     )  # fmt: skip
     with ProgressBar("queries", unit="query") as bar:
         decision = run_gate(

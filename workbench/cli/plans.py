@@ -120,4 +120,5 @@ def evaluation_from(args: argparse.Namespace, settings: Settings | None = None) 
         max_queries=getattr(args, "max_queries", None), depth=depth,
         rerankers=tuple(model for model in compared if model), keep=not getattr(args, "no_save", False),
         rerank_budget_ms=getattr(args, "rerank_budget_ms", None),
+        serve_concurrency=getattr(args, "serve_concurrency", None) or 1,
     )  # fmt: skip

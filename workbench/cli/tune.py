@@ -37,7 +37,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             engine, dataset, base, first_stages=args.first_stage or (), ks=ks, chunkings=args.chunking or (),
             max_queries=args.max_queries,
             latency_budget_ms=args.latency_budget_ms, timing_queries=args.timing_queries, progress=bar,
-            announce=warn,
+            announce=warn, rerank_budget_ms=request.rerank_budget_ms, serve_concurrency=request.serve_concurrency,
         )  # fmt: skip
     if args.out:
         text = run.model_dump_json(indent=2) if args.out.lower().endswith(".json") else run.to_markdown()

@@ -60,10 +60,12 @@ def search_all(
     texts: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
     use_cache: bool = True,
+    workers: int | None = None,
 ) -> list[SearchResult]:
     """Each text searched as `plan` says (the whole text: evaluation scores it all), in order; `progress(done,
     total)` after each search, from the calling thread. `use_cache=False` does the real work of every search (a
-    latency budget is checked on searches that ran, never on cached ones)."""
+    latency budget is checked on searches that ran, never on cached ones). `workers` searches at once (default:
+    `concurrency_for` the reranker)."""
 
     def one(text: str) -> SearchResult:
         return engine.search(text, plan, max_query_chars=None, use_cache=use_cache)
@@ -77,7 +79,7 @@ def search_all(
             told = None if progress is None else (lambda done, _, offset=start: progress(offset + done, len(texts)))
             results += in_order(chunk, one, 1, told)
         return results
-    return in_order(texts, one, concurrency_for(engine, plan), progress)
+    return in_order(texts, one, workers or concurrency_for(engine, plan), progress)
 
 
 def executed_elsewhere(engine: Engine, plan: SearchPlan) -> bool:
@@ -131,17 +133,21 @@ def search_each(
     progress: Callable[[int, int], None] | None = None,
     warm: Callable[[Sequence[str]], None] | None = None,
     block: int = 1,
+    *,
+    use_cache: bool = True,
+    workers: int | None = None,
 ) -> list[list[SearchResult]]:
     """Each text searched under every plan, a query's plans one after another, so that a pair several plans share
     is scored once and read from the score cache while it is fresh: results[plan][query]. With `warm`, the texts
     go in blocks of `block`, and `warm(block's texts)` runs before their searches (a tuning run scores the union
     of its cells' candidates for many queries in one model call). Queries run at once where a reranker is a
-    service, as in `search_all`; `progress(done, total)` per query."""
+    service, as in `search_all`, or `workers` at once; `progress(done, total)` per query. `use_cache=False` does
+    every search's real work (a tuning run weighed as served times each)."""
 
     def every(text: str) -> list[SearchResult]:
-        return [engine.search(text, plan, max_query_chars=None) for plan in plans]
+        return [engine.search(text, plan, max_query_chars=None, use_cache=use_cache) for plan in plans]
 
-    workers = max((concurrency_for(engine, plan) for plan in plans), default=1)
+    workers = workers or max((concurrency_for(engine, plan) for plan in plans), default=1)
     step = max(block, 1) if warm is not None else max(len(texts), 1)
     rows: list[list[SearchResult]] = []
     for start in range(0, len(texts), step):

@@ -14,7 +14,6 @@ machine's measured peak (`rerankers.local.ceiling`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
@@ -53,6 +52,7 @@ from workbench.rerankers.local.machine import (
     load_per_core,
     machine_facts,
 )
+from workbench.rerankers.served.verdicts import ServedVerdict, served_file, served_key
 from workbench.types import SearchPlan
 from workbench.vocab import (
     BACKENDS,
@@ -335,35 +335,9 @@ def audit_parity(
     return audit
 
 
-class ServedVerdict(BaseModel):
-    """A served copy's verdict from the last parity audit that took it: against which local model, and why not."""
-
-    served: str  # as shown: a URL without its secrets
-    model: str
-    faithful: bool
-    reasons: list[str]
-    measured_at: datetime
-
-    def words(self) -> str:
-        """Why the served copy's figures are not about the model it serves."""
-        return (
-            f"the served copy {self.served} disagrees with its local reference {self.model} (parity audit of "
-            f"{self.measured_at:%Y-%m-%d}: {'; '.join(self.reasons)}), so its figures are about how it is served"
-        )
-
-
-def _served_file(exports_dir: str | Path) -> Path:
-    return Path(exports_dir) / "served-audits.json"
-
-
-def _served_key(reranker_id: str) -> str:
-    """A served id as a key: hashed, so a token in its URL is never written down."""
-    return hashlib.sha256(reranker_id.encode()).hexdigest()[:32]
-
-
 def _keep_served(exports_dir: str | Path, audit: ParityAudit, served: Sequence[str]) -> None:
     """Each served copy's verdict, kept beside the exports: an evaluation of that copy reads it (`served_verdict`)."""
-    path = _served_file(exports_dir)
+    path = served_file(exports_dir)
     try:
         kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, ValueError):
@@ -372,22 +346,12 @@ def _keep_served(exports_dir: str | Path, audit: ParityAudit, served: Sequence[s
     for reranker_id in served:
         row = rows.get(redact_url(reranker_id))
         if row is not None:
-            kept[_served_key(reranker_id)] = ServedVerdict(
+            kept[served_key(reranker_id)] = ServedVerdict(
                 served=row.backend, model=audit.model, faithful=row.faithful, reasons=row.reasons,
                 measured_at=audit.measured_at,
             ).model_dump(mode="json")  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(kept, indent=1), encoding="utf-8")
-
-
-def served_verdict(exports_dir: str | Path, reranker_id: str) -> ServedVerdict | None:
-    """The kept verdict of the last parity audit that took `reranker_id` as a served copy, or None."""
-    try:
-        kept = json.loads(_served_file(exports_dir).read_text(encoding="utf-8"))
-        found = kept.get(_served_key(reranker_id)) if isinstance(kept, dict) else None
-        return ServedVerdict.model_validate(found) if found is not None else None
-    except (OSError, ValueError):
-        return None
 
 
 def _threads() -> int:

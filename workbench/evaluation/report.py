@@ -71,6 +71,7 @@ class ServedFigures(BaseModel):
     plus the budget where it ran out)."""
 
     budget_ms: float
+    concurrency: int = Field(1, description="searches served at once while each was timed")
     queries: int
     served_reranked: int
     share_reranked: float
@@ -87,7 +88,8 @@ class ServedFigures(BaseModel):
         """The figures in words, as `eval` prints them and the report's Markdown shows them."""
         first, always = self.vs_first_stage, self.vs_always_reranked
         return [
-            f"As served under a rerank budget of {self.budget_ms:g} ms: nDCG@10 {self.as_served:.4f} "
+            f"As served under a rerank budget of {self.budget_ms:g} ms"
+            f"{f', {self.concurrency} searches at once' if self.concurrency > 1 else ''}: nDCG@10 {self.as_served:.4f} "
             f"({self.served_reranked} of {self.queries} queries served reranked, {self.share_reranked:.0%}); "
             f"p50 {self.p50_ms:.0f} ms, p95 {self.p95_ms:.0f} ms end to end.",
             f"Against the first stage ({self.first_stage:.4f}): {first.delta:+.4f} "

@@ -42,19 +42,20 @@ def run_evaluation(
     max_queries: int | None = None,
     use_cache: bool = True,
     sequential: SequentialPlan | None = None,
+    workers: int | None = None,
 ) -> EvaluationReport:
     """Every judged query answered as `plan` says; metrics of the first-stage order (before) and of the reranked
     order of the same k candidates (after), per query and averaged, with a paired test on nDCG@10. With
     `sequential` (and a reranker), the queries run in a seeded order until the verdict is settled
-    (`evaluation/sequential.py`)."""
+    (`evaluation/sequential.py`). `workers`: searches at once (default: the reranker's, `concurrency_for`)."""
     started = time.perf_counter()
     items = list(dataset.queries.items())[:max_queries] if max_queries else list(dataset.queries.items())
     collection = plan.collection or engine.settings.collection
     if sequential is not None and plan.reranker:
         report = _until_settled(engine, dataset, plan.with_(collection=collection), items, sequential, progress,
-                                use_cache, started)  # fmt: skip
+                                use_cache, started, workers)  # fmt: skip
     else:
-        results = search_all(engine, plan, [text for _, text in items], progress, use_cache)
+        results = search_all(engine, plan, [text for _, text in items], progress, use_cache, workers)
         report = report_of(dataset, plan.with_(collection=collection), items, results, time.perf_counter() - started)
     executor = executor_of(engine.settings) if use_cache and executed_elsewhere(engine, plan) else None
     if executor is not None:
@@ -71,6 +72,7 @@ def _until_settled(
     progress: Callable[[int, int], None] | None,
     use_cache: bool,
     started: float,
+    workers: int | None = None,
 ) -> EvaluationReport:
     """The queries in the seeded order, a block at a time, until the stopping rule settles the verdict: the report
     of the queries it took, with `sequential` saying how many decided it and by which rule."""
@@ -87,7 +89,7 @@ def _until_settled(
                 progress(len(results) + done, len(ordered))
 
         wanted = ordered[len(results) : used]
-        found = search_all(engine, plan, [text for _, text in wanted], told, use_cache)
+        found = search_all(engine, plan, [text for _, text in wanted], told, use_cache, workers)
         results.extend(found)
         answers = _answers(wanted, found)
         scored.update(answers.candidates)

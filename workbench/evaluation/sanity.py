@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from scipy.stats import kendalltau
 
 from workbench.evaluation.runs import ScoredChunk, scored_chunks
+from workbench.serving import SAME_SCORES, same_scores
 from workbench.types import SearchResult
 
 CheckName = Literal["constant", "tied", "identity", "split", "squashed", "cut", "served"]
@@ -126,14 +127,14 @@ def run_checks(candidates: Mapping[str, Sequence[ScoredChunk]], top_n: int, scor
     per_query = [s for s in (_scores(rows) for rows in candidates.values()) if s is not None]
     if not per_query:
         return []
-    constant = sum(bool(np.all(s == s[0])) for s in per_query)
+    constant = sum(same_scores(list(s)) for s in per_query)
     tied = sum(_tie_share(s, top_n) >= TIE_SHARE for s in per_query if not np.all(s == s[0]))
     taus = [t for t in (_tau(s) for s in per_query) if t is not None]
     identity = sum(t >= IDENTITY_TAU for t in taus)
     tie_words = f"at least {TIE_SHARE:.0%} of neighbouring scores in the top {top_n} tie (saturated or rounded)"
     moved = f"the reranked order is the first stage's (Kendall's tau ≥ {IDENTITY_TAU}): the reranker moved nothing"
     found = [
-        _fired("constant", constant, len(per_query), "every candidate got the same score"),
+        _fired("constant", constant, len(per_query), SAME_SCORES),
         _fired("tied", tied, len(per_query) - constant, tie_words),
         # constant scores keep the first stage's order: said once, as constant
         None if constant / len(per_query) >= MOST else _fired("identity", identity, len(taus), moved),

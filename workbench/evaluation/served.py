@@ -14,9 +14,16 @@ from workbench.inputs import validate_rerank_budget_ms
 from workbench.vocab import PRIMARY_METRIC as PRIMARY
 
 
-def served_figures(report: EvaluationReport, budget_ms: float) -> ServedFigures:
-    """The report's queries as served under `budget_ms`: see the module. Raises InputError when a query's rerank
-    time was not measured (a cached result: evaluate with the cache off, as `--rerank-budget-ms` does)."""
+def served_scores(report: EvaluationReport, budget_ms: float) -> list[float]:
+    """Each query's nDCG@10 as served under `budget_ms`, in the report's order: its first stage's when its rerank
+    took longer than the budget, else its reranked one."""
+    return [o.before[PRIMARY] if o.rerank_ms > budget_ms else o.after[PRIMARY] for o in report.per_query]  # type: ignore[operator]
+
+
+def served_figures(report: EvaluationReport, budget_ms: float, concurrency: int = 1) -> ServedFigures:
+    """The report's queries as served under `budget_ms` (timed `concurrency` searches at once): see the module.
+    Raises InputError when a query's rerank time was not measured (a cached result: evaluate with the cache off, as
+    `--rerank-budget-ms` does)."""
     budget_ms = validate_rerank_budget_ms(budget_ms)
     outcomes = report.per_query
     unmeasured = [o.query_id for o in outcomes if o.rerank_ms is None or o.first_stage_ms is None]
@@ -30,11 +37,12 @@ def served_figures(report: EvaluationReport, budget_ms: float) -> ServedFigures:
     over = [o.rerank_ms > budget_ms for o in outcomes]  # type: ignore[operator]
     before = [o.before[PRIMARY] for o in outcomes]
     after = [o.after[PRIMARY] for o in outcomes]
-    served = [b if late else a for b, a, late in zip(before, after, over, strict=True)]
+    served = served_scores(report, budget_ms)
     # end to end as served: the first stage, then the rerank, or the budget where the service stopped waiting
     total = [o.first_stage_ms + min(o.rerank_ms, budget_ms) for o in outcomes]  # type: ignore[operator, type-var]
     return ServedFigures(
         budget_ms=budget_ms,
+        concurrency=concurrency,
         queries=len(outcomes),
         served_reranked=len(outcomes) - sum(over),
         share_reranked=(len(outcomes) - sum(over)) / len(outcomes),
@@ -49,9 +57,9 @@ def served_figures(report: EvaluationReport, budget_ms: float) -> ServedFigures:
     )
 
 
-def add_served(report: EvaluationReport, budget_ms: float | None) -> None:
+def add_served(report: EvaluationReport, budget_ms: float | None, concurrency: int = 1) -> None:
     """The report's verdict as served under `budget_ms` (`report.served`), when there is a budget and a reranker:
-    the one way `eval`, the Evaluate page, the API's experiments and the gate add it. The report's searches must
-    have been timed with no cache (evaluate with `use_cache=False`)."""
+    the one way `eval`, the Evaluate page, the API's experiments, the gate and `tune` add it. The report's searches
+    must have been timed with no cache (evaluate with `use_cache=False`), `concurrency` at once."""
     if budget_ms is not None and report.reranker_model:
-        report.served = served_figures(report, budget_ms)
+        report.served = served_figures(report, budget_ms, concurrency)

@@ -20,7 +20,6 @@ from workbench.errors import CollectionNotFoundError, InputError
 from workbench.evaluation.depth import depth_curve, top_n_points
 from workbench.evaluation.diagnosis import diagnose
 from workbench.evaluation.io import Dataset, Run
-from workbench.evaluation.parity import served_verdict
 from workbench.evaluation.recommend import recommend, with_top_n
 from workbench.evaluation.report import EvaluationReport
 from workbench.evaluation.runner import compare_runs, run_evaluation
@@ -34,6 +33,7 @@ from workbench.ingest_status import ingest_statuses
 from workbench.inputs import validate_depths, validate_max_queries, whole_number
 from workbench.rerankers.served.chat_pointwise import ChatPointwiseReranker
 from workbench.rerankers.served.listwise import ListwiseReranker
+from workbench.rerankers.served.verdicts import served_verdict
 from workbench.types import IngestStatus, SearchPlan, SearchResult
 from workbench.vocab import ORDER_SCALE, PRIMARY_METRIC
 
@@ -233,13 +233,15 @@ class EvaluationOptions:
     collection is missing (`ingest_missing`), take pair scores from the caches (`use_cache`; off, every search does
     its real work and its time is measured), stop when the verdict is settled (`sequential`), recommend a k and top
     n within `latency_budget_ms`, weigh the run as served under `rerank_budget_ms` (every search then timed, no
-    cache), and weigh an `outside_run` (named `outside_name`) against the reranked lists."""
+    cache, `serve_concurrency` at once), and weigh an `outside_run` (named `outside_name`) against the reranked
+    lists."""
 
     ingest_missing: bool = True
     use_cache: bool = True
     sequential: SequentialPlan | None = None
     latency_budget_ms: float | None = None
     rerank_budget_ms: float | None = None
+    serve_concurrency: int = 1  # under a rerank budget, searches served (and timed) at once: budgets bite under load
     outside_run: Run | None = None
     outside_name: str = "outside run"
 
@@ -248,6 +250,12 @@ class EvaluationOptions:
         """Whether pair scores may come from the caches: not when asked not to, nor under a rerank budget (every
         search then does its real work, so its time is what was served)."""
         return self.use_cache and self.rerank_budget_ms is None
+
+    @property
+    def serving_workers(self) -> int | None:
+        """Searches run at once: the serving concurrency under a rerank budget, else None (the reranker's own:
+        `parallel.concurrency_for`)."""
+        return self.serve_concurrency if self.rerank_budget_ms is not None else None
 
 
 def evaluate_dataset(
@@ -273,7 +281,7 @@ def evaluate_dataset(
     add_depth_curve(engine, dataset, plan, report, ks, options.latency_budget_ms, listeners)
     add_skip_figures(engine, dataset, plan, report, max_queries, options.cached, listeners)
     add_outside_run(dataset, plan, report, options)
-    add_served(report, options.rerank_budget_ms)
+    add_served(report, options.rerank_budget_ms, options.serve_concurrency)
     return report
 
 
@@ -302,7 +310,7 @@ def run_queries(
     asked_before = reranker.stats if isinstance(reranker, llm_kinds) else None
     report = run_evaluation(
         engine, dataset, plan, progress=listeners.progress, max_queries=max_queries, use_cache=options.cached,
-        sequential=options.sequential,
+        sequential=options.sequential, workers=options.serving_workers,
     )  # fmt: skip
     if isinstance(reranker, llm_kinds) and asked_before is not None:  # how often its answers were not read as given
         said = reranker.stats.since(asked_before).warning()  # type: ignore[arg-type]  # the same kind's stats

@@ -5,6 +5,11 @@ Scores are shared across cells: a query's cells run one after another, so a pair
 scored once and read from the score cache by the others. Each cell's report is made by the same function as an
 evaluation's (`runner.report_of`), from the same searches, so a cell's figures equal `eval`'s for its plan.
 
+Under a rerank budget (`rerank_budget_ms`), each cell is weighed as a fail-open service serves it: no score is
+shared or cached, every cell's searches are timed (`serve_concurrency` queries at once), a query whose rerank took
+longer than the budget counts at its first-stage order (`served.served_figures`), and the best and recommended
+cells are chosen by nDCG@10 as served; each cell's verdict is then its served run against its first stage.
+
 Cost is measured apart from quality, first, with every cache read bypassed: the first stage of each cell on a sample
 of queries (no reranker), and the rerank time at each k on the same sample (the scores it computes are kept, so the
 cells do not score those pairs again). A cell's p95 is the sum of the two p95s (an upper bound of the p95 of their
@@ -27,14 +32,15 @@ from workbench.evaluation.io import Dataset
 from workbench.evaluation.latency import rerank_time_by_k
 from workbench.evaluation.parallel import concurrency_for, in_order, search_each
 from workbench.evaluation.recommend import TopNPoint, smallest_sufficient_top_n
-from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.report import EvaluationReport, ServedFigures
 from workbench.evaluation.runner import report_of
+from workbench.evaluation.served import add_served, served_scores
 from workbench.evaluation.service import check_plan, prepare_collection
 from workbench.evaluation.significance import Difference, bootstrap_interval, difference
 from workbench.evaluation.skip_policy import SkipFigures, skip_advice, skip_search
 from workbench.evaluation.tuning_grid import check_grid, chunked_collection
 from workbench.fusion import first_stage_name
-from workbench.inputs import parse_chunking
+from workbench.inputs import parse_chunking, validate_serving
 from workbench.redact import plain_text
 from workbench.types import SearchPlan
 from workbench.vocab import (
@@ -74,6 +80,12 @@ class TuneCell(BaseModel):
     rerank_ms_p50: float | None = None
     rerank_ms_p95: float | None = None
     top_n: list[TopNPoint] = Field(default_factory=list)
+    served: ServedFigures | None = Field(None, description="under a rerank budget: the cell as a service serves it")
+
+    @property
+    def quality(self) -> float:
+        """What the cell is chosen by: nDCG@10 as served under a rerank budget, else after reranking."""
+        return self.served.as_served if self.served is not None else self.ndcg_after
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -118,6 +130,8 @@ class TuningRun(BaseModel):
     recommended: str | None
     recommended_top_n: int | None = None
     latency_budget_ms: float | None = None
+    rerank_budget_ms: float | None = Field(None, description="each cell weighed as served under this rerank budget")
+    serve_concurrency: int = 1
     over_budget: list[str] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list)
     timing_queries: int
@@ -131,6 +145,7 @@ class TuningRun(BaseModel):
     skip: list[SkipFigures] = Field(default_factory=list)
     skip_advice: str | None = None
     scores: dict[str, list[float]] = Field(default_factory=dict, exclude=True)  # each cell's nDCG@10 per query
+    served_scores: dict[str, list[float]] = Field(default_factory=dict, exclude=True)  # ... as served, under a budget
     reports: dict[str, EvaluationReport] = Field(default_factory=dict, exclude=True)  # by cell label
     plans: dict[str, SearchPlan] = Field(default_factory=dict, exclude=True)
 
@@ -143,10 +158,11 @@ class TuningRun(BaseModel):
     def words(self) -> str:
         """The recommendation in a sentence or two."""
         best = self.cell(self.best)
+        measure = self.measure
         if self.recommended is None:
             return (
                 f"No cell keeps the {self.latency_budget_ms:,.0f} ms p95 budget; the best is {best.label} "
-                f"(nDCG@10 {best.ndcg_after:.3f})."
+                f"({measure} {best.quality:.3f})."
             )
         chosen = self.cell(self.recommended)
         if chosen.reranking_verdict not in (None, "helps"):
@@ -155,25 +171,28 @@ class TuningRun(BaseModel):
             change = chosen.reranking_change
             interval = ""
             if change is not None:
-                interval = f" (nDCG@10 {change.delta:+.4f}, 95 % CI {change.ci_low:+.4f} to {change.ci_high:+.4f})"
+                interval = f" ({measure} {change.delta:+.4f}, 95 % CI {change.ci_low:+.4f} to {change.ci_high:+.4f})"
             how = {
                 "hurts": "measurably worse than",
                 "unknown": "not known to be running as intended (see its evaluation's checks), so no better than",
             }.get(chosen.reranking_verdict or "", "not measurably better than")
+            served = " served under the rerank budget" if self.rerank_budget_ms is not None else ""
             said = (
-                f"No cell is advised as better: in {chosen.label}, reranking is {how} the first stage alone{interval}. "
-                f"If you rerank for another reason, the cheapest cell not measurably below the best ({best.label}, "
-                f"nDCG@10 {best.ndcg_after:.3f}) is {chosen.label}"
+                f"No cell is advised as better: in {chosen.label}, reranking{served} is {how} the first stage "
+                f"alone{interval}. If you rerank for another reason, the cheapest cell not measurably below the best "
+                f"({best.label}, {measure} {best.quality:.3f}) is {chosen.label}"
             )
         elif chosen.label == best.label:
-            said = f"Ship {chosen.label}: nDCG@10 {chosen.ndcg_after:.3f}, the best of {len(self.cells)} cells"
+            said = f"Ship {chosen.label}: {measure} {chosen.quality:.3f}, the best of {len(self.cells)} cells"
         else:
             assert chosen.vs_best is not None
             said = (
-                f"Ship {chosen.label}: nDCG@10 {chosen.ndcg_after:.3f}, not measurably below the best, {best.label} "
-                f"({best.ndcg_after:.3f}; difference {chosen.vs_best.delta:+.3f}, 95 % CI {chosen.vs_best.ci_low:+.3f} "
+                f"Ship {chosen.label}: {measure} {chosen.quality:.3f}, not measurably below the best, {best.label} "
+                f"({best.quality:.3f}; difference {chosen.vs_best.delta:+.3f}, 95 % CI {chosen.vs_best.ci_low:+.3f} "
                 f"to {chosen.vs_best.ci_high:+.3f})"
             )
+        if chosen.served is not None:
+            said += f" ({chosen.served.served_reranked} of {chosen.served.queries} queries served reranked)"
         if chosen.compute_seconds_per_1000 is not None and best.compute_seconds_per_1000:
             said += f", at {chosen.compute_seconds_per_1000 / best.compute_seconds_per_1000:.0%} of its compute"
         said += "."
@@ -185,14 +204,20 @@ class TuningRun(BaseModel):
             said += f" {self.skip_advice}"
         return said
 
+    @property
+    def measure(self) -> str:
+        """What the cells are chosen by, in words: 'nDCG@10', or 'nDCG@10 as served' under a rerank budget."""
+        return "nDCG@10 as served" if self.rerank_budget_ms is not None else "nDCG@10"
+
     def table(self) -> list[dict[str, Any]]:
-        """A row per cell, for a table on a page or a terminal."""
+        """A row per cell, for a table on a page or a terminal (under a rerank budget, with each cell as served)."""
         return [
             {
                 "cell": c.label,
                 "Recall@k": round(c.recall_ceiling, 4),
                 "nDCG@10 before": round(c.ndcg_before, 4),
                 "nDCG@10 after": round(c.ndcg_after, 4),
+                **_served_columns(c),
                 "95 % CI": f"{c.after_ci[0]:.3f} to {c.after_ci[1]:.3f}",
                 "vs best": "—" if c.vs_best is None or c.label == self.best else f"{c.vs_best.delta:+.4f}",
                 "p95 ms": None if c.total_ms_p95 is None else round(c.total_ms_p95, 1),
@@ -212,6 +237,14 @@ class TuningRun(BaseModel):
             return "recommended" if advised else "cheapest as good as the best"
         return "best" if label == self.best else ""
 
+    def _served_lines(self) -> list[str]:
+        if self.rerank_budget_ms is None:
+            return []
+        return [
+            f"- each cell as served under a {self.rerank_budget_ms:g} ms rerank budget, {self.serve_concurrency} "
+            "searches at once: every search timed, no score cached or shared"
+        ]
+
     def to_markdown(self) -> str:
         """The run as Markdown: the sentence, the table, the findings."""
         rows = self.table()
@@ -224,6 +257,7 @@ class TuningRun(BaseModel):
             f"{len(self.cells)} cells; {self.pairs_scored:,} pairs scored for {self.pairs_in_cells:,} reranked in "
             f"the cells; {self.seconds:.1f} s",
             f"- cost measured with caches bypassed on {self.timing_queries} queries per cell",
+            *self._served_lines(),
             "",
             self.words,
             "",
@@ -234,6 +268,16 @@ class TuningRun(BaseModel):
         if self.findings:
             lines += ["", "## Where recall and reranked quality part ways", "", *(f"- {f}" for f in self.findings)]
         return "\n".join(lines) + "\n"
+
+
+def _served_columns(cell: TuneCell) -> dict[str, Any]:
+    """A cell's columns as served under a rerank budget (none without one)."""
+    if cell.served is None:
+        return {}
+    return {
+        "nDCG@10 as served": round(cell.served.as_served, 4),
+        "served reranked": f"{cell.served.share_reranked:.0%}",
+    }
 
 
 def _cell_text(column: str, value: Any) -> str:
@@ -270,15 +314,19 @@ def tune(
     timing_queries: int = 10,
     progress: Progress | None = None,
     announce: Callable[[str], None] | None = None,
+    rerank_budget_ms: float | None = None,
+    serve_concurrency: int = 1,
 ) -> TuningRun:
     """Every cell of first stages × ks on the dataset's judged queries, reranked by the base plan's reranker; the
     best cell by nDCG@10, and the recommended: the cheapest (compute per 1,000 queries) whose nDCG@10 is not
-    measurably below the best's (paired 95 % interval includes 0) and whose p95 keeps the budget.
+    measurably below the best's (paired 95 % interval includes 0) and whose p95 keeps the budget. Under
+    `rerank_budget_ms`, by nDCG@10 as served (see the module), `serve_concurrency` searches at once.
 
     `chunkings` ('SIZE/OVERLAP', two or more) compare ingest's chunk size and overlap the same way: the dataset's
     corpus is ingested once per chunking (its passages split too) into a collection of its own, each judged by
     document (a document's best chunk), every cell run on each."""
     started = time.perf_counter()
+    rerank_budget_ms, serve_concurrency = validate_serving(rerank_budget_ms, serve_concurrency)
     collection = base.collection or engine.settings.collection
     plans = check_grid(first_stages, ks, base.with_(collection=collection), chunkings)
     _, _, max_queries, _ = check_plan(base.k, base.top_n, max_queries)
@@ -311,17 +359,25 @@ def tune(
         timed = rerank_time_by_k(engine, sample, base.with_(collection=name), sorted({p.k for p in plans}),
                                  max_query_chars=None)  # fmt: skip
         rerank_times |= {(name, t.k): t for t in timed}
-    say("timed; now each cell on every query")
-    shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0
+    served = rerank_budget_ms is not None and reranker is not None
+    say(
+        "timed; now each cell on every query"
+        + (f", as served under the {rerank_budget_ms:g} ms rerank budget (every search timed, none cached)" if served
+           else "")
+    )  # fmt: skip
+    shared = reranker is not None and not base.long_documents and engine.settings.cache_max_size > 0 and not served
     warm = _union_scorer(engine, plans) if shared else None
     block = _union_block(engine, plans)
-    results = search_each(engine, plans, [text for _, text in items], progress, warm, block)
+    results = search_each(engine, plans, [text for _, text in items], progress, warm, block,
+                          use_cache=not served, workers=serve_concurrency if served else None)  # fmt: skip
     scored = (reranker.usage.documents - scored_before) if reranker else 0
     reports = {
         plan.key: report_of(dataset, plan, items, answered, time.perf_counter() - started)
         for plan, answered in zip(plans, results, strict=True)
     }
     _refuse_unjudged(dataset, collection, list(reports.values()))
+    for report in reports.values() if served else ():
+        add_served(report, rerank_budget_ms, serve_concurrency)
     chunking = {name: f"{size}/{overlap}" for name, (size, overlap) in sizes.items()}
     cells = [
         _cell(plan, reports[plan.key], stage_times, rerank_times, chunking.get(plan.collection or "")) for plan in plans
@@ -331,10 +387,13 @@ def tune(
         reranker_backend=reranker.backend if reranker else None, queries=len(items),
         first_stages=list(dict.fromkeys(c.first_stage for c in cells)), ks=sorted({c.k for c in cells}), cells=cells,
         best="", recommended=None, latency_budget_ms=latency_budget_ms, timing_queries=len(sample),
+        rerank_budget_ms=rerank_budget_ms if served else None, serve_concurrency=serve_concurrency,
         pairs_scored=scored,
         pairs_in_cells=sum(len(r.candidates) for answered in results for r in answered) if reranker else 0,
         seconds=time.perf_counter() - started, reports={c.label: reports[c.plan_key] for c in cells},
         scores={c.label: [o.after[NDCG_10] for o in reports[c.plan_key].per_query] for c in cells},
+        served_scores={c.label: served_scores(reports[c.plan_key], rerank_budget_ms) for c in cells}
+        if served and rerank_budget_ms is not None else {},
         plans={c.label: plan for c, plan in zip(cells, plans, strict=True)},
     )  # fmt: skip
     run = decide(run)
@@ -441,20 +500,34 @@ def _cell(
         first_stage_ms_p95=float(np.percentile(stage, 95)) if stage else None,
         rerank_ms_p50=rerank.rerank_ms_p50 if rerank else None, rerank_ms_p95=rerank.rerank_ms_p95 if rerank else None,
         top_n=top_n_points(report, [n for n in TOP_N_SWEEP if n <= plan.k]),
-        reranking_verdict=report.verdict.direction if report.verdict else None,
-        reranking_change=Difference(
+        reranking_verdict=_served_direction(report) if report.served else report.verdict.direction
+        if report.verdict else None,
+        reranking_change=report.served.vs_first_stage if report.served else Difference(
             delta=report.verdict.delta, ci_low=report.verdict.ci_low, ci_high=report.verdict.ci_high,
             p_value=report.verdict.p_value,
         ) if report.verdict else None,
+        served=report.served,
     )  # fmt: skip
+
+
+def _served_direction(report: EvaluationReport) -> str | None:
+    """A cell's verdict as served: its served run against its first stage, by the paired interval ('unknown' while
+    its reranker did not run as intended, as the evaluation's verdict says)."""
+    if report.served is None or report.verdict is None:
+        return None
+    if report.verdict.direction == "unknown":
+        return "unknown"
+    change = report.served.vs_first_stage
+    return "helps" if change.ci_low > 0 else "hurts" if change.ci_high < 0 else "none"
 
 
 def decide(run: TuningRun) -> TuningRun:
     """The run with its best cell, each cell's difference from it, the recommendation (cheapest cell not
     measurably below the best, within the budget), its top n, and the findings."""
     scores, cells = run.scores, run.cells
-    best = max(cells, key=lambda c: (c.ndcg_after, -(c.compute_seconds_per_1000 or 0.0), -c.k))
-    cells = [c.model_copy(update={"vs_best": difference(scores[best.label], scores[c.label])}) for c in cells]
+    chosen_by = run.served_scores or scores  # under a rerank budget, the cells as served
+    best = max(cells, key=lambda c: (c.quality, -(c.compute_seconds_per_1000 or 0.0), -c.k))
+    cells = [c.model_copy(update={"vs_best": difference(chosen_by[best.label], chosen_by[c.label])}) for c in cells]
     budget = run.latency_budget_ms
     over = [c.label for c in cells if budget is not None and c.total_ms_p95 is not None and c.total_ms_p95 > budget]
     allowed = [c for c in cells if c.label not in over and not c.measurably_below_best]
@@ -481,7 +554,7 @@ def _cheapest_as_good(allowed: Sequence[TuneCell]) -> TuneCell | None:
         return None
     cheapest = min(c.compute_seconds_per_1000 or 0.0 for c in allowed)
     near = [c for c in allowed if (c.compute_seconds_per_1000 or 0.0) <= cheapest * (1 + COST_NOISE)]
-    return max(near, key=lambda c: (c.ndcg_after, -c.k, -(c.compute_seconds_per_1000 or 0.0)))
+    return max(near, key=lambda c: (c.quality, -c.k, -(c.compute_seconds_per_1000 or 0.0)))
 
 
 def findings(cells: list[TuneCell], scores: dict[str, list[float]]) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workbench.engine import Engine
 from workbench.errors import InputError
@@ -33,7 +33,7 @@ from workbench.experiments.query_sets import QuerySet
 from workbench.experiments.record import Experiment
 from workbench.experiments.service import Keeping, Progress, diff_experiments, run_experiment
 from workbench.experiments.store import open_experiment_store
-from workbench.inputs import validate_rerank_budget_ms
+from workbench.inputs import validate_rerank_budget_ms, validate_serving
 from workbench.types import SearchPlan
 from workbench.vocab import GATE_EXIT_CODES, NO_RERANKER, GateOutcome
 
@@ -52,11 +52,21 @@ class Budgets(BaseModel):
     max_latency_ms: float | None = Field(None, gt=0)
     max_rerank_pairs: int | None = Field(None, ge=0)
     rerank_budget_ms: float | None = None
+    serve_concurrency: int = Field(1, description="with rerank_budget_ms: searches served at once while timed")
 
     @field_validator("rerank_budget_ms", mode="before")
     @classmethod
     def _rerank_budget(cls, value: object) -> float | None:
         return None if value is None else validate_rerank_budget_ms(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _serving(cls, data: object) -> object:
+        """A serving concurrency, checked with the budget it goes with (absent or null: 1)."""
+        if isinstance(data, dict) and "serve_concurrency" in data:
+            load = validate_serving(data.get("rerank_budget_ms"), data["serve_concurrency"])[1]
+            data = {**data, "serve_concurrency": load}
+        return data
 
 
 class Check(BaseModel):
@@ -225,7 +235,7 @@ def _gate(
     earlier = kept.get(baseline) if isinstance(baseline, str) else None
     options = EvaluationOptions(
         use_cache=budgets.max_latency_ms is None,  # a latency budget is checked on real work
-        sequential=sequential, rerank_budget_ms=budgets.rerank_budget_ms,
+        sequential=sequential, rerank_budget_ms=budgets.rerank_budget_ms, serve_concurrency=budgets.serve_concurrency,
     )  # fmt: skip
     run = run_experiment(
         engine, query_set.judged(dataset) if query_set else dataset, candidate, source=source,

@@ -5,7 +5,14 @@ A request names the served model by any of its names (`served_names`), gives doc
 (`document_text` reads `rank_fields`, else `text`), may cut each document to `max_tokens_per_doc` tokens and ask
 for raw scores (the model's logit) instead of the 0-1 reading. The answer carries what each client reads:
 `results[{index, relevance_score, document?}]`, `meta{api_version, billed_units{search_units}}` (Cohere) and
-`usage{prompt_tokens, total_tokens}` (Infinity, Jina).
+`usage{prompt_tokens, total_tokens}` (Infinity, Jina), and `reranked`.
+
+Under a rerank budget (`ServedUnder`: the request's, or WORKBENCH_RERANK_BUDGET_MS) the request is served fail-open,
+as a search is (`workbench.serving`): past the budget, when the reranker fails or its circuit is open, or when a run
+check says it is not running as intended, the answer keeps the documents in the order they were sent (the caller's
+first stage), `reranked: false` with `rerank_fallback` saying why (and the `X-Rerank-Fallback` header, which a
+text-embeddings-inference list cannot carry), each `relevance_score` read as an order is: (n - rank + 1) / n, minus
+the rank when raw. Never an error, never some documents scored and the rest not.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from workbench.errors import InputError, ModelError
 from workbench.redact import plain_text, public_name
 from workbench.rerankers.base import Reranker, to_probability
+from workbench.serving import SAME_SCORES, RerankGuard, same_scores
 from workbench.vocab import CHAT_MODEL_SEPARATOR, ORDER_SCALE
 
 MAX_RERANK_DOCUMENTS = 1000
@@ -108,6 +117,15 @@ def relevance_score(score: float, scale: str, count: int, *, raw: bool = False) 
     return to_probability(score, scale)
 
 
+@dataclass(frozen=True)
+class ServedUnder:
+    """A rerank request served fail-open: the engine's guard, the reranker's circuit name, and the budget."""
+
+    guard: RerankGuard
+    circuit: str
+    budget_ms: float
+
+
 def rerank_answer(
     reranker: Reranker,
     query: str,
@@ -122,31 +140,74 @@ def rerank_answer(
     raw_scores: bool = False,
     api_version: str = "2",
     deadline: float | None = None,
+    under: ServedUnder | None = None,
 ) -> dict[str, Any]:
-    """The answer to one rerank request: the documents scored by `reranker`, best first, `top_n` of them."""
+    """The answer to one rerank request: the documents scored by `reranker`, best first, `top_n` of them; `under`
+    a rerank budget, served fail-open (see the module)."""
     names = served_names(reranker, served)
     check_model(model, reranker, names)
+    texts = document_texts(documents, rank_fields)
+    ranked_texts = truncated(reranker, texts, max_tokens_per_doc)
+    fallback = None
+    if under is None:
+        scores: list[float] | None = list(reranker.score(query, ranked_texts, deadline=deadline)[0])
+    else:
+        served_now = under.guard.run(
+            under.circuit,
+            lambda until: list(reranker.score(query, ranked_texts, deadline=min(until, deadline or until))[0]),
+            under.budget_ms,
+            check=lambda values: SAME_SCORES if same_scores(values) else None,
+        )  # fmt: skip
+        scores, fallback = served_now.value, served_now.fallback
+    answer = ranked_answer(
+        names[0], documents, texts, scores, reranker.score_scale, top_n=top_n, return_documents=return_documents,
+        raw_scores=raw_scores, api_version=api_version, tokens=prompt_tokens(reranker, query, ranked_texts),
+    )  # fmt: skip
+    return answer if fallback is None else {**answer, "rerank_fallback": fallback}
+
+
+def document_texts(documents: Sequence[str | dict[str, Any]], rank_fields: Sequence[str] | None) -> list[str]:
+    """The text each document is ranked on (`document_text`), none longer than MAX_DOCUMENT_CHARS."""
     texts = [document_text(d, i, rank_fields) for i, d in enumerate(documents)]
     long = next((i for i, t in enumerate(texts) if len(t) > MAX_DOCUMENT_CHARS), None)
     if long is not None:
         raise InputError(f"documents[{long}] is longer than {MAX_DOCUMENT_CHARS} characters.")
-    ranked_texts = truncated(reranker, texts, max_tokens_per_doc)
-    scores, _ = reranker.score(query, ranked_texts, deadline=deadline)
+    return texts
+
+
+def ranked_answer(
+    model: str,
+    documents: Sequence[str | dict[str, Any]],
+    texts: list[str],
+    scores: Sequence[float] | None,
+    scale: str,
+    *,
+    top_n: int | None,
+    return_documents: bool,
+    raw_scores: bool,
+    api_version: str,
+    tokens: int,
+) -> dict[str, Any]:
+    """A rerank answer: the documents best first by `scores`, `top_n` of them; with no scores (served fail-open),
+    in the order sent, each scored as that order reads (`relevance_score` of an order), `reranked: false`."""
+    reranked = scores is not None
+    if scores is None:  # the caller's own order, as an order is read: never a made-up relevance
+        scale, scores = ORDER_SCALE, [-(rank + 1.0) for rank in range(len(texts))]
     order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[: top_n or len(texts)]
     results = []
     for i in order:
-        score = relevance_score(scores[i], reranker.score_scale, len(texts), raw=raw_scores)
+        score = relevance_score(scores[i], scale, len(texts), raw=raw_scores)
         document = {"document": returned_document(documents[i], texts[i])} if return_documents else {}
         results.append({"index": i, "relevance_score": score, **document})
-    tokens = prompt_tokens(reranker, query, ranked_texts)
     return {
         "id": f"rerank-{uuid.uuid4().hex[:16]}",
         "object": "rerank",
         "created": int(time.time()),
-        "model": names[0],
+        "model": model,
         "results": results,
         "meta": {"api_version": {"version": api_version}, "billed_units": {"search_units": 1}},
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        "reranked": reranked,
     }
 
 

@@ -33,7 +33,7 @@ from workbench.evaluation.sample import corpus_sample, sample_collection
 from workbench.evaluation.service import EvaluationOptions, Listeners, evaluate_dataset
 from workbench.experiments import Experiment, keep_report, open_experiment_store
 from workbench.experiments.service import Keeping
-from workbench.inputs import validate_collection_name, validate_max_queries, validate_rerank_budget_ms
+from workbench.inputs import validate_collection_name, validate_max_queries, validate_serving
 from workbench.services.demo import DEMO_COLLECTION, ensure_demo_collection
 from workbench.services.sources import attach_candidates, judged_dataset
 from workbench.types import SearchPlan
@@ -65,11 +65,11 @@ class EvaluationRequest:
     keep: bool = True  # kept as an experiment
     # the verdict as served under this rerank budget too (evaluation/served.py): every search timed, none cached
     rerank_budget_ms: float | None = None
+    serve_concurrency: int = 1  # searches served at once while each is timed, under the rerank budget
 
     def __post_init__(self) -> None:
         validate_max_queries(self.max_queries)
-        if self.rerank_budget_ms is not None:
-            validate_rerank_budget_ms(self.rerank_budget_ms)
+        validate_serving(self.rerank_budget_ms, self.serve_concurrency)
         for value in self.depth or ():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"A depth is a whole number of candidates, at least 1; got {value!r}.")
@@ -191,7 +191,9 @@ def run_evaluation_request(
         listeners = replace(listeners, phase=lambda words: announce(f"queries done; now {words}…"))
     report = evaluate_dataset(
         engine, ready.dataset, plan, max_queries=request.max_queries, depth=request.depth_grid(plan.k),
-        options=replace(options, rerank_budget_ms=request.rerank_budget_ms), listeners=listeners,
+        options=replace(
+            options, rerank_budget_ms=request.rerank_budget_ms, serve_concurrency=request.serve_concurrency
+        ), listeners=listeners,
     )  # fmt: skip
     if not request.keep:
         return Evaluated(report, None)

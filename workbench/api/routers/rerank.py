@@ -5,21 +5,26 @@ cache, and micro-batching with concurrent searches and rerank requests (`workben
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from workbench.api.dependencies import Authorised, State, deadline, run_bounded
+from workbench.api.dependencies import Authorised, RerankBudget, State, deadline, header_budget, run_bounded
 from workbench.inputs import validate_query
+from workbench.redact import public_name
 from workbench.rerankers.serving import (
     MAX_RERANK_DOCUMENTS,
     AnswerShape,
+    ServedUnder,
+    document_texts,
     in_shape,
     model_list,
+    ranked_answer,
     rerank_answer,
     served_reranker,
 )
+from workbench.serving import serving_budget
 
 router = APIRouter(tags=["rerank"], dependencies=Authorised)
 HONOURED = (
@@ -66,6 +71,12 @@ class RerankRequest(BaseModel):
         None, ge=1, le=100_000, description="each document cut to its first n tokens before scoring"
     )
     raw_scores: StrictBool = Field(False, description="relevance_score as the model's raw logit, not 0-1")
+    rerank_budget_ms: RerankBudget = Field(
+        None,
+        description="milliseconds the reranker may take (else the X-Rerank-Budget-Ms header, else "
+        "WORKBENCH_RERANK_BUDGET_MS); past it, when the reranker fails or a run check says it is not running as "
+        "intended, the documents come back in the order sent, reranked false, rerank_fallback saying why",
+    )
 
     @field_validator("query")
     @classmethod
@@ -146,7 +157,8 @@ class RerankUsage(BaseModel):
 
 
 class RerankResponse(BaseModel):
-    """Best first. `relevance_score` is 0-1 (a cross-encoder's logit through the sigmoid) unless raw_scores."""
+    """Best first. `relevance_score` is 0-1 (a cross-encoder's logit through the sigmoid) unless raw_scores. Served
+    fail-open under a rerank budget: `reranked` false, `rerank_fallback` why, the documents in the order sent."""
 
     id: str
     object: str = "rerank"
@@ -156,6 +168,10 @@ class RerankResponse(BaseModel):
     data: list[VoyageResult] | None = Field(None, description="the results again, as Voyage's clients read them")
     meta: RerankMeta
     usage: RerankUsage
+    reranked: bool = Field(True, description="false when served fail-open: the documents in the order sent")
+    rerank_fallback: str | None = Field(
+        None, description="why it was not reranked: 'budget', 'circuit open', 'error: ...' or 'run check: ...'"
+    )
 
 
 class ModelEntry(BaseModel):
@@ -179,14 +195,26 @@ async def models(state: State) -> dict[str, Any]:
     return await run_bounded(state, lambda: model_list(served_reranker(state.engine.reranker()), served))
 
 
-async def _rerank(body: RerankRequest, state: State, api_version: str) -> Any:
+async def _rerank(body: RerankRequest, state: State, api_version: str, header: str, response: Response) -> Any:
     until = deadline(state)
+    given = body.rerank_budget_ms if body.rerank_budget_ms is not None else header_budget(header)
+    budget = serving_budget(given, state.settings.rerank_budget_ms)
+    documents = next(given for given in (body.documents, body.texts, body.input) if given is not None)
 
     def work() -> Any:
+        under = None
+        if budget is None:
+            reranker = served_reranker(state.engine.reranker())
+        else:
+            made, fallback = state.engine.reranker_to_serve()
+            if fallback is not None:  # skipped before it was asked: the order sent, said as such
+                return unreranked(fallback)
+            reranker = served_reranker(made)
+            under = ServedUnder(state.engine.guard, state.engine.circuit_of(), budget)
         answer = rerank_answer(
-            served_reranker(state.engine.reranker()),
+            reranker,
             body.query,
-            next(given for given in (body.documents, body.texts, body.input) if given is not None),
+            documents,
             model=body.model,
             served=state.settings.served_model_names(),
             top_n=body.top_n or body.top_k,
@@ -196,25 +224,46 @@ async def _rerank(body: RerankRequest, state: State, api_version: str) -> Any:
             raw_scores=body.raw_scores,
             api_version=api_version,
             deadline=until,
+            under=under,
         )
-        return in_shape(answer, body.shape)
+        return in_shape(answer, body.shape), answer.get("rerank_fallback")
 
-    return await run_bounded(state, work, smaller="send fewer documents (or shorter ones)")
+    def unreranked(reason: str) -> tuple[Any, str]:
+        """The documents in the order sent, when the reranker was skipped (its circuit open, a served copy that
+        cannot be reached or a parity audit found unfaithful)."""
+        names = [*state.settings.served_model_names(), public_name(state.engine.circuit_of())]
+        answer = ranked_answer(
+            next(name for name in names if name), documents, document_texts(documents, body.rank_fields), None,
+            "", top_n=body.top_n or body.top_k, return_documents=body.return_documents or body.return_text
+            or body.return_input, raw_scores=body.raw_scores, api_version=api_version, tokens=0,
+        )  # fmt: skip
+        return in_shape({**answer, "rerank_fallback": reason}, body.shape), reason
+
+    answer, fallback = await run_bounded(state, work, smaller="send fewer documents (or shorter ones)")
+    if fallback is not None:  # a text-embeddings-inference list has no room for it: the header says it
+        response.headers["X-Rerank-Fallback"] = fallback.split(":", 1)[0]
+    return answer
 
 
 @router.post("/rerank", response_model=RerankResponse | list[TeiResult], response_model_exclude_none=True)
-async def rerank(body: RerankRequest, state: State) -> Any:
+async def rerank(
+    body: RerankRequest, state: State, response: Response, x_rerank_budget_ms: Annotated[str, Header()] = ""
+) -> Any:
     """Rerank documents (Infinity, Jina, Cohere-compatible, Voyage and text-embeddings-inference clients)."""
-    return await _rerank(body, state, "2")
+    return await _rerank(body, state, "2", x_rerank_budget_ms, response)
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, response_model_exclude_none=True)
-async def rerank_v1(body: RerankRequest, state: State) -> dict[str, Any]:
+async def rerank_v1(
+    body: RerankRequest, state: State, response: Response, x_rerank_budget_ms: Annotated[str, Header()] = ""
+) -> dict[str, Any]:
     """Cohere's v1 route (the `cohere` SDK's `Client.rerank`, langchain-cohere)."""
-    return await _rerank(body, state, "1")
+    return await _rerank(body, state, "1", x_rerank_budget_ms, response)
 
 
 @router.post("/v2/rerank", response_model=RerankResponse, response_model_exclude_none=True)
-async def rerank_v2(body: RerankRequest, state: State) -> dict[str, Any]:
+async def rerank_v2(
+    body: RerankRequest, state: State, response: Response, x_rerank_budget_ms: Annotated[str, Header()] = ""
+) -> dict[str, Any]:
     """Cohere's v2 route (the `cohere` SDK's `ClientV2.rerank`, Haystack's CohereRanker)."""
-    return await _rerank(body, state, "2")
+    return await _rerank(body, state, "2", x_rerank_budget_ms, response)

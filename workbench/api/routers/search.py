@@ -7,28 +7,25 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.api.bodies import PlanRequest
-from workbench.api.dependencies import Authorised, ServiceState, State, deadline, run_bounded
+from workbench.api.dependencies import (
+    Authorised,
+    RerankBudget,
+    ServiceState,
+    State,
+    deadline,
+    header_budget,
+    run_bounded,
+)
 from workbench.clicks.online import ClickReceipt
-from workbench.inputs import parse_filters, validate_query, validate_rerank_budget_ms
+from workbench.inputs import parse_filters, validate_query
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.vocab import DEFAULT_TOP_K, MAX_DOC_ID_CHARS, MAX_K, MAX_TOP_K
 
 router = APIRouter(tags=["search"], dependencies=Authorised)
 _TRACE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-
-
-# A request's rerank budget, checked where the limits live (one line naming the problem)
-RerankBudget = Annotated[
-    float | None, BeforeValidator(lambda value: validate_rerank_budget_ms(value) if value is not None else None)
-]
-
-
-def header_budget(header: str) -> float | None:
-    """The X-Rerank-Budget-Ms header's budget (None when absent); a bad one is refused in one line (422)."""
-    return validate_rerank_budget_ms(header.strip()[:40]) if header.strip() else None
 
 
 class SearchRequest(BaseModel):

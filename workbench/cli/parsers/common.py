@@ -7,7 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.errors import InputError
-from workbench.inputs import validate_looks, validate_seed, validate_tolerance
+from workbench.inputs import (
+    validate_looks,
+    validate_rerank_budget_ms,
+    validate_seed,
+    validate_serve_concurrency,
+    validate_tolerance,
+)
 from workbench.vocab import STOPPING_TOLERANCE, STORE_KINDS, STORES
 
 __all__ = ["candidates_options", "checked", "store_options"]
@@ -45,6 +51,20 @@ def checked(validate: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = validate.__name__
     return convert
+
+
+def served_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--rerank-budget-ms and --serve-concurrency: the run weighed as a fail-open service serves it
+    (evaluation/served.py); `what` says what the command does with it."""
+    parser.add_argument(
+        "--rerank-budget-ms", type=checked(validate_rerank_budget_ms),
+        help=f"{what} as a fail-open service serves it under this rerank budget: every search timed (no cache), a "
+        "query whose rerank took longer counted at its first-stage order",
+    )  # fmt: skip
+    parser.add_argument(
+        "--serve-concurrency", type=checked(validate_serve_concurrency), metavar="N",
+        help="with --rerank-budget-ms: N searches served at once while each is timed, as under load (default 1)",
+    )  # fmt: skip
 
 
 def skip_option(parser: argparse.ArgumentParser) -> None:

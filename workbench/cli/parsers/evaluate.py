@@ -11,12 +11,13 @@ from workbench.cli.parsers.common import (
     long_documents_option,
     partial_option,
     same_lineage_option,
+    served_options,
     skip_option,
     stopping_options,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
-from workbench.inputs import validate_budget_ms, validate_rerank_budget_ms
+from workbench.inputs import validate_budget_ms
 from workbench.vocab import (
     BACKEND_CHOICES,
     DEFAULT_FIRST_STAGES,
@@ -92,6 +93,7 @@ def _tune_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
     tune.add_argument(
         "--latency-budget-ms", type=checked(validate_budget_ms), help="recommend only a cell whose p95 fits this budget"
     )
+    served_options(tune, "each cell's quality, and the recommendation, by nDCG@10")
     tune.add_argument("--timing-queries", type=int, default=10, help="queries each cell's cost is timed on (10)")
     tune.add_argument("--out", metavar="FILE", help="write the run as Markdown (.md) or JSON (.json)")
     tune.add_argument("--json", action="store_true", help="print the run as JSON")
@@ -132,13 +134,10 @@ def _eval_command(commands: argparse._SubParsersAction) -> None:  # type: ignore
         type=checked(validate_budget_ms),
         help="recommend only a k whose p95 rerank time fits this budget",
     )
-    evaluate.add_argument(
-        "--rerank-budget-ms",
-        type=checked(validate_rerank_budget_ms),
-        help="the verdict as a fail-open service serves it under this rerank budget too: every search timed (no "
-        "cache), a query whose rerank took longer scored at its first-stage order; nDCG@10 as served against the "
-        "first stage and always reranked, the share served reranked, p50/p95",
-    )
+    served_options(
+        evaluate, "the verdict (nDCG@10 against the first stage and always reranked, the share served reranked, "
+        "p50/p95)",
+    )  # fmt: skip
     evaluate.add_argument("--max-queries", type=int, help="only the first N judged queries")
     partial_option(evaluate)
     same_lineage_option(evaluate)

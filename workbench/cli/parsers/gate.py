@@ -11,12 +11,13 @@ from workbench.cli.parsers.common import (
     long_documents_option,
     partial_option,
     same_lineage_option,
+    served_options,
     skip_option,
     stopping_options,
     store_options,
 )
 from workbench.cli.parsers.experiments import dataset_options
-from workbench.inputs import validate_budget_ms, validate_rerank_budget_ms
+from workbench.inputs import validate_budget_ms
 from workbench.vocab import RETRIEVAL_MODES, spoken
 
 
@@ -56,12 +57,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     skip_option(gate)
     gate.add_argument("--max-latency-ms", type=checked(validate_budget_ms), help="budget: p95 of a search's total time")
     gate.add_argument("--max-rerank-pairs", type=int, help="budget: documents reranked per query")
-    gate.add_argument(
-        "--rerank-budget-ms",
-        type=checked(validate_rerank_budget_ms),
-        help="decide on the candidate as a fail-open service serves it under this rerank budget: every search timed "
-        "(no cache), a query whose rerank took longer counted at its first-stage order",
-    )
+    served_options(gate, "decide on the candidate")
     gate.add_argument(
         "--preferences",
         metavar="SESSION",
