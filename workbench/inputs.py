@@ -38,6 +38,7 @@ from workbench.vocab import (
     MAX_QUERY_CHARS,
     MAX_RATER_CHARS,
     MAX_RERANK_BUDGET_MS,
+    MAX_SERVE_CONCURRENCY,
     MAX_TOP_K,
     MAX_UPLOAD_NAME_CHARS,
     RATER_POLICY_PREFIX,
@@ -598,9 +599,6 @@ def validate_rerank_budget_ms(value: Any) -> float:
         f"A rerank budget is a number of milliseconds from 1 to {MAX_RERANK_BUDGET_MS:,}",
         lambda n: 1 <= n <= MAX_RERANK_BUDGET_MS,
     )
-
-
-MAX_SERVE_CONCURRENCY = 64
 
 
 def validate_serve_concurrency(value: Any) -> int:

@@ -215,6 +215,7 @@ def recall_at(k: int) -> str:
 # Limits of the interactive surfaces (seed 002) and of what any front end accepts -----------------------------
 MAX_QUERY_CHARS: Final = 512
 MAX_RERANK_BUDGET_MS: Final = 600_000  # a rerank budget (workbench.serving) of at most ten minutes
+MAX_SERVE_CONCURRENCY: Final = 64  # searches an evaluation under a rerank budget serves at once while timing each
 MAX_K: Final = 200
 MAX_TOP_K: Final = 20
 DEFAULT_TOP_K: Final = 5

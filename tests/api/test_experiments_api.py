@@ -129,6 +129,20 @@ def test_the_cli_and_the_api_give_the_same_figures_for_one_request(
         assert max(abs(theirs[d] - s) for d, s in scores.items()) <= BATCH_SCORE_TOLERANCE
 
 
+def test_an_experiment_over_http_is_weighed_as_served_under_a_rerank_budget_and_load(generated: dict) -> None:
+    """Issue 72: POST /experiments takes a rerank budget and a serving concurrency, as `eval` does: opened, the
+    experiment says its verdict as served. Under a 1 ms budget no real model's rerank fits, so every query is served
+    at its first-stage order: nDCG@10 as served is the first stage's, to the last digit."""
+    models = importlib.import_module("experiments_client.models")
+    client = generated["client"]
+    body = models.ExperimentRequest(max_queries=3, rerank_budget_ms=1, serve_concurrency=2)
+    made = _api("evaluate").sync(client=client, body=body)
+    opened = _api("open_experiment").sync(experiment_id=made.id, client=client).to_dict()
+    served = opened["as_served"]
+    assert served["budget_ms"] == 1 and served["concurrency"] == 2 and served["queries"] == 3
+    assert served["served_reranked"] == 0 and served["as_served"] == served["first_stage"] == opened["before"]
+
+
 def test_the_gate_over_http_answers_as_the_command_exits(
     generated: dict, served_data: Settings, api: ApiServer
 ) -> None:
@@ -171,6 +185,10 @@ def test_the_gate_over_http_answers_as_the_command_exits(
         ("POST", "/query-sets", {"name": "s", "queries": [{"id": "q1", "text": "a", "wieght": 2}]}, 422, "wieght"),
         ("POST", "/query-sets", {"name": "s", "extra": 1, "queries": [{"id": "q1", "text": "a"}]}, 422, "extra"),
         ("POST", "/gate", {"budgets": {"max_latency": 5}}, 422, "max_latency"),
+        ("POST", "/gate", {"budgets": {"serve_concurrency": 4}}, 422, "A serving concurrency (4) is the load"),
+        ("POST", "/experiments", {"serve_concurrency": 2}, 422, "A serving concurrency (2) is the load"),
+        ("POST", "/experiments", {"rerank_budget_ms": 0}, 422, "A rerank budget is a number of milliseconds"),
+        ("POST", "/experiments", {"rerank_budget_ms": 50, "serve_concurrency": 65}, 422, "less than or equal to 64"),
         ("POST", "/experiments/import", {"format": "other"}, 422, "Not an experiment file"),
     ],
 )

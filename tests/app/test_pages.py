@@ -439,6 +439,8 @@ def test_evaluate_under_a_rerank_budget_shows_the_verdict_as_served(app_env: dic
     at.number_input(key="eval-max").set_value(6)
     at.text_input(key="eval-depth").input("")
     at.number_input(key="eval-budget").set_value(budget)
+    load = 2 if budget == 1 else 1  # served two searches at once: budgets bite under load
+    at.number_input(key="eval-serve-concurrency").set_value(load)
     next(b for b in at.button if b.label == "Run evaluation").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     report = at.session_state["wb.eval_report"]
@@ -453,7 +455,8 @@ def test_evaluate_under_a_rerank_budget_shows_the_verdict_as_served(app_env: dic
     tiles = {m.label: m.value for m in at.metric}
     assert tiles["ndcg@10 as served"] == f"{served:.4f}"
     assert tiles["served reranked"] == f"{over.count(False)} of {len(over)}"
-    assert any(m.value.startswith(f"#### As served under a rerank budget of {budget:g} ms") for m in at.markdown)
+    heading = f"#### As served under a rerank budget of {budget:g} ms{', 2 searches at once' if load == 2 else ''}"
+    assert any(m.value == heading for m in at.markdown) and report.served.concurrency == load
     kept = at.session_state["wb.eval_experiment"]
     at.switch_page("app/pages/experiments.py")
     at.query_params["experiment"] = kept

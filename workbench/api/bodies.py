@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from workbench.api.dependencies import RerankBudget
 from workbench.engine import Engine
 from workbench.errors import InputError, StoreError
 from workbench.evaluation.service import Listeners
@@ -15,12 +16,12 @@ from workbench.experiments import QuerySet, open_experiment_store
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.experiments.record import ExperimentSummary
 from workbench.experiments.service import Progress
-from workbench.inputs import validate_model_id
+from workbench.inputs import validate_model_id, validate_serving
 from workbench.judgments import load_judgments
 from workbench.services import evaluations
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.types import PlanFields, SearchPlan
-from workbench.vocab import DEFAULT_RERANKER_CHOICE, NO_RERANKER
+from workbench.vocab import DEFAULT_RERANKER_CHOICE, MAX_SERVE_CONCURRENCY, NO_RERANKER
 
 
 class PlanRequest(PlanFields):  # type: ignore[misc,valid-type]
@@ -62,10 +63,12 @@ class JudgedRequest(BaseModel):
     query_set: str | None = Field(None, description="a kept query set's name: only its queries")
     max_queries: int | None = Field(None, ge=1)
 
-    def ready(self, engine: Engine, plan: SearchPlan, *, query_set: bool = True) -> evaluations.ReadyEvaluation:
+    def ready(
+        self, engine: Engine, plan: SearchPlan, *, query_set: bool = True, served: tuple[float | None, int] = (None, 1)
+    ) -> evaluations.ReadyEvaluation:
         """The evaluation request these fields make for `plan`, readied (`ready_evaluation`; without `query_set`,
-        the set is left to the gate, which records it). A collection without judgments is refused naming how to
-        get some."""
+        the set is left to the gate, which records it), weighed as served under `served`'s rerank budget and
+        concurrency when it names a budget. A collection without judgments is refused naming how to get some."""
         collection = plan.collection or engine.settings.collection
         demo = self.judgments == "demo" or (self.judgments is None and collection == DEMO_COLLECTION)
         if not demo:
@@ -76,7 +79,13 @@ class JudgedRequest(BaseModel):
                     "(`workbench judgments import`) first, or evaluate the demo's with judgments 'demo'."
                 )
         request = evaluations.EvaluationRequest(  # no depth curve: an API evaluation measures the plan as it is
-            demo=demo, collection=collection, query_set=self.query_set, max_queries=self.max_queries, depth=()
+            demo=demo,
+            collection=collection,
+            query_set=self.query_set,
+            max_queries=self.max_queries,
+            depth=(),
+            rerank_budget_ms=served[0],
+            serve_concurrency=served[1],
         )
         ready = evaluations.ready_evaluation(engine, request, query_set=query_set)
         if demo:  # the demo's judgments on a collection that may not be there (checked above otherwise): a 404
@@ -95,6 +104,17 @@ class ExperimentRequest(JudgedRequest):
     name: str = ""
     tags: list[str] = Field(default_factory=list)
     notes: str = ""
+    rerank_budget_ms: RerankBudget = Field(
+        None, description="weigh the run as a fail-open service serves it under this rerank budget too (`as_served`)"
+    )
+    serve_concurrency: int = Field(
+        1, ge=1, le=MAX_SERVE_CONCURRENCY, description="with rerank_budget_ms: searches served at once while timed"
+    )
+
+    @model_validator(mode="after")
+    def _serving(self) -> ExperimentRequest:
+        validate_serving(self.rerank_budget_ms, self.serve_concurrency)
+        return self
 
 
 class GateRequest(JudgedRequest):
@@ -111,8 +131,9 @@ def evaluated(body: ExperimentRequest, engine: Engine, progress: Progress | None
     """The evaluation a request asks for, run and kept: what POST /experiments answers and a job's result."""
     plan = body.plan.plan(engine)
     keeping = evaluations.Keeping(name=body.name, tags=tuple(body.tags), notes=body.notes)
+    ready = body.ready(engine, plan, served=(body.rerank_budget_ms, body.serve_concurrency))
     done = evaluations.run_evaluation_request(
-        engine, body.ready(engine, plan), plan, keeping=keeping, listeners=Listeners(progress=progress)
+        engine, ready, plan, keeping=keeping, listeners=Listeners(progress=progress)
     )
     if done.not_kept:
         raise StoreError(f"The evaluation ran but could not be kept as an experiment: {done.not_kept}")

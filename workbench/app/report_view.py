@@ -81,7 +81,8 @@ def served(report: EvaluationReport) -> None:
     figures = report.served
     if figures is None:
         return
-    st.markdown(f"#### As served under a rerank budget of {figures.budget_ms:g} ms")
+    load = f", {figures.concurrency} searches at once" if figures.concurrency > 1 else ""
+    st.markdown(f"#### As served under a rerank budget of {figures.budget_ms:g} ms{load}")
     m = st.columns(4)
     first, always = figures.vs_first_stage, figures.vs_always_reranked
     m[0].metric(f"{PRIMARY} as served", f"{figures.as_served:.4f}", f"{first.delta:+.4f} vs first stage",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from workbench.errors import InputError
 from workbench.evaluation.io import Dataset, Qrels, Run
 from workbench.evaluation.preference import PreferenceVerdict
-from workbench.evaluation.report import EvaluationReport
+from workbench.evaluation.report import EvaluationReport, ServedFigures
 from workbench.evaluation.verdict import Verdict
 from workbench.inputs import validate_experiment_id
 from workbench.redact import plain_text, public_name
@@ -250,6 +250,7 @@ class Experiment(CheckedModel):
             **self.summary().model_dump(), plan=self.shared().plan, notes=self.notes,
             verdict_words=verdict.words() if verdict else None, metrics=report.metric_rows(),
             preference_words=report.preference.lines() if report.preference else None,
+            as_served=report.served,
             query_set_used=self.query_set, judgments=self.judgments, manifest=self.manifest,
             latency_p50=report.latency_p50, latency_p95=report.latency_p95, warnings=report.warnings,
             cost=self.cost(),
@@ -284,6 +285,7 @@ class ExperimentView(ExperimentSummary):
     notes: str
     verdict_words: str | None
     preference_words: list[str] | None = None  # a blind preference session kept: its verdict in words
+    as_served: ServedFigures | None = None  # run under a rerank budget: the verdict as a fail-open service serves it
     metrics: list[dict[str, Any]]
     query_set_used: QuerySetUsed
     judgments: JudgmentsUsed

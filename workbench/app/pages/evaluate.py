@@ -33,7 +33,14 @@ from workbench.judgments import load_judgments, pooled_reports
 from workbench.rerankers import discover_rerankers
 from workbench.services.demo import DEMO_COLLECTION, demo_dir, others_graded_demo
 from workbench.services.evaluations import Evaluated, EvaluationRequest, ready_evaluation, run_evaluation_request
-from workbench.vocab import DEFAULT_K, DEFAULT_TOP_N, MAX_K, MAX_NAME_CHARS, MAX_RERANK_BUDGET_MS
+from workbench.vocab import (
+    DEFAULT_K,
+    DEFAULT_TOP_N,
+    MAX_K,
+    MAX_NAME_CHARS,
+    MAX_RERANK_BUDGET_MS,
+    MAX_SERVE_CONCURRENCY,
+)
 
 ALL_QUERIES = "every judged query"
 DEMO = "The demo handbook's judgments (50 queries)"
@@ -107,6 +114,7 @@ class _EvalForm:
     max_queries: int
     depth_ks: str
     budget_ms: int
+    serve_concurrency: int
     compared: list[str]
     query_set: str | None
     name: str
@@ -174,12 +182,18 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
         k = c2.number_input("k (candidates)", 1, MAX_K, value=DEFAULT_K, key="eval-k")
         top_n = c3.number_input("top n", 1, MAX_K, value=DEFAULT_TOP_N, key="eval-top-n")
         max_queries = c4.number_input("max queries (0 = all)", 0, 100000, value=0, key="eval-max")
-        d1, d2 = st.columns([3, 1])
+        d1, d2, d3 = st.columns([3, 1, 1])
         depth_ks = d1.text_input("Depth curve k values (empty = none)", "10, 20, 50", key="eval-depth")
         budget_ms = d2.number_input(
             "Rerank budget, ms (0 = none)", 0, MAX_RERANK_BUDGET_MS, value=0, step=50, key="eval-budget",
-            help="The verdict as a fail-open service serves it under this budget too: every search timed with no "
-            "cache, a query whose rerank took longer scored at its first-stage order (`eval --rerank-budget-ms`).",
+            help="The verdict (and the tuning grid) as a fail-open service serves it under this budget too: every "
+            "search timed with no cache, a query whose rerank took longer scored at its first-stage order "
+            "(`eval --rerank-budget-ms`).",
+        )  # fmt: skip
+        serve_concurrency = d3.number_input(
+            "Searches at once (with a budget)", 1, MAX_SERVE_CONCURRENCY, value=1, key="eval-serve-concurrency",
+            help="Under the rerank budget, this many searches served at once while each is timed: budgets bite "
+            "under load (`--serve-concurrency`).",
         )  # fmt: skip
         compared = st.multiselect(
             "Rerankers side by side (optional: two or more, on the same candidates)",
@@ -202,7 +216,7 @@ def _form(engine: Engine, c: Controls, presets: dict[str, Path | None]) -> _Eval
         tune_submitted = b2.form_submit_button("Run tuning grid", help="every first stage × k of the grid, reranked")
     return _EvalForm(
         source, folder_text, split, queries_file, qrels_file, outside_file, candidates_file, collection, int(k),
-        int(top_n), int(max_queries), depth_ks, int(budget_ms), compared,
+        int(top_n), int(max_queries), depth_ks, int(budget_ms), int(serve_concurrency), compared,
         None if query_set == ALL_QUERIES else query_set, name, submitted, grid, tune_submitted,
     )  # fmt: skip
 
@@ -242,7 +256,7 @@ def _request(
         judgments_of=c.collection if asked.source == ATTACHED else None,
         candidates=str(candidates) if candidates is not None else None,
         query_set=asked.query_set, max_queries=asked.max_queries or None, tag=STATE.session_tag,
-        rerank_budget_ms=asked.budget_ms or None, depth=depth,
+        rerank_budget_ms=asked.budget_ms or None, serve_concurrency=asked.serve_concurrency, depth=depth,
     )  # fmt: skip
 
 
@@ -332,6 +346,7 @@ def _tune(engine: Engine, c: Controls, presets: dict[str, Path | None], asked: _
             engine, dataset, base, first_stages=asked.grid.first_stages, ks=ks, chunkings=asked.grid.chunkings,
             max_queries=asked.max_queries or None,
             latency_budget_ms=asked.grid.budget_ms, progress=bar_with_time_left(bar, "queries of the tuning grid"),
+            rerank_budget_ms=ready.request.rerank_budget_ms, serve_concurrency=ready.request.serve_concurrency,
         )  # fmt: skip
         kept = keep_tuning(engine, run, dataset, source=asked.source, tags=["app"])
         STATE.tuning_experiment = kept.id if kept else None
