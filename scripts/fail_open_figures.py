@@ -7,9 +7,14 @@
 2. `/search` under a budget of 250 ms at 1, 4 and 8 concurrent clients, `workbench serve` on the demo, its reranker a
    local service that hangs (10 s) on a seeded 20 % of its requests: the share answered with the rerank stage within
    the budget + 50 ms, p50/p99 end to end, fallbacks by reason, and searches lost (not answered 200).
+3. Budgets under load: the demo's verdict as served at the median rerank time of part 1, its searches served 1, 2
+   and 4 at once while each is timed (`eval --rerank-budget-ms B --serve-concurrency N`).
+4. `tune` as served: SciFact (its first 200 judged queries), dense × k 10, 20, 50, always reranked and then under a
+   500 ms rerank budget (every cell's searches timed, no score shared): the best and recommended cells each way.
 
     .venv/bin/python scripts/fail_open_figures.py                   # measure (about 15 minutes on 2 cores)
     .venv/bin/python scripts/fail_open_figures.py --data-dir DIR    # reuse a folder where SciFact is ingested
+    .venv/bin/python scripts/fail_open_figures.py --tune-only       # measure part 4 again, keeping the rest
     .venv/bin/python scripts/fail_open_figures.py --write           # write the blocks again from the kept record
 """
 
@@ -37,12 +42,15 @@ PREFIX = "fail-open-"
 COLLECTIONS = {"demo": None, "scifact": 200}  # queries (None: all)
 SERVE_BUDGET_MS, SLACK_MS, HANG_SHARE, HANG_S = 250, 50, 0.2, 10.0
 CONCURRENCY, REQUESTS = (1, 4, 8), 80
+LOADS = (1, 2, 4)  # searches at once in part 3
+TUNE_SET, TUNE_QUERIES, TUNE_KS, TUNE_BUDGET_MS = "scifact", 200, (10, 20, 50), 500.0
 
 
 def add_options(parser: Any) -> None:
     """--data-dir, and --load-only: measure the service under load again, keeping the record's served curves."""
     data_dir_option(parser)
     parser.add_argument("--load-only", action="store_true", help="measure only /search under load again")
+    parser.add_argument("--tune-only", action="store_true", help="measure only tune as served again (part 4)")
 
 
 def _served_curve(engine: Any, shared: Path) -> tuple[dict[str, list[dict[str, Any]]], str]:
@@ -199,8 +207,11 @@ def _serving_under_load(data_dir: Path) -> list[dict[str, Any]]:
         hanging.should_exit = True
 
 
-def measure(shared: Path, data_dir: str | None = None, load_only: bool = False) -> dict[str, Any]:
-    """The served curves (or, `load_only`, the record's), then the service under load."""
+def measure(
+    shared: Path, data_dir: str | None = None, load_only: bool = False, tune_only: bool = False
+) -> dict[str, Any]:
+    """The served curves (or, `load_only`, the record's), then the service under load; or, `tune_only`, the
+    record with tune as served measured again."""
     import json
 
     from workbench.engine import Engine
@@ -209,14 +220,64 @@ def measure(shared: Path, data_dir: str | None = None, load_only: bool = False) 
     settings = qa_settings(shared, data_dir, "fail-open-figures")
     engine = Engine(settings)
     ensure_demo_collection(engine)
+    if tune_only:
+        return stamp({**json.loads(RECORD.read_text(encoding="utf-8")), "tuned": _tuned(engine, shared)})
     if load_only:
         kept = json.loads(RECORD.read_text(encoding="utf-8"))
         curves, backend = kept["curves"], kept["backend"]
     else:
         curves, backend = _served_curve(engine, shared)
     load = _serving_under_load(Path(settings.data_dir))
+    median = next(r["budget_ms"] for r in sorted(curves["demo"], key=lambda r: abs(r["share_reranked"] - 0.5)))
+    loads = _budget_under_load(engine, median)
+    tuned = _tuned(engine, shared)
     return stamp({"curves": curves, "load": load, "backend": backend, "serve_budget_ms": SERVE_BUDGET_MS,
-                  "slack_ms": SLACK_MS, "hang_share": HANG_SHARE, "hang_s": HANG_S})  # fmt: skip
+                  "slack_ms": SLACK_MS, "hang_share": HANG_SHARE, "hang_s": HANG_S, "loads": loads,
+                  "tuned": tuned})  # fmt: skip
+
+
+def _budget_under_load(engine: Any, budget_ms: float) -> list[dict[str, Any]]:
+    """The demo as served under `budget_ms`, its searches served LOADS at once (each timed, no cache)."""
+    from workbench.evaluation.service import EvaluationOptions, evaluate_dataset
+    from workbench.services.demo import DEMO_COLLECTION, demo_dataset
+
+    plan = engine.plan(collection=DEMO_COLLECTION, retrieval="dense", k=50, top_n=10)
+    rows = []
+    for load in LOADS:
+        options = EvaluationOptions(use_cache=False, rerank_budget_ms=budget_ms, serve_concurrency=load)
+        served = evaluate_dataset(engine, demo_dataset(), plan, depth=(), options=options).served
+        assert served is not None
+        rows.append({"budget_ms": budget_ms, "concurrency": load, "queries": served.queries,
+                     "share_reranked": served.share_reranked, "as_served": served.as_served,
+                     "vs_first_stage": served.vs_first_stage.model_dump(), "p50_ms": served.p50_ms,
+                     "p95_ms": served.p95_ms})  # fmt: skip
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _tuned(engine: Any, shared: Path) -> list[dict[str, Any]]:
+    """`tune` on SciFact's first TUNE_QUERIES judged queries (dense × TUNE_KS), always reranked and as served under
+    TUNE_BUDGET_MS."""
+    from workbench.evaluation import Dataset
+    from workbench.evaluation.tuning import tune
+
+    dataset = Dataset.from_beir(shared / "data" / TUNE_SET)
+    base = engine.plan(collection=TUNE_SET, retrieval="dense", k=max(TUNE_KS), top_n=10)
+    rows = []
+    for budget in (None, TUNE_BUDGET_MS):
+        run = tune(engine, dataset, base, first_stages=("dense",), ks=TUNE_KS, timing_queries=5,
+                   max_queries=TUNE_QUERIES, rerank_budget_ms=budget)  # fmt: skip
+        advised = {c.label: c.reranking_verdict in (None, "helps") for c in run.cells}
+        rows.append({
+            "budget_ms": budget, "best": run.best, "recommended": run.recommended, "words": run.words,
+            "advised": advised.get(run.recommended or "", False), "queries": run.queries,
+            "cells": [{"k": c.k, "after": c.ndcg_after, "before": c.ndcg_before,
+                       "as_served": c.served.as_served if c.served else None,
+                       "share_reranked": c.served.share_reranked if c.served else None,
+                       "verdict": c.reranking_verdict} for c in run.cells],
+        })  # fmt: skip
+        print(rows[-1]["words"], flush=True)
+    return rows
 
 
 def _interval(d: dict[str, float]) -> str:
@@ -224,7 +285,46 @@ def _interval(d: dict[str, float]) -> str:
 
 
 def render(name: str, kept: dict[str, Any]) -> str:
-    """`fail-open-curve`: nDCG@10 as served against the budget; `fail-open-load`: /search under load."""
+    """`fail-open-curve`: nDCG@10 as served against the budget; `fail-open-load`: /search under load;
+    `fail-open-concurrency`: the verdict as served at 1, 2 and 4 searches at once; `fail-open-tune`: tune's cells
+    always reranked and as served."""
+    if name == "fail-open-concurrency":
+        cells = [
+            [str(r["concurrency"]), f"{r['share_reranked']:.0%}", f"{r['as_served']:.4f}",
+             _interval(r["vs_first_stage"]), f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}"]
+            for r in kept["loads"]
+        ]  # fmt: skip
+        return table(
+            ["searches at once", "served reranked", "nDCG@10 as served", "− first stage [95 % CI]", "p50 ms",
+             "p95 ms"],
+            "|---:|---:|---:|---|---:|---:|",
+            cells,
+            f"The demo ({kept['loads'][0]['queries']} queries), dense k = 50, top 10, under a rerank budget of "
+            f"{kept['loads'][0]['budget_ms']:g} ms (about its median rerank time one search at a time), each search "
+            "timed with no cache while the others run (`eval demo --rerank-budget-ms B --serve-concurrency N`). "
+            + made_by(kept, "fail_open_figures.py"),
+        )  # fmt: skip
+    if name == "fail-open-tune":
+        cells = []
+        for run in kept["tuned"]:
+            how = "always reranked" if run["budget_ms"] is None else f"as served under {run['budget_ms']:g} ms"
+            for c in run["cells"]:
+                label = f"dense k={c['k']}"
+                chosen = "recommended" if run.get("advised", True) else "cheapest as good as the best"
+                mark = "best; " if label == run["best"] else ""
+                mark += chosen if label == run["recommended"] else ""
+                served = "" if c["as_served"] is None else f"{c['as_served']:.4f} ({c['share_reranked']:.0%})"
+                cells.append([how, label, f"{c['before']:.4f}", f"{c['after']:.4f}", served, c["verdict"] or "",
+                              mark.strip("; ")])  # fmt: skip
+        return table(
+            ["tune", "cell", "nDCG@10 first stage", "nDCG@10 reranked", "as served (reranked)", "verdict", ""],
+            "|---|---|---:|---:|---:|---|---|",
+            cells,
+            f"`workbench tune {TUNE_SET} --first-stage dense -k 10 -k 20 -k 50 --max-queries "
+            f"{kept['tuned'][0].get('queries', TUNE_QUERIES)}`, then with `--rerank-budget-ms {TUNE_BUDGET_MS:g}`; "
+            "each says: " + " / ".join(f"“{r['words'].split('. ')[0]}.”" for r in kept["tuned"]) + " "
+            + made_by(kept, "fail_open_figures.py"),
+        )  # fmt: skip
     if name == "fail-open-load":
         cells = [
             [r["circuit"], str(r["clients"]), str(r["requests"]), f"{r['within']:.0%}", f"{r['p50_ms']:.0f}",
@@ -265,7 +365,10 @@ def render(name: str, kept: dict[str, Any]) -> str:
 
 
 def footer(kept: dict[str, Any]) -> str:
-    return f"fail open: {sum(len(r) for r in kept['curves'].values())} budgets, {len(kept['load'])} loads"
+    return (
+        f"fail open: {sum(len(r) for r in kept['curves'].values())} budgets, {len(kept['load'])} loads, "
+        f"{len(kept.get('loads', []))} concurrencies, {len(kept.get('tuned', []))} tuning runs"
+    )
 
 
 if __name__ == "__main__":

@@ -97,8 +97,12 @@ def test_search_and_retrieve_under_a_budget_serve_the_first_stage_when_the_reran
         failed = next(a for q, a, _ in answered if FAIL in q.split())
         assert failed["rerank_fallback"].startswith("error: ") and "Traceback" not in failed["rerank_fallback"]
         # every search logged once, fallback or not
-        traces = [json.loads(line)["payload"]["trace_id"] for line in events.read_text().splitlines()]
+        payloads = [json.loads(line)["payload"] for line in events.read_text().splitlines()]
+        traces = [p["trace_id"] for p in payloads]
         assert sorted(t for t in traces if t.startswith("t-")) == sorted(f"t-{n}" for n in range(len(QUERIES)))
+        for p in payloads:  # with the reason where the first stage's order was served; the seed's shape otherwise
+            expected = _expected_fallback(p["query"])
+            assert p.get("rerank_fallback", "").split(":")[0] == (expected or ""), p
 
         # the header and /retrieve (seed 000's text) serve under a budget too
         hung_query = next(q for q in QUERIES if HANG in q.split())
@@ -148,6 +152,9 @@ def test_search_and_retrieve_under_a_budget_serve_the_first_stage_when_the_reran
         assert kept.results[0].index == 0 and getattr(kept, "reranked", True) is True
         refused = httpx.post(f"{server.url}/rerank", json={"query": "q", "documents": ["d"], "rerank_budget_ms": 0})
         assert refused.status_code == 422 and "rerank budget" in refused.text.lower(), refused.text
+        refused = httpx.post(f"{server.url}/v1/rerank", json={"query": "q", "documents": ["d"]},
+                             headers={"X-Rerank-Budget-Ms": "soon"})  # fmt: skip
+        assert refused.status_code == 422 and refused.json()["message"].startswith("A rerank budget is"), refused.text
 
         # bad budgets: one line each, on the body and the header
         for bad in (0, -5, "NaN", "inf", 1e12, "soon", True):

@@ -41,15 +41,19 @@ def _now() -> str:
 
 
 class RetrievalPayload(BaseModel):
+    """Seed 002's payload; a search served fail-open adds why (`rerank_fallback`, absent otherwise)."""
+
     query: str
     top_k: int
     result_count: int
     executed_at: str
     trace_id: str
+    rerank_fallback: str | None = None
 
 
 class RetrievalCompleted(BaseModel):
-    """Seed 002's event, exactly its fields."""
+    """Seed 002's event, exactly its fields (written without empty ones: the payload's `rerank_fallback` appears
+    only on a search served fail-open)."""
 
     eventType: Literal["RetrievalCompleted"] = "RetrievalCompleted"
     eventId: str = Field(default_factory=lambda: str(uuid.uuid4()))
@@ -59,12 +63,19 @@ class RetrievalCompleted(BaseModel):
     payload: RetrievalPayload
 
     @classmethod
-    def of(cls, query: str, top_k: int, result_count: int, trace_id: str) -> RetrievalCompleted:
+    def of(
+        cls, query: str, top_k: int, result_count: int, trace_id: str, rerank_fallback: str | None = None
+    ) -> RetrievalCompleted:
         return cls(
             payload=RetrievalPayload(
-                query=query, top_k=top_k, result_count=result_count, executed_at=_now(), trace_id=trace_id
+                query=query, top_k=top_k, result_count=result_count, executed_at=_now(), trace_id=trace_id,
+                rerank_fallback=rerank_fallback,
             )
-        )
+        )  # fmt: skip
+
+    def as_json(self) -> str:
+        """The event as it is sent: no empty field (the seed's shape, plus a fallback's reason)."""
+        return self.model_dump_json(exclude_none=True)
 
 
 STALLED_AFTER = 2.0  # seconds a delivery may take before /health stops saying "connected"
@@ -214,7 +225,7 @@ class JsonlSink(_BufferedSink):
 
     def _deliver(self, events: list[RetrievalCompleted]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write("".join(e.model_dump_json() + "\n" for e in events))
+            handle.write("".join(e.as_json() + "\n" for e in events))
 
 
 class AmqpSink(_BufferedSink):
@@ -255,7 +266,7 @@ class AmqpSink(_BufferedSink):
                 channel.basic_publish(
                     EVENTS_EXCHANGE,
                     ROUTING_KEY,
-                    event.model_dump_json().encode("utf-8"),
+                    event.as_json().encode("utf-8"),
                     properties=pika.BasicProperties(
                         content_type="application/json", delivery_mode=2, message_id=event.eventId,
                         type=event.eventType,

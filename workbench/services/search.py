@@ -268,7 +268,7 @@ def search_documents(
     if result.rerank_fallback is not None:
         log.warning("Search %s served the first stage's order (%s).", trace, result.rerank_fallback)
     if events is not None:
-        events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace))
+        events.publish(RetrievalCompleted.of(result.query, plan.top_n, len(hits), trace, result.rerank_fallback))
     return response
 
 
