@@ -50,6 +50,7 @@ BENCHES: dict[str, list[str]] = {  # each bench's arguments, as its block quotes
     "remote_embedding": ["bench/remote_embedding.py", SCIFACT],
     "ingest_sort": ["bench/ingest_sort.py", SCIFACT],
     "first_start": ["bench/first_start.py"],
+    "first_audit": ["bench/first_audit.py"],
     "cli_imports": ["bench/cli_imports.py", "--repeat", "5", "--data-dir", "{data}"],
     "newcomer_walk": ["bench/newcomer_walk.py"],
     "quantized_backends": ["bench/quantized_backends.py"],
@@ -67,6 +68,7 @@ BACKEND_OF = {
     "cli_imports": "none (imports only)",
     "newcomer_walk": "the README's default (auto: torch until this machine's backends are measured)",
     "quantized_backends": "each named: torch:cpu, openvino, openvino-bf16, openvino-int8",
+    "first_audit": "the README's default (auto), measured and audited in the background from a fresh machine",
 }
 
 

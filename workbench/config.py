@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     reranker_calibrate: bool = Field(
         True, validation_alias=_alias("reranker_calibrate", "WORKBENCH_CALIBRATE_BACKENDS")
     )
+    # when auto's calibration finds a backend faster than torch that no parity audit judged on this machine: audit
+    # it on the demo without being asked (in the background of the app and the server; a command when it repays)
+    auto_audit: bool = Field(True, validation_alias=_alias("auto_audit", "WORKBENCH_AUTO_AUDIT"))
     # Rerankers that are services (seed 004's RERANKER_SERVICE_URL is the default reranker when RERANKER_MODEL is
     # not set), more rerankers to offer beside the local folders, and how remote ones are called.
     reranker_service_url: str | None = Field(

@@ -34,7 +34,7 @@ from workbench.passages import LongDocuments, parse_long_documents
 from workbench.redact import public_name
 from workbench.rerankers import Reranker, ScoreCache, TokenCache, create_reranker, is_no_reranker, needs_scores
 from workbench.rerankers.factory import first_use_words
-from workbench.rerankers.local.backends import measure_backends_in_background, measuring_now
+from workbench.rerankers.local.backends import auditing_now, measure_backends_in_background, measuring_now
 from workbench.rerankers.local.batching import reporting_progress
 from workbench.rerankers.scores.score_store import usable_score_store
 from workbench.rerankers.served.verdicts import served_verdict
@@ -244,6 +244,15 @@ class Engine:
                 self._rerankers[model_id] = self._rerankers.setdefault(made.model_id, made)
             return self._rerankers[model_id]
 
+    def forget_reranker(self, model_id: str | None = DEFAULT_RERANKER_CHOICE) -> None:
+        """Drop the reranker made for a model id, so the next use makes it again (`auto` then reads what a parity
+        audit kept since); its scores stay in the cache under its own key."""
+        resolved = self.reranker_id(model_id)
+        with self._lock:
+            made = self._rerankers.pop(resolved, None) if resolved is not None else None
+            for key in [k for k, v in self._rerankers.items() if v is made]:
+                del self._rerankers[key]
+
     def reranker_id(self, model_id: str | None) -> str | None:
         """The one place 'default' becomes a model id (the engine's own id, else the configured reranker's; None
         when the settings say none or the engine was given a reranker object); any other id as it is; None for no
@@ -289,6 +298,11 @@ class Engine:
     def backends_measuring() -> list[str]:
         """The rerankers whose backends this process is measuring in the background (they answer on torch)."""
         return measuring_now()
+
+    @staticmethod
+    def backends_auditing() -> dict[str, tuple[int, int]]:
+        """The rerankers whose faster backends this process is auditing in the background: (checked, of how many)."""
+        return auditing_now()
 
     def reranker_of(self, plan: SearchPlan) -> Reranker | None:
         """The reranker a plan names ('default': the configured one; None: none)."""

@@ -18,6 +18,7 @@ from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
 from workbench.rerankers.local.backends import measure_backends_in_background
+from workbench.services.backend_audit import enable_auto_audit
 from workbench.services.events import EventSink, open_sink
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
 from workbench.types import CollectionInfo
@@ -104,6 +105,7 @@ def add_tools(
     backends are measured in the background."""
     if stays_up:
         measure_backends_in_background()
+        enable_auto_audit(settings)
     engine = engine or Engine(settings)
     _search_tools(server, engine, events or open_sink(settings))
     _judging_tools(server, engine)

@@ -112,6 +112,7 @@ PARITY_TOLERANCE: Final = 0.01
 PARITY_MAX_SET_CHANGES: Final = 0.10
 BATCH_SCORE_TOLERANCE: Final = 1e-4
 PARITY_REFERENCE: Final = "torch"
+PARITY_K: Final = 20  # the audit's default depth: 50 queries x 20 candidates = 1,000 pairs a backend
 BackendChoice = Literal["auto", Backend]  # "auto" picks one of BACKENDS
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 Device = Literal["auto", "cpu", "cuda", "mps"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_here, tiny_env
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import ModelError
@@ -316,3 +317,128 @@ def test_an_unmeasured_reranker_answers_on_torch_at_once_and_switches_once_measu
     # a second reranker of the same model in this process starts on the kept choice, measuring nothing
     again = CrossEncoderReranker(model, settings)
     assert again.backend == reranker.backend and not again.measuring
+
+
+# Fast by default (issue 76): faster backends no audit judged are audited on the demo without being asked ------------
+
+
+def _calibrated_with_a_faster(model: str, exports: Path, faster: str = "onnx", speedup: float = 10.0) -> BackendChoice:
+    """The tiny model calibrated for real, then its kept figures saying `faster` is `speedup` times torch and every
+    other backend no faster (the tiny model's own speeds are noise): what drives the decision to audit, and the
+    estimate a command weighs; the audit itself then runs for real."""
+    backend_choice(model, exports_root=exports)
+    path = choice_path(ExportCache(exports).choices_root, fingerprint(model), machine_facts("cpu"))
+    kept = BackendChoice.model_validate_json(path.read_text(encoding="utf-8"))
+    torch_ms = next(f.ms_per_50_pairs for f in kept.figures if f.backend == "torch")
+    figures = [
+        f.model_copy(update={"speedup": speedup if f.backend == faster else 1.0,
+                             "ms_per_50_pairs": torch_ms / speedup if f.backend == faster else torch_ms})
+        for f in kept.figures
+    ]  # fmt: skip
+    kept = kept.model_copy(update={"figures": figures, "chosen": "torch", "audited": None})
+    path.write_text(kept.model_dump_json(), encoding="utf-8")
+    return kept
+
+
+def test_a_server_audits_the_faster_backends_in_the_background_and_auto_follows_the_verdict(
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path
+) -> None:
+    """What the app, `serve` and `mcp` do: a reranker whose faster backend no audit judged answers on torch at once,
+    the audit runs on the demo in the background (its progress said as checked of how many), its verdict is kept,
+    and the reranker then runs what `auto` chooses by it; a second start finds the verdict and audits nothing.
+    WORKBENCH_AUTO_AUDIT=false never audits."""
+    import time
+
+    from workbench.rerankers.local.backends import auditing_now, set_auto_auditor, unaudited_faster
+    from workbench.services.backend_audit import enable_auto_audit
+
+    model = str(tiny_models["reranker"])
+    exports = _exports_in(tmp_path, tiny_exports)
+    settings = Settings(
+        data_dir=tmp_path / "data", exports_dir=exports, embedding_model=str(tiny_models["embedder"]),
+        reranker_model=model, reranker_calibrate=True, offline=True,
+    )  # fmt: skip
+    _calibrated_with_a_faster(model, exports)
+    assert unaudited_faster(model, exports_root=exports) == ["onnx"]
+    measure_backends_in_background()
+    enable_auto_audit(settings)
+    seen: set[tuple[int, int]] = set()
+    try:
+        reranker = CrossEncoderReranker(model, settings)
+        assert reranker.measuring and reranker.backend == "torch:cpu"  # answers at once, on torch
+        texts = ["herons wade in shallow water", "oaks live for centuries", "glaciers carve valleys"]
+        reranker.score("which birds wade", texts)  # searches go on, on torch, their scores kept apart
+        assert reranker.cache_key.endswith("@torch-until-measured")
+        deadline = time.monotonic() + 600
+        while reranker.measuring and time.monotonic() < deadline:
+            seen |= set(auditing_now().values())
+            time.sleep(0.05)
+        assert not reranker.measuring and auditing_now() == {}
+        # the verdict is kept: nothing is left to audit, and auto runs what the rule says by it
+        assert unaudited_faster(model, exports_root=exports) == []
+        _, choice = backend_choice(model, exports_root=exports)
+        assert choice is not None and choice.audited is not None and "onnx" in choice.audited.faithful
+        assert reranker.backend == f"{choice.chosen}:cpu"
+        again = CrossEncoderReranker(model, settings)  # a second start: the kept verdict, no audit
+        assert not again.measuring and again.backend == reranker.backend
+    finally:
+        measure_backends_in_background(on=False)
+        set_auto_auditor(None)
+    assert seen and all(total == 2 and 0 <= done <= total for done, total in seen), seen  # torch, then onnx
+
+    # WORKBENCH_AUTO_AUDIT=false: today's behaviour, torch until `doctor --parity` is run
+    other = _exports_in(tmp_path / "off", tiny_exports)
+    _calibrated_with_a_faster(model, other)
+    off = settings.model_copy(update={"exports_dir": other, "auto_audit": False})
+    measure_backends_in_background()
+    enable_auto_audit(off)
+    try:
+        quiet = CrossEncoderReranker(model, off)
+    finally:
+        measure_backends_in_background(on=False)
+        set_auto_auditor(None)
+    assert not quiet.measuring and quiet.backend == "torch:cpu" and unaudited_faster(model, exports_root=other)
+    os.environ["WORKBENCH_AUTO_AUDIT"] = "false"
+    try:
+        assert Settings().auto_audit is False
+    finally:
+        del os.environ["WORKBENCH_AUTO_AUDIT"]
+
+
+def test_a_command_audits_first_only_when_its_pairs_repay_the_audit(
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path
+) -> None:
+    """`eval` weighs the audit against its own work, from the kept calibration: 50 demo queries at k = 50 (2,500
+    pairs) repay an audit of a backend ten times faster; 5 queries do not, and it says so with the estimate."""
+    from workbench.services.backend_audit import AUDIT_OVERHEAD, AUDIT_QUERIES, audit_cost
+    from workbench.vocab import PARITY_K
+
+    model = str(tiny_models["reranker"])
+    exports = _exports_in(tmp_path, tiny_exports)
+    kept = _calibrated_with_a_faster(model, exports)
+    settings = Settings(
+        data_dir=tmp_path / "data", exports_dir=exports, reranker_model=model, reranker_calibrate=True, offline=True
+    )
+    per_pair = next(f.ms_per_50_pairs for f in kept.figures if f.backend == "torch") / 50_000
+    cost = audit_cost(settings, model, 2_500)
+    assert cost is not None and cost.backends == ["onnx"]
+    assert cost.torch_seconds == pytest.approx(2_500 * per_pair) and cost.fastest_seconds == pytest.approx(
+        250 * per_pair
+    )
+    assert cost.audit_seconds == pytest.approx(AUDIT_QUERIES * PARITY_K * per_pair * 1.1 * AUDIT_OVERHEAD)
+    assert cost.repays and not audit_cost(settings, model, 250).repays  # type: ignore[union-attr]
+    assert audit_cost(settings.model_copy(update={"auto_audit": False}), model, 10**6) is None
+
+    env = {**tiny_env(tmp_path / "data", tiny_models), "WORKBENCH_EXPORTS_DIR": str(exports),
+           "WORKBENCH_CALIBRATE_BACKENDS": "1"}  # fmt: skip
+    arguments = ["eval", "demo", "-k", "50", "-n", "10", "--depth", "none", "--no-save"]
+    code, _, said = cli_here([*arguments, "--max-queries", "5"], env)
+    assert code == 0 and "not worth it for this run (`workbench doctor --parity demo` runs it)" in said, said
+    assert "250 pairs take about" in said
+    code, _, said = cli_here(arguments, env)
+    assert code == 0 and "2,500 pairs take about" in said and "auditing them on the demo first" in said, said
+    assert "the audit admitted" in said
+    _, choice = backend_choice(model, exports_root=exports)
+    assert choice is not None and choice.audited is not None and "onnx" in choice.audited.faithful
+    code, _, said = cli_here(arguments, env)  # the next command has nothing to audit
+    assert code == 0 and "auditing them" not in said and "not worth it" not in said, said

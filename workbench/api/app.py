@@ -57,6 +57,7 @@ from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, err
 from workbench.inputs import host_name, is_loopback, json_depth, unpaired_surrogate_at
 from workbench.redact import plain_text, public_name, redact_text, shown
 from workbench.rerankers.local.backends import measure_backends_in_background
+from workbench.services.backend_audit import enable_auto_audit
 from workbench.vocab import MAX_JSON_DEPTH
 
 log = logging.getLogger("workbench.api")
@@ -91,6 +92,7 @@ def create_app(
         app.state.wb = state
         if warm:
             measure_backends_in_background()  # a server stays up: an unmeasured reranker answers on torch meanwhile
+            enable_auto_audit(settings)  # and its faster backends, never audited here, are checked in the background
             threading.Thread(target=_warm, args=(state,), name="workbench-warm-up", daemon=True).start()
         else:
             state.ready.set()

@@ -33,6 +33,7 @@ from workbench.fusion import linear
 from workbench.inputs import parse_filters
 from workbench.models import resolve_model, short_model_name
 from workbench.rerankers import discover_rerankers
+from workbench.services.backend_audit import enable_auto_audit
 from workbench.services.demo import demo_needs_building, prepare_demo
 from workbench.types import CollectionInfo
 from workbench.vocab import MAX_K, RETRIEVAL, RETRIEVAL_MODES
@@ -73,6 +74,7 @@ def ensure_demo(engine: Engine) -> None:
             log.info("Demo collection ready: %s passages", info.count if info else "?")
         else:
             prepare_demo(engine)
+        enable_auto_audit(engine.settings)  # faster backends never audited here are checked in the background
         engine.warm_in_background()  # the reranker loads (and, never measured here, measures) off the page
     STATE.demo_checked = True
 
@@ -94,7 +96,16 @@ def sidebar(engine: Engine, used: tuple[str, ...] = SIDEBAR_CONTROLS) -> Control
             st.caption("Greyed controls do not apply on this page; they keep their values for the pages that use them.")
         collection = _collection_picker(engine, disabled="collection" not in used)
         rerank, model = _reranker_picker(engine.settings, disabled="reranker" not in used)
+        auditing = engine.backends_auditing()
         for name in engine.backends_measuring():
+            if name in auditing:
+                done, of = auditing[name]
+                st.caption(
+                    f"Checking the faster backends of {name} against fp32 torch on the demo: {done} of {of}, in the "
+                    "background (once per machine): searches run on torch meanwhile and switch to the fastest one "
+                    "found faithful."
+                )
+                continue
             st.caption(
                 f"Measuring which backend runs {name} fastest on this machine, in the background (once per "
                 "machine): searches run on torch meanwhile and switch when it is done."

@@ -10,7 +10,6 @@ import json
 from typing import get_args
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
-from workbench.cli.parsers.doctor import PARITY_K
 from workbench.cli.plans import plan_from
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -26,7 +25,7 @@ from workbench.rerankers.local.machine import BackendChoice
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
-from workbench.vocab import PARITY_TOLERANCE
+from workbench.vocab import PARITY_K, PARITY_TOLERANCE
 
 
 def _refuse_unused(args: argparse.Namespace) -> None:

@@ -24,6 +24,7 @@ from workbench.evaluation.service import EvaluationOptions, Listeners
 from workbench.evaluation.settling import settle_state
 from workbench.inputs import safe_file_stem, validate_collection_name, validate_retrieval
 from workbench.rerankers.served.pricing import parse_prices
+from workbench.services.backend_audit import audit_first_if_it_repays
 from workbench.services.evaluations import Evaluated, Keeping, ReadyEvaluation, ready_evaluation, run_evaluation_request
 
 
@@ -60,6 +61,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     ready = ready_evaluation(engine, request, warn=warn)
     _notice_ingest(engine, ready, args)
+    if not request.rerankers:  # faster backends never audited here: checked first when this run repays it
+        queries = min(len(ready.dataset.queries), request.max_queries or len(ready.dataset.queries))
+        audit_first_if_it_repays(engine, queries * k * len(modes), warn)
     if request.rerankers:
         return _compare(engine, ready, args, modes)
     summaries, lost = [], False

@@ -16,6 +16,7 @@ from workbench.experiments import open_experiment_store
 from workbench.experiments.gate import Budgets, GateDecision, run_gate
 from workbench.preferences.gate import decide_on_preferences
 from workbench.rerankers.factory import on_backend
+from workbench.services.backend_audit import audit_first_if_it_repays
 from workbench.services.evaluations import ready_evaluation
 from workbench.services.preferences import preferences_for_gate
 from workbench.types import SearchPlan
@@ -34,6 +35,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     dataset = ready.dataset
     candidate = _candidate(engine, args, ready.collection)
     baseline = _baseline(engine, args, candidate)
+    if candidate.reranks:  # faster backends never audited here: checked first when this run repays it
+        queries = min(len(dataset.queries), args.max_queries or len(dataset.queries))
+        audit_first_if_it_repays(engine, queries * candidate.k, warn, reranker=candidate.reranker)
     query_set = open_experiment_store(settings).query_set(args.query_set) if args.query_set else None
     budgets = Budgets(
         max_latency_ms=args.max_latency_ms, max_rerank_pairs=args.max_rerank_pairs,

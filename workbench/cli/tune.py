@@ -15,7 +15,9 @@ from workbench.evaluation.long_documents import DEFAULT_STRATEGIES, compare_long
 from workbench.evaluation.tuning import tune
 from workbench.evaluation.tuning_grid import check_grid
 from workbench.experiments import keep_tuning
+from workbench.services.backend_audit import audit_first_if_it_repays
 from workbench.services.evaluations import judged_queries_of, ready_evaluation
+from workbench.vocab import DEFAULT_FIRST_STAGES, DEFAULT_TUNE_KS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -32,6 +34,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     base = plan_from(args, engine, k=max(ks) if ks else None, top_n=args.n, collection=collection)
     check_grid(args.first_stage or [], ks, base, args.chunking or ())  # every cell checked before the first query
     dataset = ready_evaluation(engine, request).dataset
+    queries = min(len(dataset.queries), args.max_queries or len(dataset.queries))
+    cells = len(args.first_stage or DEFAULT_FIRST_STAGES) * max(len(args.chunking or ()), 1)
+    audit_first_if_it_repays(engine, queries * cells * sum(ks or DEFAULT_TUNE_KS), warn)  # when it repays
     with ProgressBar("tuning", unit="query") as bar:
         run = tune(
             engine, dataset, base, first_stages=args.first_stage or (), ks=ks, chunkings=args.chunking or (),

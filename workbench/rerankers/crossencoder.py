@@ -17,6 +17,7 @@ from workbench.rerankers.local.backends import (
     background_measurement,
     load_cross_encoder,
     measure_in_background,
+    needs_audit,
 )
 from workbench.rerankers.local.batching import MicroBatcher
 from workbench.rerankers.local.openvino_pairs import PairwiseOpenVINO
@@ -70,14 +71,18 @@ class CrossEncoderReranker(BaseReranker):
         self.path = resolve_model(model_id, settings, setting="RERANKER_MODEL")
         self.max_length = settings.reranker_max_length
         self._settings = settings
-        # `auto` on a CPU that never measured this model, in a process that stays up: torch now, the measurement in
+        # `auto` on a CPU that never measured this model (or whose faster backends no audit judged, when a front end
+        # audits them: WORKBENCH_AUTO_AUDIT), in a process that stays up: torch now, the measurement and the audit in
         # the background, the switch between model runs once it is done (a page never waits a minute or two for it)
         self.measuring = (
             background_measurement()
             and backend == "auto"
             and settings.reranker_calibrate
             and pick_device(settings.reranker_device) == "cpu"
-            and not backend_measured(self.path, "cpu", exports_root=settings.exports_dir)
+            and (
+                not backend_measured(self.path, "cpu", exports_root=settings.exports_dir)
+                or needs_audit(self.path, exports_root=settings.exports_dir)
+            )
         )
         self._model, self.backend, self.fingerprint = load_cross_encoder(
             self.path,

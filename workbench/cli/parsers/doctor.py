@@ -6,9 +6,7 @@ import argparse
 
 from workbench.cli.parsers.common import checked
 from workbench.inputs import validate_tolerance
-from workbench.vocab import PARITY_TOLERANCE
-
-PARITY_K = 20  # the audit's default depth: 50 queries x 20 candidates = 1,000 pairs a backend
+from workbench.vocab import PARITY_K, PARITY_TOLERANCE
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -37,6 +37,7 @@ from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, refusing_fresh_weights
 from workbench.redact import plain_text
 from workbench.rerankers.local.machine import (
+    MIN_SPEEDUP,
     BackendChoice,
     FaithfulBackends,
     MachineFacts,
@@ -49,7 +50,7 @@ from workbench.rerankers.local.machine import (
 )
 from workbench.rerankers.local.openvino_pairs import PairwiseOpenVINO, quantize_static_int8
 from workbench.rerankers.local.openvino_pairs import calibration_pairs as openvino_calibration_pairs
-from workbench.vocab import BACKENDS, EXPORTED_BACKENDS, OPENVINO_BACKENDS, spoken
+from workbench.vocab import BACKENDS, BATCH_DEPENDENT_BACKENDS, EXPORTED_BACKENDS, OPENVINO_BACKENDS, spoken
 
 log = logging.getLogger("workbench.rerankers")
 FP32_FILE = "onnx/model.onnx"
@@ -467,6 +468,77 @@ def _kept_choice(
     return measure_backends(model_path, model_print, facts, load_one, exports.choices_root, progress or log.warning)
 
 
+AuditProgress = Callable[[int, int], None]  # (backends checked, of how many)
+# What audits a model's faster backends (its folder, the backends, progress): a parity audit on the demo, which lives
+# above this floor, so a front end that stays up registers it (`services.backend_audit.enable_auto_audit`)
+AutoAuditor = Callable[[str, list[str], AuditProgress], None]
+_auditor: AutoAuditor | None = None
+_auditing: dict[str, tuple[int, int]] = {}  # model fingerprint -> (backends checked, of how many), while it runs
+
+
+def set_auto_auditor(auditor: AutoAuditor | None) -> None:
+    """From now on, a background measurement that leaves faster backends no audit judged runs `auditor` on them
+    (None: never; WORKBENCH_AUTO_AUDIT=false)."""
+    global _auditor
+    _auditor = auditor
+
+
+def unaudited_faster(model_path: str, *, exports_root: str | Path) -> list[str]:
+    """The backends `auto`'s kept calibration found at least MIN_SPEEDUP times faster than torch on this CPU that no
+    parity audit has judged here (never a batch-dependent one, which `auto` never takes); empty without a kept
+    calibration."""
+    exports = ExportCache(exports_root)
+    kept = kept_choice(exports.choices_root, fingerprint(model_path), machine_facts("cpu"))
+    if kept is None:
+        return []
+    judged = kept.audited.faithful if kept.audited is not None else {}
+    return [
+        f.backend
+        for f in kept.figures
+        if f.backend != "torch"
+        and f.speedup >= MIN_SPEEDUP
+        and f.backend not in BATCH_DEPENDENT_BACKENDS
+        and f.backend not in judged
+    ]
+
+
+def needs_audit(model_path: str, *, exports_root: str | Path) -> bool:
+    """Whether a background measurement would audit the model's faster backends now: an auditor is registered and
+    the kept calibration leaves faster backends no audit judged."""
+    return _auditor is not None and bool(unaudited_faster(model_path, exports_root=exports_root))
+
+
+def auditing_now() -> dict[str, tuple[int, int]]:
+    """The rerankers whose faster backends are being audited in the background, by folder name: (checked, of)."""
+    with _measuring_lock:
+        return {_measuring_names.get(key, key): progress for key, progress in _auditing.items()}
+
+
+def _audit_faster(model_path: str, model_print: str, exports_root: str | Path) -> None:
+    """The registered auditor on the model's unaudited faster backends (a failure is logged: `auto` keeps what it
+    ran before, torch)."""
+    auditor = _auditor
+    faster = unaudited_faster(model_path, exports_root=exports_root) if auditor is not None else []
+    if auditor is None or not faster:
+        return
+    name = Path(model_path).name
+    log.info("Checking %s's faster backends (%s) against fp32 torch on the demo, in the background.", name,
+             ", ".join(faster))  # fmt: skip
+
+    def progress(done: int, total: int) -> None:
+        with _measuring_lock:
+            _auditing[model_print] = (done, total)
+
+    progress(0, len(faster) + 1)
+    try:
+        auditor(model_path, faster, progress)
+    except Exception as exc:  # an optimisation: the reranker keeps running on what it ran
+        log.warning("Checking the faster backends of %s failed (%s): staying on torch.", name, exc)
+    finally:
+        with _measuring_lock:
+            _auditing.pop(model_print, None)
+
+
 _background = threading.Event()  # set by a front end that stays up (the app, `serve`, `mcp`)
 _measuring: dict[str, list[Callable[[], None]]] = {}  # model fingerprint -> who waits to switch when it is done
 _measuring_names: dict[str, str] = {}
@@ -511,6 +583,7 @@ def measure_in_background(
     def measure() -> None:
         try:
             backend_choice(model_path, "cpu", max_length, exports_root=exports_root, progress=log.info)
+            _audit_faster(model_path, model_print, exports_root)  # faster backends no audit judged: checked now
         except Exception as exc:  # measuring is an optimisation: the reranker keeps running on torch
             log.warning("Measuring the backends of %s failed (%s): staying on torch.", Path(model_path).name, exc)
             with _measuring_lock:
