@@ -19,6 +19,10 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 # `auto` measuring the backends once per model and data folder would repeat in every test's fresh folder: off here,
 # and on in tests/rerankers/test_backend_choice.py, which measures it.
 os.environ["WORKBENCH_CALIBRATE_BACKENDS"] = "0"
+# Nor the audit of the faster backends that follows it in a front end that stays up (the auditor is process-wide: an
+# app test would leave it to audit in a later test's measurement): off here, on where tests/rerankers/
+# test_backend_choice.py tests it.
+os.environ["WORKBENCH_AUTO_AUDIT"] = "0"
 # Pair scores kept on disk would carry from one test to the next in a worker's data folder (a test that counts the
 # pairs a run scores would find them scored): off here, and on in tests/rerankers/test_score_store.py, which tests it.
 os.environ["WORKBENCH_SCORE_STORE"] = "0"

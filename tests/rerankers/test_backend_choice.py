@@ -356,7 +356,7 @@ def test_a_server_audits_the_faster_backends_in_the_background_and_auto_follows_
     exports = _exports_in(tmp_path, tiny_exports)
     settings = Settings(
         data_dir=tmp_path / "data", exports_dir=exports, embedding_model=str(tiny_models["embedder"]),
-        reranker_model=model, reranker_calibrate=True, offline=True,
+        reranker_model=model, reranker_calibrate=True, auto_audit=True, offline=True,
     )  # fmt: skip
     _calibrated_with_a_faster(model, exports)
     assert unaudited_faster(model, exports_root=exports) == ["onnx"]
@@ -398,11 +398,12 @@ def test_a_server_audits_the_faster_backends_in_the_background_and_auto_follows_
         measure_backends_in_background(on=False)
         set_auto_auditor(None)
     assert not quiet.measuring and quiet.backend == "torch:cpu" and unaudited_faster(model, exports_root=other)
-    os.environ["WORKBENCH_AUTO_AUDIT"] = "false"
-    try:
-        assert Settings().auto_audit is False
-    finally:
-        del os.environ["WORKBENCH_AUTO_AUDIT"]
+    for said, meant in (("false", False), ("true", True)):
+        os.environ["WORKBENCH_AUTO_AUDIT"] = said
+        try:
+            assert Settings().auto_audit is meant
+        finally:
+            os.environ["WORKBENCH_AUTO_AUDIT"] = "0"  # as tests/conftest.py leaves it
 
 
 def test_a_command_audits_first_only_when_its_pairs_repay_the_audit(
@@ -417,8 +418,9 @@ def test_a_command_audits_first_only_when_its_pairs_repay_the_audit(
     exports = _exports_in(tmp_path, tiny_exports)
     kept = _calibrated_with_a_faster(model, exports)
     settings = Settings(
-        data_dir=tmp_path / "data", exports_dir=exports, reranker_model=model, reranker_calibrate=True, offline=True
-    )
+        data_dir=tmp_path / "data", exports_dir=exports, reranker_model=model, reranker_calibrate=True,
+        auto_audit=True, offline=True,
+    )  # fmt: skip
     per_pair = next(f.ms_per_50_pairs for f in kept.figures if f.backend == "torch") / 50_000
     cost = audit_cost(settings, model, 2_500)
     assert cost is not None and cost.backends == ["onnx"]
@@ -430,7 +432,7 @@ def test_a_command_audits_first_only_when_its_pairs_repay_the_audit(
     assert audit_cost(settings.model_copy(update={"auto_audit": False}), model, 10**6) is None
 
     env = {**tiny_env(tmp_path / "data", tiny_models), "WORKBENCH_EXPORTS_DIR": str(exports),
-           "WORKBENCH_CALIBRATE_BACKENDS": "1"}  # fmt: skip
+           "WORKBENCH_CALIBRATE_BACKENDS": "1", "WORKBENCH_AUTO_AUDIT": "1"}  # fmt: skip
     arguments = ["eval", "demo", "-k", "50", "-n", "10", "--depth", "none", "--no-save"]
     code, _, said = cli_here([*arguments, "--max-queries", "5"], env)
     assert code == 0 and "not worth it for this run (`workbench doctor --parity demo` runs it)" in said, said
