@@ -444,3 +444,63 @@ def test_a_command_audits_first_only_when_its_pairs_repay_the_audit(
     assert choice is not None and choice.audited is not None and "onnx" in choice.audited.faithful
     code, _, said = cli_here(arguments, env)  # the next command has nothing to audit
     assert code == 0 and "auditing them" not in said and "not worth it" not in said, said
+
+
+def test_the_app_says_it_checks_the_faster_backends_then_ranks_on_the_one_auto_chose(
+    tmp_path: Path, tiny_models: dict[str, Path], tiny_exports: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's first start on a machine whose faster backend no audit judged: its sidebar says the check and how
+    far it got (the audit is held at its start, so the page is seen while it runs; then it runs for real), a search
+    meanwhile ranks on torch, and once the verdict is in, a search names the backend `auto` chose by it."""
+    import threading
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    from workbench.app import ENTRY_SCRIPT
+    from workbench.app.state import engine_resource
+    from workbench.rerankers.local.backends import set_auto_auditor
+    from workbench.services import backend_audit
+
+    model = str(tiny_models["reranker"])
+    exports = _exports_in(tmp_path, tiny_exports)
+    _calibrated_with_a_faster(model, exports)
+    env = {**tiny_env(tmp_path / "data", tiny_models), "WORKBENCH_EXPORTS_DIR": str(exports),
+           "WORKBENCH_CALIBRATE_BACKENDS": "1", "WORKBENCH_AUTO_AUDIT": "1"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    release, real = threading.Event(), backend_audit.audit_on_demo
+
+    def held(*args: object, **kwargs: object) -> object:
+        release.wait(300)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend_audit, "audit_on_demo", held)
+    engine_resource.clear()
+    try:
+        at = AppTest.from_file(str(ENTRY_SCRIPT), default_timeout=180)
+        at.run()
+        checking, deadline = "", time.monotonic() + 120
+        while not checking and time.monotonic() < deadline:
+            at.run()
+            checking = next((c.value for c in at.sidebar.caption if "Checking the faster backends" in c.value), "")
+        assert checking.startswith(
+            "Checking the faster backends of tiny-reranker against fp32 torch on the demo: 0 of 2, in the background"
+        ), [c.value for c in at.sidebar.caption]
+        at.text_input(key="w.query").input("vacation days").run()
+        assert any("Ranked by `torch:cpu`" in c.value or "Scored by `torch:cpu`" in c.value for c in at.caption)
+        release.set()
+        reranker = engine_resource().reranker()
+        assert reranker is not None
+        while getattr(reranker, "measuring", False) and time.monotonic() < deadline + 300:
+            time.sleep(0.2)
+        _, choice = backend_choice(model, exports_root=exports)
+        assert choice is not None and choice.audited is not None and reranker.backend == f"{choice.chosen}:cpu"
+        at.text_input(key="w.query").input("parental leave").run()
+        assert not [c for c in at.sidebar.caption if "Checking the faster backends" in c.value]
+        assert any(f"by `{choice.chosen}:cpu`" in c.value for c in at.caption), [c.value for c in at.caption]
+    finally:
+        release.set()
+        set_auto_auditor(None)
+        measure_backends_in_background(on=False)
+        engine_resource.clear()
