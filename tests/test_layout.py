@@ -160,6 +160,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
     assert loose == [], f"{loose}: a service belongs in workbench/services/"
     assert sorted(p.stem for p in (PACKAGE / "services").glob("*.py")) == [
         "__init__",
+        "backend_audit",
         "comparisons",
         "demo",
         "evaluations",
