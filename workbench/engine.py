@@ -41,7 +41,7 @@ from workbench.rerankers.served.verdicts import served_verdict
 from workbench.rerankers.windows import windowed_scale, windowed_scores
 from workbench.retrieval import BM25Indexes
 from workbench.retrieval.stages import StageParts, first_stage
-from workbench.serving import CIRCUIT_OPEN, SAME_SCORES, RerankGuard, run_check_reason, same_scores
+from workbench.serving import CIRCUIT_OPEN, SAME_SCORES, RerankGuard, run_check_reason, same_scores, sooner
 from workbench.stores.registry import StoreRegistry
 from workbench.types import (
     CacheStats,
@@ -125,10 +125,6 @@ def _rerank(
             return list(combined), hit_count, asked
         scores, hit_count = model.score(query, [h.text for h in hits], use_cache, deadline)
     return list(scores), hit_count, len(hits)
-
-
-def _sooner(deadline: float, other: float | None) -> float:
-    return deadline if other is None else min(deadline, other)
 
 
 def first_stage_is_sure(scores: Sequence[float], skip_gap: float | None) -> bool:
@@ -471,7 +467,7 @@ class Engine:
             served = self.guard.run(
                 self.circuit_of(plan.reranker),
                 # no progress from the rerank's own thread: a caller's progress callback may only run on its thread
-                lambda until: _rerank(model, query, hits, use_cache, _sooner(until, deadline), None, strategy),
+                lambda until: _rerank(model, query, hits, use_cache, sooner(until, deadline), None, strategy),
                 rerank_budget_ms,
                 check=lambda value: SAME_SCORES if same_scores(value[0]) else None,
             )

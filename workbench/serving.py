@@ -39,7 +39,7 @@ RUN_CHECK = "run check"
 SAME_SCORES = "every candidate got the same score"
 
 
-def same_scores(scores: Sequence[float | None]) -> bool:
+def same_scores(scores: Sequence[float | None] | np.ndarray) -> bool:
     """Whether every one of two or more scores is the same at single precision (as trec_eval reads scores): the
     **constant** run check on one list (`evaluation.sanity`), whose order is then the first stage's by its ties."""
     known = [s for s in scores if s is not None]
@@ -47,6 +47,11 @@ def same_scores(scores: Sequence[float | None]) -> bool:
         return False
     values = np.asarray(known, dtype=np.float32)
     return bool(np.all(values == values[0]))
+
+
+def sooner(deadline: float, other: float | None) -> float:
+    """The earlier of a budget's deadline and another (None: none), both on time.monotonic()."""
+    return deadline if other is None else min(deadline, other)
 
 
 def run_check_reason(words: str) -> str:

@@ -127,7 +127,7 @@ def run_checks(candidates: Mapping[str, Sequence[ScoredChunk]], top_n: int, scor
     per_query = [s for s in (_scores(rows) for rows in candidates.values()) if s is not None]
     if not per_query:
         return []
-    constant = sum(same_scores(list(s)) for s in per_query)
+    constant = sum(same_scores(s) for s in per_query)
     tied = sum(_tie_share(s, top_n) >= TIE_SHARE for s in per_query if not np.all(s == s[0]))
     taus = [t for t in (_tau(s) for s in per_query) if t is not None]
     identity = sum(t >= IDENTITY_TAU for t in taus)

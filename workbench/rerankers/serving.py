@@ -27,7 +27,7 @@ from typing import Any, Literal
 from workbench.errors import InputError, ModelError
 from workbench.redact import plain_text, public_name
 from workbench.rerankers.base import Reranker, to_probability
-from workbench.serving import SAME_SCORES, RerankGuard, same_scores
+from workbench.serving import SAME_SCORES, RerankGuard, same_scores, sooner
 from workbench.vocab import CHAT_MODEL_SEPARATOR, ORDER_SCALE
 
 MAX_RERANK_DOCUMENTS = 1000
@@ -154,7 +154,7 @@ def rerank_answer(
     else:
         served_now = under.guard.run(
             under.circuit,
-            lambda until: list(reranker.score(query, ranked_texts, deadline=min(until, deadline or until))[0]),
+            lambda until: list(reranker.score(query, ranked_texts, deadline=sooner(until, deadline))[0]),
             under.budget_ms,
             check=lambda values: SAME_SCORES if same_scores(values) else None,
         )  # fmt: skip

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.config import Settings
 from workbench.engine import Engine
@@ -71,16 +72,16 @@ def enable_auto_audit(settings: Settings) -> None:
     if not settings.auto_audit:
         set_auto_auditor(None)
         return
-    set_auto_auditor(lambda model_path, backends, progress: _quietly(audit_on_demo(settings, model_path, backends,
-                                                                                  progress)))  # fmt: skip
+    set_auto_auditor(lambda model_path, backends, progress: log.warning(
+        "The parity audit of %s on the demo %s.", Path(model_path).name,
+        outcome(audit_on_demo(settings, model_path, backends, progress)),
+    ))  # fmt: skip
 
 
-def _quietly(audit: ParityAudit) -> None:
+def outcome(audit: ParityAudit) -> str:
+    """What an audit changed, in words: 'admitted onnx, openvino: auto now runs openvino'."""
     admitted = [r.backend for r in audit.rows if r.faithful and r.backend != audit.reference]
-    log.warning(
-        "The parity audit of %s on the demo admitted %s: auto now runs %s.", audit.model,
-        ", ".join(admitted) or "no faster backend", audit.auto_runs or "torch",
-    )  # fmt: skip
+    return f"admitted {', '.join(admitted) or 'no faster backend'}: auto now runs {audit.auto_runs or 'torch'}"
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,5 @@ def audit_first_if_it_repays(
         say(f"the audit of the faster backends failed ({error_message(exc)}): running on torch")
         return None
     engine.forget_reranker(reranker or "default")
-    admitted = [r.backend for r in audit.rows if r.faithful and r.backend != audit.reference]
-    say(f"the audit admitted {', '.join(admitted) or 'no faster backend'}: auto now runs {audit.auto_runs or 'torch'}")
+    say(f"the audit {outcome(audit)}")
     return audit

@@ -4,10 +4,12 @@ a rerank budget serves the first stage's order instead of an unfaithful copy's (
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -40,10 +42,25 @@ def served_key(reranker_id: str) -> str:
 
 
 def served_verdict(exports_dir: str | Path, reranker_id: str) -> ServedVerdict | None:
-    """The kept verdict of the last parity audit that took `reranker_id` as a served copy, or None."""
+    """The kept verdict of the last parity audit that took `reranker_id` as a served copy, or None. Every search
+    served under a budget asks: the file is read again only when it changed (its size and time)."""
+    path = served_file(exports_dir)
     try:
-        kept = json.loads(served_file(exports_dir).read_text(encoding="utf-8"))
-        found = kept.get(served_key(reranker_id)) if isinstance(kept, dict) else None
-        return ServedVerdict.model_validate(found) if found is not None else None
-    except (OSError, ValueError):
+        stat = path.stat()
+    except OSError:
         return None
+    found = _kept_verdicts(str(path), stat.st_mtime_ns, stat.st_size).get(served_key(reranker_id))
+    try:
+        return ServedVerdict.model_validate(found) if found is not None else None
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _kept_verdicts(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """The verdicts file as it was at (`mtime_ns`, `size`): a dict, empty when unreadable."""
+    try:
+        kept = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
