@@ -17,6 +17,7 @@ SCRIPTS = (
     "demo_figures",
     "collection_figures",
     "backend_figures",
+    "doctor_bench_figures",
     "attach_figures",
     "bench_figures",
     "tuning_figures",

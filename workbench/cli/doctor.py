@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import get_args
 
 from workbench.cli.common import ProgressBar, settings_from, shown, warn
@@ -18,8 +19,10 @@ from workbench.evaluation.io import Dataset
 from workbench.evaluation.parity import audit_parity
 from workbench.evaluation.sanity import CheckName
 from workbench.evaluation.service import Listeners, check_plan, evaluate_dataset
-from workbench.models import resolve_model
+from workbench.models import is_cross_encoder, resolve_model, short_model_name
+from workbench.rerankers.discovery import discover_rerankers, is_local_cross_encoder
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
+from workbench.rerankers.local.bench import bench, bench_table
 from workbench.rerankers.local.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.local.machine import BackendChoice
 from workbench.services.demo import DEMO_COLLECTION
@@ -40,6 +43,12 @@ def _refuse_unused(args: argparse.Namespace) -> None:
         "--tolerance": args.tolerance != PARITY_TOLERANCE,
         "--no-keep": args.no_keep,
     }
+    bench_only = {"--lengths": args.lengths is not None, "--backends": args.backends is not None,
+                  "--pairs": args.pairs is not None}  # fmt: skip
+    if args.bench is None and any(bench_only.values()):
+        raise InputError(f"{', '.join(o for o, used in bench_only.items() if used)} go(es) with --bench.")
+    if args.bench is not None and (args.parity or args.checks):
+        raise InputError("Ask for one of --bench, --parity and --checks at a time.")
     if not args.parity and not args.checks:
         named = [option for option, used in {**given, **parity_only}.items() if used]
         if named:
@@ -55,6 +64,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.parity and args.checks:
         raise InputError("Ask for one of --parity and --checks at a time.")
     _refuse_unused(args)
+    if args.bench is not None:
+        return _bench(args, settings)
     if args.parity:
         return _parity(args)
     if args.checks:
@@ -169,4 +180,34 @@ def _parity(args: argparse.Namespace) -> int:
         print(shown(line))
     if not audit.judged:
         warn("no judgments for these queries: τ, set changes and batch-mates only; nothing kept for auto")
+    return 0
+
+
+def _bench_models(named: list[str], settings: Settings) -> list[tuple[str, str]]:
+    """The cross-encoders to time: those named (each resolved as RERANKER_MODEL is), or every local one found."""
+    if not named:
+        found = [(c.id, str(c.path)) for c in discover_rerankers(settings) if is_local_cross_encoder(c)]
+        if not found:
+            raise InputError("No local cross-encoder to time: name a folder, or set WORKBENCH_MODELS_DIR.")
+        return found
+    models = []
+    for model_id in named:
+        folder = resolve_model(model_id, settings, setting="--bench")
+        if not is_cross_encoder(Path(folder)):
+            raise InputError(f"{short_model_name(model_id)} is not a cross-encoder: the bench times those.")
+        models.append((short_model_name(model_id), folder))
+    return models
+
+
+def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    """`doctor --bench`: each local cross-encoder on each backend here at fixed lengths (a table, or --json)."""
+    report = bench(
+        _bench_models(args.bench, settings), exports_root=settings.exports_dir, backends=args.backends,
+        lengths=args.lengths, max_pairs=args.pairs, say=warn,
+    )  # fmt: skip
+    if args.json:
+        print(shown(report.model_dump_json(indent=2)))
+        return 0
+    for line in bench_table(report):
+        print(shown(line))
     return 0

@@ -36,6 +36,11 @@ def discover_rerankers(settings: Settings) -> list[ModelChoice]:
     return sorted(found.values(), key=lambda c: (c.id != configured, c.short_name.lower()))
 
 
+def is_local_cross_encoder(choice: ModelChoice) -> bool:
+    """A choice that is a cross-encoder folder on this machine as it is (no service, no `@backend` variant)."""
+    return isinstance(choice.path, Path) and BACKEND_SEPARATOR not in choice.id and is_cross_encoder(choice.path)
+
+
 def _in_models_dirs(settings: Settings) -> dict[str, ModelChoice]:
     """The cross-encoders in the models folders, by <name> or <org>/<name>."""
     found: dict[str, ModelChoice] = {}
