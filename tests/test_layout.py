@@ -161,6 +161,7 @@ def test_the_package_root_holds_the_ground_the_stages_the_engine_and_the_entries
     assert sorted(p.stem for p in (PACKAGE / "services").glob("*.py")) == [
         "__init__",
         "backend_audit",
+        "backend_bench",
         "comparisons",
         "demo",
         "evaluations",

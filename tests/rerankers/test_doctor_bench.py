@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import cli_here
-from workbench.rerankers.local.bench import BENCH_LENGTHS, _long_pairs, schema_text
+from workbench.services.backend_bench import BENCH_LENGTHS, _long_pairs, schema_text
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "doctor-bench.schema.json"
 
@@ -36,7 +36,7 @@ def _hand_gflop(config: dict, tokens: int) -> float:
 
 def test_the_documented_schema_is_the_reports(tmp_path: Path) -> None:
     assert SCHEMA.read_text(encoding="utf-8") == schema_text(), (
-        "docs/doctor-bench.schema.json is stale: write workbench.rerankers.local.bench.schema_text() into it"
+        "docs/doctor-bench.schema.json is stale: write workbench.services.backend_bench.schema_text() into it"
     )
 
 

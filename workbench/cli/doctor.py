@@ -22,9 +22,9 @@ from workbench.evaluation.service import Listeners, check_plan, evaluate_dataset
 from workbench.models import is_cross_encoder, resolve_model, short_model_name
 from workbench.rerankers.discovery import discover_rerankers, is_local_cross_encoder
 from workbench.rerankers.factory import reranker_backend_choice, split_backend
-from workbench.rerankers.local.bench import bench, bench_table
 from workbench.rerankers.local.ceiling import CeilingRow, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.local.machine import BackendChoice
+from workbench.services.backend_bench import bench, bench_table
 from workbench.services.demo import DEMO_COLLECTION
 from workbench.services.evaluations import EvaluationRequest, ready_evaluation
 from workbench.types import SearchPlan
@@ -202,7 +202,7 @@ def _bench_models(named: list[str], settings: Settings) -> list[tuple[str, str]]
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
     """`doctor --bench`: each local cross-encoder on each backend here at fixed lengths (a table, or --json)."""
     report = bench(
-        _bench_models(args.bench, settings), exports_root=settings.exports_dir, backends=args.backends,
+        _bench_models(args.bench, settings), settings=settings, backends=args.backends,
         lengths=args.lengths, max_pairs=args.pairs, say=warn,
     )  # fmt: skip
     if args.json:

@@ -236,6 +236,11 @@ class CrossEncoderReranker(BaseReranker):
         self.counted(documents=len(ran), tokens=sum(len(pairs[i][0]) for i in ran))
         return scores
 
+    def run_encoded(self, pairs: list[Encoded]) -> list[float]:
+        """Scores for encoded pairs, run now in this thread (no micro-batcher, no cache): the model run a search
+        makes, as `doctor --bench` times it."""
+        return self._run(pairs)
+
     def predict(self, query: str, texts: list[str], deadline: float | None = None) -> list[float]:
         """Score every text with the model, no score cache; QueryTimeoutError once `deadline` passes."""
         if not texts:

@@ -409,18 +409,6 @@ def _load_backend(
         ) from exc
 
 
-def load_unshared(path: str, backend: str, max_length: int, *, exports_root: str | Path) -> Any:
-    """A CrossEncoder on the CPU for one named backend, loaded now and held by nobody else (the bench changes its
-    max length between lengths; `load_cross_encoder`'s are shared)."""
-    quiet_transformers()
-    try:
-        return _load_backend(path, backend, "cpu", max_length, ExportCache(exports_root))[0]
-    except WorkbenchError:
-        raise
-    except Exception as exc:
-        raise load_failure(path, "RERANKER_MODEL", exc) from exc
-
-
 def kept_audit(model_path: str, *, exports_root: str | Path) -> FaithfulBackends | None:
     """The parity audit's verdicts kept for the model on this CPU (what `auto` decides by), or None; measures
     nothing."""

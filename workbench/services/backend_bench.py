@@ -4,10 +4,12 @@ to fp32 torch, and what the parity audit kept for the backend on this machine: t
 post, with the machine, the libraries and the date it was taken on.
 
 Every pair of a length T is exactly T tokens: a demo query with a run of demo passages long enough to be cut at T
-(so no pair pays padding and every backend reads the same tokens). The backends are timed interleaved (each
-round times every backend once, in turn) on all the cores torch uses; a figure is the median of the rounds, per
-core is that over the cores. Speed is reported, never judged here: whether a backend may serve is the audit's
-(`workbench doctor --parity demo`).
+(so no pair pays padding and every backend reads the same tokens). Each backend is timed as a search runs it: the
+reranker's own model run over encoded pairs (`CrossEncoderReranker.run_encoded`: batches of RERANKER_BATCH_SIZE,
+OpenVINO one request a pair), tokenizing left out as the token cache leaves it out of a search. The backends are
+timed interleaved (each round times every backend once, in turn) on all the cores torch uses; a figure is the
+median of the rounds, per core is that over the cores. Speed is reported, never judged here: whether a backend may
+serve is the audit's (`workbench doctor --parity demo`).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from workbench.config import Settings
 from workbench.errors import InputError, WorkbenchError
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
-from workbench.rerankers.local.backends import kept_audit, load_unshared
+from workbench.rerankers.crossencoder import CrossEncoderReranker, Encoded
+from workbench.rerankers.local.backends import kept_audit
 from workbench.rerankers.local.ceiling import Peak, against_ceiling, measure_peak, model_shape
 from workbench.rerankers.local.machine import MachineFacts, installed_backends, machine_facts
 from workbench.vocab import BACKENDS, BF16_CPU_FLAGS, OPENVINO_BACKENDS
@@ -36,7 +40,7 @@ BENCH_LENGTHS: tuple[int, ...] = (64, 128, 256, 512)
 BENCH_ROUNDS = 3
 BENCH_SCHEMA_VERSION = 1
 _LIBRARIES = ("torch", "transformers", "sentence-transformers", "onnxruntime", "openvino", "optimum", "numpy")
-_WORDS_PER_PASSAGE = 800  # well over 512 tokens: every pair is cut at its length, none is padded
+_WORDS_PER_PASSAGE = 600  # over 512 tokens: every pair is cut at its length, none is padded
 Audit = Literal["reference", "faithful", "not faithful", "not audited"]
 
 
@@ -82,9 +86,10 @@ class BenchReport(BaseModel):
     rounds: int
     how: str = (
         "each pair is a demo query with demo passages cut at exactly the length's tokens; every backend is timed "
-        "once a round, in turn, on all the cores torch uses, batches of 32; a figure is the median round; per core "
-        "is that over the cores; the ceiling is a one-core matrix multiply in the backend's precision (fp32, bf16 "
-        "or int8); FLOPs per pair count the matrix multiplies"
+        "once a round, in turn, on all the cores torch uses, as a search runs it (the reranker's model run over "
+        "encoded pairs, tokenizing left out); a figure is the median round; per core is that over the cores; the "
+        "ceiling is a one-core matrix multiply in the backend's precision (fp32, bf16 or int8); FLOPs per pair "
+        "count the matrix multiplies"
     )
     cells: list[BenchCell] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)  # backends or models not measured, with why
@@ -163,12 +168,16 @@ def pairs_per_round(tokens: int, limit: int | None = None) -> int:
     return min(count, limit) if limit else count
 
 
-def _exact_tokens(model: Any, pairs: Sequence[tuple[str, str]], tokens: int) -> None:
-    """Refuse to time pairs that are not all exactly `tokens` long as the model reads them."""
-    encoded = model.tokenizer([q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=tokens)
-    lengths = {len(ids) for ids in encoded["input_ids"]}
-    if lengths != {tokens}:  # pragma: no cover - the passages are built long enough
-        raise RuntimeError(f"bench pairs of {sorted(lengths)} tokens, not {tokens}")
+def encoded_pairs(reranker: CrossEncoderReranker, pairs: Sequence[tuple[str, str]], tokens: int) -> list[Encoded]:
+    """The pairs as the reranker's model reads them, each cut at exactly `tokens` (refused if one is not)."""
+    encoded = reranker.tokenizer(
+        [q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=tokens
+    )
+    ids = encoded["input_ids"]
+    types = encoded.get("token_type_ids") or [[0] * len(row) for row in ids]
+    if {len(row) for row in ids} != {tokens}:  # pragma: no cover - the passages are built long enough
+        raise RuntimeError(f"bench pairs of {sorted({len(row) for row in ids})} tokens, not {tokens}")
+    return [(list(i), list(t)) for i, t in zip(ids, types, strict=True)]
 
 
 def bench_model(
@@ -177,7 +186,7 @@ def bench_model(
     backends: Sequence[str],
     lengths: Sequence[int],
     *,
-    exports_root: str | Path,
+    settings: Settings,
     max_pairs: int | None = None,
     rounds: int = BENCH_ROUNDS,
     say: Callable[[str], None] = lambda _: None,
@@ -191,34 +200,37 @@ def bench_model(
     too_long = [t for t in lengths if t > limit]
     if too_long:
         raise InputError(f"{name} reads at most {limit} tokens a pair; {too_long[0]} is longer.")
-    loaded, skipped = {}, []
+    here = settings.model_copy(
+        update={"reranker_device": "cpu", "reranker_max_length": max(lengths), "reranker_calibrate": False}
+    )
+    loaded: dict[str, CrossEncoderReranker] = {}
+    skipped = []
     for backend in backends:
         say(f"{name}: loading {backend}…")
         try:
-            loaded[backend] = load_unshared(folder, backend, max(lengths), exports_root=exports_root)
+            loaded[backend] = CrossEncoderReranker(folder, here, backend=backend)
         except WorkbenchError as exc:  # one backend that does not load is said; the others are timed
             skipped.append(f"{name} on {backend}: {str(exc).splitlines()[0][:200]}")
-    audited = kept_audit(folder, exports_root=exports_root)
+    audited = kept_audit(folder, exports_root=settings.exports_dir)
     cells = []
     for tokens in lengths:
-        pairs = _long_pairs(pairs_per_round(tokens, max_pairs))
+        count = pairs_per_round(tokens, max_pairs)
+        encoded = {b: encoded_pairs(r, _long_pairs(count), tokens) for b, r in loaded.items()}
+        for backend, reranker in loaded.items():
+            reranker.run_encoded(encoded[backend][:4])  # warm at this length
         seconds: dict[str, list[float]] = {b: [] for b in loaded}
-        for model in loaded.values():
-            model.max_length = tokens
-            _exact_tokens(model, pairs, tokens)
-            model.predict(pairs[:4], batch_size=32, show_progress_bar=False)  # warm at this length
-        say(f"{name}: timing {len(loaded)} backends at {tokens} tokens ({len(pairs)} pairs, {rounds} rounds)…")
+        say(f"{name}: timing {len(loaded)} backends at {tokens} tokens ({count} pairs, {rounds} rounds)…")
         for _ in range(rounds):
-            for backend, model in loaded.items():
+            for backend, reranker in loaded.items():
                 started = time.perf_counter()
-                model.predict(pairs, batch_size=32, show_progress_bar=False)
+                reranker.run_encoded(encoded[backend])
                 seconds[backend].append(time.perf_counter() - started)
         for backend, times in seconds.items():
             median = statistics.median(times)
-            rate = against_ceiling(backend, len(pairs) / median, cores, shape, tokens, peak)
+            rate = against_ceiling(backend, count / median, cores, shape, tokens, peak)
             verdict, reason = _audit_of(backend, audited)
             cell = BenchCell(
-                model=name, backend=backend, tokens=tokens, pairs=len(pairs), seconds=times,
+                model=name, backend=backend, tokens=tokens, pairs=count, seconds=times,
                 pairs_per_second=rate.pairs_per_second, pairs_per_second_per_core=rate.pairs_per_second_per_core,
                 gflop_per_pair=rate.gflop_per_pair, share_of_ceiling=rate.share_of_ceiling,
                 x_torch=statistics.median(seconds["torch"]) / median if "torch" in seconds else None,
@@ -246,7 +258,7 @@ def _audit_of(backend: str, audited: Any) -> tuple[Audit, str]:
 def bench(
     models: Sequence[tuple[str, str]],
     *,
-    exports_root: str | Path,
+    settings: Settings,
     backends: Sequence[str] | None = None,
     lengths: Sequence[int] | None = None,
     max_pairs: int | None = None,
@@ -272,7 +284,7 @@ def bench(
     )
     for name, folder in models:
         cells, skipped = bench_model(
-            name, folder, chosen, at, exports_root=exports_root, max_pairs=max_pairs, rounds=rounds, say=say
+            name, folder, chosen, at, settings=settings, max_pairs=max_pairs, rounds=rounds, say=say
         )
         report.cells += cells
         report.skipped += skipped
