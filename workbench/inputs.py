@@ -26,8 +26,10 @@ from workbench.errors import InputError
 from workbench.redact import CONTROL_CHARACTERS as _CONTROL
 from workbench.redact import plain_text
 from workbench.vocab import (
+    BENCH_LENGTH_RANGE,
     GRADE_SCALE,
     JUDGMENT_POLICIES,
+    MAX_BENCH_PAIRS,
     MAX_BROWSE_LIMIT,
     MAX_DOC_ID_CHARS,
     MAX_FILTER_KEY_CHARS,
@@ -637,6 +639,21 @@ def _whole_in(value: Any, what: str, low: int, high: int) -> int:
     if not low <= number <= high:
         raise InputError(f"{said}; got {number}.")
     return number
+
+
+def validate_bench_pairs(value: Any) -> int:
+    """Pairs a round of `doctor --bench`: a whole number from 1 to MAX_BENCH_PAIRS."""
+    return _whole_in(value, "pairs a round", 1, MAX_BENCH_PAIRS)
+
+
+def validate_bench_lengths(value: Any) -> list[int]:
+    """The lengths `doctor --bench` times at: tokens a pair, each a whole number in BENCH_LENGTH_RANGE (a list, or
+    a comma-separated string), sorted, each once."""
+    parts = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else list(value or [])
+    if not parts:
+        raise InputError("Name at least one bench length (tokens a pair), e.g. 128,256.")
+    low, high = BENCH_LENGTH_RANGE
+    return sorted({_whole_in(part, "a bench length (tokens a pair)", low, high) for part in parts})
 
 
 def validate_max_queries(value: Any) -> int | None:

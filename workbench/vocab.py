@@ -99,6 +99,8 @@ BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
 EXPORTED_BACKENDS: Final[tuple[str, ...]] = BACKENDS[1:]  # those run from an export kept under <data>/exports
 OPENVINO_BACKENDS: Final[frozenset[str]] = frozenset({"openvino", "openvino-bf16", "openvino-int8"})
 MAX_BENCH_PAIRS: Final = 512  # pairs a round of `doctor --bench` at most
+# tokens a pair `doctor --bench` times at: a demo query (up to 18 tokens) and some passage, up to BERT's 512 positions
+BENCH_LENGTH_RANGE: Final = (32, 512)
 BF16_CPU_FLAGS: Final[frozenset[str]] = frozenset({"avx512_bf16", "amx_bf16"})  # a CPU that multiplies bf16
 # Backends whose score for a pair depends on the other pairs in its batch: dynamic int8 quantization scales each
 # call's activations by that call's range, so the same pair moved by up to 0.05 with other batch-mates, and the top

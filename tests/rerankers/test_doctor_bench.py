@@ -122,10 +122,11 @@ def test_a_backend_the_cpu_cannot_run_is_never_offered_and_named_is_one_line(
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["--bench", "--lengths", "8"], "A bench length is 32 to 512 tokens a pair (a demo query and some passage); 8"),
-        (["--bench", "--lengths", "1024"], "; 1024 is not."),
-        (["--bench", "--lengths", "a,b"], "is not a comma-separated list of token counts"),
-        (["--bench", "--pairs", "0"], "pairs a round are 1 to 512; 0 is not"),
+        (["--bench", "--lengths", "8"], "A bench length (tokens a pair) is a whole number from 32 to 512; got 8."),
+        (["--bench", "--lengths", "64,1024"], "from 32 to 512; got 1024."),
+        (["--bench", "--lengths", "a,b"], "from 32 to 512; got 'a'."),
+        (["--bench", "--lengths", ","], "Name at least one bench length (tokens a pair), e.g. 128,256."),
+        (["--bench", "--pairs", "0"], "Pairs a round is a whole number from 1 to 512; got 0."),
         (["--bench", "--backends", "tensorrt"], "Unknown backend 'tensorrt': the backends are torch, onnx,"),
         (["--lengths", "64"], "--lengths go(es) with --bench."),
         (["--bench", "--parity", "demo"], "Ask for one of --bench, --parity and --checks at a time."),

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from workbench.config import Settings
 from workbench.errors import InputError, WorkbenchError
+from workbench.inputs import validate_bench_lengths
 from workbench.loaders import load_path
 from workbench.paths import demo_dir
 from workbench.rerankers.crossencoder import CrossEncoderReranker, Encoded
@@ -135,14 +136,8 @@ def _multiplies_bf16() -> bool:
 
 
 def bench_lengths(named: Sequence[int] | None) -> list[int]:
-    """The lengths to time at (tokens a pair): those named, each 32 to 512, or BENCH_LENGTHS."""
-    lengths = sorted(set(named)) if named else list(BENCH_LENGTHS)
-    for length in lengths:
-        if not 32 <= length <= 512:
-            raise InputError(
-                f"A bench length is 32 to 512 tokens a pair (a demo query and some passage); {length} is not."
-            )
-    return lengths
+    """The lengths to time at (tokens a pair): those named (`inputs.validate_bench_lengths`), or BENCH_LENGTHS."""
+    return validate_bench_lengths(named) if named else list(BENCH_LENGTHS)
 
 
 def _long_pairs(count: int) -> list[tuple[str, str]]:

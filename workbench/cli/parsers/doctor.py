@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.parsers.common import checked
-from workbench.inputs import validate_tolerance
-from workbench.vocab import MAX_BENCH_PAIRS, PARITY_K, PARITY_TOLERANCE
+from workbench.inputs import validate_bench_lengths, validate_bench_pairs, validate_tolerance
+from workbench.vocab import PARITY_K, PARITY_TOLERANCE
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,28 +52,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "ceiling, x fp32 torch and the audit's verdict, with the machine and library versions (--json: the "
         "documented schema, docs/doctor-bench.schema.json)",
     )  # fmt: skip
-    doctor.add_argument("--lengths", type=_lengths, help="with --bench: tokens a pair, e.g. 128,256 (32 to 512)")
+    doctor.add_argument(
+        "--lengths", type=checked(validate_bench_lengths), help="with --bench: tokens a pair, e.g. 128,256 (32 to 512)"
+    )
     doctor.add_argument("--backends", type=_names, help="with --bench: only these backends (and torch), e.g. onnx")
-    doctor.add_argument("--pairs", type=_pairs, help="with --bench: at most N pairs a round (default: ~8k tokens)")
+    doctor.add_argument(
+        "--pairs",
+        type=checked(validate_bench_pairs),
+        help="with --bench: at most N pairs a round (default: ~8k tokens)",
+    )
     doctor.set_defaults(handler="workbench.cli.doctor:cmd_doctor")
-
-
-def _lengths(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of token counts") from None
 
 
 def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _pairs(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= count <= MAX_BENCH_PAIRS:
-        raise argparse.ArgumentTypeError(f"pairs a round are 1 to {MAX_BENCH_PAIRS}; {count} is not")
-    return count
