@@ -1,21 +1,26 @@
 """What a user sees after Enter on Explore, in Chromium: how long until the first-stage list is on screen, and
 until the reranked list replaces the running state. Starts `workbench app` on a free port with this checkout's
-settings (the demo collection, the default reranker), warms it with one query, then types 20 distinct sample
-queries one after another.
+settings (the demo collection, the default reranker) on a fresh data folder, warms it with one query, then types
+20 distinct sample queries one after another.
 
     python bench/app_first_list.py            # needs Debian's Chromium (scripts/setup.sh --browser)
 
-Prints p50 and p95 of both times in milliseconds (measured in the browser, from the Enter key press).
+Prints p50 and p95 of both times in milliseconds, measured in the page itself (`performance.now()` from the
+Enter key press, by a MutationObserver): the first list is the first-stage preview's first paint (a reranker fast
+enough never shows one: then it is the reranked list's), the reranked list the moment History counts the search.
+The reranker is the checkout's (RERANKER_MODEL, RERANKER_BACKEND as set).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -28,6 +33,25 @@ from workbench.services.demo import sample_queries
 
 CHROMIUM = "/usr/bin/chromium"
 PREVIEW = "Reranking 50 candidates…"
+# Times, in the page, of the preview's first paint and of History counting one more search than at the start.
+WATCH = """(preview) => {
+    const count = () => {
+        const label = [...document.querySelectorAll("summary, p, span")].map((e) => e.innerText)
+            .find((t) => /^History \\(\\d+ searche?s?\\)$/.test(t || ""));
+        return label ? parseInt(label.match(/\\d+/)[0], 10) : 0;
+    };
+    const w = {start: null, before: count(), preview: null, done: null};
+    window.__wbTimes = w;
+    const look = () => {
+        if (w.start === null) return;
+        const now = performance.now();
+        if (w.preview === null && document.body.innerText.includes(preview)) w.preview = now - w.start;
+        if (w.done === null && count() > w.before) w.done = now - w.start;
+    };
+    new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
+    const enter = (e) => { if (e.key === "Enter" && w.start === null) w.start = performance.now(); };
+    document.addEventListener("keydown", enter, {capture: true});
+}"""
 
 
 def free_port() -> int:
@@ -52,11 +76,12 @@ def main() -> int:
     add_json_option(parser)
     args = parser.parse_args()
     port = free_port()
+    data = tempfile.mkdtemp(prefix="app-first-list-")  # a fresh data folder: no score kept by an earlier run
     app = subprocess.Popen(
         [str(Path(sys.executable).parent / "workbench"), "app", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "WORKBENCH_DATA_DIR": data},
     )
     first_list, reranked = [], []
     try:
@@ -70,21 +95,19 @@ def main() -> int:
             box = page.get_by_label("Query", exact=True)
             for i, query in enumerate(queries):
                 box.fill(query)
-                started = time.perf_counter()
+                page.evaluate(WATCH, PREVIEW)
                 box.press("Enter")
-                marker = page.get_by_text(PREVIEW).first
-                marker.wait_for()
-                shown = time.perf_counter()
-                marker.wait_for(state="hidden")
-                done = time.perf_counter()
+                page.wait_for_function("window.__wbTimes.done !== null")
+                times = page.evaluate("window.__wbTimes")
                 if i:  # the first query warms the models
-                    first_list.append((shown - started) * 1000)
-                    reranked.append((done - started) * 1000)
+                    first_list.append(times["preview"] if times["preview"] is not None else times["done"])
+                    reranked.append(times["done"])
                 page.wait_for_timeout(300)
             browser.close()
     finally:
         app.terminate()
         app.wait(timeout=30)
+        shutil.rmtree(data, ignore_errors=True)
     figures = {}
     for name, values in (("first_list", first_list), ("reranked", reranked)):
         figures[name] = {"p50": statistics.median(values), "p95": float(np.percentile(values, 95))}
