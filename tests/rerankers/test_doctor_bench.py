@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import cli_here
-from workbench.services.backend_bench import BENCH_LENGTHS, _long_pairs, schema_text
+from workbench.services.backend_bench import BENCH_LENGTHS, bench_pairs, schema_text
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "doctor-bench.schema.json"
 
@@ -93,7 +93,7 @@ def test_every_bench_pair_is_exactly_its_length(tiny_models: dict[str, Path], to
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_models["reranker"]))
-    pairs = _long_pairs(50)  # every demo query
+    pairs = bench_pairs(50)  # every demo query
     encoded = tokenizer([q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=tokens)
     assert {len(ids) for ids in encoded["input_ids"]} == {tokens}
 

@@ -140,7 +140,7 @@ def bench_lengths(named: Sequence[int] | None) -> list[int]:
     return validate_bench_lengths(named) if named else list(BENCH_LENGTHS)
 
 
-def _long_pairs(count: int) -> list[tuple[str, str]]:
+def bench_pairs(count: int) -> list[tuple[str, str]]:
     """`count` (demo query, passage) pairs whose passages run on through the next demo sections to
     _WORDS_PER_PASSAGE words: long enough to be cut at any bench length."""
     texts = [d.text for d in load_path(demo_dir() / "docs").documents]
@@ -210,7 +210,7 @@ def bench_model(
     cells = []
     for tokens in lengths:
         count = pairs_per_round(tokens, max_pairs)
-        encoded = {b: encoded_pairs(r, _long_pairs(count), tokens) for b, r in loaded.items()}
+        encoded = {b: encoded_pairs(r, bench_pairs(count), tokens) for b, r in loaded.items()}
         for backend, reranker in loaded.items():
             reranker.run_encoded(encoded[backend][:4])  # warm at this length
         seconds: dict[str, list[float]] = {b: [] for b in loaded}
