@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import cli_here
-from workbench.services.backend_bench import BENCH_LENGTHS, bench_pairs, schema_text
+from workbench.services.backend_bench import BENCH_LENGTHS, bench_pairs, demo_bench_pairs, schema_text
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "doctor-bench.schema.json"
 
@@ -25,7 +25,7 @@ def _env(tmp_path: Path, tiny_models: dict[str, Path]) -> dict[str, str]:
     }  # fmt: skip
 
 
-def _hand_gflop(config: dict, tokens: int) -> float:
+def _hand_gflop(config: dict, tokens: float) -> float:
     """Matrix multiplies of one pair through a BERT encoder, by hand: per layer Q, K, V and out (4 of T·H·H),
     the scores and their use (2 of T·T·H), the feed-forward (2 of T·H·I), each multiply-add 2 FLOPs; then the
     pooler and the one-label classifier."""
@@ -64,7 +64,20 @@ def test_bench_json_validates_and_its_figures_follow_from_its_rounds(
     jsonschema.validate(report, json.loads(SCHEMA.read_text(encoding="utf-8")))
     assert report["lengths"] == [32, 64] and report["machine"]["libraries"]["torch"]
     config = json.loads((folder / "config.json").read_text())
-    cells = {(c["backend"], c["tokens"]): c for c in report["cells"]}
+    # the demo's own judged pairs, at their own lengths as a search cuts them (256 tokens): their mean, by hand
+    from transformers import AutoTokenizer
+
+    demo = demo_bench_pairs(4)
+    assert len({q for q, _ in demo}) > 1  # taken across the queries, not the first one's
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    lengths = [len(tokenizer(q, p, truncation=True, max_length=256)["input_ids"]) for q, p in demo]
+    demo_cells = [c for c in report["cells"] if c["pairs_from"] != "fixed length"]
+    assert {c["backend"] for c in demo_cells} == {"torch", "onnx"}
+    assert {c["tokens"] for c in demo_cells} == {sum(lengths) / len(lengths)}
+    for cell in demo_cells:
+        assert cell["pairs_from"] == "demo's judged pairs" and cell["pairs"] == 4
+        assert cell["gflop_per_pair"] == pytest.approx(_hand_gflop(config, sum(lengths) / len(lengths)))
+    cells = {(c["backend"], c["tokens"]): c for c in report["cells"] if c["pairs_from"] == "fixed length"}
     assert set(cells) == {(b, t) for b in ("torch", "onnx") for t in (32, 64)}
     cores = report["machine"]["cores"]
     peak = report["machine"]["peak"]["fp32_gflops_per_core"]
@@ -85,6 +98,7 @@ def test_bench_json_validates_and_its_figures_follow_from_its_rounds(
     assert code == 0, err
     assert "| model | backend | tokens | pairs/s per core |" in out
     assert f"| {folder.name} | onnx | 32 |" in out and "not faithful (top 10 set changed on 9 of 50)" in out
+    assert f"| {folder.name} | onnx | {sum(lengths) / len(lengths):.0f} (the demo's pairs, mean) |" in out
 
 
 @pytest.mark.parametrize("tokens", [32, *BENCH_LENGTHS])

@@ -4,12 +4,14 @@ to fp32 torch, and what the parity audit kept for the backend on this machine: t
 post, with the machine, the libraries and the date it was taken on.
 
 Every pair of a length T is exactly T tokens: a demo query with a run of demo passages long enough to be cut at T
-(so no pair pays padding and every backend reads the same tokens). Each backend is timed as a search runs it: the
-reranker's own model run over encoded pairs (`CrossEncoderReranker.run_encoded`: batches of RERANKER_BATCH_SIZE,
-OpenVINO one request a pair), tokenizing left out as the token cache leaves it out of a search. The backends are
-timed interleaved (each round times every backend once, in turn) on all the cores torch uses; a figure is the
-median of the rounds, per core is that over the cores. Speed is reported, never judged here: whether a backend may
-serve is the audit's (`workbench doctor --parity demo`).
+(so no pair pays padding and every backend reads the same tokens). Then the demo's own judged pairs, taken evenly
+across its queries at their own mixed lengths as a search cuts them (what the parity audit scores; their mean
+length is the row's tokens): the figure a real query set gets, where shapes vary. Each backend is timed as a
+search runs it: the reranker's own model run over encoded pairs (`CrossEncoderReranker.run_encoded`: batches of
+RERANKER_BATCH_SIZE, OpenVINO one request a pair), tokenizing left out as the token cache leaves it out of a
+search. The backends are timed interleaved (each round times every backend once, in turn) on all the cores torch
+uses; a figure is the median of the rounds, per core is that over the cores. Speed is reported, never judged here:
+whether a backend may serve is the audit's (`workbench doctor --parity demo`).
 """
 
 from __future__ import annotations
@@ -34,15 +36,18 @@ from workbench.paths import demo_dir
 from workbench.rerankers.crossencoder import CrossEncoderReranker, Encoded
 from workbench.rerankers.local.backends import kept_audit
 from workbench.rerankers.local.ceiling import Peak, against_ceiling, measure_peak, model_shape
-from workbench.rerankers.local.machine import MachineFacts, installed_backends, machine_facts
+from workbench.rerankers.local.machine import MachineFacts, calibration_pairs, installed_backends, machine_facts
 from workbench.vocab import BACKENDS, BF16_CPU_FLAGS, OPENVINO_BACKENDS
 
 BENCH_LENGTHS: tuple[int, ...] = (64, 128, 256, 512)
 BENCH_ROUNDS = 3
 BENCH_SCHEMA_VERSION = 1
 _LIBRARIES = ("torch", "transformers", "sentence-transformers", "onnxruntime", "openvino", "optimum", "numpy")
+DEMO_QUERIES = 50
+DEMO_MEAN_TOKENS = 75  # the demo's judged pairs, cut at 256 tokens: how many of them a round takes
 _WORDS_PER_PASSAGE = 600  # over 512 tokens: every pair is cut at its length, none is padded
 Audit = Literal["reference", "faithful", "not faithful", "not audited"]
+PairsFrom = Literal["fixed length", "demo's judged pairs"]
 
 
 class BenchMachine(BaseModel):
@@ -64,7 +69,8 @@ class BenchCell(BaseModel):
 
     model: str
     backend: str
-    tokens: int  # every timed pair is exactly this long
+    pairs_from: PairsFrom = "fixed length"  # "demo's judged pairs": their own mixed lengths, as the audit reads them
+    tokens: float  # every timed pair is exactly this long; for the demo's pairs, their mean length (unpadded)
     pairs: int  # timed per round
     seconds: list[float]  # each round's time for the pairs
     pairs_per_second: float  # the chip (all `cores`): pairs over the median round
@@ -86,7 +92,8 @@ class BenchReport(BaseModel):
     lengths: list[int]
     rounds: int
     how: str = (
-        "each pair is a demo query with demo passages cut at exactly the length's tokens; every backend is timed "
+        "each pair is a demo query with demo passages cut at exactly the length's tokens, then the demo's judged "
+        "pairs at their own lengths (cut at RERANKER_MAX_LENGTH; tokens is their mean); every backend is timed "
         "once a round, in turn, on all the cores torch uses, as a search runs it (the reranker's model run over "
         "encoded pairs, tokenizing left out); a figure is the median round; per core is that over the cores; the "
         "ceiling is a one-core matrix multiply in the backend's precision (fp32, bf16 or int8); FLOPs per pair "
@@ -196,7 +203,11 @@ def bench_model(
     if too_long:
         raise InputError(f"{name} reads at most {limit} tokens a pair; {too_long[0]} is longer.")
     here = settings.model_copy(
-        update={"reranker_device": "cpu", "reranker_max_length": max(lengths), "reranker_calibrate": False}
+        update={
+            "reranker_device": "cpu",
+            "reranker_max_length": max(*lengths, settings.reranker_max_length),
+            "reranker_calibrate": False,
+        }
     )
     loaded: dict[str, CrossEncoderReranker] = {}
     skipped = []
@@ -207,32 +218,67 @@ def bench_model(
         except WorkbenchError as exc:  # one backend that does not load is said; the others are timed
             skipped.append(f"{name} on {backend}: {str(exc).splitlines()[0][:200]}")
     audited = kept_audit(folder, exports_root=settings.exports_dir)
+    runs: list[tuple[PairsFrom, int, Callable[[CrossEncoderReranker], list[Encoded]]]] = [
+        ("fixed length", t, lambda r, t=t: encoded_pairs(r, bench_pairs(pairs_per_round(t, max_pairs)), t))
+        for t in lengths
+    ]
+    demo_count = pairs_per_round(DEMO_MEAN_TOKENS, max_pairs)
+    runs.append(("demo's judged pairs", 0, lambda r: demo_encoded(r, demo_bench_pairs(demo_count), settings)))
     cells = []
-    for tokens in lengths:
-        count = pairs_per_round(tokens, max_pairs)
-        encoded = {b: encoded_pairs(r, bench_pairs(count), tokens) for b, r in loaded.items()}
-        for backend, reranker in loaded.items():
-            reranker.run_encoded(encoded[backend][:4])  # warm at this length
-        seconds: dict[str, list[float]] = {b: [] for b in loaded}
-        say(f"{name}: timing {len(loaded)} backends at {tokens} tokens ({count} pairs, {rounds} rounds)…")
-        for _ in range(rounds):
-            for backend, reranker in loaded.items():
-                started = time.perf_counter()
-                reranker.run_encoded(encoded[backend])
-                seconds[backend].append(time.perf_counter() - started)
+    for pairs_from, tokens, encode in runs:
+        encoded = {b: encode(r) for b, r in loaded.items()}
+        count = len(next(iter(encoded.values()), []))
+        mean = sum(len(ids) for ids, _ in next(iter(encoded.values()), [([0], [0])])) / max(count, 1)
+        seconds = _timed_rounds(loaded, encoded, rounds)
+        say(f"{name}: timed {len(loaded)} backends on {count} pairs ({pairs_from}, {mean:.0f} tokens)")
         for backend, times in seconds.items():
             median = statistics.median(times)
-            rate = against_ceiling(backend, count / median, cores, shape, tokens, peak)
+            rate = against_ceiling(backend, count / median, cores, shape, mean, peak)
             verdict, reason = _audit_of(backend, audited)
             cell = BenchCell(
-                model=name, backend=backend, tokens=tokens, pairs=count, seconds=times,
-                pairs_per_second=rate.pairs_per_second, pairs_per_second_per_core=rate.pairs_per_second_per_core,
-                gflop_per_pair=rate.gflop_per_pair, share_of_ceiling=rate.share_of_ceiling,
+                model=name, backend=backend, pairs_from=pairs_from, tokens=tokens or mean, pairs=count,
+                seconds=times, pairs_per_second=rate.pairs_per_second,
+                pairs_per_second_per_core=rate.pairs_per_second_per_core, gflop_per_pair=rate.gflop_per_pair,
+                share_of_ceiling=rate.share_of_ceiling,
                 x_torch=statistics.median(seconds["torch"]) / median if "torch" in seconds else None,
                 audit=verdict, audit_reason=reason,
             )  # fmt: skip
             cells.append(cell)
     return cells, skipped
+
+
+def _timed_rounds(
+    loaded: dict[str, CrossEncoderReranker], encoded: dict[str, list[Encoded]], rounds: int
+) -> dict[str, list[float]]:
+    """Each backend's time for its encoded pairs, `rounds` times, the backends in turn within a round (after one
+    warming run of four pairs each)."""
+    for backend, reranker in loaded.items():
+        reranker.run_encoded(encoded[backend][:4])
+    seconds: dict[str, list[float]] = {b: [] for b in loaded}
+    for _ in range(rounds):
+        for backend, reranker in loaded.items():
+            started = time.perf_counter()
+            reranker.run_encoded(encoded[backend])
+            seconds[backend].append(time.perf_counter() - started)
+    return seconds
+
+
+def demo_bench_pairs(count: int) -> list[tuple[str, str]]:
+    """`count` of the demo's judged (query, passage) pairs, taken evenly across its 50 queries (what the audit
+    scores, at their own lengths)."""
+    pairs = calibration_pairs(DEMO_QUERIES)[0]
+    step = max(1, len(pairs) // count)
+    return pairs[::step][:count]
+
+
+def demo_encoded(reranker: CrossEncoderReranker, pairs: Sequence[tuple[str, str]], settings: Settings) -> list[Encoded]:
+    """The demo's pairs as a search encodes them: cut at RERANKER_MAX_LENGTH, the longer side first."""
+    encoded = reranker.tokenizer(
+        [q for q, _ in pairs], [p for _, p in pairs], truncation=True, max_length=settings.reranker_max_length
+    )
+    ids = encoded["input_ids"]
+    types = encoded.get("token_type_ids") or [[0] * len(row) for row in ids]
+    return [(list(i), list(t)) for i, t in zip(ids, types, strict=True)]
 
 
 def _max_positions(folder: str) -> int:
@@ -304,11 +350,17 @@ def bench_table(report: BenchReport) -> list[str]:
         audit = f"{c.audit} ({c.audit_reason})" if c.audit_reason else c.audit
         ratio = f"{c.x_torch:.2f}" if c.x_torch is not None else "—"
         lines.append(
-            f"| {c.model} | {c.backend} | {c.tokens} | {c.pairs_per_second_per_core:.1f} | {c.pairs_per_second:.1f} "
-            f"| {c.share_of_ceiling:.0%} | {ratio} | {audit} |"
+            f"| {c.model} | {c.backend} | {_tokens_words(c)} | {c.pairs_per_second_per_core:.1f} | "
+            f"{c.pairs_per_second:.1f} | {c.share_of_ceiling:.0%} | {ratio} | {audit} |"
         )
     lines += [f"not measured: {why}" for why in report.skipped]
     return lines
+
+
+def _tokens_words(cell: BenchCell) -> str:
+    if cell.pairs_from == "fixed length":
+        return f"{cell.tokens:.0f}"
+    return f"{cell.tokens:.0f} (the demo's pairs, mean)"
 
 
 def schema_text() -> str:
