@@ -36,8 +36,14 @@ from workbench.paths import demo_dir
 from workbench.rerankers.crossencoder import CrossEncoderReranker, Encoded
 from workbench.rerankers.local.backends import kept_audit
 from workbench.rerankers.local.ceiling import Peak, against_ceiling, measure_peak, model_shape
-from workbench.rerankers.local.machine import MachineFacts, calibration_pairs, installed_backends, machine_facts
-from workbench.vocab import BACKENDS, BF16_CPU_FLAGS, OPENVINO_BACKENDS
+from workbench.rerankers.local.machine import (
+    MachineFacts,
+    calibration_pairs,
+    installed_backends,
+    machine_facts,
+    multiplies_bf16,
+)
+from workbench.vocab import BACKENDS, OPENVINO_BACKENDS
 
 BENCH_LENGTHS: tuple[int, ...] = (64, 128, 256, 512)
 BENCH_ROUNDS = 3
@@ -128,7 +134,7 @@ def bench_backends(named: Sequence[str] | None) -> list[str]:
         if name not in here:
             why = (
                 "this CPU does not multiply bf16 (no avx512_bf16 or amx_bf16)"
-                if name == "openvino-bf16" and not _multiplies_bf16()
+                if name == "openvino-bf16" and not multiplies_bf16()
                 else "it needs the 'openvino' extra: pip install 'rerank-workbench[openvino]'"
                 if name in OPENVINO_BACKENDS
                 else "it does not run here"
@@ -136,10 +142,6 @@ def bench_backends(named: Sequence[str] | None) -> list[str]:
             raise InputError(f"The backend {name} is not offered on this machine: {why}.")
         chosen.append(name)
     return list(dict.fromkeys(["torch", *chosen]))  # torch is always timed: the ratios are to it
-
-
-def _multiplies_bf16() -> bool:
-    return bool(BF16_CPU_FLAGS & set(machine_facts("cpu").flags))
 
 
 def bench_lengths(named: Sequence[int] | None) -> list[int]:
@@ -170,16 +172,21 @@ def pairs_per_round(tokens: int, limit: int | None = None) -> int:
     return min(count, limit) if limit else count
 
 
-def encoded_pairs(reranker: CrossEncoderReranker, pairs: Sequence[tuple[str, str]], tokens: int) -> list[Encoded]:
-    """The pairs as the reranker's model reads them, each cut at exactly `tokens` (refused if one is not)."""
-    encoded = reranker.tokenizer(
-        [q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=tokens
-    )
+def _as_encoded(encoded: Any) -> list[Encoded]:
+    """A tokenizer's batch as the reranker's encoded pairs (input ids, token type ids)."""
     ids = encoded["input_ids"]
     types = encoded.get("token_type_ids") or [[0] * len(row) for row in ids]
-    if {len(row) for row in ids} != {tokens}:  # pragma: no cover - the passages are built long enough
-        raise RuntimeError(f"bench pairs of {sorted({len(row) for row in ids})} tokens, not {tokens}")
     return [(list(i), list(t)) for i, t in zip(ids, types, strict=True)]
+
+
+def encoded_pairs(reranker: CrossEncoderReranker, pairs: Sequence[tuple[str, str]], tokens: int) -> list[Encoded]:
+    """The pairs as the reranker's model reads them, each cut at exactly `tokens` (refused if one is not)."""
+    encoded = _as_encoded(
+        reranker.tokenizer([q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=tokens)
+    )
+    if {len(ids) for ids, _ in encoded} != {tokens}:  # pragma: no cover - the passages are built long enough
+        raise RuntimeError(f"bench pairs of {sorted({len(ids) for ids, _ in encoded})} tokens, not {tokens}")
+    return encoded
 
 
 def bench_model(
@@ -225,11 +232,12 @@ def bench_model(
     demo_count = pairs_per_round(DEMO_MEAN_TOKENS, max_pairs)
     runs.append(("demo's judged pairs", 0, lambda r: demo_encoded(r, demo_bench_pairs(demo_count), settings)))
     cells = []
+    if not loaded:
+        return [], skipped
     for pairs_from, tokens, encode in runs:
-        encoded = {b: encode(r) for b, r in loaded.items()}
-        count = len(next(iter(encoded.values()), []))
-        mean = sum(len(ids) for ids, _ in next(iter(encoded.values()), [([0], [0])])) / max(count, 1)
-        seconds = _timed_rounds(loaded, encoded, rounds)
+        pairs = encode(next(iter(loaded.values())))  # one tokenizer: every backend of the folder reads it
+        count, mean = len(pairs), sum(len(ids) for ids, _ in pairs) / len(pairs)
+        seconds = _timed_rounds(loaded, pairs, rounds)
         say(f"{name}: timed {len(loaded)} backends on {count} pairs ({pairs_from}, {mean:.0f} tokens)")
         for backend, times in seconds.items():
             median = statistics.median(times)
@@ -248,17 +256,17 @@ def bench_model(
 
 
 def _timed_rounds(
-    loaded: dict[str, CrossEncoderReranker], encoded: dict[str, list[Encoded]], rounds: int
+    loaded: dict[str, CrossEncoderReranker], encoded: list[Encoded], rounds: int
 ) -> dict[str, list[float]]:
-    """Each backend's time for its encoded pairs, `rounds` times, the backends in turn within a round (after one
+    """Each backend's time for the encoded pairs, `rounds` times, the backends in turn within a round (after one
     warming run of four pairs each)."""
-    for backend, reranker in loaded.items():
-        reranker.run_encoded(encoded[backend][:4])
+    for reranker in loaded.values():
+        reranker.run_encoded(encoded[:4])
     seconds: dict[str, list[float]] = {b: [] for b in loaded}
     for _ in range(rounds):
         for backend, reranker in loaded.items():
             started = time.perf_counter()
-            reranker.run_encoded(encoded[backend])
+            reranker.run_encoded(encoded)
             seconds[backend].append(time.perf_counter() - started)
     return seconds
 
@@ -273,12 +281,11 @@ def demo_bench_pairs(count: int) -> list[tuple[str, str]]:
 
 def demo_encoded(reranker: CrossEncoderReranker, pairs: Sequence[tuple[str, str]], settings: Settings) -> list[Encoded]:
     """The demo's pairs as a search encodes them: cut at RERANKER_MAX_LENGTH, the longer side first."""
-    encoded = reranker.tokenizer(
-        [q for q, _ in pairs], [p for _, p in pairs], truncation=True, max_length=settings.reranker_max_length
+    return _as_encoded(
+        reranker.tokenizer(
+            [q for q, _ in pairs], [p for _, p in pairs], truncation=True, max_length=settings.reranker_max_length
+        )
     )
-    ids = encoded["input_ids"]
-    types = encoded.get("token_type_ids") or [[0] * len(row) for row in ids]
-    return [(list(i), list(t)) for i, t in zip(ids, types, strict=True)]
 
 
 def _max_positions(folder: str) -> int:

@@ -37,10 +37,15 @@ BUSY_LOAD_PER_CORE = 1.0
 CPU_BACKENDS = BACKENDS
 
 
+def multiplies_bf16() -> bool:
+    """Whether this CPU multiplies bf16 (avx512_bf16 or amx_bf16)."""
+    return bool(BF16_CPU_FLAGS & _cpu_info()[1])
+
+
 def installed_backends() -> tuple[str, ...]:
     """The CPU backends this installation can run on this CPU: OpenVINO's only with the 'openvino' extra, and its
     bf16 one only where the CPU multiplies bf16 (elsewhere OpenVINO would quietly run it in fp32)."""
-    openvino, bf16 = has_extra("openvino"), bool(BF16_CPU_FLAGS & _cpu_info()[1])
+    openvino, bf16 = has_extra("openvino"), multiplies_bf16()
     return tuple(b for b in CPU_BACKENDS if (b not in OPENVINO_BACKENDS or openvino) and (b != "openvino-bf16" or bf16))
 
 
