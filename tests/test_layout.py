@@ -34,6 +34,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "workbench.lineage",
         "workbench.service_calls",
         "workbench.spreadsheet",
+        "workbench.heap",
     ),
     "stages": (
         "workbench.embeddings",

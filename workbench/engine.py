@@ -22,6 +22,7 @@ from workbench.config import Settings, get_settings
 from workbench.embeddings import Embedder, create_embedder
 from workbench.errors import CollectionNotFoundError, ConfigError, InputError, QueryTimeoutError
 from workbench.fusion import parse_fusion
+from workbench.heap import freeze_what_is_loaded
 from workbench.ingest import ProgressCallback, ingest_path
 from workbench.ingest_status import IngestTracker, forget_ingest
 from workbench.inputs import (
@@ -278,7 +279,8 @@ class Engine:
     def warm_in_background(self) -> None:
         """For a front end that stays up: load the embedder and the default reranker in a thread, so it answers at
         once and the first search does not wait for them; a reranker never measured on this machine answers on
-        torch while its backends are measured in the background (`measure_backends_in_background`)."""
+        torch while its backends are measured in the background (`measure_backends_in_background`). What is loaded
+        is then kept out of later garbage collections (`freeze_what_is_loaded`)."""
         measure_backends_in_background()
 
         def warm() -> None:
@@ -287,6 +289,7 @@ class Engine:
                 self.reranker()
             except Exception as exc:  # the first search says what is wrong, in its own words
                 log.warning("warming the models failed: %s", exc)
+            freeze_what_is_loaded()  # no full collection walks the loaded models again (workbench.heap)
 
         threading.Thread(target=warm, name="workbench-warm-up", daemon=True).start()
 

@@ -54,6 +54,7 @@ from workbench.api.routers import (
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.errors import EXPECTED_ERRORS, WorkbenchError, error_message, error_status
+from workbench.heap import freeze_what_is_loaded
 from workbench.inputs import host_name, is_loopback, json_depth, unpaired_surrogate_at
 from workbench.redact import plain_text, public_name, redact_text, shown
 from workbench.rerankers.local.backends import measure_backends_in_background
@@ -75,6 +76,7 @@ def _warm(state: ServiceState) -> None:
         state.warm_error = error_message(exc)
         log.error("models could not be loaded: %s", state.warm_error)
     finally:
+        freeze_what_is_loaded()  # a full collection never walks the loaded models inside a budgeted search
         state.ready.set()
 
 
