@@ -217,22 +217,31 @@ class CrossEncoderReranker(BaseReranker):
         scores = [0.0] * len(pairs)
         ran: list[int] = []
         model = self._model  # one backend for the whole run, even if the measured one is swapped in meanwhile
-        with torch.inference_mode():
-            for chunk in self.batches(pairs):
-                if wanted is not None and not any(wanted(i) for i in chunk):
-                    continue
-                ran += chunk
-                if isinstance(model, PairwiseOpenVINO):
-                    logits = model.score_rows([self._arrays([pairs[i]]) for i in chunk])
-                else:
+
+        def scored(chunk: list[int], logits: Sequence[float]) -> None:
+            ran.extend(chunk)
+            for i, value in zip(chunk, logits, strict=True):
+                scores[i] = float(value)
+            if done is not None:
+                done(chunk)
+
+        chunks = (c for c in self.batches(pairs) if wanted is None or any(wanted(i) for i in c))
+        if isinstance(model, PairwiseOpenVINO):  # the next batch starts while this one's last pairs run
+            sent: list[list[int]] = []
+
+            def rows() -> Iterator[list[dict[str, np.ndarray]]]:
+                for chunk in chunks:
+                    sent.append(chunk)
+                    yield [self._arrays([pairs[i]]) for i in chunk]
+
+            model.score_batches(rows(), lambda number, logits: scored(sent[number], logits))
+        else:
+            with torch.inference_mode():
+                for chunk in chunks:
                     arrays = self._arrays([pairs[i] for i in chunk])
                     features = {k: torch.from_numpy(v).to(model.device) for k, v in arrays.items()}
                     output = model.model(**features, return_dict=True)
-                    logits = output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy()
-                for i, value in zip(chunk, logits, strict=True):
-                    scores[i] = float(value)
-                if done is not None:
-                    done(chunk)
+                    scored(chunk, output.logits.float().reshape(len(chunk), -1)[:, 0].cpu().numpy().tolist())
         self.counted(documents=len(ran), tokens=sum(len(pairs[i][0]) for i in ran))
         return scores
 
