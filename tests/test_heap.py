@@ -1,6 +1,6 @@
 """A front end that stays up keeps what its warm-up loaded out of later full garbage collections (`workbench.heap`):
-the API's and the app's warm-up both end in `gc.freeze()`, so a full collection inside a search served under a
-rerank budget walks only what requests made since, not the loaded libraries and models."""
+the API's, the MCP server's and the app's warm-ups end in `gc.freeze()`, so a full collection inside a search served
+under a rerank budget walks only what requests made since, not the loaded libraries and models."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from workbench.api.app import create_app
 from workbench.config import Settings
 from workbench.engine import Engine
 from workbench.heap import freeze_what_is_loaded
+from workbench.mcp import build_server
+from workbench.mcp_tools import add_tools
 from workbench.rerankers.local.backends import measure_backends_in_background, set_auto_auditor
 
 
@@ -44,7 +46,7 @@ def test_freezing_keeps_what_is_alive_out_of_collections_and_frees_garbage_first
     assert len(gc.get_objects()) < frozen / 10  # what a full collection walks now: a small share of what there is
 
 
-def test_the_api_and_the_app_freeze_what_their_warm_up_loaded(tiny_settings: Settings, unfrozen: None) -> None:
+def test_the_api_the_app_and_mcp_freeze_what_their_warm_up_loaded(tiny_settings: Settings, unfrozen: None) -> None:
     settings = tiny_settings.model_copy(update={"reranker_backend": "torch"})
     before_api = {"made": ["before the API's warm-up"]}
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
@@ -58,7 +60,19 @@ def test_the_api_and_the_app_freeze_what_their_warm_up_loaded(tiny_settings: Set
     engine = Engine(settings)
     before_app = {"made": ["before the app's warm-up"]}
     engine.warm_in_background()
+    _join_warm_up()
+    assert _frozen(before_app) and _frozen(engine.reranker())
+
+    gc.unfreeze()
+    server, mcp_engine = build_server(settings, tools=False), Engine(settings)
+    before_mcp = {"made": ["before the MCP server's warm-up"]}
+    add_tools(server, settings, mcp_engine, stays_up=True)  # what `workbench mcp` does
+    _join_warm_up()
+    assert _frozen(before_mcp) and _frozen(mcp_engine.embedder())
+
+
+def _join_warm_up() -> None:
     warming = [t for t in threading.enumerate() if t.name == "workbench-warm-up"]
+    assert warming, "no warm-up started"
     for thread in warming:
         thread.join(timeout=120)
-    assert warming and _frozen(before_app) and _frozen(engine.reranker())

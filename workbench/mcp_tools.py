@@ -101,12 +101,14 @@ def add_tools(
     stays_up: bool = False,
 ) -> None:
     """The workbench's tools on an MCP server, over one engine (made from the settings when none is given).
-    `stays_up`: the server runs until stopped, so a reranker never measured here answers on torch while its
-    backends are measured in the background."""
+    `stays_up`: the server runs until stopped, so its models load in the background at once, and a reranker never
+    measured here answers on torch while its backends are measured in the background."""
     if stays_up:
         measure_backends_in_background()
         enable_auto_audit(settings)
     engine = engine or Engine(settings)
+    if stays_up:  # the models load (then are kept out of full garbage collections) while the client starts
+        engine.warm_in_background()
     _search_tools(server, engine, events or open_sink(settings))
     _judging_tools(server, engine)
     _experiment_tools(server, settings)
