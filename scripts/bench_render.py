@@ -235,6 +235,18 @@ def ingest_sort(benches: Benches) -> str:
     )
 
 
+def embedding_backends(benches: Benches) -> str:
+    entry = benches["embedding_backends"]
+    f = entry["figures"]
+    torch, openvino = f["rates"]["torch"], f["rates"]["openvino"]
+    return (
+        f"{f['sample']} of the {f['passages']:,} {f['corpus']} passages through `{f['model']}`, embedding batches of "
+        f"{f['batch']}, the median of {f['rounds']} interleaved rounds: torch {torch:.1f} passages/s, "
+        f"`WORKBENCH_EMBEDDING_BACKEND=openvino` (fp32) {openvino:.1f} (**{openvino / torch:.2f}×**); the largest "
+        f"difference between their unit vectors {f['drift']:.1e}. {made(entry)}\n"
+    )
+
+
 def first_start(benches: Benches) -> str:
     entry = benches["first_start"]
     f = entry["figures"]
@@ -425,6 +437,7 @@ RENDERERS: dict[str, Callable[[Benches], str]] = {
     "bench-batching": batching, "bench-app": app, "bench-http": http, "bench-remote": remote,
     "bench-ray": ray_overhead,
     "bench-infinity": infinity, "bench-embedding": embedding, "bench-ingest-sort": ingest_sort,
+    "bench-embedding-backends": embedding_backends,
     "bench-first-start": first_start, "bench-first-audit": first_audit, "bench-newcomer": newcomer, "bench-cli": cli,
     "bench-cli-summary": cli_summary,
     "bench-explain": explain, "bench-quantized": quantized,

@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from workbench.config import Settings
-from workbench.embeddings import EmbedderAsLangChain, LangChainEmbedder, SentenceTransformerEmbedder, create_embedder
+from workbench.embeddings import (
+    EmbedderAsLangChain,
+    LangChainEmbedder,
+    SentenceTransformerEmbedder,
+    create_embedder,
+    openvino_export,
+)
 from workbench.errors import ConfigError
 
 
@@ -55,3 +64,50 @@ def test_openai_model_ids_build_langchain_openai_embeddings(monkeypatch: pytest.
 def test_tiny_embedder_from_a_folder(tiny_models: dict[str, Path]) -> None:
     embedder = create_embedder(str(tiny_models["embedder"]), Settings(offline=True))
     assert embedder.embed_documents(["x", "y"]).shape == (2, 32)
+
+
+def test_the_openvino_backend_gives_torchs_vectors_and_exports_once(
+    minilm: SentenceTransformerEmbedder, tiny_models: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """WORKBENCH_EMBEDDING_BACKEND=openvino: sentence-transformers' own OpenVINO backend in fp32, held to the same
+    library's torch model (the reference) on the real all-MiniLM-L6-v2 and a tiny one; the export is made once and
+    made again when the model's files change."""
+    texts = ["a cat sat on the mat", "stock markets fell sharply " * 40, "herons wade in shallow water"]
+    real = SentenceTransformerEmbedder(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        Settings(offline=True, embedding_backend="openvino", exports_dir=tmp_path / "exports"),
+    )
+    assert real.backend == "openvino" and real.dimension == 384 and real.max_seq_length == minilm.max_seq_length
+    assert np.abs(real.embed_documents(texts) - minilm.embed_documents(texts)).max() < 1e-5
+    assert np.abs(real.embed_query("kittens") - minilm.embed_query("kittens")).max() < 1e-5
+
+    model = tmp_path / "tiny-embedder"
+    shutil.copytree(tiny_models["embedder"], model)
+    settings = Settings(offline=True, exports_dir=tmp_path / "exports")
+    on = settings.model_copy(update={"embedding_backend": "openvino"})
+    reference = create_embedder(str(model), settings).embed_documents(texts)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workbench.embeddings"):
+        assert np.abs(create_embedder(str(model), on).embed_documents(texts) - reference).max() < 1e-5
+        folder = openvino_export(str(model), tmp_path / "exports")  # as a new process asks: the one on disk
+    exported = [r.getMessage() for r in caplog.records if "Exporting" in r.getMessage()]
+    assert len(exported) == 1 and "tiny-embedder" in exported[0], exported
+    assert folder.parent == tmp_path / "exports" and (folder / "openvino" / "openvino_model.xml").is_file()
+
+    config = model / "config_sentence_transformers.json"  # a changed model: its export is made again
+    config.write_text(config.read_text() + " ", encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workbench.embeddings"):
+        again = openvino_export(str(model), tmp_path / "exports")
+    assert again != folder and any("Exporting" in r.getMessage() for r in caplog.records)
+
+
+def test_a_wrong_embedding_backend_is_one_line(tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_EMBEDDING_BACKEND", "onnx")
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    assert "embedding_backend" in str(caught.value) and "'torch' or 'openvino'" in str(caught.value)
+    monkeypatch.delenv("WORKBENCH_EMBEDDING_BACKEND")
+    on_gpu = Settings(offline=True, embedding_backend="openvino", embedding_device="cuda")
+    with pytest.raises(ConfigError, match="openvino runs on the CPU, not WORKBENCH_EMBEDDING_DEVICE=cuda"):
+        create_embedder(str(tiny_models["embedder"]), on_gpu)

@@ -38,6 +38,7 @@ from workbench.vocab import (
     STORES,
     BackendChoice,
     Device,
+    EmbeddingBackend,
     RetrievalMode,
     StoreKind,
 )
@@ -168,6 +169,9 @@ class Settings(BaseSettings):
         DEFAULT_EMBEDDING_MODEL, validation_alias=_alias("embedding_model", "WORKBENCH_EMBEDDING_MODEL")
     )
     embedding_device: Device = Field("auto", validation_alias=_alias("embedding_device", "WORKBENCH_EMBEDDING_DEVICE"))
+    embedding_backend: EmbeddingBackend = Field(
+        "torch", validation_alias=_alias("embedding_backend", "WORKBENCH_EMBEDDING_BACKEND")
+    )
     embedding_batch_size: int = Field(
         64, ge=1, validation_alias=_alias("embedding_batch_size", "WORKBENCH_EMBEDDING_BATCH_SIZE")
     )

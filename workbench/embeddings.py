@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from workbench.config import Settings
+from workbench.config import Settings, get_settings
 from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connection_problem
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
 from workbench.redact import plain_text, redact_text, redact_url
+from workbench.rerankers.local.backends import fingerprint, quiet_export
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number, service_address
 from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX, SERVED_MODEL_SEPARATOR, SERVICE_SCHEMES
 
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 SETTING = "WORKBENCH_EMBEDDING_MODEL"
+log = logging.getLogger("workbench.embeddings")
 
 
 @runtime_checkable
@@ -47,21 +52,85 @@ class Embedder(Protocol):
 
 
 def load_sentence_transformer(
-    path: str, device: str = "auto", setting: str = "WORKBENCH_EMBEDDING_MODEL"
+    path: str,
+    device: str = "auto",
+    setting: str = "WORKBENCH_EMBEDDING_MODEL",
+    backend: str = "torch",
+    exports_root: str | Path | None = None,
 ) -> SentenceTransformer:
-    """The SentenceTransformer at a resolved path, loaded once per process and device."""
-    chosen = pick_device(device, "WORKBENCH_EMBEDDING_DEVICE")
+    """The SentenceTransformer at a resolved path, loaded once per process, device and backend: torch, or
+    "openvino" (fp32 on the CPU, from an export made once under `exports_root`, `openvino_export`)."""
+    if backend == "openvino" and device not in ("auto", "cpu"):
+        raise ConfigError(
+            f"WORKBENCH_EMBEDDING_BACKEND=openvino runs on the CPU, not WORKBENCH_EMBEDDING_DEVICE={device}: set "
+            "the device to cpu or auto, or the backend to torch."
+        )
+    chosen = "cpu" if backend == "openvino" else pick_device(device, "WORKBENCH_EMBEDDING_DEVICE")
 
     def load() -> SentenceTransformer:
         from sentence_transformers import SentenceTransformer
 
         quiet_transformers()
         try:
+            if backend == "openvino":
+                folder = openvino_export(path, Path(exports_root or get_settings().exports_dir))
+                return SentenceTransformer(
+                    str(folder), device="cpu", backend="openvino", model_kwargs={"ov_config": OPENVINO_FP32}
+                )
             return SentenceTransformer(path, device=chosen)
+        except WorkbenchError:
+            raise
         except Exception as exc:
             raise load_failure(path, setting, exc) from exc
 
-    return LOADED.get("sentence_transformer", (path, chosen), load)
+    return LOADED.get("sentence_transformer", (path, chosen, backend), load)
+
+
+# fp32 as torch computes it: left to itself OpenVINO runs bf16 on a CPU that multiplies bf16, and the vectors move
+OPENVINO_FP32 = {"INFERENCE_PRECISION_HINT": "f32"}
+_OPENVINO_XML = Path("openvino") / "openvino_model.xml"
+_export_lock = threading.Lock()
+
+
+def openvino_export(path: str, exports_root: Path) -> Path:
+    """The folder of an intact OpenVINO export of the embedder at `path` (sentence-transformers' own export, with
+    its pooling and normalisation modules), made once and kept under `exports_root`; made again when the model's
+    files change (its fingerprint, as the rerankers' exports)."""
+    model_print = fingerprint(path)
+    folder = exports_root / f"embedder-{Path(path).name}-{model_print[:16]}"
+    manifest = folder / "manifest.json"
+    with _export_lock:
+        try:
+            if (
+                json.loads(manifest.read_text(encoding="utf-8")).get("fingerprint") == model_print
+                and (folder / _OPENVINO_XML).is_file()
+            ):
+                return folder
+        except (OSError, ValueError, AttributeError):
+            pass
+        from sentence_transformers import SentenceTransformer
+
+        log.warning(
+            "Exporting %s for the openvino embedding backend (once; kept in %s)…", Path(path).name, exports_root
+        )
+        staging = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            with quiet_export():
+                model = SentenceTransformer(
+                    path, device="cpu", backend="openvino", model_kwargs={"ov_config": OPENVINO_FP32}
+                )
+                model.save_pretrained(str(staging))
+            (staging / "manifest.json").write_text(json.dumps({"fingerprint": model_print}), encoding="utf-8")
+            staging.rename(folder)
+        except Exception as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ModelError(
+                f"Exporting {Path(path).name} to OpenVINO failed ({type(exc).__name__}). "
+                "Set WORKBENCH_EMBEDDING_BACKEND=torch to run without it."
+            ) from exc
+        return folder
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -76,7 +145,10 @@ class SentenceTransformerEmbedder:
     def __init__(self, model_id: str, settings: Settings) -> None:
         self.model_id = model_id
         self.path = resolve_model(model_id, settings, setting="WORKBENCH_EMBEDDING_MODEL")
-        self._model = load_sentence_transformer(self.path, settings.embedding_device)
+        self.backend = settings.embedding_backend
+        self._model = load_sentence_transformer(
+            self.path, settings.embedding_device, backend=self.backend, exports_root=settings.exports_dir
+        )
         self._batch_size = settings.embedding_batch_size
         # One query at a time: each is one short forward pass that already uses every core, and concurrent
         # searches (an evaluation against a remote reranker, the API under load) would only fight over them.

@@ -214,7 +214,7 @@ class ExportCache:
                 from sentence_transformers import CrossEncoder
                 from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
-                with _quiet_export():
+                with quiet_export():
                     runtime = "openvino" if backend in OPENVINO_BACKENDS else "onnx"
                     with refusing_fresh_weights(Path(model_path).name):
                         model = CrossEncoder(model_path, backend=runtime, device="cpu")
@@ -240,9 +240,10 @@ class ExportCache:
 
 
 @contextmanager
-def _quiet_export() -> Iterator[None]:
-    """Silences what the export prints besides our own progress message: sentence-transformers' advice to save the
-    export (we do, in the cache) and the tracer's warnings about constants, which are expected for this graph."""
+def quiet_export() -> Iterator[None]:
+    """Silences what an export (a reranker's or an embedder's) prints besides our own progress message:
+    sentence-transformers' advice to save the export (we do, in the cache) and the tracer's warnings about constants,
+    which are expected for this graph."""
     import torch
 
     advice = logging.getLogger("sentence_transformers.backend.utils")
