@@ -4,6 +4,12 @@ settings (the demo collection, the default reranker) on a fresh data folder, war
 20 distinct sample queries one after another.
 
     python bench/app_first_list.py            # needs Debian's Chromium (scripts/setup.sh --browser)
+    python bench/app_first_list.py --reranker-backend openvino-bf16 --embedding-backend openvino
+    python bench/app_first_list.py --bare     # the floor: a bare Streamlit page, no model, no search
+
+`--bare` times, the same way, a page with nothing of the workbench in it: a text box labelled Query, 50 Markdown rows
+and a History expander counting the searches (the same Streamlit, browser and machine): what any Streamlit page's
+answer costs before a model or a store does anything.
 
 Prints p50 and p95 of both times in milliseconds, measured in the page itself (`performance.now()` from the
 Enter key press, by a MutationObserver): the first list is the first-stage preview's first paint (a reranker fast
@@ -71,22 +77,45 @@ def wait_for(url: str, seconds: float = 180) -> None:
     raise TimeoutError(f"{url} did not answer")
 
 
+BARE_PAGE = """import streamlit as st
+
+st.session_state.setdefault("searches", 0)
+query = st.text_input("Query")
+if query:
+    st.session_state.searches += 1
+    for rank in range(1, 51):
+        st.markdown(f"**{rank}.** a passage found for {query}, number {rank}")
+with st.expander(f"History ({st.session_state.searches} searches)"):
+    st.write("the searches")
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reranker-backend", help="RERANKER_BACKEND for the app (default: the checkout's)")
+    parser.add_argument("--embedding-backend", help="WORKBENCH_EMBEDDING_BACKEND for the app (default: the checkout's)")
+    parser.add_argument("--bare", action="store_true", help="time a bare Streamlit page instead (the floor)")
     add_json_option(parser)
     args = parser.parse_args()
     port = free_port()
     data = tempfile.mkdtemp(prefix="app-first-list-")  # a fresh data folder: no score kept by an earlier run
-    app = subprocess.Popen(
-        [str(Path(sys.executable).parent / "workbench"), "app", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "WORKBENCH_DATA_DIR": data},
-    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WORKBENCH_DATA_DIR": data}
+    if args.reranker_backend:
+        env["RERANKER_BACKEND"] = args.reranker_backend
+    if args.embedding_backend:
+        env["WORKBENCH_EMBEDDING_BACKEND"] = args.embedding_backend
+    command = [str(Path(sys.executable).parent / "workbench"), "app", "--port", str(port)]
+    if args.bare:
+        (Path(data) / "bare.py").write_text(BARE_PAGE, encoding="utf-8")
+        command = [sys.executable, "-m", "streamlit", "run", str(Path(data) / "bare.py"), "--server.port", str(port),
+                   "--server.headless", "true"]  # fmt: skip
+    app = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     first_list, reranked = [], []
     try:
         wait_for(f"http://127.0.0.1:{port}/_stcore/health")
         queries = [q.text for q in sample_queries()][:21]
+        backends = {"reranker": env.get("RERANKER_BACKEND", "the checkout's"),
+                    "embedder": env.get("WORKBENCH_EMBEDDING_BACKEND", "the checkout's")}  # fmt: skip
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -115,7 +144,7 @@ def main() -> int:
             f"{name.replace('_', ' ')} on screen: p50 {statistics.median(values):.0f} ms, "
             f"p95 {np.percentile(values, 95):.0f} ms over {len(values)} queries"
         )
-    keep(args, {"queries": len(first_list), "k": 50, **figures})
+    keep(args, {"queries": len(first_list), "k": 50, "bare": args.bare, "backends": backends, **figures})
     return 0
 
 
