@@ -12,16 +12,34 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 
 log = logging.getLogger("workbench.heap")
+_lock = threading.Lock()
+_frozen = False
 
 
 def freeze_what_is_loaded() -> int:
-    """Keep every object alive now out of later collections (`gc.freeze()`), after a warm-up; how many are frozen
-    in all. Reference counting still frees them once unreferenced; only cycles among them wait for the process's
-    end."""
-    gc.collect()  # what is garbage now is freed first, not kept for the process's life
-    gc.freeze()
-    frozen = gc.get_freeze_count()
+    """Keep every object alive now out of later collections (`gc.freeze()`), once per process, after its first
+    warm-up (a later one, as each new session of the app warms the one cached engine, changes nothing): how many
+    objects this call froze (0 after the first). Reference counting still frees them once unreferenced; only cycles
+    among them wait for the process's end, so freezing once bounds what can wait so."""
+    global _frozen
+    with _lock:
+        if _frozen:
+            return 0
+        gc.collect()  # what is garbage now is freed first, not kept for the process's life
+        gc.freeze()
+        _frozen = True
+        frozen = gc.get_freeze_count()
     log.info("warm-up done: %d loaded objects are kept out of later garbage collections", frozen)
     return frozen
+
+
+def thaw() -> None:
+    """Undo the freeze (`gc.unfreeze()`) and let the next warm-up freeze again: for a process that loads everything
+    anew, as a test of the warm-ups does."""
+    global _frozen
+    with _lock:
+        gc.unfreeze()
+        _frozen = False
