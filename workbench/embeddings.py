@@ -10,7 +10,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +25,7 @@ from workbench.errors import ConfigError, ModelError, WorkbenchError, is_connect
 from workbench.extras import require_extra
 from workbench.models import LOADED, load_failure, pick_device, quiet_transformers, resolve_model
 from workbench.redact import plain_text, redact_text, redact_url
-from workbench.rerankers.local.backends import fingerprint, quiet_export
+from workbench.rerankers.local.backends import fingerprint, intact_export, quiet_export, staged_export
 from workbench.service_calls import InvalidAnswer, ServiceCaller, ServiceWords, finite_number, service_address
 from workbench.vocab import LANGCHAIN_EMBEDDING_PREFIX, OPENAI_EMBEDDING_PREFIX, SERVED_MODEL_SEPARATOR, SERVICE_SCHEMES
 
@@ -88,44 +87,35 @@ def load_sentence_transformer(
 
 # fp32 as torch computes it: left to itself OpenVINO runs bf16 on a CPU that multiplies bf16, and the vectors move
 OPENVINO_FP32 = {"INFERENCE_PRECISION_HINT": "f32"}
-_OPENVINO_XML = Path("openvino") / "openvino_model.xml"
+OPENVINO_XML = "openvino/openvino_model.xml"
 _export_lock = threading.Lock()
 
 
 def openvino_export(path: str, exports_root: Path) -> Path:
     """The folder of an intact OpenVINO export of the embedder at `path` (sentence-transformers' own export, with
     its pooling and normalisation modules), made once and kept under `exports_root`; made again when the model's
-    files change (its fingerprint, as the rerankers' exports)."""
+    files or the export's change (`intact_export`, as the rerankers' exports)."""
     model_print = fingerprint(path)
     folder = exports_root / f"embedder-{Path(path).name}-{model_print[:16]}"
-    manifest = folder / "manifest.json"
     with _export_lock:
-        try:
-            if (
-                json.loads(manifest.read_text(encoding="utf-8")).get("fingerprint") == model_print
-                and (folder / _OPENVINO_XML).is_file()
-            ):
-                return folder
-        except (OSError, ValueError, AttributeError):
-            pass
-        from sentence_transformers import SentenceTransformer
-
+        if intact_export(folder, model_print, OPENVINO_XML):
+            return folder
         log.warning(
             "Exporting %s for the openvino embedding backend (once; kept in %s)…", Path(path).name, exports_root
         )
-        staging = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
+
+        def make(staging: Path) -> None:
+            from sentence_transformers import SentenceTransformer
+
             with quiet_export():
                 model = SentenceTransformer(
                     path, device="cpu", backend="openvino", model_kwargs={"ov_config": OPENVINO_FP32}
                 )
                 model.save_pretrained(str(staging))
-            (staging / "manifest.json").write_text(json.dumps({"fingerprint": model_print}), encoding="utf-8")
-            staging.rename(folder)
+
+        try:
+            staged_export(folder, make, model_print)
         except Exception as exc:
-            shutil.rmtree(staging, ignore_errors=True)
             raise ModelError(
                 f"Exporting {Path(path).name} to OpenVINO failed ({type(exc).__name__}). "
                 "Set WORKBENCH_EMBEDDING_BACKEND=torch to run without it."

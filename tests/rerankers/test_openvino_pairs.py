@@ -76,6 +76,26 @@ def test_a_pairs_score_is_the_same_alone_in_mixed_batches_and_under_8_clients(
     assert in_batch == alone and last == alone and concurrent == [alone] * 8  # to the last digit
 
 
+def test_a_run_of_many_batches_scores_each_pair_as_alone_and_hands_back_each_batch_once_in_order(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """The next batch starts while the last one's final pairs run (two requests in flight a core): every score is
+    still the pair's alone, and each batch is handed back once, in order, with its own scores."""
+    settings = _settings(tmp_path, tiny_models, "openvino").model_copy(update={"reranker_batch_size": 3})
+    reranker = CrossEncoderReranker(str(tiny_models["reranker"]), settings)
+    pairs = [(QUERY, TEXT), *OTHERS]
+    alone = [reranker.score_pairs([pair])[0] for pair in pairs]
+    assert reranker.score_pairs(pairs) == alone  # 11 batches of 3, to the last digit
+
+    model = reranker._model  # the backend's own queue, as a run drives it
+    rows = [reranker._arrays(reranker.encode(q, [t])) for q, t in pairs]
+    batches = [rows[i : i + 5] for i in range(0, len(rows), 5)]
+    handed: list[tuple[int, list[float]]] = []
+    model.score_batches(iter(batches), lambda number, scores: handed.append((number, scores)))
+    assert [n for n, _ in handed] == list(range(len(batches)))
+    assert [s for _, scores in handed for s in scores] == alone
+
+
 @pytest.mark.parametrize("backend", sorted(OPENVINO_BACKENDS))
 def test_each_openvino_backend_scores_what_the_model_scores(
     tmp_path: Path, tiny_models: dict[str, Path], backend: str

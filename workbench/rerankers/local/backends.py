@@ -152,6 +152,41 @@ def choose_backend(requested: str, device: str, calibrated: str | None = None) -
     return calibrated if calibrated is not None else "torch"
 
 
+def intact_export(folder: Path, model_print: str, file_name: str, recipe: str = "") -> bool:
+    """The export is complete, made from these exact model files by this recipe (the int8 quantization's), and
+    every file a load reads from it (the model, its weights, the tokenizer and config files) is as it was
+    written: a file changed, added or removed since makes the export be made again."""
+    manifest = folder / "manifest.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        return (
+            isinstance(data, dict)
+            and data.get("fingerprint") == model_print
+            and data.get("recipe", "") == recipe
+            and (folder / file_name).is_file()
+            and data.get("files") == _export_files(folder)
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def staged_export(folder: Path, make: Callable[[Path], None], model_print: str, recipe: str = "") -> None:
+    """Make an export into a staging folder beside `folder` (`make(staging)`), write its manifest (the model's
+    fingerprint, the recipe, every file as written) and move it into place: a half-made export is never found as
+    one. On a failure the staging folder is removed and the failure raised."""
+    shutil.rmtree(folder, ignore_errors=True)
+    staging = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        make(staging)
+        manifest = {"fingerprint": model_print, "recipe": recipe, "files": _export_files(staging)}
+        (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 class ExportCache:
     """ONNX exports of model folders under `root` (`Settings.exports_dir`, in the user's cache folder), checked
     against a manifest on every use."""
@@ -173,21 +208,8 @@ class ExportCache:
         return self.root / f"{Path(model_path).name}-{model_print[:16]}" / shared
 
     def valid(self, folder: Path, model_print: str, file_name: str, recipe: str = "") -> bool:
-        """The export is complete, made from these exact model files by this recipe (the int8 quantization's), and
-        every file a load reads from it (the model, its weights, the tokenizer and config files) is as it was
-        written: a file changed, added or removed since makes the export be made again."""
-        manifest = folder / "manifest.json"
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-            return (
-                isinstance(data, dict)
-                and data.get("fingerprint") == model_print
-                and data.get("recipe", "") == recipe
-                and (folder / file_name).is_file()
-                and data.get("files") == _export_files(folder)
-            )
-        except (OSError, ValueError):
-            return False
+        """The export is intact (`intact_export`)."""
+        return intact_export(folder, model_print, file_name, recipe)
 
     def ensure(
         self,
@@ -207,10 +229,8 @@ class ExportCache:
                 return folder, file_name
             say = progress or (lambda message: log.warning(message))
             say(f"Exporting {Path(model_path).name} for the {backend} backend (once; kept in {self.root})…")
-            shutil.rmtree(folder, ignore_errors=True)
-            staging = folder.with_name(folder.name + ".partial")
-            shutil.rmtree(staging, ignore_errors=True)
-            try:
+
+            def make(staging: Path) -> None:
                 from sentence_transformers import CrossEncoder
                 from sentence_transformers.backend import export_dynamic_quantized_onnx_model
 
@@ -227,11 +247,10 @@ class ExportCache:
                         quantize_static_int8(
                             staging / OPENVINO_FILE, staging / file_name, model.tokenizer, CALIBRATION_MAX_LENGTH
                         )
-                manifest = {"fingerprint": model_print, "recipe": recipe, "files": _export_files(staging)}
-                (staging / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-                staging.rename(folder)
+
+            try:
+                staged_export(folder, make, model_print, recipe)
             except Exception as exc:
-                shutil.rmtree(staging, ignore_errors=True)
                 raise ModelError(
                     f"Exporting {Path(model_path).name} to ONNX failed ({type(exc).__name__}: {exc}). "
                     "Set RERANKER_BACKEND=torch to run without ONNX."
