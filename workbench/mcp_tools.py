@@ -17,7 +17,6 @@ from workbench.experiments import open_experiment_store
 from workbench.experiments.record import ExperimentSummary, ExperimentView
 from workbench.judgments import Rating
 from workbench.judgments import judge as judge_document
-from workbench.rerankers.local.backends import measure_backends_in_background
 from workbench.services.backend_audit import enable_auto_audit
 from workbench.services.events import EventSink, open_sink
 from workbench.services.search import SearchResponse, retrieve_text, search_documents, seed_plan
@@ -104,10 +103,9 @@ def add_tools(
     `stays_up`: the server runs until stopped, so its models load in the background at once, and a reranker never
     measured here answers on torch while its backends are measured in the background."""
     if stays_up:
-        measure_backends_in_background()
         enable_auto_audit(settings)
     engine = engine or Engine(settings)
-    if stays_up:  # the models load (then are kept out of full garbage collections) while the client starts
+    if stays_up:  # measured in the background from now; the models load (then are frozen) while the client starts
         engine.warm_in_background()
     _search_tools(server, engine, events or open_sink(settings))
     _judging_tools(server, engine)

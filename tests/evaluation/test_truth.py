@@ -38,8 +38,9 @@ REFERENCES = {
 @pytest.mark.timeout(2400)  # SciFact: 5,183 abstracts through the real embedder on two cores
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_dense_and_bm25_match_their_references(shared_dir: Path, tmp_path: Path, name: str) -> None:
-    settings = Settings(data_dir=tmp_path, reranker_model="none", offline=True)
-    engine = Engine(settings.model_copy(update={"embedding_backend": EMBEDDING_BACKENDS[name]}))
+    engine = Engine(
+        Settings(data_dir=tmp_path, reranker_model="none", offline=True, embedding_backend=EMBEDDING_BACKENDS[name])
+    )
     dataset = Dataset.from_beir(shared_dir / "data" / name)
     started = time.perf_counter()
     engine.ingest(dataset.corpus, name)
