@@ -66,7 +66,7 @@ def _code() -> dict[str, Any]:
 
 
 def _ci(folder: Path) -> dict[str, Any]:
-    from tests.conftest import _scope  # which worker a test runs on (the reference-truth one, or the suite's)
+    from tests.scheduling import _scope  # which worker a test runs on (the reference-truth one, or the suite's)
 
     times = json.loads((folder / "build" / "ci-times.json").read_text(encoding="utf-8"))
     durations: dict[str, float] = json.loads((folder / "build" / "test-durations.json").read_text(encoding="utf-8"))

@@ -47,6 +47,9 @@ from tests.live_servers import free_port, rabbit, served_data  # noqa: F401 - fi
 from workbench.config import Settings
 from workbench.engine import Engine
 
+# How the two workers share the machine, and each test's seconds kept (tests/scheduling.py)
+pytest_plugins = ["tests.scheduling"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WORKBENCH_SHARED_DIR", REPO.parent / "shared"))
 
@@ -288,34 +291,6 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-# Minutes of model CPU each, nothing waits on them: the reference-truth tests and the demo's pooling check, then the
-# gate's longest runs, which even out the two workers' time (CI prints the slowest tests).
-BESIDE_THE_TRUTH = (
-    "/test_truth.py::",
-    "/test_demo_pool.py::",
-    "/test_gate_and_cli.py::test_the_gate_exits_",
-    "/test_gate_and_cli.py::test_a_budget_broken_",
-    "/test_gate_and_cli.py::test_eval_keeps_",
-    "/test_gate_and_cli.py::test_the_gate_against_",
-    "/test_demo.py::",
-    "/test_vllm.py::",
-    "/test_sanity.py::test_the_shared_rerankers_run_as_they_should_raise_no_alarm",
-    "/test_openvino_pairs.py::",
-    "/test_object_stores.py::",
-    # minutes of CPU that wait on nothing either, moved here once the demo's pairs were scored once (issue 73)
-    "/test_reranker_servers.py::test_infinity_gives_",
-    "/test_llm_judge.py::test_the_judge_grades_to_the_decision_",
-    "/test_parity.py::test_doctor_parity_from_the_command_line",
-    "/test_recommend.py::",
-    "/test_packaging.py::",
-    "/test_corrected.py::",
-    "/test_tuning.py::",
-    "/test_explain.py::test_removing_the_strongest_sentence_",
-    # a minute of the app's and a browser's CPU, moved here when the blind preference tests joined the suite (issue 71)
-    "/test_experiments_in_chromium.py::",
-)
-
-
 # What makes a test slow (pyproject's `slow` marker: it loads the real models or runs a whole query set): the
 # fixtures that hold the real models, and the files whose every test does.
 REAL_MODEL_FIXTURES = {"demo_engine", "demo_cli", "real_reranker_dir", "pool_engine", "served_real"}
@@ -331,63 +306,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         real = REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ()))
         if real or item.nodeid.split("::")[0].endswith(SLOW_FILES):
             item.add_marker(pytest.mark.slow)
-
-
-def _scope(nodeid: str) -> str:
-    return "reference-truth" if any(name in nodeid for name in BESIDE_THE_TRUTH) else "suite"
-
-
-DURATIONS_FILE = Path(__file__).resolve().parent.parent / "build" / "test-durations.json"
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Each test's seconds (setup, call and teardown together) kept in build/test-durations.json, slowest first, and
-    the files that took longest printed, so a test that grew is seen the day it grows; under xdist, each worker's
-    seconds too (the suite's and the reference-truth tests'), so the two can be evened out by moving tests into or
-    out of BESIDE_THE_TRUTH."""
-    import json
-
-    per_test: dict[str, float] = {}
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            if hasattr(report, "duration") and hasattr(report, "nodeid") and report.nodeid:
-                per_test[report.nodeid] = per_test.get(report.nodeid, 0.0) + report.duration
-    if not per_test:
-        return
-    slowest = dict(sorted(((n, round(s, 2)) for n, s in per_test.items()), key=lambda item: -item[1]))
-    with contextlib.suppress(OSError):
-        DURATIONS_FILE.parent.mkdir(exist_ok=True)
-        DURATIONS_FILE.write_text(json.dumps(slowest, indent=1) + "\n")
-    per_file: dict[str, float] = {}
-    for nodeid, seconds in per_test.items():
-        per_file[nodeid.split("::")[0]] = per_file.get(nodeid.split("::")[0], 0.0) + seconds
-    terminalreporter.write_line(
-        f"seconds of tests: {sum(per_test.values()):.0f} in all, {len(per_test)} tests; the slowest files: "
-        + ", ".join(f"{name} {total:.0f} s" for name, total in sorted(per_file.items(), key=lambda i: -i[1])[:12])
-        + f" (every test's in {DURATIONS_FILE.relative_to(DURATIONS_FILE.parent.parent)})"
-    )
-    if getattr(terminalreporter.config.option, "numprocesses", None):
-        seconds: dict[str, float] = {}
-        for nodeid, total in per_test.items():
-            seconds[_scope(nodeid)] = seconds.get(_scope(nodeid), 0.0) + total
-        terminalreporter.write_line(
-            "seconds of tests per worker: " + ", ".join(f"{name} {total:.0f} s" for name, total in seconds.items())
-        )
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under `-n 2` (pyproject's addopts): the tests in BESIDE_THE_TRUTH, minutes of CPU each, run on a worker of
-    their own while the rest of the suite runs in order on the other (a scope per worker)."""
-    from xdist.scheduler import LoadScheduling, LoadScopeScheduling
-
-    if config.getoption("markexpr", ""):  # a lane of the suite (the quick one): its tests spread over both workers
-        return LoadScheduling(config, log)
-
-    class TruthApart(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _scope(nodeid)
-
-    return TruthApart(config, log)
 
 
 def cli_here(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
