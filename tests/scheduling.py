@@ -51,6 +51,12 @@ BESIDE_THE_TRUTH = (
     "/test_explain.py::test_removing_the_strongest_sentence_",
     # a minute of the app's and a browser's CPU, moved here when the blind preference tests joined the suite (issue 71)
     "/test_experiments_in_chromium.py::",
+    # model CPU the suite's worker took back when SciFact's reference was given the machine alone (its worker pauses)
+    "/test_judge_limits.py::",
+    "/test_candidates_file.py::",
+    "/test_causal_lm.py::",
+    "/test_sequential.py::",
+    "/test_colbert.py::",
 )
 
 
