@@ -105,8 +105,10 @@ def test_a_bad_executor_is_one_line(served_data: Settings) -> None:
 
 def test_a_pool_of_two_real_servers_one_stopped_mid_run_gives_the_figures_of_one(served_data: Settings) -> None:
     """Two `workbench serve` processes as one reranker (`http://a,http://b`); the second is stopped after the
-    fourth query. Its request goes to the first, it is left out from then on, and every figure equals those of the
-    first server alone and of the reranker run here."""
+    second query of twenty. Its request goes to the first, it is left out from then on, and every figure equals those
+    of the first server alone and of the reranker run here. (Stopped early: the queries run two at a time and the
+    progress that stops it is told from the calling thread, which a busy machine can leave behind; stopped after the
+    fourth of ten, once, every query had been answered before the stop.)"""
     dataset = demo_dataset()
     servers = []
     for name in ("a", "b"):
@@ -128,10 +130,10 @@ def test_a_pool_of_two_real_servers_one_stopped_mid_run_gives_the_figures_of_one
                     second.stop()
 
             return engine, evaluate_dataset(
-                engine, dataset, plan, max_queries=10, listeners=Listeners(progress=progress), depth=()
+                engine, dataset, plan, max_queries=20, listeners=Listeners(progress=progress), depth=()
             )
 
-        engine, pooled = evaluated(f"{first.url},{second.url}", stop_second_at=4)
+        engine, pooled = evaluated(f"{first.url},{second.url}", stop_second_at=2)
         assert second.process.poll() is not None  # it really was stopped mid-run
         _, alone = evaluated(first.url)
         _, local = evaluated(str(served_data.reranker_model))
