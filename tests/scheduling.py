@@ -255,9 +255,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def alone_summary(config: pytest.Config) -> str | None:
     """The controller's line on the tests that held the machine: how long each waited for the others and held it."""
     folder = config.stash.get(_turns_key, None)
+    if folder is None:  # no workers (`-n 0`): nobody took turns
+        return None
     try:
         rows = [json.loads(line) for line in (folder / ALONE_LOG).read_text(encoding="utf-8").splitlines()]
-    except (OSError, TypeError, ValueError):
+    except (OSError, ValueError):  # no test held the machine, or a line cut short
         return None
     return "the machine to itself: " + ", ".join(
         f"{row['test']} (waited {row['waited_s']:.0f} s for the other worker, held it {row['held_s']:.0f} s)"
