@@ -178,27 +178,24 @@ def _owner(path: Path) -> str | None:
     return worker
 
 
-def _wait(condition: Any, limit_s: float) -> float:
+def _wait(condition: Any, limit_s: float) -> None:
     started = time.monotonic()
     while not condition() and time.monotonic() - started < limit_s:
         time.sleep(_POLL_S)
-    return time.monotonic() - started
 
 
 @contextlib.contextmanager
-def taking_part(folder: Path, me: str) -> Iterator[float]:
-    """Worker `me` in a test that shares the machine: busy while in it, after waiting out any holder. Yields the
-    seconds it waited."""
-    busy, waited = folder / f"busy.{me}", 0.0
+def taking_part(folder: Path, me: str) -> Iterator[None]:
+    """Worker `me` in a test that shares the machine: busy while in it, after waiting out any holder."""
+    busy = folder / f"busy.{me}"
     while True:
         _mark(busy, me)
-        holder = _owner(folder / HOLDER)
-        if holder in (None, me):
+        if _owner(folder / HOLDER) in (None, me):
             break
         busy.unlink(missing_ok=True)
-        waited += _wait(lambda: _owner(folder / HOLDER) is None, HOLD_AT_MOST_S)
+        _wait(lambda: _owner(folder / HOLDER) is None, HOLD_AT_MOST_S)
     try:
-        yield waited
+        yield
     finally:
         busy.unlink(missing_ok=True)
 
@@ -211,12 +208,11 @@ def machine_to_itself(folder: Path, me: str) -> Iterator[dict[str, float]]:
     times, started = {"waited_s": 0.0, "held_s": 0.0}, time.monotonic()
     while True:
         try:
-            handle = os.open(folder / HOLDER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            os.close(os.open(folder / HOLDER, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             _wait(lambda: _owner(folder / HOLDER) is None, HOLD_AT_MOST_S)
             continue
-        with os.fdopen(handle, "w", encoding="utf-8") as holder:
-            holder.write(f"{me} {os.getpid()}")
+        _mark(folder / HOLDER, me)  # read as no holder until written: the busy marks still keep both from running
         break
 
     def others_between_tests() -> bool:
